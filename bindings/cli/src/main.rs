@@ -1,1 +1,50 @@
-fn main() {}
+//! The `cycles` command: the local Cycles server, the demo, and (in later issues) operator tools.
+
+mod demo;
+mod plan;
+mod serve;
+
+use clap::{Parser, Subcommand};
+
+/// Command-line front end of the Cycles SDK.
+#[derive(Parser)]
+#[command(name = "cycles", version, about = "Cycles SDK: local server, demo and operator tools")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the local in-memory Cycles server until interrupted.
+    Serve(serve::ServeArgs),
+    /// Run the guided demo against an embedded local server.
+    Demo(demo::DemoArgs),
+    /// Print the heartbeat schedule and its arithmetic for given response timings.
+    Plan(plan::PlanArgs),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(err) => {
+            eprintln!("error: cannot start the async runtime: {err}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Serve(args) => serve::run(args).await,
+            Command::Demo(args) => demo::run(args).await,
+            Command::Plan(args) => plan::run(args).await,
+        }
+    });
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,349 @@
+//! Property tests: the heartbeat planners driven against SIMULATED servers of every regime,
+//! in simulated time (no clock, no sleeping), with random rtt, transient failures and 429s.
+//!
+//! Promises checked (HEARTBEAT GUIDANCE, spec 0.1.25.16):
+//! - primary path, every attempt finishing within its budget: a positive-delay beat is sent
+//!   early enough for that attempt AND one same-key retry to complete before expiry, and a
+//!   same-key retry is sent early enough to complete before expiry, whatever the attempt's
+//!   real duration (checked against the true simulated expiry with the full timeout); a
+//!   zero-delay beat is best effort by the spec's own words and is exempt;
+//! - liveness: with a lease that holds its retry reserve, isolated failures (each followed by
+//!   a successful retry) never stop the heartbeat, so it does not pass by stopping early;
+//! - no unbounded zero-delay loop: never two fresh zero-delay extensions in a row;
+//! - retries reuse the key, fresh beats use a new one; stop codes stop;
+//! - fallback: bounded over-beating (at most one attempt per cadence floor) and no lapse
+//!   against an additive server; the spec's counterexample is a documented limit
+//!   (see `fallback_vectors` and `fallback::tests::spec_counterexample_is_misclassified_forever`).
+
+use std::collections::HashMap;
+
+use cycles_core::timing::fallback::{self, FallbackPlanner};
+use cycles_core::timing::{
+    Decision, ExtendFailure, KeyUse, Millis, PrimaryPlanner, RetryAfter, StopReason,
+};
+use proptest::prelude::*;
+
+const US_PER_MS: u64 = 1000;
+
+/// How the simulated server treats `extend_by_ms`.
+#[derive(Clone, Copy, Debug)]
+enum Clamp {
+    Additive,
+    GrantCap(u64),
+    MaxLead(u64),
+}
+
+#[derive(Clone, Debug)]
+struct SimServer {
+    expires_us: u64,
+    clamp: Clamp,
+    extensions: u32,
+    max_extensions: Option<u32>,
+    /// key -> expires_us established by the first application (replays return it).
+    applied: HashMap<u64, u64>,
+}
+
+enum Reply {
+    Ok { expires_us: u64, remaining_ms: u64 },
+    Expired,
+    MaxExtensions,
+}
+
+impl SimServer {
+    /// An extend request arriving at `now_us`.
+    fn extend(&mut self, now_us: u64, key: u64, by_ms: u64) -> Reply {
+        if let Some(&expires_us) = self.applied.get(&key) {
+            // Same-key replay: original outcome, remaining recomputed (0 when no longer live).
+            let remaining_ms = if now_us > self.expires_us {
+                0
+            } else {
+                expires_us.saturating_sub(now_us) / US_PER_MS
+            };
+            return Reply::Ok {
+                expires_us,
+                remaining_ms,
+            };
+        }
+        if now_us > self.expires_us {
+            return Reply::Expired;
+        }
+        if self.max_extensions.is_some_and(|m| self.extensions >= m) {
+            return Reply::MaxExtensions;
+        }
+        let by_us = by_ms * US_PER_MS;
+        self.expires_us = match self.clamp {
+            Clamp::Additive => self.expires_us + by_us,
+            Clamp::GrantCap(cap) => self.expires_us + by_us.min(cap * US_PER_MS),
+            Clamp::MaxLead(lead) => (self.expires_us + by_us).min(now_us + lead * US_PER_MS),
+        };
+        self.extensions += 1;
+        self.applied.insert(key, self.expires_us);
+        Reply::Ok {
+            expires_us: self.expires_us,
+            remaining_ms: (self.expires_us - now_us) / US_PER_MS,
+        }
+    }
+}
+
+/// A tiny deterministic generator so one proptest seed reproduces a whole run.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.next() % (hi - lo + 1)
+    }
+    fn chance(&mut self, percent: u64) -> bool {
+        self.next() % 100 < percent
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Scenario {
+    seed: u64,
+    ttl_ms: u64,
+    timeout_ms: u64,
+    rtt_min_ms: u64,
+    rtt_max_ms: u64,
+    clamp: Clamp,
+    initial_cap_ms: Option<u64>,
+    max_extensions: Option<u32>,
+    failure_percent: u64,
+    rate_limit_percent: u64,
+    /// Never fail an attempt right after a failure (each failure is followed by a success).
+    isolated_failures: bool,
+}
+
+fn scenario() -> impl Strategy<Value = Scenario> {
+    (
+        any::<u64>(),
+        1_000u64..300_000,
+        1_000u64..15_000,
+        0u64..2_000,
+        0u64..4_000,
+        prop_oneof![
+            Just(Clamp::Additive),
+            (1_000u64..120_000).prop_map(Clamp::GrantCap),
+            (1_000u64..120_000).prop_map(Clamp::MaxLead),
+        ],
+        proptest::option::of(1_000u64..120_000),
+        proptest::option::of(1u32..20),
+        0u64..40,
+        0u64..20,
+    )
+        .prop_map(
+            |(
+                seed,
+                ttl_ms,
+                timeout_ms,
+                a,
+                b,
+                clamp,
+                initial_cap_ms,
+                max_extensions,
+                failure_percent,
+                rate_limit_percent,
+            )| {
+                let rtt_min_ms = a.min(b).min(timeout_ms);
+                let rtt_max_ms = a.max(b).min(timeout_ms);
+                Scenario {
+                    seed: seed | 1,
+                    ttl_ms,
+                    timeout_ms,
+                    rtt_min_ms,
+                    rtt_max_ms,
+                    clamp,
+                    initial_cap_ms,
+                    max_extensions,
+                    failure_percent,
+                    rate_limit_percent,
+                    isolated_failures: false,
+                }
+            },
+        )
+}
+
+/// What one simulated lease did.
+#[derive(Debug, Default)]
+struct Trace {
+    attempts: u32,
+    lapsed_attempts: u32,
+    stop: Option<StopReason>,
+    end_us: u64,
+}
+
+const HORIZON_US: u64 = 30 * 60 * 1_000_000;
+
+fn run_primary(s: &Scenario) -> Result<Trace, TestCaseError> {
+    let mut rng = Rng(s.seed);
+    let mut trace = Trace::default();
+    // Create: server applies at the midpoint of the attempt.
+    let rtt0 = rng.range(s.rtt_min_ms, s.rtt_max_ms) * US_PER_MS;
+    let granted_ms = s.initial_cap_ms.map_or(s.ttl_ms, |c| c.min(s.ttl_ms));
+    let mut server = SimServer {
+        expires_us: rtt0 / 2 + granted_ms * US_PER_MS,
+        clamp: s.clamp,
+        extensions: 0,
+        max_extensions: s.max_extensions,
+        applied: HashMap::new(),
+    };
+    let mut planner = PrimaryPlanner::new(Millis::ms(s.timeout_ms));
+    let mut now = rtt0;
+    let rtt_ms = Millis::from_micros_ceil(u128::from(rtt0));
+    let mut decision = planner.on_success(now, granted_ms, Some(rtt_ms));
+    let mut key = 1u64;
+    let mut last_was_failure = false;
+    let mut zero_fresh_run = 0;
+    while now < HORIZON_US {
+        let (delay, key_use) = match &decision {
+            Decision::Extend { delay, key } => (delay.finite().expect("finite delay"), *key),
+            Decision::Stop(reason) => {
+                trace.stop = Some(reason.clone());
+                break;
+            }
+        };
+        // Key discipline: retries reuse the key, beats after a success take a fresh one.
+        prop_assert_eq!(
+            key_use,
+            if last_was_failure {
+                KeyUse::Same
+            } else {
+                KeyUse::Fresh
+            }
+        );
+        if key_use == KeyUse::Fresh {
+            key += 1;
+            zero_fresh_run = if delay == 0 { zero_fresh_run + 1 } else { 0 };
+            prop_assert!(
+                zero_fresh_run <= 1,
+                "two fresh zero-delay extensions in a row"
+            );
+        }
+        let sent = now + delay * US_PER_MS;
+        trace.attempts += 1;
+        let rtt = rng.range(s.rtt_min_ms, s.rtt_max_ms) * US_PER_MS;
+        let arrival = sent + rtt / 2;
+        // Worst case: the attempt (and, for a fresh beat, its retry) takes the whole timeout.
+        let must_fit_us = match (key_use, delay) {
+            (KeyUse::Same, _) => Some(s.timeout_ms * US_PER_MS),
+            (KeyUse::Fresh, d) if d > 0 => Some(2 * s.timeout_ms * US_PER_MS),
+            (KeyUse::Fresh, _) => None,
+        };
+        if must_fit_us.is_some_and(|fit| sent + fit > server.expires_us)
+            && !server.applied.contains_key(&key)
+        {
+            trace.lapsed_attempts += 1;
+        }
+        let may_fail = !(s.isolated_failures && last_was_failure);
+        if may_fail && rng.chance(s.failure_percent) {
+            // A timeout consumes the whole budget; the server may have applied it anyway.
+            if rng.chance(50) {
+                let _ = server.extend(arrival, key, s.ttl_ms);
+            }
+            now = sent + s.timeout_ms * US_PER_MS;
+            decision = planner.on_failure(now, &ExtendFailure::Transient);
+            last_was_failure = true;
+            continue;
+        }
+        if may_fail && rng.chance(s.rate_limit_percent) {
+            now = sent + rtt;
+            let header = rng.range(0, 8).to_string();
+            decision = planner.on_failure(
+                now,
+                &ExtendFailure::RateLimited(RetryAfter::parse(Some(&header))),
+            );
+            last_was_failure = true;
+            continue;
+        }
+        now = sent + rtt;
+        decision = match server.extend(arrival, key, s.ttl_ms) {
+            Reply::Ok { remaining_ms, .. } => {
+                last_was_failure = false;
+                planner.on_success(
+                    now,
+                    remaining_ms,
+                    Some(Millis::from_micros_ceil(u128::from(rtt))),
+                )
+            }
+            Reply::Expired => planner.on_failure(
+                now,
+                &ExtendFailure::from_error_code(410, Some("RESERVATION_EXPIRED")),
+            ),
+            Reply::MaxExtensions => planner.on_failure(
+                now,
+                &ExtendFailure::from_error_code(409, Some("MAX_EXTENSIONS_EXCEEDED")),
+            ),
+        };
+    }
+    trace.end_us = now;
+    Ok(trace)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn primary_proven_attempts_never_lapse(s in scenario()) {
+        let trace = run_primary(&s)?;
+        prop_assert_eq!(trace.lapsed_attempts, 0, "a proven attempt reached the server after expiry: {:?}", trace);
+    }
+
+    /// Liveness: an additive server, a TTL that holds the retry reserve (ttl > 2 x budget +
+    /// margin + rtt), and isolated transient failures: the heartbeat keeps the lease for the
+    /// whole horizon.
+    #[test]
+    fn primary_survives_isolated_failures_when_the_lease_holds_its_reserve(
+        seed in any::<u64>(), timeout_ms in 1_000u64..10_000, rtt_max_ms in 0u64..400, spare_ms in 1u64..100_000,
+        failure_percent in 0u64..60
+    ) {
+        let margin = 1_000u64.max(2 * rtt_max_ms);
+        let budget = timeout_ms.max(2 * rtt_max_ms);
+        let ttl_ms = 2 * budget + margin + rtt_max_ms + spare_ms;
+        let s = Scenario { seed: seed | 1, ttl_ms, timeout_ms, rtt_min_ms: 0, rtt_max_ms, clamp: Clamp::Additive,
+            initial_cap_ms: None, max_extensions: None, failure_percent, rate_limit_percent: 0, isolated_failures: true };
+        let trace = run_primary(&s)?;
+        prop_assert!(trace.stop.is_none(), "stopped early: {:?}", trace);
+        prop_assert!(trace.end_us >= HORIZON_US);
+        prop_assert_eq!(trace.lapsed_attempts, 0);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+
+    /// Fallback against an additive server, no failures: no lapse, and never more than one
+    /// attempt per cadence floor (bounded over-beating).
+    #[test]
+    fn fallback_additive_never_lapses_and_overbeating_is_bounded(
+        seed in any::<u64>(), ttl_ms in 4_000u64..300_000, rtt_ms in 0u64..500, prime in any::<bool>()
+    ) {
+        let mut rng = Rng(seed | 1);
+        let rtt = rtt_ms * US_PER_MS;
+        let mut server = SimServer { expires_us: rtt / 2 + ttl_ms * US_PER_MS, clamp: Clamp::Additive, extensions: 0, max_extensions: None, applied: HashMap::new() };
+        let mut now = rtt;
+        let mut planner = FallbackPlanner::new(ttl_ms, now, i64::try_from(server.expires_us / US_PER_MS).unwrap());
+        let mut decision = planner.first_beat(prime);
+        let mut key = 0;
+        let mut attempts = 0u64;
+        while now < HORIZON_US / 3 {
+            let Decision::Extend { delay, .. } = decision else { prop_assert!(false, "fallback stopped: {:?}", decision); unreachable!() };
+            if attempts > 0 {
+                prop_assert!(delay >= Millis::ms(fallback::MIN_CADENCE_MS), "over-beating below the floor");
+            }
+            key += 1;
+            attempts += 1;
+            let sent = now + delay.finite().unwrap() * US_PER_MS;
+            let rtt = rng.range(0, rtt_ms) * US_PER_MS;
+            let arrival = sent + rtt / 2;
+            prop_assert!(arrival <= server.expires_us, "fallback lapsed against an additive server");
+            now = sent + rtt;
+            let Reply::Ok { expires_us, .. } = server.extend(arrival, key, ttl_ms) else { unreachable!() };
+            decision = planner.on_success(now, i64::try_from(expires_us / US_PER_MS).unwrap());
+        }
+        prop_assert!(attempts <= 1 + now / (fallback::MIN_CADENCE_MS * US_PER_MS));
+    }
+}
