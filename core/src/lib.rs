@@ -1,1 +1,36 @@
-pub fn placeholder() {}
+//! `cycles-core`: the Cycles protocol client shared by every language binding.
+//!
+//! Layers (one module a concern, data flows top to bottom):
+//! - [`model`]: wire types, lenient decoding, strict schema-valid success predicates;
+//! - [`transport`]: [`CyclesClient`], one HTTP attempt per call with monotonic timing;
+//! - [`error`]: the single [`Error`] type with stable [`ErrorKind`] codes;
+//! - [`config`]: [`Config`] built in code or from `CYCLES_*` variables;
+//! - [`lease`]: the heartbeat driver that keeps a reservation alive while work runs;
+//! - [`events`]: the one event stream (heartbeat outcomes, later settlements) to host logging;
+//! - [`runtime`]: the one process-wide tokio runtime for bindings;
+//! - [`timing`]: the PURE heartbeat math (no clock, no I/O) every binding exposes.
+#![warn(missing_docs)]
+
+pub mod config;
+pub mod error;
+pub mod events;
+pub mod lease;
+pub mod model;
+pub mod runtime;
+pub mod timing;
+pub mod transport;
+
+pub use config::{Config, JournalConfig, Secret};
+pub use error::{Error, ErrorKind};
+pub use model::{
+    Action, Amount, Balance, BalanceQuery, BalanceResponse, Caps, CommitRequest, CommitResponse,
+    Decision, DecisionRequest, DecisionResponse, ErrorResponse, EventCreateRequest,
+    EventCreateResponse, EventStatus, EvidenceEnvelope, EvidenceJwk, EvidenceJwks, EvidenceRef,
+    ListReservationsQuery, Metadata, OveragePolicy, ReasonCode, ReleaseRequest, ReleaseResponse,
+    ReservationCreateRequest, ReservationCreateResponse, ReservationDetail, ReservationEvidence,
+    ReservationExtendRequest, ReservationExtendResponse, ReservationListResponse,
+    ReservationStatus, ReservationSummary, SchemaViolation, SignedAmount, SortBy, SortDir,
+    StandardMetrics, Subject, Unit,
+};
+pub use transport::retry_after::RetryAfter;
+pub use transport::{AttemptTiming, CyclesClient, Response};

@@ -39,16 +39,6 @@ impl Millis {
         matches!(self, Millis::Infinite)
     }
 
-    /// Sum; overflow or an infinite operand gives infinity.
-    pub fn add(self, other: Millis) -> Millis {
-        match (self, other) {
-            (Millis::Finite(a), Millis::Finite(b)) => {
-                a.checked_add(b).map_or(Millis::Infinite, Millis::Finite)
-            }
-            _ => Millis::Infinite,
-        }
-    }
-
     /// Product with a small factor; overflow gives infinity. `Infinite * 0` is 0.
     pub fn times(self, factor: u64) -> Millis {
         match self {
@@ -115,6 +105,20 @@ impl Millis {
     }
 }
 
+/// Sum; overflow or an infinite operand gives infinity.
+impl std::ops::Add for Millis {
+    type Output = Millis;
+
+    fn add(self, other: Millis) -> Millis {
+        match (self, other) {
+            (Millis::Finite(a), Millis::Finite(b)) => {
+                a.checked_add(b).map_or(Millis::Infinite, Millis::Finite)
+            }
+            _ => Millis::Infinite,
+        }
+    }
+}
+
 impl fmt::Display for Millis {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -177,13 +181,13 @@ mod tests {
 
     #[test]
     fn overflow_is_infinity_never_wraparound() {
-        assert_eq!(Millis::ms(u64::MAX).add(Millis::ms(1)), Millis::Infinite);
+        assert_eq!(Millis::ms(u64::MAX) + Millis::ms(1), Millis::Infinite);
         assert_eq!(Millis::ms(u64::MAX / 2 + 1).times(2), Millis::Infinite);
         assert_eq!(
             Millis::ms(i64::MAX as u64).times(2),
             Millis::ms(u64::MAX - 1)
         );
-        assert_eq!(Millis::Infinite.add(Millis::ZERO), Millis::Infinite);
+        assert_eq!(Millis::Infinite + Millis::ZERO, Millis::Infinite);
     }
 
     #[test]

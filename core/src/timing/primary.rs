@@ -40,7 +40,7 @@ pub fn safety_margin(max_rtt: Option<Millis>) -> Millis {
 /// `retry_reserve = 2 × attempt_budget + safety_margin`: one failed attempt, one same-key
 /// retry, and scheduling/network margin.
 pub fn retry_reserve(attempt_budget: Millis, safety_margin: Millis) -> Millis {
-    attempt_budget.times(2).add(safety_margin)
+    attempt_budget.times(2) + safety_margin
 }
 
 /// `next_delay = max(0, lead_floor − retry_reserve)`, measured from response receipt.

@@ -37,7 +37,7 @@ pub fn retry_window(
     attempt_budget: Millis,
     safety_margin: Millis,
 ) -> SignedMillis {
-    current_lead_estimate.signed_sub(attempt_budget.add(safety_margin))
+    current_lead_estimate.signed_sub(attempt_budget + safety_margin)
 }
 
 /// Delay of an ordinary transient retry (timeout, connection error, 5xx, ambiguous 2xx):
@@ -68,7 +68,8 @@ impl RetryAfter {
         let Some(raw) = raw else {
             return RetryAfter::Missing;
         };
-        let text = raw.trim();
+        // Optional whitespace around the value is SP or HTAB only (RFC 9110 OWS).
+        let text = raw.trim_matches(|c| c == ' ' || c == '\t');
         if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
             return RetryAfter::Invalid;
         }

@@ -1,0 +1,364 @@
+//! Client configuration: base URL, API key, tenant, timeouts and journal settings, built
+//! in code or read from `CYCLES_*` environment variables.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::error::Error;
+
+/// Default per-attempt request timeout (whole request, including the response body).
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default connect timeout.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Upper bound for both timeouts. Keeping timeouts finite and bounded guarantees that a
+/// hung server can never stall a heartbeat or settlement forever, and that `Instant`
+/// arithmetic on them cannot overflow.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// A secret string (the API key). `Debug` is redacted and there is no `Display`, so it
+/// cannot leak through logs, panics or error messages by accident.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a secret.
+    pub fn new(s: impl Into<String>) -> Secret {
+        Secret(s.into())
+    }
+
+    /// The secret value; call only where it is sent (the auth header).
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// True when the secret is empty.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
+}
+
+impl From<&str> for Secret {
+    fn from(s: &str) -> Secret {
+        Secret::new(s)
+    }
+}
+
+impl From<String> for Secret {
+    fn from(s: String) -> Secret {
+        Secret::new(s)
+    }
+}
+
+/// Settings of the durable commit journal (used by the settlement layer).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JournalConfig {
+    /// Whether settlements are journaled to disk first.
+    pub enabled: bool,
+    /// Journal directory; default `$HOME/.runcycles/commit-journal`.
+    pub dir: PathBuf,
+}
+
+impl JournalConfig {
+    /// The default journal directory for a home directory.
+    pub fn default_dir(home: Option<&str>) -> PathBuf {
+        let base = home
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("."));
+        base.join(".runcycles").join("commit-journal")
+    }
+}
+
+impl Default for JournalConfig {
+    fn default() -> Self {
+        JournalConfig {
+            enabled: true,
+            dir: JournalConfig::default_dir(std::env::var("HOME").ok().as_deref()),
+        }
+    }
+}
+
+/// Configuration of a [`crate::CyclesClient`].
+///
+/// `base_url` is the server root WITHOUT `/v1` (e.g. `http://127.0.0.1:7878` or
+/// `https://host/prefix`); a trailing slash is optional.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Server root (scheme, host, optional path prefix), without `/v1`.
+    pub base_url: String,
+    /// API key sent as `X-Cycles-API-Key`.
+    pub api_key: Secret,
+    /// Default tenant for callers that build subjects from config.
+    pub tenant: Option<String>,
+    /// Per-attempt timeout of a whole request, response body included.
+    pub request_timeout: Duration,
+    /// Connect timeout.
+    pub connect_timeout: Duration,
+    /// Journal settings.
+    pub journal: JournalConfig,
+}
+
+impl Config {
+    /// A configuration with default timeouts and journal settings.
+    pub fn new(base_url: impl Into<String>, api_key: impl Into<Secret>) -> Config {
+        Config {
+            base_url: base_url.into(),
+            api_key: api_key.into(),
+            tenant: None,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            journal: JournalConfig::default(),
+        }
+    }
+
+    /// Sets the tenant.
+    pub fn with_tenant(mut self, tenant: impl Into<String>) -> Config {
+        self.tenant = Some(tenant.into());
+        self
+    }
+
+    /// Sets the per-attempt request timeout (validated by [`Config::validate`]).
+    pub fn with_request_timeout(mut self, d: Duration) -> Config {
+        self.request_timeout = d;
+        self
+    }
+
+    /// Sets the connect timeout (validated by [`Config::validate`]).
+    pub fn with_connect_timeout(mut self, d: Duration) -> Config {
+        self.connect_timeout = d;
+        self
+    }
+
+    /// Sets the journal directory.
+    pub fn with_journal_dir(mut self, dir: impl Into<PathBuf>) -> Config {
+        self.journal.dir = dir.into();
+        self
+    }
+
+    /// Enables or disables the journal.
+    pub fn with_journal_enabled(mut self, enabled: bool) -> Config {
+        self.journal.enabled = enabled;
+        self
+    }
+
+    /// Checks the configuration: a parseable http(s) base URL without query or fragment,
+    /// a non-empty API key, and non-zero timeouts no longer than [`MAX_TIMEOUT`].
+    pub fn validate(&self) -> Result<(), Error> {
+        crate::transport::url::BaseUrl::parse(&self.base_url)?;
+        if self.api_key.is_empty() {
+            return Err(Error::config("the API key is empty"));
+        }
+        check_timeout("request timeout", self.request_timeout)?;
+        check_timeout("connect timeout", self.connect_timeout)?;
+        Ok(())
+    }
+
+    /// Reads the configuration from the process environment; see [`Config::from_lookup`].
+    pub fn from_env() -> Result<Config, Error> {
+        Config::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Reads the configuration through `lookup` (tests pass a map instead of mutating the
+    /// process environment, which is racy in multi-threaded test runners).
+    ///
+    /// | variable | meaning | default |
+    /// |---|---|---|
+    /// | `CYCLES_BASE_URL` | server root without `/v1` | required |
+    /// | `CYCLES_API_KEY` | API key | required |
+    /// | `CYCLES_TENANT` | tenant | none |
+    /// | `CYCLES_REQUEST_TIMEOUT_MS` | request timeout, integer milliseconds > 0 | 30000 |
+    /// | `CYCLES_CONNECT_TIMEOUT_MS` | connect timeout, integer milliseconds > 0 | 5000 |
+    /// | `CYCLES_JOURNAL_DIR` | journal directory | `$HOME/.runcycles/commit-journal` |
+    /// | `CYCLES_JOURNAL_ENABLED` | `true`/`false`/`1`/`0` | `true` |
+    ///
+    /// Empty values count as unset. Errors name the variable; the API key value is never
+    /// included in any error.
+    pub fn from_lookup<F>(lookup: F) -> Result<Config, Error>
+    where
+        F: Fn(&str) -> Option<String>,
+    {
+        let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+        let base_url =
+            get("CYCLES_BASE_URL").ok_or_else(|| Error::config("CYCLES_BASE_URL is not set"))?;
+        crate::transport::url::BaseUrl::parse(base_url.trim())
+            .map_err(|e| Error::config(format!("CYCLES_BASE_URL is invalid: {}", e.message())))?;
+        let api_key =
+            get("CYCLES_API_KEY").ok_or_else(|| Error::config("CYCLES_API_KEY is not set"))?;
+        let mut cfg = Config::new(base_url.trim(), api_key);
+        cfg.tenant = get("CYCLES_TENANT").map(|t| t.trim().to_string());
+        if let Some(v) = get("CYCLES_REQUEST_TIMEOUT_MS") {
+            cfg.request_timeout = parse_ms("CYCLES_REQUEST_TIMEOUT_MS", &v)?;
+        }
+        if let Some(v) = get("CYCLES_CONNECT_TIMEOUT_MS") {
+            cfg.connect_timeout = parse_ms("CYCLES_CONNECT_TIMEOUT_MS", &v)?;
+        }
+        cfg.journal.dir = match get("CYCLES_JOURNAL_DIR") {
+            Some(d) => PathBuf::from(d),
+            None => JournalConfig::default_dir(lookup("HOME").as_deref()),
+        };
+        if let Some(v) = get("CYCLES_JOURNAL_ENABLED") {
+            cfg.journal.enabled = match v.trim().to_ascii_lowercase().as_str() {
+                "1" | "true" | "yes" | "on" => true,
+                "0" | "false" | "no" | "off" => false,
+                _ => {
+                    return Err(Error::config(format!(
+                        "CYCLES_JOURNAL_ENABLED must be true or false, got {v:?}"
+                    )))
+                }
+            };
+        }
+        Ok(cfg)
+    }
+}
+
+fn check_timeout(what: &str, d: Duration) -> Result<(), Error> {
+    if d.is_zero() {
+        return Err(Error::config(format!("the {what} must be greater than 0")));
+    }
+    if d > MAX_TIMEOUT {
+        return Err(Error::config(format!(
+            "the {what} must be at most {} ms",
+            MAX_TIMEOUT.as_millis()
+        )));
+    }
+    Ok(())
+}
+
+fn parse_ms(name: &str, v: &str) -> Result<Duration, Error> {
+    let t = v.trim();
+    let ms: u64 = t
+        .parse()
+        .ok()
+        .filter(|_| t.bytes().all(|b| b.is_ascii_digit()))
+        .ok_or_else(|| {
+            Error::config(format!(
+                "{name} must be a whole number of milliseconds, got {v:?}"
+            ))
+        })?;
+    let d = Duration::from_millis(ms);
+    check_timeout(name, d).map_err(|_| {
+        Error::config(format!(
+            "{name} must be between 1 and {} milliseconds, got {ms}",
+            MAX_TIMEOUT.as_millis()
+        ))
+    })?;
+    Ok(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ErrorKind;
+    use std::collections::HashMap;
+
+    const KEY: &str = "sk-very-secret-value";
+
+    fn lookup(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| m.get(k).cloned()
+    }
+
+    fn base() -> Vec<(&'static str, &'static str)> {
+        vec![
+            ("CYCLES_BASE_URL", "http://127.0.0.1:7878"),
+            ("CYCLES_API_KEY", KEY),
+            ("HOME", "/home/u"),
+        ]
+    }
+
+    #[test]
+    fn reads_all_variables() {
+        let mut v = base();
+        v.extend([
+            ("CYCLES_TENANT", "acme"),
+            ("CYCLES_REQUEST_TIMEOUT_MS", "1500"),
+            ("CYCLES_CONNECT_TIMEOUT_MS", "250"),
+            ("CYCLES_JOURNAL_DIR", "/var/j"),
+            ("CYCLES_JOURNAL_ENABLED", "false"),
+        ]);
+        let c = Config::from_lookup(lookup(&v)).unwrap();
+        assert_eq!(c.base_url, "http://127.0.0.1:7878");
+        assert_eq!(c.api_key.expose(), KEY);
+        assert_eq!(c.tenant.as_deref(), Some("acme"));
+        assert_eq!(c.request_timeout, Duration::from_millis(1500));
+        assert_eq!(c.connect_timeout, Duration::from_millis(250));
+        assert_eq!(c.journal.dir, PathBuf::from("/var/j"));
+        assert!(!c.journal.enabled);
+        c.validate().unwrap();
+    }
+
+    #[test]
+    fn defaults() {
+        let c = Config::from_lookup(lookup(&base())).unwrap();
+        assert_eq!(c.request_timeout, DEFAULT_REQUEST_TIMEOUT);
+        assert_eq!(c.connect_timeout, DEFAULT_CONNECT_TIMEOUT);
+        assert_eq!(
+            c.journal.dir,
+            PathBuf::from("/home/u/.runcycles/commit-journal")
+        );
+        assert!(c.journal.enabled);
+        assert_eq!(c.tenant, None);
+    }
+
+    #[test]
+    fn errors_name_the_variable_and_never_the_key() {
+        let cases = [
+            ("CYCLES_REQUEST_TIMEOUT_MS", "0"),
+            ("CYCLES_REQUEST_TIMEOUT_MS", "1.5"),
+            ("CYCLES_REQUEST_TIMEOUT_MS", "-3"),
+            ("CYCLES_REQUEST_TIMEOUT_MS", "5s"),
+            ("CYCLES_REQUEST_TIMEOUT_MS", "999999999999999999999"),
+            ("CYCLES_CONNECT_TIMEOUT_MS", "0"),
+            ("CYCLES_CONNECT_TIMEOUT_MS", "abc"),
+            ("CYCLES_JOURNAL_ENABLED", "maybe"),
+            ("CYCLES_BASE_URL", "not a url"),
+            ("CYCLES_BASE_URL", "ftp://x"),
+        ];
+        for (name, value) in cases {
+            let mut v = base();
+            v.retain(|(k, _)| *k != name);
+            v.push((name, value));
+            let e = Config::from_lookup(lookup(&v)).unwrap_err();
+            assert_eq!(e.kind(), &ErrorKind::Config);
+            let shown = format!("{e} {e:?}");
+            assert!(shown.contains(name), "{shown}");
+            assert!(!shown.contains(KEY), "{shown}");
+        }
+        for missing in ["CYCLES_BASE_URL", "CYCLES_API_KEY"] {
+            let mut v = base();
+            v.retain(|(k, _)| *k != missing);
+            let e = Config::from_lookup(lookup(&v)).unwrap_err();
+            assert!(e.to_string().contains(missing));
+        }
+    }
+
+    #[test]
+    fn key_never_in_debug() {
+        let c = Config::new("http://x", KEY).with_tenant("t");
+        let d = format!("{c:?}");
+        assert!(!d.contains(KEY), "{d}");
+        assert!(d.contains("redacted"));
+    }
+
+    #[test]
+    fn validate_rejects_zero_and_huge_timeouts() {
+        let c = Config::new("http://x", "k").with_request_timeout(Duration::ZERO);
+        assert_eq!(c.validate().unwrap_err().kind(), &ErrorKind::Config);
+        let c = Config::new("http://x", "k").with_connect_timeout(Duration::ZERO);
+        assert!(c.validate().is_err());
+        let c = Config::new("http://x", "k").with_request_timeout(MAX_TIMEOUT * 2);
+        assert!(c.validate().is_err());
+        assert!(Config::new("http://x", "").validate().is_err());
+        assert!(Config::new("http://x/p/", "k").validate().is_ok());
+    }
+}

@@ -1,0 +1,200 @@
+//! The heartbeat task: sleep until the planner's next beat, make one extend attempt, feed the
+//! outcome back, repeat until the owner stops it or the planner does.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::{classify, clock, CancellationToken, FailurePolicy, HeartbeatConfig, LeaseReport};
+use crate::events::{Disposition, Event, HeartbeatEnd, HeartbeatPath};
+use crate::model::ReservationExtendRequest;
+use crate::timing::{Decision, ExtendFailure, FallbackPlanner, KeyUse, Millis, PrimaryPlanner};
+use crate::transport::CyclesClient;
+
+/// Everything the task needs, moved into it.
+pub(super) struct Lease {
+    pub client: Arc<CyclesClient>,
+    pub reservation_id: String,
+    pub created_received_us: u64,
+    pub created_rtt: Duration,
+    pub created_remaining_ttl_ms: Option<i64>,
+    pub created_expires_at_ms: Option<i64>,
+    pub config: HeartbeatConfig,
+    pub stop: CancellationToken,
+    pub cancel_work: CancellationToken,
+    pub report: Arc<Mutex<Option<LeaseReport>>>,
+}
+
+enum Planner {
+    Primary(PrimaryPlanner),
+    Fallback(FallbackPlanner),
+}
+
+impl Planner {
+    fn path(&self) -> HeartbeatPath {
+        match self {
+            Planner::Primary(_) => HeartbeatPath::Primary,
+            Planner::Fallback(_) => HeartbeatPath::Fallback,
+        }
+    }
+
+    fn on_failure(&mut self, now_us: u64, failure: &ExtendFailure) -> Decision {
+        match self {
+            Planner::Primary(p) => p.on_failure(now_us, failure),
+            Planner::Fallback(p) => p.on_failure(now_us, failure),
+        }
+    }
+}
+
+fn rtt_millis(rtt: Duration) -> Millis {
+    // Rounded up: a longer rtt lowers the lead floor, the safe direction.
+    Millis::from_micros_ceil(rtt.as_micros())
+}
+
+/// Sleeps until `anchor_us + delay` on the monotonic axis, or forever for an infinite delay.
+async fn sleep_from(anchor_us: u64, delay: Millis) {
+    match delay.finite() {
+        Some(ms) => {
+            let at = clock::epoch() + Duration::from_micros(anchor_us) + Duration::from_millis(ms);
+            tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
+        }
+        None => std::future::pending::<()>().await,
+    }
+}
+
+fn fresh_key() -> String {
+    format!("hb-{}", uuid::Uuid::new_v4())
+}
+
+pub(super) async fn run(lease: Lease) {
+    let Lease {
+        client,
+        reservation_id,
+        created_received_us,
+        created_rtt,
+        created_remaining_ttl_ms,
+        created_expires_at_ms,
+        config,
+        stop,
+        cancel_work,
+        report,
+    } = lease;
+    let ttl_ms = u64::try_from(config.extend_by_ms).unwrap_or(0);
+    let timeout = Millis::from_micros_ceil(client.config().request_timeout.as_micros());
+    let (mut planner, mut decision) = match created_remaining_ttl_ms {
+        Some(remaining) => {
+            let mut p = PrimaryPlanner::new(timeout);
+            let d = p.on_success(
+                created_received_us,
+                u64::try_from(remaining).unwrap_or(0),
+                Some(rtt_millis(created_rtt)),
+            );
+            (Planner::Primary(p), d)
+        }
+        None => {
+            let p = FallbackPlanner::new(
+                ttl_ms,
+                created_received_us,
+                created_expires_at_ms.unwrap_or(0),
+            );
+            let d = p.first_beat(config.prime_fallback);
+            (Planner::Fallback(p), d)
+        }
+    };
+    let mut anchor_us = created_received_us;
+    let mut key = String::new();
+    let mut extensions = 0u32;
+    let mut failures = 0u32;
+    let mut last_error: Option<(String, String)> = None;
+    let end = loop {
+        let (delay, key_use) = match &decision {
+            Decision::Stop(reason) => break HeartbeatEnd::Stopped(reason.clone()),
+            Decision::Extend { delay, key } => (*delay, *key),
+        };
+        tokio::select! {
+            _ = stop.cancelled() => break HeartbeatEnd::Finished,
+            _ = sleep_from(anchor_us, delay) => {}
+        }
+        if key_use == KeyUse::Fresh || key.is_empty() {
+            key = fresh_key();
+        }
+        let request = ReservationExtendRequest::new(key.clone(), config.extend_by_ms);
+        // Boxed so an idle lease's task stays small; only in-flight attempts hold the future.
+        let attempt = Box::pin(client.extend_reservation(&reservation_id, &request));
+        let result = tokio::select! {
+            _ = stop.cancelled() => break HeartbeatEnd::Finished,
+            r = attempt => r,
+        };
+        match result {
+            Ok(response) => {
+                extensions += 1;
+                let received_us = clock::micros(response.timing.received);
+                anchor_us = received_us;
+                let body = &response.body;
+                decision = match (&mut planner, body.remaining_ttl_ms) {
+                    (Planner::Primary(p), Some(remaining)) => p.on_success(
+                        received_us,
+                        u64::try_from(remaining).unwrap_or(0),
+                        Some(rtt_millis(response.timing.rtt())),
+                    ),
+                    (Planner::Fallback(p), _) => p.on_success(received_us, body.expires_at_ms),
+                    (Planner::Primary(_), None) => {
+                        // The server stopped emitting the field mid-lease: only the fallback
+                        // can schedule from here, starting from this response.
+                        let p = FallbackPlanner::new(ttl_ms, received_us, body.expires_at_ms);
+                        let d = p.first_beat(config.prime_fallback);
+                        planner = Planner::Fallback(p);
+                        d
+                    }
+                };
+                config.events.emit(Event::HeartbeatExtended {
+                    reservation_id: reservation_id.clone(),
+                    expires_at_ms: body.expires_at_ms,
+                    remaining_ttl_ms: body.remaining_ttl_ms,
+                    next_delay: match &decision {
+                        Decision::Extend { delay, .. } => *delay,
+                        Decision::Stop(_) => Millis::ZERO,
+                    },
+                    path: planner.path(),
+                });
+            }
+            Err(error) => {
+                failures += 1;
+                let now_us = clock::now_micros();
+                anchor_us = now_us;
+                decision = planner.on_failure(now_us, &classify(&error));
+                let disposition = match &decision {
+                    Decision::Extend { delay, .. } => Disposition::RetryAfter { delay: *delay },
+                    Decision::Stop(reason) => Disposition::Stopped(reason.clone()),
+                };
+                last_error = Some((error.kind().name().to_string(), error.to_string()));
+                config.events.emit(Event::HeartbeatFailed {
+                    reservation_id: reservation_id.clone(),
+                    error_kind: error.kind().name(),
+                    error: error.to_string(),
+                    disposition,
+                });
+            }
+        }
+    };
+    if matches!(end, HeartbeatEnd::Stopped(_)) && config.policy == FailurePolicy::Cancel {
+        cancel_work.cancel();
+    }
+    config.events.emit(Event::HeartbeatEnded {
+        reservation_id: reservation_id.clone(),
+        end: end.clone(),
+        extensions,
+    });
+    let done = LeaseReport {
+        reservation_id,
+        extensions,
+        failures,
+        path: planner.path(),
+        end,
+        last_error,
+        policy: config.policy,
+    };
+    let stored = report.lock().map(|mut slot| *slot = Some(done));
+    if stored.is_err() {
+        tracing::error!(target: "cycles::heartbeat", "lease report lock poisoned");
+    }
+}

@@ -1,0 +1,61 @@
+//! `decide`: a non-persisting budget decision.
+
+use serde::{Deserialize, Serialize};
+
+use super::common::{Action, Amount, Caps, Decision, EvidenceRef, Metadata, ReasonCode, Subject};
+
+/// Body of `POST /v1/decide` (`DecisionRequest`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DecisionRequest {
+    /// Idempotency key (also sent as `X-Idempotency-Key`).
+    pub idempotency_key: String,
+    /// Who spends.
+    pub subject: Subject,
+    /// What is guarded.
+    pub action: Action,
+    /// Estimated amount.
+    pub estimate: Amount,
+    /// Free-form metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Metadata>,
+}
+
+impl DecisionRequest {
+    /// A request with only the required fields set.
+    pub fn new(
+        idempotency_key: impl Into<String>,
+        subject: Subject,
+        action: Action,
+        estimate: Amount,
+    ) -> Self {
+        DecisionRequest {
+            idempotency_key: idempotency_key.into(),
+            subject,
+            action,
+            estimate,
+            metadata: None,
+        }
+    }
+}
+
+/// Success body of `decide` (`DecisionResponse`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DecisionResponse {
+    /// The decision.
+    pub decision: Decision,
+    /// Present only with ALLOW_WITH_CAPS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caps: Option<Caps>,
+    /// Reason for DENY (open string).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason_code: Option<ReasonCode>,
+    /// Suggested wait before retrying.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<i64>,
+    /// Canonical scopes impacted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affected_scopes: Option<Vec<String>>,
+    /// Evidence reference.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cycles_evidence: Option<EvidenceRef>,
+}

@@ -1,0 +1,433 @@
+//! HTTP transport: one reqwest (rustls) client per [`CyclesClient`], one method per
+//! operation, each a single attempt. Retries are deliberately NOT done here: the retry
+//! policy (same idempotency key, 429 floors, expiry fallback) belongs to later layers,
+//! which need to see every attempt and its timing.
+
+pub mod response;
+pub mod retry_after;
+pub mod url;
+
+use std::time::Instant;
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
+use reqwest::Method;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::config::Config;
+use crate::error::{Correlation, Error};
+use crate::model::validate::{self, SchemaViolation};
+use crate::model::*;
+pub use response::{AttemptTiming, Response};
+use url::{check_path_id, BaseUrl};
+
+/// Header carrying the API key.
+pub const API_KEY_HEADER: &str = "x-cycles-api-key";
+/// Header carrying the idempotency key (same value as the body's `idempotency_key`).
+pub const IDEMPOTENCY_KEY_HEADER: &str = "x-idempotency-key";
+/// Response header with the request id.
+pub const REQUEST_ID_HEADER: &str = "x-request-id";
+/// Response header with the trace id.
+pub const TRACE_ID_HEADER: &str = "x-cycles-trace-id";
+
+type Predicate = fn(u16, &Value) -> Result<(), SchemaViolation>;
+
+/// The Cycles runtime client. Cheap to share by reference; clone the `Arc` around it if
+/// needed. Each method performs exactly one HTTP attempt.
+pub struct CyclesClient {
+    http: reqwest::Client,
+    base: BaseUrl,
+    api_key: HeaderValue,
+    config: Config,
+}
+
+impl std::fmt::Debug for CyclesClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CyclesClient")
+            .field("base_url", &self.base.as_url().as_str())
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Raw outcome of one attempt, before classification.
+struct Raw {
+    status: u16,
+    body: Vec<u8>,
+    corr: Correlation,
+    retry_after: Option<String>,
+    timing: AttemptTiming,
+}
+
+impl CyclesClient {
+    /// Validates `config` and builds the HTTP client (rustls, no redirects, finite
+    /// request and connect timeouts).
+    pub fn new(config: Config) -> Result<CyclesClient, Error> {
+        config.validate()?;
+        let base = BaseUrl::parse(&config.base_url)?;
+        let mut api_key = HeaderValue::from_str(config.api_key.expose()).map_err(|_| {
+            Error::config("the API key contains characters not allowed in an HTTP header")
+        })?;
+        // Keeps the value out of reqwest/hyper debug output.
+        api_key.set_sensitive(true);
+        let http = reqwest::Client::builder()
+            .timeout(config.request_timeout)
+            .connect_timeout(config.connect_timeout)
+            // Redirects would re-send X-Cycles-API-Key to wherever the Location points
+            // (reqwest strips only standard auth headers); a 3xx is surfaced instead.
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!("cycles-core/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| Error::config(format!("cannot build the HTTP client: {e}")))?;
+        Ok(CyclesClient {
+            http,
+            base,
+            api_key,
+            config,
+        })
+    }
+
+    /// The configuration this client was built with.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// `POST /v1/reservations` (`createReservation`).
+    pub async fn create_reservation(
+        &self,
+        req: &ReservationCreateRequest,
+    ) -> Result<Response<ReservationCreateResponse>, Error> {
+        let url = self.base.join(&["reservations"], &[]);
+        self.post(url, req, &req.idempotency_key, validate::create_reservation)
+            .await
+    }
+
+    /// `POST /v1/reservations/{id}/commit` (`commitReservation`).
+    pub async fn commit_reservation(
+        &self,
+        id: &str,
+        req: &CommitRequest,
+    ) -> Result<Response<CommitResponse>, Error> {
+        check_path_id("reservation_id", id)?;
+        let url = self.base.join(&["reservations", id, "commit"], &[]);
+        self.post(url, req, &req.idempotency_key, validate::commit_reservation)
+            .await
+    }
+
+    /// `POST /v1/reservations/{id}/release` (`releaseReservation`).
+    pub async fn release_reservation(
+        &self,
+        id: &str,
+        req: &ReleaseRequest,
+    ) -> Result<Response<ReleaseResponse>, Error> {
+        check_path_id("reservation_id", id)?;
+        let url = self.base.join(&["reservations", id, "release"], &[]);
+        self.post(
+            url,
+            req,
+            &req.idempotency_key,
+            validate::release_reservation,
+        )
+        .await
+    }
+
+    /// `POST /v1/reservations/{id}/extend` (`extendReservation`).
+    pub async fn extend_reservation(
+        &self,
+        id: &str,
+        req: &ReservationExtendRequest,
+    ) -> Result<Response<ReservationExtendResponse>, Error> {
+        check_path_id("reservation_id", id)?;
+        let url = self.base.join(&["reservations", id, "extend"], &[]);
+        self.post(url, req, &req.idempotency_key, validate::extend_reservation)
+            .await
+    }
+
+    /// `POST /v1/decide` (`decide`).
+    pub async fn decide(&self, req: &DecisionRequest) -> Result<Response<DecisionResponse>, Error> {
+        let url = self.base.join(&["decide"], &[]);
+        self.post(url, req, &req.idempotency_key, validate::decide)
+            .await
+    }
+
+    /// `POST /v1/events` (`createEvent`; success is HTTP 201).
+    pub async fn create_event(
+        &self,
+        req: &EventCreateRequest,
+    ) -> Result<Response<EventCreateResponse>, Error> {
+        let url = self.base.join(&["events"], &[]);
+        self.post(url, req, &req.idempotency_key, validate::create_event)
+            .await
+    }
+
+    /// `GET /v1/balances` (`getBalances`).
+    pub async fn get_balances(&self, q: &BalanceQuery) -> Result<Response<BalanceResponse>, Error> {
+        let url = self.base.join(&["balances"], &q.to_pairs());
+        self.get(url, true, validate::get_balances).await
+    }
+
+    /// `GET /v1/reservations` (`listReservations`), one page.
+    pub async fn list_reservations(
+        &self,
+        q: &ListReservationsQuery,
+    ) -> Result<Response<ReservationListResponse>, Error> {
+        let url = self.base.join(&["reservations"], &q.to_pairs());
+        self.get(url, true, validate::list_reservations).await
+    }
+
+    /// Follows `next_cursor` from `q` and returns every row, stopping after `max_pages`
+    /// pages (a guard against a server that never ends the listing; the last page fetched
+    /// is still included). See [`ListReservationsQuery::next_page`] for the stop rules.
+    pub async fn list_reservations_all(
+        &self,
+        q: &ListReservationsQuery,
+        max_pages: usize,
+    ) -> Result<Vec<ReservationSummary>, Error> {
+        let mut rows = Vec::new();
+        let mut query = q.clone();
+        for _ in 0..max_pages.max(1) {
+            let page = self.list_reservations(&query).await?.body;
+            let next = query.next_page(&page);
+            rows.extend(page.reservations);
+            match next {
+                Some(n) => query = n,
+                None => break,
+            }
+        }
+        Ok(rows)
+    }
+
+    /// `GET /v1/reservations/{id}` (`getReservation`).
+    pub async fn get_reservation(&self, id: &str) -> Result<Response<ReservationDetail>, Error> {
+        check_path_id("reservation_id", id)?;
+        let url = self.base.join(&["reservations", id], &[]);
+        self.get(url, true, validate::get_reservation).await
+    }
+
+    /// `GET /v1/evidence/{evidence_id}` (`getEvidence`; public, sent without the API key).
+    pub async fn get_evidence(
+        &self,
+        evidence_id: &str,
+    ) -> Result<Response<EvidenceEnvelope>, Error> {
+        check_path_id("evidence_id", evidence_id)?;
+        let url = self.base.join(&["evidence", evidence_id], &[]);
+        self.get(url, false, validate::get_evidence).await
+    }
+
+    /// `GET /v1/.well-known/cycles-jwks.json` (`getEvidenceJwks`; public).
+    pub async fn get_evidence_jwks(&self) -> Result<Response<EvidenceJwks>, Error> {
+        let url = self.base.join(&[".well-known", "cycles-jwks.json"], &[]);
+        self.get(url, false, validate::get_evidence_jwks).await
+    }
+
+    async fn post<B: Serialize, T: DeserializeOwned>(
+        &self,
+        url: ::url::Url,
+        body: &B,
+        idempotency_key: &str,
+        predicate: Predicate,
+    ) -> Result<Response<T>, Error> {
+        let bytes = serde_json::to_vec(body)
+            .map_err(|e| Error::invalid_argument(format!("cannot serialize the request: {e}")))?;
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        // The header is optional in the spec; a key that cannot be an HTTP header value
+        // (control characters) is sent in the body only rather than failing the call.
+        if let Ok(v) = HeaderValue::from_str(idempotency_key) {
+            if !idempotency_key.is_empty() {
+                headers.insert(HeaderName::from_static(IDEMPOTENCY_KEY_HEADER), v);
+            }
+        }
+        let raw = self
+            .attempt(Method::POST, url, headers, Some(bytes), true)
+            .await?;
+        finish(raw, predicate)
+    }
+
+    async fn get<T: DeserializeOwned>(
+        &self,
+        url: ::url::Url,
+        auth: bool,
+        predicate: Predicate,
+    ) -> Result<Response<T>, Error> {
+        let raw = self
+            .attempt(Method::GET, url, HeaderMap::new(), None, auth)
+            .await?;
+        finish(raw, predicate)
+    }
+
+    /// One HTTP attempt, timed from just before sending to the end of the body.
+    async fn attempt(
+        &self,
+        method: Method,
+        url: ::url::Url,
+        mut headers: HeaderMap,
+        body: Option<Vec<u8>>,
+        auth: bool,
+    ) -> Result<Raw, Error> {
+        if auth {
+            headers.insert(
+                HeaderName::from_static(API_KEY_HEADER),
+                self.api_key.clone(),
+            );
+        }
+        headers.insert(
+            reqwest::header::ACCEPT,
+            HeaderValue::from_static("application/json"),
+        );
+        let mut rb = self.http.request(method, url).headers(headers);
+        if let Some(b) = body {
+            rb = rb.body(b);
+        }
+        let request = rb.build().map_err(Error::from_reqwest)?;
+        let sent = Instant::now();
+        let resp = self
+            .http
+            .execute(request)
+            .await
+            .map_err(Error::from_reqwest)?;
+        let status = resp.status().as_u16();
+        let h = resp.headers();
+        let header = |name: &str| {
+            h.get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        };
+        let corr = Correlation {
+            request_id: header(REQUEST_ID_HEADER),
+            trace_id: header(TRACE_ID_HEADER),
+        };
+        let retry_after = header("retry-after");
+        let body = resp.bytes().await.map_err(Error::from_reqwest)?;
+        let received = Instant::now();
+        Ok(Raw {
+            status,
+            body: body.to_vec(),
+            corr,
+            retry_after,
+            timing: AttemptTiming { sent, received },
+        })
+    }
+}
+
+/// Classifies a raw attempt: a 2xx must pass the operation's predicate and decode, else it
+/// is `AmbiguousSuccess`; anything else becomes the typed HTTP error.
+fn finish<T: DeserializeOwned>(raw: Raw, predicate: Predicate) -> Result<Response<T>, Error> {
+    if !(200..300).contains(&raw.status) {
+        return Err(Error::from_http(
+            raw.status,
+            &raw.body,
+            raw.corr,
+            raw.retry_after,
+        ));
+    }
+    let value: Value = match serde_json::from_slice(&raw.body) {
+        Ok(v) => v,
+        Err(e) => {
+            return Err(Error::ambiguous(
+                raw.status,
+                format!("body is not JSON ({e})"),
+                raw.corr,
+            ))
+        }
+    };
+    if let Err(v) = predicate(raw.status, &value) {
+        return Err(Error::ambiguous(raw.status, v, raw.corr));
+    }
+    let body: T = match serde_json::from_value(value) {
+        Ok(b) => b,
+        Err(e) => {
+            return Err(Error::ambiguous(
+                raw.status,
+                format!("cannot decode ({e})"),
+                raw.corr,
+            ))
+        }
+    };
+    Ok(Response {
+        body,
+        status: raw.status,
+        request_id: raw.corr.request_id,
+        trace_id: raw.corr.trace_id,
+        timing: raw.timing,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ErrorKind;
+    use std::time::Duration;
+
+    fn raw(status: u16, body: &str) -> Raw {
+        let now = Instant::now();
+        Raw {
+            status,
+            body: body.as_bytes().to_vec(),
+            corr: Correlation {
+                request_id: Some("rq".into()),
+                trace_id: Some("tr".into()),
+            },
+            retry_after: None,
+            timing: AttemptTiming {
+                sent: now,
+                received: now + Duration::from_millis(3),
+            },
+        }
+    }
+
+    #[test]
+    fn finish_success_and_ambiguity() {
+        let ok: Response<ReservationExtendResponse> = finish(
+            raw(
+                200,
+                r#"{"status":"ACTIVE","expires_at_ms":5,"remaining_ttl_ms":4,"new":1}"#,
+            ),
+            validate::extend_reservation,
+        )
+        .unwrap();
+        assert_eq!(ok.body.remaining_ttl_ms, Some(4));
+        assert_eq!(ok.request_id.as_deref(), Some("rq"));
+        assert_eq!(ok.timing.rtt(), Duration::from_millis(3));
+
+        for (status, body) in [
+            (202, r#"{"status":"ACTIVE","expires_at_ms":5}"#),
+            (200, "not json"),
+            (200, r#"{"status":"ACTIVE"}"#),
+            (200, r#"{"status":"ACTIVE","expires_at_ms":"5"}"#),
+            (204, ""),
+        ] {
+            let e = finish::<ReservationExtendResponse>(
+                raw(status, body),
+                validate::extend_reservation,
+            )
+            .unwrap_err();
+            assert_eq!(e.kind(), &ErrorKind::AmbiguousSuccess, "{status} {body}");
+            assert_eq!(e.request_id(), Some("rq"));
+        }
+        let e = finish::<ReservationExtendResponse>(
+            raw(
+                410,
+                r#"{"error":"RESERVATION_EXPIRED","message":"m","request_id":"x"}"#,
+            ),
+            validate::extend_reservation,
+        )
+        .unwrap_err();
+        assert_eq!(e.kind(), &ErrorKind::ReservationExpired);
+    }
+
+    #[test]
+    fn client_new_validates_and_hides_key() {
+        let key = "super-secret-key-123";
+        let c = CyclesClient::new(Config::new("http://127.0.0.1:1/", key)).unwrap();
+        assert!(!format!("{c:?}").contains(key));
+        let e = CyclesClient::new(Config::new("http://h", "bad\nkey")).unwrap_err();
+        assert_eq!(e.kind(), &ErrorKind::Config);
+        assert!(!e.to_string().contains("bad\nkey"));
+        let e =
+            CyclesClient::new(Config::new("http://h", "k").with_request_timeout(Duration::ZERO))
+                .unwrap_err();
+        assert_eq!(e.kind(), &ErrorKind::Config);
+    }
+}

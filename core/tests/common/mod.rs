@@ -1,0 +1,147 @@
+//! Shared helpers of the integration tests: a local server, clients, and a tiny loopback
+//! HTTP responder for responses the server cannot produce.
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use cycles_core::*;
+use cycles_local_server::{LocalServer, ServerConfig};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+
+pub const KEY: &str = "cycles-local-key";
+pub const ADMIN_KEY: &str = "cycles-local-admin";
+
+pub async fn server() -> LocalServer {
+    LocalServer::start(ServerConfig::default())
+        .await
+        .expect("start local server")
+}
+
+pub fn client_for(base_url: &str) -> CyclesClient {
+    CyclesClient::new(
+        Config::new(base_url, KEY)
+            .with_request_timeout(Duration::from_secs(5))
+            .with_connect_timeout(Duration::from_secs(2)),
+    )
+    .expect("client")
+}
+
+pub fn client(server: &LocalServer) -> CyclesClient {
+    client_for(&server.url())
+}
+
+pub fn key(prefix: &str) -> String {
+    format!("{prefix}-{}", uuid::Uuid::new_v4())
+}
+
+pub fn subject() -> Subject {
+    Subject::tenant("acme")
+}
+
+pub fn action() -> Action {
+    Action::new("llm.completion", "test-model")
+}
+
+pub fn usd(n: i64) -> Amount {
+    Amount::new(Unit::UsdMicrocents, n)
+}
+
+pub fn reserve_req(amount: i64) -> ReservationCreateRequest {
+    let mut r = ReservationCreateRequest::new(key("rsv"), subject(), action(), usd(amount));
+    r.ttl_ms = Some(60_000);
+    r
+}
+
+/// Creates a live reservation and returns its id.
+pub async fn reserve(c: &CyclesClient, amount: i64) -> String {
+    let r = c
+        .create_reservation(&reserve_req(amount))
+        .await
+        .expect("reserve");
+    r.body.reservation_id.expect("reservation_id")
+}
+
+/// What the loopback responder saw.
+pub struct Captured {
+    /// Request line and headers, lowercase header names, as text.
+    pub head: String,
+    /// Request body.
+    pub body: Vec<u8>,
+}
+
+impl Captured {
+    pub fn request_line(&self) -> &str {
+        self.head.lines().next().unwrap_or("")
+    }
+
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.head.lines().skip(1).find_map(|l| {
+            let (n, v) = l.split_once(':')?;
+            n.trim()
+                .eq_ignore_ascii_case(name)
+                .then(|| v.trim().to_string())
+        })
+    }
+}
+
+/// Serves ONE connection on 127.0.0.1: reads one request (headers + Content-Length body),
+/// writes `response` verbatim and closes. Returns the base URL and the captured request.
+pub async fn one_shot(response: String) -> (String, oneshot::Receiver<Captured>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = oneshot::channel();
+    tokio::spawn(async move {
+        let (mut sock, _) = listener.accept().await.unwrap();
+        let mut buf = Vec::new();
+        let mut tmp = [0u8; 4096];
+        let head_end = loop {
+            let n = sock.read(&mut tmp).await.unwrap();
+            if n == 0 {
+                return;
+            }
+            buf.extend_from_slice(&tmp[..n]);
+            if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break p + 4;
+            }
+        };
+        let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+        let len = head
+            .lines()
+            .find_map(|l| {
+                let (n, v) = l.split_once(':')?;
+                n.trim()
+                    .eq_ignore_ascii_case("content-length")
+                    .then(|| v.trim().parse::<usize>().ok())?
+            })
+            .unwrap_or(0);
+        while buf.len() < head_end + len {
+            let n = sock.read(&mut tmp).await.unwrap();
+            if n == 0 {
+                break;
+            }
+            buf.extend_from_slice(&tmp[..n]);
+        }
+        let body = buf[head_end..].to_vec();
+        sock.write_all(response.as_bytes()).await.unwrap();
+        sock.shutdown().await.ok();
+        let _ = tx.send(Captured { head, body });
+    });
+    (format!("http://{addr}"), rx)
+}
+
+/// A complete HTTP/1.1 response with a JSON (or any) body and extra header lines.
+pub fn http_response(status: &str, extra_headers: &[&str], body: &str) -> String {
+    let mut s = format!(
+        "HTTP/1.1 {status}\r\ncontent-length: {}\r\nconnection: close\r\n",
+        body.len()
+    );
+    for h in extra_headers {
+        s.push_str(h);
+        s.push_str("\r\n");
+    }
+    s.push_str("\r\n");
+    s.push_str(body);
+    s
+}
