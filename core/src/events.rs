@@ -117,8 +117,11 @@ impl fmt::Display for Event {
 /// calls it while holding a lock (binding rule 6).
 #[derive(Clone, Default)]
 pub struct EventSink {
-    callback: Option<Arc<dyn Fn(&Event) + Send + Sync>>,
+    callback: Option<Callback>,
 }
+
+/// A host callback receiving every event.
+pub type Callback = Arc<dyn Fn(&Event) + Send + Sync>;
 
 impl fmt::Debug for EventSink {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -2,10 +2,15 @@
 //! tells a short story against it with the core client. Each chapter is one function taking
 //! the shared [`Story`], so later features (heartbeat, crash recovery) add chapters.
 
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
 use clap::Args;
+use cycles_core::events::{Disposition, Event, EventSink};
+use cycles_core::lease::{Heartbeat, HeartbeatConfig};
 use cycles_core::{
-    Action, Amount, BalanceQuery, CommitRequest, Config, CyclesClient, Error, ReservationCreateRequest,
-    ReservationExtendRequest, Subject, Unit,
+    Action, Amount, BalanceQuery, CommitRequest, Config, CyclesClient, Error,
+    ReservationCreateRequest, ReservationCreateResponse, Response, Subject, Unit,
 };
 use cycles_local_server::{BudgetSeed, LocalServer, ServerConfig, TenantSeed};
 
@@ -17,41 +22,66 @@ const BUDGET: i64 = 5_000_000;
 #[derive(Args, Debug)]
 pub struct DemoArgs {
     /// Requested TTL of the demo reservation, in ms.
-    #[arg(long, default_value_t = 3000)]
+    #[arg(long, default_value_t = 3500)]
     ttl_ms: i64,
-    /// How many times the demo extends the lease.
-    #[arg(long, default_value_t = 3)]
-    extensions: u32,
+    /// How long the guarded work runs, in ms (longer than the TTL, to show the heartbeat).
+    #[arg(long, default_value_t = 6000)]
+    work_ms: u64,
+    /// The client's enforced per-attempt timeout, in ms (it sizes the heartbeat's reserve).
+    #[arg(long, default_value_t = 500)]
+    timeout_ms: u64,
 }
 
 /// What every chapter shares: the server, a client, and the reservation in play.
 struct Story {
     server: LocalServer,
-    client: CyclesClient,
+    client: Arc<CyclesClient>,
     args: DemoArgs,
+    created: Option<Response<ReservationCreateResponse>>,
     reservation_id: Option<String>,
 }
 
-type Chapter = for<'a> fn(&'a mut Story) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), Error>> + 'a>>;
+type Chapter =
+    for<'a> fn(
+        &'a mut Story,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), Error>> + 'a>>;
 
 /// The story, in order. Later issues append chapters here.
 const CHAPTERS: &[(&str, Chapter)] = &[
     ("Balances before any work", |s| Box::pin(balances(s))),
-    ("Reserve an estimate before calling the model", |s| Box::pin(reserve(s))),
-    ("The work outlives its TTL: extend the lease", |s| Box::pin(extend(s))),
-    ("Commit the actual amount the work reported", |s| Box::pin(commit(s))),
-    ("A second agent asks for more than is left", |s| Box::pin(denied(s))),
+    ("Reserve an estimate before calling the model", |s| {
+        Box::pin(reserve(s))
+    }),
+    (
+        "The work outlives its TTL: the heartbeat keeps the lease alive",
+        |s| Box::pin(heartbeat(s)),
+    ),
+    ("Commit the actual amount the work reported", |s| {
+        Box::pin(commit(s))
+    }),
+    ("A second agent asks for more than is left", |s| {
+        Box::pin(denied(s))
+    }),
     ("Balances after", |s| Box::pin(balances(s))),
-    ("What the server applied (its ledger)", |s| Box::pin(ledger(s))),
+    ("What the server applied (its ledger)", |s| {
+        Box::pin(ledger(s))
+    }),
 ];
 
 fn usd(microcents: i64) -> String {
     // 1 USD = 10^8 USD_MICROCENTS.
-    format!("${}.{:08}", microcents / 100_000_000, microcents % 100_000_000)
+    format!(
+        "${}.{:08}",
+        microcents / 100_000_000,
+        microcents % 100_000_000
+    )
 }
 
 async fn balances(story: &mut Story) -> Result<(), Error> {
-    let page = story.client.get_balances(&BalanceQuery::tenant(TENANT)).await?;
+    let page = story
+        .client
+        .get_balances(&BalanceQuery::tenant(TENANT))
+        .await?;
     for b in &page.body.balances {
         let amount = |a: &Option<Amount>| a.as_ref().map_or(0, |a| a.amount);
         println!(
@@ -87,28 +117,82 @@ async fn reserve(story: &mut Story) -> Result<(), Error> {
     );
     println!(
         "   server says remaining_ttl_ms = {}; round trip {} µs; scopes {:?}",
-        body.remaining_ttl_ms.map_or("absent".into(), |v| v.to_string()),
+        body.remaining_ttl_ms
+            .map_or("absent".into(), |v| v.to_string()),
         res.timing.rtt().as_micros(),
         body.affected_scopes
     );
     story.reservation_id = body.reservation_id.clone();
+    story.created = Some(res);
     Ok(())
 }
 
-async fn extend(story: &mut Story) -> Result<(), Error> {
-    let id = story.reservation_id.clone().unwrap_or_default();
-    for n in 1..=story.args.extensions {
-        let req = ReservationExtendRequest::new(format!("demo-run-1-extend-{n}"), story.args.ttl_ms);
-        let res = story.client.extend_reservation(&id, &req).await?;
-        println!(
-            "   extend #{n} by {} ms: status {}, expires_at_ms {}, remaining_ttl_ms {}",
-            story.args.ttl_ms,
-            res.body.status,
-            res.body.expires_at_ms,
-            res.body.remaining_ttl_ms.map_or("absent".into(), |v| v.to_string())
-        );
-    }
-    println!("   (the heartbeat issue replaces these manual extends with the spec's lease-renewal algorithm)");
+async fn heartbeat(story: &mut Story) -> Result<(), Error> {
+    let (Some(id), Some(created)) = (story.reservation_id.clone(), story.created.as_ref()) else {
+        return Ok(());
+    };
+    let started = Instant::now();
+    let events = EventSink::with_callback(move |event| {
+        let t = started.elapsed().as_secs_f64();
+        match event {
+            Event::HeartbeatExtended {
+                remaining_ttl_ms,
+                next_delay,
+                ..
+            } => println!(
+                "   [+{t:.2}s] extended by the ttl: remaining_ttl_ms {}, next beat in {next_delay}",
+                remaining_ttl_ms.map_or("absent".into(), |v| v.to_string())
+            ),
+            Event::HeartbeatFailed {
+                error_kind,
+                disposition,
+                ..
+            } => match disposition {
+                Disposition::RetryAfter { delay } => {
+                    println!("   [+{t:.2}s] {error_kind}: retrying with the same key in {delay}")
+                }
+                Disposition::Stopped(reason) => {
+                    println!("   [+{t:.2}s] {error_kind}: heartbeat stopped: {reason:?}")
+                }
+            },
+            Event::HeartbeatEnded { .. } => {}
+        }
+    });
+    let schedule = cycles_core::timing::primary::schedule(
+        created
+            .body
+            .remaining_ttl_ms
+            .and_then(|v| u64::try_from(v).ok())
+            .unwrap_or(0),
+        Some(cycles_core::timing::Millis::from_micros_ceil(
+            created.timing.rtt().as_micros(),
+        )),
+        None,
+        cycles_core::timing::Millis::ms(story.args.timeout_ms),
+    );
+    println!(
+        "   create said remaining_ttl_ms {}; reserve for one failed attempt + one retry + margin = {}; first beat in {}",
+        created.body.remaining_ttl_ms.map_or("absent".into(), |v| v.to_string()), schedule.retry_reserve, schedule.next_delay
+    );
+    let hb = Heartbeat::start(
+        story.client.clone(),
+        &id,
+        created,
+        HeartbeatConfig {
+            events,
+            ..HeartbeatConfig::new(story.args.ttl_ms)
+        },
+    );
+    // The guarded work: here it just takes longer than the reservation's TTL.
+    tokio::time::sleep(Duration::from_millis(story.args.work_ms)).await;
+    let report = hb.finish().await;
+    println!(
+        "   work done after {:.2}s (TTL was {:.2}s): {} extension(s), {} failure(s), lease still alive",
+        started.elapsed().as_secs_f64(),
+        story.args.ttl_ms as f64 / 1000.0,
+        report.extensions,
+        report.failures
+    );
     Ok(())
 }
 
@@ -117,7 +201,10 @@ async fn commit(story: &mut Story) -> Result<(), Error> {
     let actual = Amount::new(Unit::UsdMicrocents, 1_450_000);
     let res = story
         .client
-        .commit_reservation(&id, &CommitRequest::new("demo-run-1-commit", actual.clone()))
+        .commit_reservation(
+            &id,
+            &CommitRequest::new("demo-run-1-commit", actual.clone()),
+        )
         .await?;
     println!(
         "   {}: charged {} ({}), released {}",
@@ -157,7 +244,10 @@ async fn ledger(story: &mut Story) -> Result<(), Error> {
             entry.kind,
             entry.reservation_id.as_deref().unwrap_or("-"),
             entry.idempotency_key,
-            entry.amount.map_or(String::new(), |a| format!("{a} {}", entry.unit.as_deref().unwrap_or(""))),
+            entry.amount.map_or(String::new(), |a| format!(
+                "{a} {}",
+                entry.unit.as_deref().unwrap_or("")
+            )),
         );
     }
     Ok(())
@@ -167,6 +257,9 @@ async fn ledger(story: &mut Story) -> Result<(), Error> {
 pub async fn run(args: DemoArgs) -> Result<(), String> {
     if args.ttl_ms < 1000 {
         return Err("--ttl-ms must be at least 1000 (the protocol's minimum)".into());
+    }
+    if args.timeout_ms == 0 {
+        return Err("--timeout-ms must be positive".into());
     }
     let config = ServerConfig {
         tenants: vec![TenantSeed {
@@ -185,8 +278,12 @@ pub async fn run(args: DemoArgs) -> Result<(), String> {
     let server = LocalServer::start(config)
         .await
         .map_err(|e| format!("cannot start the embedded server: {e}"))?;
-    let client = CyclesClient::new(Config::new(server.url(), API_KEY).with_tenant(TENANT))
-        .map_err(|e| e.to_string())?;
+    let client = CyclesClient::new(
+        Config::new(server.url(), API_KEY)
+            .with_tenant(TENANT)
+            .with_request_timeout(Duration::from_millis(args.timeout_ms)),
+    )
+    .map_err(|e| e.to_string())?;
     println!("Cycles demo: an agent spends against a budget, guarded by a reservation.");
     println!(
         "Embedded local Cycles server at {} (tenant {TENANT}, budget {BUDGET} USD_MICROCENTS = {})",
@@ -195,13 +292,16 @@ pub async fn run(args: DemoArgs) -> Result<(), String> {
     );
     let mut story = Story {
         server,
-        client,
+        client: Arc::new(client),
         args,
+        created: None,
         reservation_id: None,
     };
     for (n, (title, chapter)) in CHAPTERS.iter().enumerate() {
         println!("\n{}. {title}", n + 1);
-        chapter(&mut story).await.map_err(|e| format!("chapter {} failed: {e}", n + 1))?;
+        chapter(&mut story)
+            .await
+            .map_err(|e| format!("chapter {} failed: {e}", n + 1))?;
     }
     story.server.shutdown().await;
     println!("\nDone. Next: `cycles serve` to run this server yourself, `cycles plan` for heartbeat math.");

@@ -8,7 +8,11 @@ use clap::{Parser, Subcommand};
 
 /// Command-line front end of the Cycles SDK.
 #[derive(Parser)]
-#[command(name = "cycles", version, about = "Cycles SDK: local server, demo and operator tools")]
+#[command(
+    name = "cycles",
+    version,
+    about = "Cycles SDK: local server, demo and operator tools"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -26,7 +30,10 @@ enum Command {
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(err) => {
             eprintln!("error: cannot start the async runtime: {err}");

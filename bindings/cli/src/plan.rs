@@ -2,7 +2,9 @@
 //! with its arithmetic, and optionally the decisions after scripted extend failures.
 
 use clap::Args;
-use cycles_core::timing::{primary, Decision, ExtendFailure, KeyUse, Millis, PrimaryPlanner, RetryAfter};
+use cycles_core::timing::{
+    primary, Decision, ExtendFailure, KeyUse, Millis, PrimaryPlanner, RetryAfter,
+};
 
 /// Options of `cycles plan`.
 #[derive(Args, Debug)]
@@ -36,7 +38,9 @@ fn parse_failure(text: &str) -> Result<(u64, ExtendFailure), String> {
         Some((at, s)) => (at, Some(s)),
         None => (at, None),
     };
-    let at: u64 = at.parse().map_err(|_| format!("failure time {at:?} is not whole milliseconds"))?;
+    let at: u64 = at
+        .parse()
+        .map_err(|_| format!("failure time {at:?} is not whole milliseconds"))?;
     let failure = match what {
         "transient" => ExtendFailure::Transient,
         "429" => ExtendFailure::RateLimited(RetryAfter::parse(seconds)),
@@ -87,6 +91,11 @@ pub async fn run(args: PlanArgs) -> Result<(), String> {
     let first = planner.on_success(0, args.remaining_ttl_ms, rtt);
     let mut steps = Vec::new();
     for text in &args.failures {
+        if matches!(steps.last(), Some((_, _, Decision::Stop(_)))) {
+            return Err(format!(
+                "the heartbeat already stopped before --fail {text}"
+            ));
+        }
         let (at, failure) = parse_failure(text)?;
         let math = planner.failure_math(at.saturating_mul(1000));
         let decision = planner.on_failure(at.saturating_mul(1000), &failure);
@@ -107,7 +116,10 @@ pub async fn run(args: PlanArgs) -> Result<(), String> {
                 "decision": describe(decision),
             })).collect::<Vec<_>>(),
         });
-        println!("{}", serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?
+        );
         return Ok(());
     }
     let show = |m: Option<Millis>| m.map_or_else(|| "unknown".to_string(), |m| m.to_string());
@@ -117,7 +129,10 @@ pub async fn run(args: PlanArgs) -> Result<(), String> {
     println!("  max observed rtt  {}", show(max_rtt));
     println!("  request timeout   {timeout}");
     match rtt {
-        Some(r) => println!("  lead_floor      = max(0, {} - {}) = {}", args.remaining_ttl_ms, r, s.lead_floor),
+        Some(r) => println!(
+            "  lead_floor      = max(0, {} - {}) = {}",
+            args.remaining_ttl_ms, r, s.lead_floor
+        ),
         None => println!("  lead_floor      = 0 (attempt timing unknown or unreliable)"),
     }
     println!(
@@ -125,7 +140,11 @@ pub async fn run(args: PlanArgs) -> Result<(), String> {
         show(max_rtt),
         s.attempt_budget
     );
-    println!("  safety_margin   = max(1000 ms, 2 x {}) = {}", show(max_rtt), s.safety_margin);
+    println!(
+        "  safety_margin   = max(1000 ms, 2 x {}) = {}",
+        show(max_rtt),
+        s.safety_margin
+    );
     println!(
         "  retry_reserve   = 2 x {} + {} = {}",
         s.attempt_budget, s.safety_margin, s.retry_reserve

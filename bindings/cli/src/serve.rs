@@ -74,7 +74,9 @@ fn parse_budget(text: &str) -> Result<BudgetSeed, String> {
         .parse()
         .map_err(|_| format!("budget amount {amount:?} is not an integer"))?;
     if scope.is_empty() || unit.is_empty() || allocated < 0 {
-        return Err(format!("budget {text:?} needs a scope, a unit and an amount >= 0"));
+        return Err(format!(
+            "budget {text:?} needs a scope, a unit and an amount >= 0"
+        ));
     }
     Ok(BudgetSeed {
         scope: scope.to_string(),
@@ -159,7 +161,11 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
             println!("  tenant {:?}: X-Cycles-API-Key: {key}", tenant.id);
         }
     }
-    println!("  inspection: {}/__cycles/ledger, {}/__cycles/requests", server.url(), server.url());
+    println!(
+        "  inspection: {}/__cycles/ledger, {}/__cycles/requests",
+        server.url(),
+        server.url()
+    );
     println!("press Ctrl-C to stop");
     tokio::signal::ctrl_c()
         .await

@@ -14,6 +14,7 @@
 //!   heartbeat's terminal failure, so the settle step reports the lapse to the caller.
 //! - [`FailurePolicy::Cancel`]: as `Warn`, and when the heartbeat stops abnormally the
 //!   lease's [`CancellationToken`] is cancelled so the guarded work can stop.
+//!
 //! No policy swallows a failure: each is an [`Event`](crate::events::Event) and a `tracing` record.
 
 mod classify;
@@ -109,13 +110,15 @@ impl LeaseReport {
     }
 
     /// Under `FailOnFinalize`, the early stop as an error; otherwise `Ok`.
-    pub fn check(&self) -> Result<(), HeartbeatLapse> {
+    pub fn check(&self) -> Result<(), Box<HeartbeatLapse>> {
         match (&self.end, self.policy) {
-            (HeartbeatEnd::Stopped(reason), FailurePolicy::FailOnFinalize) => Err(HeartbeatLapse {
-                reservation_id: self.reservation_id.clone(),
-                reason: reason.clone(),
-                last_error: self.last_error.clone(),
-            }),
+            (HeartbeatEnd::Stopped(reason), FailurePolicy::FailOnFinalize) => {
+                Err(Box::new(HeartbeatLapse {
+                    reservation_id: self.reservation_id.clone(),
+                    reason: reason.clone(),
+                    last_error: self.last_error.clone(),
+                }))
+            }
             _ => Ok(()),
         }
     }

@@ -1,0 +1,404 @@
+//! The lease driver over real HTTP against the local server: each regime and fault, with the
+//! extend arrival times the server recorded checked against the planner's schedule.
+//! Leases are short (a few seconds of real time) because real timers are what is under test.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::*;
+use cycles_core::events::{Disposition, Event, EventSink, HeartbeatEnd, HeartbeatPath};
+use cycles_core::lease::{FailurePolicy, Heartbeat, HeartbeatConfig};
+use cycles_core::timing::{Millis, StopReason};
+use cycles_core::*;
+use cycles_local_server::{Fault, FaultRule, LocalServer, Operation, Regime, ServerConfig};
+
+fn recorder() -> (EventSink, Arc<Mutex<Vec<Event>>>) {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink_events = events.clone();
+    (
+        EventSink::with_callback(move |e| sink_events.lock().unwrap().push(e.clone())),
+        events,
+    )
+}
+
+async fn server_with(regime: Regime) -> LocalServer {
+    LocalServer::start(ServerConfig {
+        regime,
+        ..ServerConfig::default()
+    })
+    .await
+    .expect("server")
+}
+
+fn client_with_timeout(server: &LocalServer, timeout_ms: u64) -> Arc<CyclesClient> {
+    Arc::new(
+        CyclesClient::new(
+            Config::new(server.url(), KEY).with_request_timeout(Duration::from_millis(timeout_ms)),
+        )
+        .expect("client"),
+    )
+}
+
+async fn create(
+    client: &CyclesClient,
+    ttl_ms: i64,
+) -> (String, Response<ReservationCreateResponse>) {
+    let mut req = reserve_req(1000);
+    req.ttl_ms = Some(ttl_ms);
+    let res = client.create_reservation(&req).await.expect("reserve");
+    (res.body.reservation_id.clone().expect("live"), res)
+}
+
+fn extend_requests(server: &LocalServer, id: &str) -> Vec<cycles_local_server::RequestRecord> {
+    server
+        .requests()
+        .into_iter()
+        .filter(|r| {
+            r.operation == Some(Operation::ExtendReservation)
+                && r.reservation_id.as_deref() == Some(id)
+        })
+        .collect()
+}
+
+fn fault(operation: Operation, fault: Fault) -> FaultRule {
+    FaultRule {
+        operation,
+        reservation_id: None,
+        skip: 0,
+        times: 1,
+        fault,
+    }
+}
+
+#[tokio::test]
+async fn guarded_work_outlives_its_ttl_and_beats_follow_the_schedule() {
+    let server = server_with(Regime::default()).await;
+    let client = client_with_timeout(&server, 500);
+    // ttl 3500: reserve = 2 x 1000 + 1000 = 3000, so the first beat comes ~500 ms after create.
+    let (id, created) = create(&client, 3500).await;
+    let (events, seen) = recorder();
+    let hb = Heartbeat::start(
+        client.clone(),
+        &id,
+        &created,
+        HeartbeatConfig {
+            events,
+            ..HeartbeatConfig::new(3500)
+        },
+    );
+    tokio::time::sleep(Duration::from_millis(4500)).await; // the guarded work, longer than the TTL
+    let report = hb.finish().await;
+    assert_eq!(report.end, HeartbeatEnd::Finished);
+    assert_eq!(report.path, HeartbeatPath::Primary);
+    assert!(report.extensions >= 2, "{report:?}");
+    // The lease is still alive: commit succeeds.
+    client
+        .commit_reservation(&id, &CommitRequest::new(key("c"), usd(900)))
+        .await
+        .expect("commit after the TTL");
+
+    // Server-side arrivals against the planner's schedule: each gap is at least the delay the
+    // planner announced (measured from receipt, which follows the previous arrival) and not
+    // much more (scheduling jitter and one rtt).
+    let arrivals: Vec<u64> = extend_requests(&server, &id)
+        .iter()
+        .map(|r| r.received_mono_us)
+        .collect();
+    let delays: Vec<Millis> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match e {
+            Event::HeartbeatExtended {
+                next_delay,
+                path: HeartbeatPath::Primary,
+                ..
+            } => Some(*next_delay),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(arrivals.len() as u32, report.extensions);
+    assert!(arrivals.len() >= 2);
+    for (pair, delay) in arrivals.windows(2).zip(&delays) {
+        let gap_ms = (pair[1] - pair[0]) / 1000;
+        let want = delay.finite().unwrap();
+        assert!(
+            gap_ms + 1 >= want && gap_ms <= want + 250,
+            "gap {gap_ms} ms vs scheduled {want} ms"
+        );
+    }
+    // Each beat used a fresh key.
+    let keys: std::collections::HashSet<_> = extend_requests(&server, &id)
+        .into_iter()
+        .filter_map(|r| r.idempotency_key)
+        .collect();
+    assert_eq!(keys.len(), arrivals.len());
+}
+
+#[tokio::test]
+async fn transient_failure_is_observable_and_retried_with_the_same_key() {
+    let server = server_with(Regime::default()).await;
+    let client = client_with_timeout(&server, 500);
+    server.add_fault(fault(
+        Operation::ExtendReservation,
+        Fault::ServerError { status: 503 },
+    ));
+    let (id, created) = create(&client, 6000).await;
+    let (events, seen) = recorder();
+    let hb = Heartbeat::start(
+        client.clone(),
+        &id,
+        &created,
+        HeartbeatConfig {
+            events,
+            ..HeartbeatConfig::new(6000)
+        },
+    );
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(8);
+    while extend_requests(&server, &id)
+        .iter()
+        .filter(|r| r.status == Some(200))
+        .count()
+        == 0
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no successful retry"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let report = hb.finish().await;
+    assert_eq!(report.end, HeartbeatEnd::Finished);
+    let requests = extend_requests(&server, &id);
+    assert_eq!(requests[0].status, Some(503));
+    assert_eq!(requests[1].status, Some(200));
+    assert_eq!(
+        requests[0].idempotency_key, requests[1].idempotency_key,
+        "retry reuses the key"
+    );
+    let events = seen.lock().unwrap();
+    let failure = events
+        .iter()
+        .find_map(|e| match e {
+            Event::HeartbeatFailed {
+                reservation_id,
+                error_kind,
+                disposition,
+                ..
+            } => Some((reservation_id.clone(), *error_kind, disposition.clone())),
+            _ => None,
+        })
+        .expect("failure event");
+    assert_eq!(failure.0, id);
+    assert_eq!(failure.1, "SERVER_ERROR");
+    assert!(matches!(failure.2, Disposition::RetryAfter { .. }));
+}
+
+#[tokio::test]
+async fn lost_response_is_retried_with_the_same_key_and_applied_once() {
+    let server = server_with(Regime::default()).await;
+    let client = client_with_timeout(&server, 500);
+    server.add_fault(fault(
+        Operation::ExtendReservation,
+        Fault::DropResponseAfterApply,
+    ));
+    let (id, created) = create(&client, 6000).await;
+    let hb = Heartbeat::start(client.clone(), &id, &created, HeartbeatConfig::new(6000));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(8);
+    while !extend_requests(&server, &id).iter().any(|r| r.replay) {
+        assert!(tokio::time::Instant::now() < deadline, "no same-key replay");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let report = hb.finish().await;
+    let requests = extend_requests(&server, &id);
+    assert_eq!(requests[0].status, None, "first response dropped");
+    assert_eq!(requests[0].idempotency_key, requests[1].idempotency_key);
+    let applied = server
+        .ledger()
+        .into_iter()
+        .filter(|e| {
+            e.kind == "extend" && e.idempotency_key == requests[0].idempotency_key.clone().unwrap()
+        })
+        .count();
+    assert_eq!(applied, 1, "the lost extension was applied exactly once");
+    assert!(report.failures >= 1);
+}
+
+#[tokio::test]
+async fn rate_limit_honours_retry_after_inside_the_window() {
+    let server = server_with(Regime::default()).await;
+    // timeout 2000: budget 2000, margin 1000, reserve 5000; ttl 8000 -> first beat at ~3 s,
+    // leaving a ~2 s window after a fast failure, which a 1 s Retry-After fits.
+    let client = client_with_timeout(&server, 2000);
+    server.add_fault(fault(
+        Operation::ExtendReservation,
+        Fault::RateLimited {
+            retry_after: Some("1".into()),
+        },
+    ));
+    let (id, created) = create(&client, 8000).await;
+    let hb = Heartbeat::start(client.clone(), &id, &created, HeartbeatConfig::new(8000));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(8);
+    while extend_requests(&server, &id).len() < 2 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no retry after the 429"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    hb.finish().await;
+    let requests = extend_requests(&server, &id);
+    assert_eq!(requests[0].status, Some(429));
+    let gap_ms = (requests[1].received_mono_us - requests[0].received_mono_us) / 1000;
+    assert!(
+        gap_ms >= 1000,
+        "retried after {gap_ms} ms, before Retry-After"
+    );
+    assert_eq!(requests[0].idempotency_key, requests[1].idempotency_key);
+}
+
+#[tokio::test]
+async fn rate_limit_beyond_the_window_stops_and_cancel_policy_signals_the_work() {
+    let server = server_with(Regime::default()).await;
+    let client = client_with_timeout(&server, 500);
+    server.add_fault(fault(
+        Operation::ExtendReservation,
+        Fault::RateLimited {
+            retry_after: Some("30".into()),
+        },
+    ));
+    let (id, created) = create(&client, 3500).await;
+    let (events, seen) = recorder();
+    let hb = Heartbeat::start(
+        client.clone(),
+        &id,
+        &created,
+        HeartbeatConfig {
+            events,
+            policy: FailurePolicy::Cancel,
+            ..HeartbeatConfig::new(3500)
+        },
+    );
+    let token = hb.cancellation();
+    tokio::time::timeout(Duration::from_secs(5), token.cancelled())
+        .await
+        .expect("work is cancelled");
+    let report = hb.finish().await;
+    assert!(
+        matches!(
+            report.end,
+            HeartbeatEnd::Stopped(StopReason::RateLimitBeyondWindow { .. })
+        ),
+        "{report:?}"
+    );
+    assert!(seen.lock().unwrap().iter().any(|e| matches!(e,
+        Event::HeartbeatFailed { disposition: Disposition::Stopped(_), reservation_id, .. } if *reservation_id == id)));
+    assert_eq!(
+        extend_requests(&server, &id).len(),
+        1,
+        "no retry that violates throttling"
+    );
+}
+
+#[tokio::test]
+async fn stop_codes_stop_and_fail_on_finalize_reports_the_lapse() {
+    let server = server_with(Regime {
+        max_extensions: Some(1),
+        ..Regime::default()
+    })
+    .await;
+    let client = client_with_timeout(&server, 500);
+    let (id, created) = create(&client, 3500).await;
+    let hb = Heartbeat::start(
+        client.clone(),
+        &id,
+        &created,
+        HeartbeatConfig {
+            policy: FailurePolicy::FailOnFinalize,
+            ..HeartbeatConfig::new(3500)
+        },
+    );
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(8);
+    while extend_requests(&server, &id).len() < 2 {
+        assert!(tokio::time::Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let report = hb.finish().await;
+    assert_eq!(
+        report.end,
+        HeartbeatEnd::Stopped(StopReason::Permanent("MAX_EXTENSIONS_EXCEEDED".into()))
+    );
+    let lapse = report
+        .check()
+        .expect_err("fail_on_finalize surfaces the stop");
+    assert_eq!(lapse.reservation_id, id);
+    assert_eq!(
+        extend_requests(&server, &id).len(),
+        2,
+        "a stop code is not retried"
+    );
+}
+
+#[tokio::test]
+async fn fallback_path_for_servers_without_remaining_ttl() {
+    let server = server_with(Regime {
+        emit_remaining_ttl: false,
+        ..Regime::default()
+    })
+    .await;
+    let client = client_with_timeout(&server, 500);
+    let (id, created) = create(&client, 3000).await;
+    assert!(created.body.remaining_ttl_ms.is_none());
+    let (events, seen) = recorder();
+    let hb = Heartbeat::start(
+        client.clone(),
+        &id,
+        &created,
+        HeartbeatConfig {
+            events,
+            ..HeartbeatConfig::new(3000)
+        },
+    );
+    tokio::time::sleep(Duration::from_millis(3600)).await;
+    let report = hb.finish().await;
+    assert_eq!(report.path, HeartbeatPath::Fallback);
+    assert!(
+        report.extensions >= 2,
+        "primed beat plus at least one cadence beat: {report:?}"
+    );
+    client
+        .commit_reservation(&id, &CommitRequest::new(key("c"), usd(10)))
+        .await
+        .expect("alive after the TTL");
+    assert!(seen.lock().unwrap().iter().all(|e| !matches!(
+        e,
+        Event::HeartbeatExtended {
+            path: HeartbeatPath::Primary,
+            ..
+        }
+    )));
+}
+
+#[tokio::test]
+async fn lease_too_short_for_its_reserve_stops_after_one_immediate_extension() {
+    // A maximum-lead clamp of 2 s can never hold a 3 s retry reserve: one immediate extension,
+    // then the two-consecutive-zero-delay guard stops instead of burning extensions.
+    let server = server_with(Regime {
+        extend: cycles_local_server::ExtendClamp::MaxLead { max_lead_ms: 2000 },
+        ..Regime::default()
+    })
+    .await;
+    let client = client_with_timeout(&server, 500);
+    let (id, created) = create(&client, 2000).await;
+    let hb = Heartbeat::start(client.clone(), &id, &created, HeartbeatConfig::new(2000));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let report = hb.finish().await;
+    assert_eq!(
+        report.end,
+        HeartbeatEnd::Stopped(StopReason::LeaseShorterThanRetryBudget)
+    );
+    assert_eq!(extend_requests(&server, &id).len(), 1);
+}
