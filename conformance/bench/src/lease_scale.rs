@@ -1,0 +1,390 @@
+//! Lease scaling benchmark: memory and CPU per heartbeating lease at 1k, 10k and 100k leases
+//! in ONE process, against the local server running in a separate child process (so its own
+//! cost is not counted), with a short simulated TTL. The baseline, measured in the same run,
+//! is the same number of bare tokio tasks sleeping at the same cadence, so the ratio shows
+//! what the heartbeat itself adds over the cheapest possible timer task.
+//!
+//! Run: `cargo run --release -p cycles-bench --bin lease-scale -- --leases 1000,10000,100000`
+//! (see docs/benchmarks.md).
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use cycles_core::events::{Event, EventSink};
+use cycles_core::lease::{Heartbeat, HeartbeatConfig};
+use cycles_core::{Action, Amount, Config, CyclesClient, ReservationCreateRequest, Subject, Unit};
+use cycles_local_server::{BudgetSeed, LocalServer, Regime, ServerConfig, TenantSeed};
+
+#[derive(Parser, Debug)]
+#[command(about = "Memory and CPU per heartbeating lease")]
+struct Args {
+    /// Lease counts to measure, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1000,10000,100000")]
+    leases: Vec<usize>,
+    /// Requested TTL of every reservation (the simulated lease length), ms.
+    #[arg(long, default_value_t = 20_000)]
+    ttl_ms: i64,
+    /// Client per-attempt timeout, ms.
+    #[arg(long, default_value_t = 1000)]
+    timeout_ms: u64,
+    /// Measurement window once all heartbeats run, seconds (at least one beat period).
+    #[arg(long, default_value_t = 25)]
+    measure_s: u64,
+    /// Concurrent creates while setting up.
+    #[arg(long, default_value_t = 64)]
+    create_concurrency: usize,
+    /// Print one JSON object per size instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Internal: run the local server and print its URL (used by the benchmark itself).
+    #[arg(long, hide = true)]
+    serve: bool,
+    /// Internal: measure one configuration ("leases" or "baseline") in this fresh process
+    /// and print it as JSON, so no run inherits another's allocator state.
+    #[arg(long, hide = true)]
+    child: Option<String>,
+}
+
+const KEY: &str = "bench-key";
+
+fn resident_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    pages * 4096
+}
+
+/// User + system CPU time of this process, from /proc (USER_HZ is 100 on Linux).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after_comm = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after_comm.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // utime and stime are fields 14 and 15 of stat; after "pid (comm)" they are at 11 and 12.
+    (ticks(11) + ticks(12)) as f64 / 100.0
+}
+
+async fn serve() {
+    let config = ServerConfig {
+        tenants: vec![TenantSeed {
+            id: "acme".into(),
+            api_keys: vec![KEY.into()],
+            ..TenantSeed::default()
+        }],
+        budgets: vec![BudgetSeed {
+            scope: "tenant:acme".into(),
+            unit: "TOKENS".into(),
+            allocated: i64::MAX / 4,
+            ..BudgetSeed::default()
+        }],
+        regime: Regime {
+            max_extensions: Some(u32::MAX),
+            ..Regime::default()
+        },
+        evidence: false,
+        ..ServerConfig::default()
+    };
+    let server = LocalServer::start(config).await.expect("start server");
+    println!("{}", server.url());
+    std::io::stdout().flush().ok();
+    // Serve until the parent closes our stdin.
+    tokio::task::spawn_blocking(|| {
+        let mut line = String::new();
+        while std::io::stdin()
+            .read_line(&mut line)
+            .map(|n| n > 0)
+            .unwrap_or(false)
+        {
+            line.clear();
+        }
+    })
+    .await
+    .ok();
+    server.shutdown().await;
+}
+
+fn spawn_server() -> (Child, String) {
+    let exe = std::env::current_exe().expect("own path");
+    let mut child = Command::new(exe)
+        .arg("--serve")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn server");
+    let mut url = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut url)
+        .expect("server URL");
+    (child, url.trim().to_string())
+}
+
+struct Sample {
+    rss_per_unit: f64,
+    cpu_ms_per_unit_minute: f64,
+}
+
+fn sample(n: usize, rss0: u64, cpu0: f64, window: Duration) -> Sample {
+    let rss = resident_bytes().saturating_sub(rss0) as f64 / n as f64;
+    let cpu = (cpu_seconds() - cpu0) * 1000.0 / n as f64 * (60.0 / window.as_secs_f64());
+    Sample {
+        rss_per_unit: rss,
+        cpu_ms_per_unit_minute: cpu,
+    }
+}
+
+/// The baseline: n bare tasks waking at the heartbeat's cadence and doing nothing.
+async fn baseline(n: usize, period: Duration, window: Duration) -> Sample {
+    let rss0 = resident_bytes();
+    let stop = Arc::new(tokio::sync::Notify::new());
+    let mut tasks = Vec::with_capacity(n);
+    for i in 0..n {
+        let stop = stop.clone();
+        let offset = period.mul_f64(i as f64 / n as f64);
+        tasks.push(tokio::spawn(async move {
+            tokio::time::sleep(offset).await;
+            loop {
+                tokio::select! {
+                    _ = stop.notified() => break,
+                    _ = tokio::time::sleep(period) => {}
+                }
+            }
+        }));
+    }
+    let cpu0 = cpu_seconds();
+    tokio::time::sleep(window).await;
+    let s = sample(n, rss0, cpu0, window);
+    for t in &tasks {
+        t.abort();
+    }
+    for t in tasks {
+        let _ = t.await;
+    }
+    s
+}
+
+struct LeaseRun {
+    sample: Sample,
+    extends: u64,
+    failures: u64,
+    stopped: usize,
+    setup: Duration,
+    create_failures: usize,
+}
+
+async fn leases(n: usize, args: &Args) -> LeaseRun {
+    let (mut child, url) = spawn_server();
+    let client = Arc::new(
+        CyclesClient::new(
+            Config::new(url, KEY).with_request_timeout(Duration::from_millis(args.timeout_ms)),
+        )
+        .expect("client"),
+    );
+    let extends = Arc::new(AtomicU64::new(0));
+    let failures = Arc::new(AtomicU64::new(0));
+    let (e, f) = (extends.clone(), failures.clone());
+    let events = EventSink::with_callback(move |event| match event {
+        Event::HeartbeatExtended { .. } => {
+            e.fetch_add(1, Ordering::Relaxed);
+        }
+        Event::HeartbeatFailed { error_kind, .. } => {
+            if f.fetch_add(1, Ordering::Relaxed) < 3 {
+                eprintln!("heartbeat failure: {error_kind}");
+            }
+        }
+        Event::HeartbeatEnded { .. } => {}
+    });
+    let rss0 = resident_bytes();
+    let setup_start = Instant::now();
+    let sem = Arc::new(tokio::sync::Semaphore::new(args.create_concurrency));
+    let mut starts = Vec::with_capacity(n);
+    for i in 0..n {
+        let client = client.clone();
+        let sem = sem.clone();
+        let ttl = args.ttl_ms;
+        let events = events.clone();
+        starts.push(tokio::spawn(async move {
+            let permit = sem.acquire().await.expect("semaphore");
+            let mut req = ReservationCreateRequest::new(
+                format!("bench-{i}"),
+                Subject::tenant("acme"),
+                Action::new("bench.lease", "scale"),
+                Amount::new(Unit::Tokens, 1),
+            );
+            req.ttl_ms = Some(ttl);
+            let res = client.create_reservation(&req).await;
+            drop(permit);
+            let res = match res {
+                Ok(res) => res,
+                Err(e) => {
+                    eprintln!("create failed: {e}");
+                    return None;
+                }
+            };
+            // As a guard does: the heartbeat starts right after its own create response.
+            let id = res.body.reservation_id.clone().expect("live reservation");
+            let config = HeartbeatConfig {
+                events,
+                ..HeartbeatConfig::new(ttl)
+            };
+            Some(Heartbeat::start(client, id, &res, config))
+        }));
+    }
+    let mut beats = Vec::with_capacity(n);
+    for s in starts {
+        beats.extend(s.await.expect("create task"));
+    }
+    let create_failures = n - beats.len();
+    let setup = setup_start.elapsed();
+    let cpu0 = cpu_seconds();
+    let extends0 = extends.load(Ordering::Relaxed);
+    let window = Duration::from_secs(args.measure_s);
+    tokio::time::sleep(window).await;
+    let sample = sample(n, rss0, cpu0, window);
+    let extends_done = extends.load(Ordering::Relaxed) - extends0;
+    let mut stopped = 0;
+    for hb in beats {
+        if hb.finish().await.stopped_early() {
+            stopped += 1;
+        }
+    }
+    drop(child.stdin.take());
+    let _ = child.wait();
+    LeaseRun {
+        sample,
+        extends: extends_done,
+        failures: failures.load(Ordering::Relaxed),
+        stopped,
+        setup,
+        create_failures,
+    }
+}
+
+/// Runs one measurement in a fresh child process and returns its JSON.
+fn measure_in_child(kind: &str, n: usize, args: &Args) -> serde_json::Value {
+    let exe = std::env::current_exe().expect("own path");
+    let out = Command::new(exe)
+        .args(["--child", kind, "--leases", &n.to_string()])
+        .args([
+            "--ttl-ms",
+            &args.ttl_ms.to_string(),
+            "--timeout-ms",
+            &args.timeout_ms.to_string(),
+        ])
+        .args(["--measure-s", &args.measure_s.to_string()])
+        .args(["--create-concurrency", &args.create_concurrency.to_string()])
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("run measurement child");
+    assert!(out.status.success(), "{kind} measurement for {n} failed");
+    serde_json::from_slice(&out.stdout).expect("measurement JSON")
+}
+
+fn child(kind: &str, args: &Args) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let n = args.leases[0];
+    let window = Duration::from_secs(args.measure_s);
+    let json = match kind {
+        "baseline" => {
+            // Bare tasks waking at the steady-state beat period of an additive server (~ttl).
+            let period = Duration::from_millis(u64::try_from(args.ttl_ms).unwrap_or(1000));
+            let s = runtime.block_on(baseline(n, period, window));
+            serde_json::json!({"rss_bytes": s.rss_per_unit, "cpu_ms_per_minute": s.cpu_ms_per_unit_minute})
+        }
+        _ => {
+            let r = runtime.block_on(leases(n, args));
+            serde_json::json!({
+                "rss_bytes": r.sample.rss_per_unit, "cpu_ms_per_minute": r.sample.cpu_ms_per_unit_minute,
+                "extends": r.extends, "failures": r.failures, "stopped": r.stopped, "setup_s": r.setup.as_secs_f64(),
+                "create_failures": r.create_failures,
+            })
+        }
+    };
+    println!("{json}");
+}
+
+fn main() {
+    let args = Args::parse();
+    if args.serve {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        runtime.block_on(serve());
+        return;
+    }
+    if let Some(kind) = &args.child {
+        child(kind, &args);
+        return;
+    }
+    if !args.json {
+        println!(
+            "lease-scale: ttl {} ms, timeout {} ms, window {} s; per-lease figures, baseline = bare sleeping tokio task",
+            args.ttl_ms, args.timeout_ms, args.measure_s
+        );
+        println!(
+            "{:>8} {:>12} {:>11} {:>7} {:>16} {:>10} {:>7} {:>10} {:>8} {:>8} {:>12}",
+            "leases",
+            "rss/lease B",
+            "baseline B",
+            "ratio",
+            "cpu ms/lease/min",
+            "baseline",
+            "ratio",
+            "extends/s",
+            "failures",
+            "stopped",
+            "create fails"
+        );
+    }
+    for &n in &args.leases {
+        let base = measure_in_child("baseline", n, &args);
+        let run = measure_in_child("leases", n, &args);
+        let f = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or(0.0);
+        let mem_ratio = f(&run, "rss_bytes") / f(&base, "rss_bytes").max(1.0);
+        let cpu_ratio = f(&run, "cpu_ms_per_minute") / f(&base, "cpu_ms_per_minute").max(1e-6);
+        let extends_per_s = f(&run, "extends") / args.measure_s as f64;
+        if args.json {
+            println!(
+                "{}",
+                serde_json::json!({
+                    "leases": n, "ttl_ms": args.ttl_ms, "timeout_ms": args.timeout_ms, "window_s": args.measure_s,
+                    "rss_bytes_per_lease": f(&run, "rss_bytes"), "baseline_rss_bytes_per_task": f(&base, "rss_bytes"),
+                    "rss_ratio": mem_ratio, "cpu_ms_per_lease_per_minute": f(&run, "cpu_ms_per_minute"),
+                    "baseline_cpu_ms_per_task_per_minute": f(&base, "cpu_ms_per_minute"), "cpu_ratio": cpu_ratio,
+                    "extends_per_second": extends_per_s, "failures": run["failures"], "stopped_early": run["stopped"], "create_failures": run["create_failures"],
+                    "setup_seconds": f(&run, "setup_s"),
+                })
+            );
+        } else {
+            println!(
+                "{:>8} {:>12.0} {:>11.0} {:>7.1} {:>16.3} {:>10.3} {:>7.1} {:>10.0} {:>8} {:>8} {:>12}",
+                n,
+                f(&run, "rss_bytes"),
+                f(&base, "rss_bytes"),
+                mem_ratio,
+                f(&run, "cpu_ms_per_minute"),
+                f(&base, "cpu_ms_per_minute"),
+                cpu_ratio,
+                extends_per_s,
+                run["failures"],
+                run["stopped"],
+                run["create_failures"]
+            );
+        }
+    }
+}

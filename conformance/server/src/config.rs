@@ -1,0 +1,166 @@
+//! Server configuration. Everything derives serde with `#[serde(default)]` so a JSON file
+//! with only the interesting fields is a valid config (the CLI loads configs that way).
+
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+
+/// Full configuration of a [`crate::LocalServer`].
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ServerConfig {
+    /// Address to bind; port 0 picks a free port.
+    pub bind: SocketAddr,
+    /// Tenants and their API keys.
+    pub tenants: Vec<TenantSeed>,
+    /// Key accepted in `X-Admin-API-Key` on list/get/release; `None` disables admin auth.
+    pub admin_api_key: Option<String>,
+    /// Budgets per (scope, unit).
+    pub budgets: Vec<BudgetSeed>,
+    /// TTL/extension regime.
+    pub regime: Regime,
+    /// How idempotency payloads are compared.
+    pub idempotency_compare: IdempotencyCompare,
+    /// Emit `cycles_evidence` refs and serve signed envelopes plus the JWKS.
+    pub evidence: bool,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+            tenants: vec![TenantSeed::default()],
+            admin_api_key: Some("cycles-local-admin".to_string()),
+            budgets: vec![BudgetSeed::default()],
+            regime: Regime::default(),
+            idempotency_compare: IdempotencyCompare::Exact,
+            evidence: true,
+        }
+    }
+}
+
+/// One tenant and the API keys that authenticate as it.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(default)]
+pub struct TenantSeed {
+    /// Tenant id (the `tenant` subject value).
+    pub id: String,
+    /// Keys accepted in `X-Cycles-API-Key`.
+    pub api_keys: Vec<String>,
+    /// Start CLOSED (persisting ops get 409 TENANT_CLOSED).
+    pub closed: bool,
+}
+
+impl Default for TenantSeed {
+    fn default() -> Self {
+        TenantSeed {
+            id: "acme".into(),
+            api_keys: vec!["cycles-local-key".into()],
+            closed: false,
+        }
+    }
+}
+
+/// Operator-set budget status.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum BudgetStatus {
+    /// Normal operation.
+    #[default]
+    #[serde(alias = "Active", alias = "active")]
+    Active,
+    /// No new reservations (409 BUDGET_FROZEN).
+    #[serde(alias = "Frozen", alias = "frozen")]
+    Frozen,
+    /// Permanently closed (409 BUDGET_CLOSED).
+    #[serde(alias = "Closed", alias = "closed")]
+    Closed,
+}
+
+/// A budget for one (scope, unit).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(default)]
+pub struct BudgetSeed {
+    /// Canonical scope, e.g. `tenant:acme/workspace:prod`.
+    pub scope: String,
+    /// Unit name (`USD_MICROCENTS`, `TOKENS`, `CREDITS`, `RISK_POINTS`).
+    pub unit: String,
+    /// Allocated amount.
+    pub allocated: i64,
+    /// Maximum debt ALLOW_WITH_OVERDRAFT may accrue.
+    pub overdraft_limit: i64,
+    /// Operator status.
+    pub status: BudgetStatus,
+}
+
+impl Default for BudgetSeed {
+    fn default() -> Self {
+        BudgetSeed {
+            scope: "tenant:acme".into(),
+            unit: "USD_MICROCENTS".into(),
+            allocated: 10_000_000_000,
+            overdraft_limit: 0,
+            status: BudgetStatus::Active,
+        }
+    }
+}
+
+/// TTL and extension behaviour, to emulate the server regimes the heartbeat spec describes.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(default)]
+pub struct Regime {
+    /// Emit `remaining_ttl_ms` on live create/extend successes.
+    pub emit_remaining_ttl: bool,
+    /// How `extend_by_ms` turns into a new expiry.
+    pub extend: ExtendClamp,
+    /// Cap on the TTL granted at create.
+    pub initial_ttl_cap_ms: Option<u64>,
+    /// Extensions allowed per reservation (`None` = unlimited).
+    pub max_extensions: Option<u32>,
+}
+
+impl Default for Regime {
+    fn default() -> Self {
+        Regime {
+            emit_remaining_ttl: true,
+            extend: ExtendClamp::Additive,
+            initial_ttl_cap_ms: None,
+            max_extensions: Some(10),
+        }
+    }
+}
+
+/// Extension clamp regime. Serde: `{"kind": "additive"}`, `{"kind": "grant_cap", "max_grant_ms": N}`,
+/// `{"kind": "max_lead", "max_lead_ms": N}` (PascalCase kinds accepted too).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ExtendClamp {
+    /// new = expires + extend_by.
+    #[default]
+    #[serde(alias = "Additive")]
+    Additive,
+    /// new = expires + min(extend_by, max_grant_ms).
+    #[serde(alias = "GrantCap")]
+    GrantCap {
+        /// Largest grant per extension.
+        max_grant_ms: u64,
+    },
+    /// new = min(expires + extend_by, now + max_lead_ms), never earlier than the current expiry.
+    #[serde(alias = "MaxLead")]
+    MaxLead {
+        /// Largest lead (expiry - now) an extension may establish.
+        max_lead_ms: u64,
+    },
+}
+
+/// How a same-key request's payload is compared with the stored one.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum IdempotencyCompare {
+    /// The body's JSON as sent (whitespace-insensitive, key order significant), like the reference server.
+    #[default]
+    #[serde(alias = "Exact")]
+    Exact,
+    /// Canonical JSON (sorted keys), as the spec recommends.
+    #[serde(alias = "Canonical")]
+    Canonical,
+}

@@ -1,0 +1,194 @@
+//! Scripted fault injection: rules matched per operation (and optionally reservation), with
+//! skip/times counters, so a test can say "lose the response of the 2nd commit".
+
+use serde::{Deserialize, Serialize};
+
+/// A runtime operation; serde names are the spec's operationIds.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "camelCase")]
+#[allow(missing_docs)]
+pub enum Operation {
+    #[serde(alias = "Decide")]
+    Decide,
+    #[serde(alias = "CreateReservation")]
+    CreateReservation,
+    #[serde(alias = "ListReservations")]
+    ListReservations,
+    #[serde(alias = "GetReservation")]
+    GetReservation,
+    #[serde(alias = "CommitReservation")]
+    CommitReservation,
+    #[serde(alias = "ReleaseReservation")]
+    ReleaseReservation,
+    #[serde(alias = "ExtendReservation")]
+    ExtendReservation,
+    #[serde(alias = "CreateEvent")]
+    CreateEvent,
+    #[serde(alias = "GetBalances")]
+    GetBalances,
+    #[serde(alias = "GetEvidence")]
+    GetEvidence,
+    #[serde(alias = "GetEvidenceJwks")]
+    GetEvidenceJwks,
+}
+
+impl Operation {
+    /// The spec's operationId.
+    pub fn operation_id(self) -> &'static str {
+        match self {
+            Operation::Decide => "decide",
+            Operation::CreateReservation => "createReservation",
+            Operation::ListReservations => "listReservations",
+            Operation::GetReservation => "getReservation",
+            Operation::CommitReservation => "commitReservation",
+            Operation::ReleaseReservation => "releaseReservation",
+            Operation::ExtendReservation => "extendReservation",
+            Operation::CreateEvent => "createEvent",
+            Operation::GetBalances => "getBalances",
+            Operation::GetEvidence => "getEvidence",
+            Operation::GetEvidenceJwks => "getEvidenceJwks",
+        }
+    }
+}
+
+/// When and how to inject a fault.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct FaultRule {
+    /// Operation the rule applies to.
+    pub operation: Operation,
+    /// Only requests for this reservation (path id), if set.
+    #[serde(default)]
+    pub reservation_id: Option<String>,
+    /// Let this many matching requests pass first.
+    #[serde(default)]
+    pub skip: u32,
+    /// How many matching requests to fault; 0 = every later one.
+    #[serde(default)]
+    pub times: u32,
+    /// What to do.
+    pub fault: Fault,
+}
+
+/// The injected behaviour. Serde: `{"kind": "drop_response_after_apply"}`, `{"kind": "server_error", "status": 503}`, ...
+/// (PascalCase kinds accepted too).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Fault {
+    /// Apply, then reset the connection (RST) with no response.
+    #[serde(alias = "DropResponseAfterApply")]
+    DropResponseAfterApply,
+    /// Reset (RST) without applying.
+    #[serde(alias = "ConnectionReset")]
+    ConnectionReset,
+    /// 5xx ErrorResponse INTERNAL_ERROR, not applied.
+    #[serde(alias = "ServerError")]
+    ServerError {
+        /// HTTP status to send.
+        status: u16,
+    },
+    /// 429 LIMIT_EXCEEDED with this raw Retry-After value, not applied.
+    #[serde(alias = "RateLimited")]
+    RateLimited {
+        /// Raw `Retry-After` header value (may be deliberately invalid).
+        #[serde(default)]
+        retry_after: Option<String>,
+    },
+    /// Wait, then handle normally.
+    #[serde(alias = "Delay")]
+    Delay {
+        /// Milliseconds to wait.
+        ms: u64,
+    },
+    /// Apply, wait, then respond.
+    #[serde(alias = "DelayAfterApply")]
+    DelayAfterApply {
+        /// Milliseconds to wait.
+        ms: u64,
+    },
+    /// Apply, then answer with a 2xx that is not schema-valid.
+    #[serde(alias = "MalformedSuccess")]
+    MalformedSuccess {
+        /// Which kind of malformation.
+        shape: Malformed,
+    },
+    /// This ErrorResponse, not applied.
+    #[serde(alias = "Error")]
+    Error {
+        /// HTTP status.
+        status: u16,
+        /// `error` code.
+        code: String,
+    },
+}
+
+impl Fault {
+    /// Stable name recorded in the request log.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Fault::DropResponseAfterApply => "drop_response_after_apply",
+            Fault::ConnectionReset => "connection_reset",
+            Fault::ServerError { .. } => "server_error",
+            Fault::RateLimited { .. } => "rate_limited",
+            Fault::Delay { .. } => "delay",
+            Fault::DelayAfterApply { .. } => "delay_after_apply",
+            Fault::MalformedSuccess { .. } => "malformed_success",
+            Fault::Error { .. } => "error",
+        }
+    }
+}
+
+/// Ways to break a success response.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Malformed {
+    /// A required field is removed.
+    #[serde(alias = "MissingRequiredField")]
+    MissingRequiredField,
+    /// The correct body with status 202.
+    #[serde(alias = "WrongStatusCode")]
+    WrongStatusCode,
+    /// A body that is not JSON.
+    #[serde(alias = "NotJson")]
+    NotJson,
+    /// A required field with the wrong JSON type.
+    #[serde(alias = "WrongFieldType")]
+    WrongFieldType,
+}
+
+/// Installed rules with their match counters.
+#[derive(Debug, Default)]
+pub(crate) struct FaultTable {
+    rules: Vec<(FaultRule, u32)>,
+}
+
+impl FaultTable {
+    pub(crate) fn add(&mut self, rule: FaultRule) {
+        self.rules.push((rule, 0));
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.rules.clear();
+    }
+
+    /// Count this request against every matching rule and return the first fault that fires.
+    pub(crate) fn take(&mut self, op: Operation, reservation_id: Option<&str>) -> Option<Fault> {
+        let mut fired = None;
+        for (rule, seen) in self.rules.iter_mut() {
+            if rule.operation != op {
+                continue;
+            }
+            if let Some(want) = &rule.reservation_id {
+                if reservation_id != Some(want.as_str()) {
+                    continue;
+                }
+            }
+            *seen += 1;
+            let n = *seen;
+            let fires = n > rule.skip && (rule.times == 0 || n - rule.skip <= rule.times);
+            if fires && fired.is_none() {
+                fired = Some(rule.fault.clone());
+            }
+        }
+        fired
+    }
+}

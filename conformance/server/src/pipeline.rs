@@ -1,0 +1,271 @@
+//! The per-request pipeline: log arrival, route, apply any matching fault around the handler,
+//! and render the response with the correlation headers every response carries.
+
+use crate::error::ApiError;
+use crate::faults::{Fault, Malformed, Operation};
+use crate::http::ConnCtl;
+use crate::records::RequestRecord;
+use crate::routes::{self, Ctx, Outcome, Query};
+use crate::shared::{lock, Shared};
+use axum::body::Body;
+use hyper::body::Incoming;
+use hyper::{Request, Response};
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What goes on the wire.
+struct Rendered {
+    status: u16,
+    body: Vec<u8>,
+    tenant: Option<String>,
+    headers: Vec<(&'static str, String)>,
+    replay: bool,
+}
+
+fn render_error(e: &ApiError, request_id: &str, trace_id: &str) -> Rendered {
+    let mut body = e.body(request_id, trace_id);
+    if let Some(ev) = &e.evidence {
+        body["cycles_evidence"] = (**ev).clone();
+    }
+    Rendered {
+        status: e.status,
+        body: body.to_string().into_bytes(),
+        tenant: e.tenant.clone(),
+        headers: Vec::new(),
+        replay: false,
+    }
+}
+
+fn render_ok(o: Outcome) -> Rendered {
+    Rendered {
+        status: o.status,
+        body: o.body.to_string().into_bytes(),
+        tenant: o.tenant,
+        headers: o.headers,
+        replay: o.replay,
+    }
+}
+
+/// The field each operation's success schema requires (the one a malformed response breaks).
+fn required_field(op: Operation) -> &'static str {
+    match op {
+        Operation::Decide | Operation::CreateReservation => "decision",
+        Operation::ListReservations => "reservations",
+        Operation::GetReservation => "reservation_id",
+        Operation::CommitReservation => "charged",
+        Operation::ReleaseReservation => "released",
+        Operation::ExtendReservation => "expires_at_ms",
+        Operation::CreateEvent => "event_id",
+        Operation::GetBalances => "balances",
+        Operation::GetEvidence => "signature",
+        Operation::GetEvidenceJwks => "keys",
+    }
+}
+
+fn malform(op: Operation, shape: Malformed, ok: Option<Outcome>) -> Rendered {
+    let (status, mut body, tenant) = match ok {
+        Some(o) => (o.status, o.body, o.tenant),
+        None => (200, json!({}), None),
+    };
+    let field = required_field(op);
+    let (status, bytes) = match shape {
+        Malformed::WrongStatusCode => (202, body.to_string().into_bytes()),
+        Malformed::NotJson => (
+            status,
+            b"<html><body>upstream proxy says hello</body></html>".to_vec(),
+        ),
+        Malformed::MissingRequiredField => {
+            if let Some(m) = body.as_object_mut() {
+                m.remove(field);
+            }
+            (status, body.to_string().into_bytes())
+        }
+        Malformed::WrongFieldType => {
+            let wrong = match body.get(field) {
+                Some(Value::String(_)) => json!(12345),
+                _ => json!("not-the-right-type"),
+            };
+            body[field] = wrong;
+            (status, body.to_string().into_bytes())
+        }
+    };
+    Rendered {
+        status,
+        body: bytes,
+        tenant,
+        headers: Vec::new(),
+        replay: false,
+    }
+}
+
+fn response(r: Rendered, request_id: &str, trace_id: &str) -> Response<Body> {
+    let mut b = Response::builder()
+        .status(r.status)
+        .header("content-type", "application/json")
+        .header("x-request-id", request_id)
+        .header("x-cycles-trace-id", trace_id);
+    if let Some(t) = &r.tenant {
+        b = b.header("x-cycles-tenant", t.as_str());
+    }
+    for (k, v) in &r.headers {
+        b = b.header(*k, v.as_str());
+    }
+    b.body(Body::from(r.body))
+        .unwrap_or_else(|_| Response::new(Body::empty()))
+}
+
+/// Handle one request. Never returns for reset faults: the connection task drops it.
+pub(crate) async fn handle(
+    sh: Arc<Shared>,
+    req: Request<Incoming>,
+    conn: Arc<ConnCtl>,
+) -> Response<Body> {
+    let method = req.method().as_str().to_string();
+    let path = req.uri().path().to_string();
+    let query = Query::parse(req.uri().query());
+    if path.starts_with("/__cycles/") || path == "/__cycles" {
+        let body = axum::body::to_bytes(Body::new(req.into_body()), 1 << 20)
+            .await
+            .unwrap_or_default();
+        return crate::inspect::handle(&sh, &method, &path, &body);
+    }
+    let headers = req.headers().clone();
+    let trace_id = crate::trace::extract(&headers);
+    let request_id = format!("req_{}", uuid::Uuid::new_v4().simple());
+    let seq = {
+        let mut log = lock(&sh.requests);
+        let seq = log.len() as u64 + 1;
+        log.push(RequestRecord {
+            seq,
+            operation: None,
+            method: method.clone(),
+            path: path.clone(),
+            reservation_id: None,
+            idempotency_key: headers
+                .get("x-idempotency-key")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string),
+            received_at_ms: sh.clock.now_ms(),
+            received_mono_us: sh.started.elapsed().as_micros() as u64,
+            status: None,
+            fault: None,
+            replay: false,
+        });
+        seq
+    };
+    let update = |f: &dyn Fn(&mut RequestRecord)| {
+        if let Some(r) = lock(&sh.requests).get_mut(seq as usize - 1) {
+            f(r);
+        }
+    };
+    let finish = |r: Rendered| {
+        update(&|rec| {
+            rec.status = Some(r.status);
+            rec.replay = r.replay;
+        });
+        response(r, &request_id, &trace_id)
+    };
+
+    let body = match axum::body::to_bytes(Body::new(req.into_body()), 1 << 20).await {
+        Ok(b) => b,
+        Err(_) => {
+            return finish(render_error(
+                &ApiError::invalid("request body too large or unreadable"),
+                &request_id,
+                &trace_id,
+            ))
+        }
+    };
+    let (op, rid) = match routes::route(&method, &path) {
+        Ok(x) => x,
+        Err(405) => {
+            let e = ApiError::new(
+                405,
+                "INVALID_REQUEST",
+                format!("method {method} not allowed on {path}"),
+            );
+            return finish(render_error(&e, &request_id, &trace_id));
+        }
+        Err(_) => {
+            return finish(render_error(
+                &ApiError::not_found(format!("no route for {path}")),
+                &request_id,
+                &trace_id,
+            ))
+        }
+    };
+    let body_key = serde_json::from_slice::<Value>(&body).ok().and_then(|v| {
+        v.get("idempotency_key")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    });
+    let fault = lock(&sh.faults).take(op, rid.as_deref());
+    update(&|rec| {
+        rec.operation = Some(op);
+        // The evidence id travels in the same path slot but is not a reservation.
+        rec.reservation_id = rid.clone().filter(|_| op != Operation::GetEvidence);
+        if body_key.is_some() {
+            rec.idempotency_key = body_key.clone();
+        }
+        rec.fault = fault.as_ref().map(|f| f.name().to_string());
+    });
+    let ctx = Ctx {
+        op,
+        rid,
+        headers,
+        query,
+        body,
+        request_id: request_id.clone(),
+        trace_id: trace_id.clone(),
+    };
+
+    // Faults that act before (instead of) applying.
+    match &fault {
+        Some(Fault::ConnectionReset) => {
+            conn.reset();
+            return std::future::pending().await;
+        }
+        Some(Fault::ServerError { status }) => {
+            let e = ApiError::new(*status, "INTERNAL_ERROR", "injected server error");
+            return finish(render_error(&e, &request_id, &trace_id));
+        }
+        Some(Fault::RateLimited { retry_after }) => {
+            let e = ApiError::new(429, "LIMIT_EXCEEDED", "injected rate limit");
+            let mut r = render_error(&e, &request_id, &trace_id);
+            if let Some(v) = retry_after {
+                r.headers.push(("retry-after", v.clone()));
+                if let Ok(secs) = v.trim().parse::<i64>() {
+                    r.headers.push((
+                        "x-ratelimit-reset",
+                        (sh.clock.now_ms() / 1000 + secs).to_string(),
+                    ));
+                }
+            }
+            return finish(r);
+        }
+        Some(Fault::Error { status, code }) => {
+            let e = ApiError::new(*status, code, "injected error");
+            return finish(render_error(&e, &request_id, &trace_id));
+        }
+        Some(Fault::Delay { ms }) => tokio::time::sleep(Duration::from_millis(*ms)).await,
+        _ => {}
+    }
+
+    let result = routes::dispatch(&sh, &ctx);
+
+    // Faults that act after applying.
+    match &fault {
+        Some(Fault::DropResponseAfterApply) => {
+            conn.reset();
+            return std::future::pending().await;
+        }
+        Some(Fault::DelayAfterApply { ms }) => tokio::time::sleep(Duration::from_millis(*ms)).await,
+        Some(Fault::MalformedSuccess { shape }) => return finish(malform(op, *shape, result.ok())),
+        _ => {}
+    }
+    match result {
+        Ok(o) => finish(render_ok(o)),
+        Err(e) => finish(render_error(&e, &request_id, &trace_id)),
+    }
+}

@@ -1,0 +1,476 @@
+//! Every fault kind, rule matching (skip / times / reservation_id), the ledger and request log,
+//! and the HTTP inspection endpoints.
+#![allow(clippy::field_reassign_with_default)]
+
+mod common;
+use common::*;
+use cycles_local_server::{Fault, FaultRule, Malformed, Operation};
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+fn rule(op: Operation, fault: Fault) -> FaultRule {
+    FaultRule {
+        operation: op,
+        reservation_id: None,
+        skip: 0,
+        times: 1,
+        fault,
+    }
+}
+
+/// A POST whose connection is expected to be reset: returns the client error.
+async fn expect_reset(h: &H, path: &str, body: &Value) -> reqwest::Error {
+    let r =
+        h.c.post(format!("{}{}", h.url, path))
+            .header("X-Cycles-API-Key", KEY)
+            .json(body)
+            .send()
+            .await;
+    match r {
+        Ok(resp) => panic!("expected a connection error, got {}", resp.status()),
+        Err(e) => e,
+    }
+}
+
+#[tokio::test]
+async fn drop_response_after_apply_commit_is_applied_once() {
+    let h = H::new().await;
+    let rid = h.reserve_id("k", 100, json!({})).await;
+    h.server.add_fault(FaultRule {
+        reservation_id: Some(rid.clone()),
+        ..rule(Operation::CommitReservation, Fault::DropResponseAfterApply)
+    });
+    let body = json!({"idempotency_key": "c", "actual": usd(60)});
+    let err = expect_reset(&h, &format!("/v1/reservations/{rid}/commit"), &body).await;
+    assert!(
+        err.is_request() || err.is_connect() || err.is_body(),
+        "{err:?}"
+    );
+    let commits = |h: &H| {
+        h.server
+            .ledger()
+            .into_iter()
+            .filter(|e| e.kind == "commit")
+            .collect::<Vec<_>>()
+    };
+    let applied = commits(&h);
+    assert_eq!(applied.len(), 1);
+    assert_eq!(
+        (applied[0].amount, applied[0].idempotency_key.as_str()),
+        (Some(60), "c")
+    );
+    assert_eq!(applied[0].reservation_id.as_deref(), Some(rid.as_str()));
+    // Same-key retry: replayed success, still exactly one commit.
+    let r = h.commit(&rid, "c", 60).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body["charged"], usd(60));
+    assert_eq!(commits(&h).len(), 1);
+    let recs: Vec<_> = h
+        .server
+        .requests()
+        .into_iter()
+        .filter(|r| r.operation == Some(Operation::CommitReservation))
+        .collect();
+    assert_eq!(recs.len(), 2);
+    assert_eq!(
+        (recs[0].status, recs[0].fault.as_deref(), recs[0].replay),
+        (None, Some("drop_response_after_apply"), false)
+    );
+    assert_eq!(recs[0].idempotency_key.as_deref(), Some("c"));
+    assert_eq!((recs[1].status, recs[1].replay), (Some(200), true));
+    assert!(recs[1].received_mono_us >= recs[0].received_mono_us);
+}
+
+#[tokio::test]
+async fn connection_reset_does_not_apply() {
+    let h = H::new().await;
+    h.server
+        .add_fault(rule(Operation::CreateReservation, Fault::ConnectionReset));
+    let err = expect_reset(&h, "/v1/reservations", &reserve_body("k", 1, json!({}))).await;
+    assert!(!err.is_timeout(), "{err:?}");
+    assert!(h.server.ledger().is_empty());
+    // times = 1: the retry goes through and is fresh (not a replay).
+    let r = h
+        .post("/v1/reservations", &reserve_body("k", 1, json!({})))
+        .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(h.server.ledger().len(), 1);
+    assert_eq!(h.server.requests()[0].status, None);
+    assert_eq!(
+        h.server.requests()[0].fault.as_deref(),
+        Some("connection_reset")
+    );
+}
+
+#[tokio::test]
+async fn server_error_rate_limit_and_custom_error_do_not_apply() {
+    let h = H::new().await;
+    let rid = h.reserve_id("k", 100, json!({})).await;
+    h.server.add_fault(rule(
+        Operation::CommitReservation,
+        Fault::ServerError { status: 503 },
+    ));
+    let r = h.commit(&rid, "c", 1).await;
+    assert_eq!((r.status, r.code()), (503, "INTERNAL_ERROR"));
+    assert!(r.headers.contains_key("x-request-id") && r.headers.contains_key("x-cycles-trace-id"));
+    h.server.add_fault(rule(
+        Operation::CommitReservation,
+        Fault::RateLimited {
+            retry_after: Some("2".into()),
+        },
+    ));
+    let r = h.commit(&rid, "c", 1).await;
+    assert_eq!((r.status, r.code()), (429, "LIMIT_EXCEEDED"));
+    assert_eq!(r.headers["retry-after"], "2");
+    assert!(r.headers.contains_key("x-ratelimit-reset"));
+    h.server.add_fault(rule(
+        Operation::ExtendReservation,
+        Fault::RateLimited {
+            retry_after: Some("Wed, 21 Oct 2015 07:28:00 GMT".into()),
+        },
+    ));
+    let r = h.extend(&rid, "x", 1000).await;
+    assert_eq!(r.headers["retry-after"], "Wed, 21 Oct 2015 07:28:00 GMT");
+    h.server.add_fault(rule(
+        Operation::CommitReservation,
+        Fault::Error {
+            status: 409,
+            code: "BUDGET_EXCEEDED".into(),
+        },
+    ));
+    let r = h.commit(&rid, "c", 1).await;
+    assert_eq!((r.status, r.code()), (409, "BUDGET_EXCEEDED"));
+    assert_eq!(h.server.ledger().len(), 1, "only the reserve applied");
+    // Faults exhausted: the commit now applies.
+    assert_eq!(h.commit(&rid, "c", 1).await.status, 200);
+    assert_eq!(h.server.ledger().len(), 2);
+}
+
+#[tokio::test]
+async fn delays() {
+    let h = H::new().await;
+    h.server
+        .add_fault(rule(Operation::Decide, Fault::Delay { ms: 150 }));
+    let t = Instant::now();
+    assert_eq!(
+        h.post("/v1/decide", &reserve_body("d", 1, json!({})))
+            .await
+            .status,
+        200
+    );
+    assert!(t.elapsed() >= Duration::from_millis(150));
+    let rid = h.reserve_id("k", 1, json!({})).await;
+    h.server.add_fault(rule(
+        Operation::ReleaseReservation,
+        Fault::DelayAfterApply { ms: 150 },
+    ));
+    let c = h.c.clone();
+    let url = format!("{}/v1/reservations/{rid}/release", h.url);
+    let t = Instant::now();
+    let pending = tokio::spawn(async move {
+        c.post(url)
+            .header("X-Cycles-API-Key", KEY)
+            .json(&json!({"idempotency_key": "r"}))
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    });
+    // Applied before the response arrives.
+    let mut applied = false;
+    for _ in 0..100 {
+        if h.server.ledger().iter().any(|e| e.kind == "release") {
+            applied = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(applied && !pending.is_finished());
+    assert_eq!(pending.await.unwrap(), 200);
+    assert!(t.elapsed() >= Duration::from_millis(150));
+}
+
+#[tokio::test]
+async fn malformed_successes_apply() {
+    let h = H::new().await;
+    let cases = [
+        (Malformed::MissingRequiredField, 200u16),
+        (Malformed::WrongStatusCode, 202),
+        (Malformed::NotJson, 200),
+        (Malformed::WrongFieldType, 200),
+    ];
+    for (i, (shape, status)) in cases.into_iter().enumerate() {
+        let rid = h.reserve_id(&format!("k{i}"), 10, json!({})).await;
+        h.server.add_fault(rule(
+            Operation::CommitReservation,
+            Fault::MalformedSuccess { shape },
+        ));
+        let r = h.commit(&rid, "c", 5).await;
+        assert_eq!(r.status, status, "{shape:?}");
+        match shape {
+            Malformed::MissingRequiredField => {
+                assert!(r.body.get("charged").is_none() && r.body["status"] == "COMMITTED")
+            }
+            Malformed::WrongStatusCode => assert_eq!(r.body["charged"], usd(5)),
+            Malformed::NotJson => assert_eq!(r.body, Value::Null),
+            Malformed::WrongFieldType => assert!(r.body["charged"].is_string()),
+        }
+        // Applied: a same-key retry is a clean replay.
+        let again = h.commit(&rid, "c", 5).await;
+        assert_eq!(again.status, 200);
+        assert_eq!(again.body["charged"], usd(5));
+    }
+    assert_eq!(
+        h.server
+            .ledger()
+            .iter()
+            .filter(|e| e.kind == "commit")
+            .count(),
+        4
+    );
+    // Events: 201 becomes 202 for WrongStatusCode.
+    h.server.add_fault(rule(
+        Operation::CreateEvent,
+        Fault::MalformedSuccess {
+            shape: Malformed::WrongStatusCode,
+        },
+    ));
+    assert_eq!(
+        h.post("/v1/events", &event_body("e", 1, json!({})))
+            .await
+            .status,
+        202
+    );
+}
+
+#[tokio::test]
+async fn skip_times_and_reservation_filter() {
+    let h = H::new().await;
+    let a = h.reserve_id("a", 1, json!({})).await;
+    let b = h.reserve_id("b", 1, json!({})).await;
+    h.server.add_fault(FaultRule {
+        operation: Operation::ExtendReservation,
+        reservation_id: Some(b.clone()),
+        skip: 1,
+        times: 2,
+        fault: Fault::ServerError { status: 500 },
+    });
+    let statuses = |v: Vec<u16>| v;
+    let mut got = Vec::new();
+    got.push(h.extend(&a, "a1", 10).await.status); // other reservation: no match
+    for i in 0..4 {
+        got.push(h.extend(&b, &format!("b{i}"), 10).await.status);
+    }
+    assert_eq!(got, statuses(vec![200, 200, 500, 500, 200]));
+    // times = 0: every later one.
+    h.server.add_fault(FaultRule {
+        operation: Operation::GetBalances,
+        reservation_id: None,
+        skip: 1,
+        times: 0,
+        fault: Fault::ServerError { status: 502 },
+    });
+    let s: Vec<u16> = futures_statuses(&h, 4).await;
+    assert_eq!(s, [200, 502, 502, 502]);
+    h.server.clear_faults();
+    assert_eq!(h.get("/v1/balances?tenant=acme").await.status, 200);
+}
+
+async fn futures_statuses(h: &H, n: usize) -> Vec<u16> {
+    let mut out = Vec::new();
+    for _ in 0..n {
+        out.push(h.get("/v1/balances?tenant=acme").await.status);
+    }
+    out
+}
+
+#[tokio::test]
+async fn http_inspection_endpoints() {
+    let h = H::new().await;
+    let ctl = |p: &str| format!("{}/__cycles/{p}", h.url);
+    // Fault via HTTP, serde form.
+    let f = json!({"operation": "createReservation", "times": 1, "fault": {"kind": "server_error", "status": 500}});
+    assert_eq!(
+        h.c.post(ctl("faults"))
+            .json(&f)
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    assert_eq!(
+        h.post("/v1/reservations", &reserve_body("k", 1, json!({})))
+            .await
+            .status,
+        500
+    );
+    let f = json!({"operation": "CreateReservation", "fault": {"kind": "ConnectionReset"}});
+    assert_eq!(
+        h.c.post(ctl("faults"))
+            .json(&f)
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    assert_eq!(
+        h.c.delete(ctl("faults")).send().await.unwrap().status(),
+        200
+    );
+    assert_eq!(
+        h.c.post(ctl("faults"))
+            .json(&json!({"fault": 1}))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        400
+    );
+    let r = h
+        .reserve("k", 1, json!({"ttl_ms": 1000, "grace_period_ms": 0}))
+        .await;
+    // Ledger and requests.
+    let ledger: Value =
+        h.c.get(ctl("ledger"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+    assert_eq!(ledger[0]["kind"], "reserve");
+    assert_eq!(ledger[0]["reservation_id"], r["reservation_id"]);
+    let reqs: Value =
+        h.c.get(ctl("requests"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+    assert_eq!(reqs[0]["operation"], "createReservation");
+    assert_eq!(reqs[0]["status"], 500);
+    assert_eq!(reqs[0]["fault"], "server_error");
+    // Clock.
+    let before = h.server.now_ms();
+    let now: Value =
+        h.c.post(ctl("clock/advance"))
+            .json(&json!({"ms": 5000}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+    assert!(now["now_ms"].as_i64().unwrap() >= before + 5000);
+    let rid = r["reservation_id"].as_str().unwrap();
+    assert_eq!(h.commit(rid, "c", 1).await.code(), "RESERVATION_EXPIRED");
+    // Tenant closure.
+    assert_eq!(
+        h.c.post(ctl("tenants/acme/closed"))
+            .json(&json!({"closed": true}))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    assert_eq!(
+        h.post("/v1/events", &event_body("e", 1, json!({})))
+            .await
+            .code(),
+        "TENANT_CLOSED"
+    );
+    // Inspection traffic is not in the request log.
+    assert!(h
+        .server
+        .requests()
+        .iter()
+        .all(|r| !r.path.starts_with("/__cycles")));
+}
+
+/// The reset faults send a real TCP RST (not a FIN): a raw read sees ECONNRESET.
+#[tokio::test]
+async fn reset_is_a_tcp_rst() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let h = H::new().await;
+    for fault in [Fault::ConnectionReset, Fault::DropResponseAfterApply] {
+        h.server.add_fault(rule(Operation::CreateEvent, fault));
+        let body =
+            event_body(&format!("raw-{}", h.server.requests().len()), 1, json!({})).to_string();
+        let mut s = tokio::net::TcpStream::connect(h.server.addr())
+            .await
+            .unwrap();
+        let req = format!(
+            "POST /v1/events HTTP/1.1\r\nHost: x\r\nX-Cycles-API-Key: {KEY}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        s.write_all(req.as_bytes()).await.unwrap();
+        let mut buf = [0u8; 256];
+        let err = s
+            .read(&mut buf)
+            .await
+            .expect_err("read must fail with a reset, not EOF or data");
+        assert_eq!(err.kind(), std::io::ErrorKind::ConnectionReset);
+    }
+    // ConnectionReset applied nothing, DropResponseAfterApply applied the event once.
+    assert_eq!(
+        h.server
+            .ledger()
+            .iter()
+            .filter(|e| e.kind == "event")
+            .count(),
+        1
+    );
+}
+
+/// Independent workers replaying the same commit concurrently settle exactly once.
+#[tokio::test]
+async fn concurrent_same_key_commits_settle_once() {
+    let h = H::new().await;
+    let rid = h.reserve_id("k", 100, json!({})).await;
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let c = reqwest::Client::new();
+        let url = format!("{}/v1/reservations/{rid}/commit", h.url);
+        tasks.push(tokio::spawn(async move {
+            let r = c
+                .post(url)
+                .header("X-Cycles-API-Key", KEY)
+                .json(&json!({"idempotency_key": "same", "actual": usd(70)}))
+                .send()
+                .await
+                .unwrap();
+            (r.status().as_u16(), r.json::<Value>().await.unwrap())
+        }));
+    }
+    let mut bodies = Vec::new();
+    for t in tasks {
+        let (status, body) = t.await.unwrap();
+        assert_eq!(status, 200);
+        bodies.push(body);
+    }
+    assert!(bodies.windows(2).all(|w| w[0] == w[1]));
+    assert_eq!(
+        h.server
+            .ledger()
+            .iter()
+            .filter(|e| e.kind == "commit")
+            .count(),
+        1
+    );
+    assert_eq!(h.server.requests().iter().filter(|r| r.replay).count(), 7);
+}
+
+#[tokio::test]
+async fn shutdown_stops_serving() {
+    let h = H::new().await;
+    let addr = h.server.addr();
+    assert_eq!(h.get("/v1/balances?tenant=acme").await.status, 200);
+    h.server.shutdown().await;
+    // The listener is gone: new connections are refused.
+    assert!(tokio::net::TcpStream::connect(addr).await.is_err());
+}
