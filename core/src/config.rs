@@ -8,7 +8,12 @@ use std::time::Duration;
 use crate::error::Error;
 
 /// Default per-attempt request timeout (whole request, including the response body).
-pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+///
+/// 10 s, not 30 s: the timeout is the heartbeat's attempt budget, and the spec asks clients to
+/// choose defaults with `attempt_budget < (lead − safety_margin) / 2`. With the protocol's
+/// default 60 s TTL a 30 s timeout leaves no positive heartbeat delay at all; 10 s gives the
+/// spec's worked example (23 s reserve, ~37 s cadence).
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default connect timeout.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Upper bound for both timeouts. Keeping timeouts finite and bounded guarantees that a
@@ -173,7 +178,7 @@ impl Config {
     /// | `CYCLES_BASE_URL` | server root without `/v1` | required |
     /// | `CYCLES_API_KEY` | API key | required |
     /// | `CYCLES_TENANT` | tenant | none |
-    /// | `CYCLES_REQUEST_TIMEOUT_MS` | request timeout, integer milliseconds > 0 | 30000 |
+    /// | `CYCLES_REQUEST_TIMEOUT_MS` | request timeout, integer milliseconds > 0 | 10000 |
     /// | `CYCLES_CONNECT_TIMEOUT_MS` | connect timeout, integer milliseconds > 0 | 5000 |
     /// | `CYCLES_JOURNAL_DIR` | journal directory | `$HOME/.runcycles/commit-journal` |
     /// | `CYCLES_JOURNAL_ENABLED` | `true`/`false`/`1`/`0` | `true` |

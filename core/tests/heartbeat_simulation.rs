@@ -269,14 +269,30 @@ fn run_primary(s: &Scenario) -> Result<Trace, TestCaseError> {
                     Some(Millis::from_micros_ceil(u128::from(rtt))),
                 )
             }
-            Reply::Expired => planner.on_failure(
-                now,
-                &ExtendFailure::from_error_code(410, Some("RESERVATION_EXPIRED")),
-            ),
-            Reply::MaxExtensions => planner.on_failure(
-                now,
-                &ExtendFailure::from_error_code(409, Some("MAX_EXTENSIONS_EXCEEDED")),
-            ),
+            Reply::Expired => {
+                let d = planner.on_failure(
+                    now,
+                    &ExtendFailure::from_error_code(410, Some("RESERVATION_EXPIRED")),
+                );
+                prop_assert!(
+                    matches!(d, Decision::Stop(StopReason::Permanent(_))),
+                    "expiry must stop: {:?}",
+                    d
+                );
+                d
+            }
+            Reply::MaxExtensions => {
+                let d = planner.on_failure(
+                    now,
+                    &ExtendFailure::from_error_code(409, Some("MAX_EXTENSIONS_EXCEEDED")),
+                );
+                prop_assert!(
+                    matches!(d, Decision::Stop(StopReason::Permanent(_))),
+                    "MAX_EXTENSIONS_EXCEEDED must stop: {:?}",
+                    d
+                );
+                d
+            }
         };
     }
     trace.end_us = now;
@@ -315,22 +331,30 @@ proptest! {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
 
-    /// Fallback against an additive server, no failures: no lapse, and never more than one
-    /// attempt per cadence floor (bounded over-beating).
+    /// Fallback (no remaining_ttl_ms) against every regime: never more than one attempt per
+    /// cadence floor (bounded over-beating), MAX_EXTENSIONS_EXCEEDED stops it, and against an
+    /// additive server without failures it never lapses. (Under grant caps and maximum-lead
+    /// clamps it MAY lapse: the spec's documented limit, pinned in the vectors.)
     #[test]
-    fn fallback_additive_never_lapses_and_overbeating_is_bounded(
-        seed in any::<u64>(), ttl_ms in 4_000u64..300_000, rtt_ms in 0u64..500, prime in any::<bool>()
+    fn fallback_overbeating_is_bounded_in_every_regime(
+        seed in any::<u64>(), ttl_ms in 4_000u64..300_000, rtt_ms in 0u64..500, prime in any::<bool>(),
+        clamp in prop_oneof![
+            Just(Clamp::Additive),
+            (1_000u64..120_000).prop_map(Clamp::GrantCap),
+            (1_000u64..120_000).prop_map(Clamp::MaxLead),
+        ],
+        max_extensions in proptest::option::of(1u32..30),
     ) {
         let mut rng = Rng(seed | 1);
         let rtt = rtt_ms * US_PER_MS;
-        let mut server = SimServer { expires_us: rtt / 2 + ttl_ms * US_PER_MS, clamp: Clamp::Additive, extensions: 0, max_extensions: None, applied: HashMap::new() };
+        let mut server = SimServer { expires_us: rtt / 2 + ttl_ms * US_PER_MS, clamp, extensions: 0, max_extensions, applied: HashMap::new() };
         let mut now = rtt;
         let mut planner = FallbackPlanner::new(ttl_ms, now, i64::try_from(server.expires_us / US_PER_MS).unwrap());
         let mut decision = planner.first_beat(prime);
         let mut key = 0;
         let mut attempts = 0u64;
         while now < HORIZON_US / 3 {
-            let Decision::Extend { delay, .. } = decision else { prop_assert!(false, "fallback stopped: {:?}", decision); unreachable!() };
+            let Decision::Extend { delay, .. } = decision else { break };
             if attempts > 0 {
                 prop_assert!(delay >= Millis::ms(fallback::MIN_CADENCE_MS), "over-beating below the floor");
             }
@@ -339,10 +363,20 @@ proptest! {
             let sent = now + delay.finite().unwrap() * US_PER_MS;
             let rtt = rng.range(0, rtt_ms) * US_PER_MS;
             let arrival = sent + rtt / 2;
-            prop_assert!(arrival <= server.expires_us, "fallback lapsed against an additive server");
+            let additive = matches!(clamp, Clamp::Additive);
+            if additive && max_extensions.is_none() {
+                prop_assert!(arrival <= server.expires_us, "fallback lapsed against an additive server");
+            }
             now = sent + rtt;
-            let Reply::Ok { expires_us, .. } = server.extend(arrival, key, ttl_ms) else { unreachable!() };
-            decision = planner.on_success(now, i64::try_from(expires_us / US_PER_MS).unwrap());
+            decision = match server.extend(arrival, key, ttl_ms) {
+                Reply::Ok { expires_us, .. } => planner.on_success(now, i64::try_from(expires_us / US_PER_MS).unwrap()),
+                Reply::Expired => planner.on_failure(now, &ExtendFailure::from_error_code(410, Some("RESERVATION_EXPIRED"))),
+                Reply::MaxExtensions => {
+                    let d = planner.on_failure(now, &ExtendFailure::from_error_code(409, Some("MAX_EXTENSIONS_EXCEEDED")));
+                    prop_assert!(matches!(d, Decision::Stop(StopReason::Permanent(_))), "MAX_EXTENSIONS_EXCEEDED must stop");
+                    d
+                }
+            };
         }
         prop_assert!(attempts <= 1 + now / (fallback::MIN_CADENCE_MS * US_PER_MS));
     }

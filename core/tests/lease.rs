@@ -72,6 +72,19 @@ fn fault(operation: Operation, fault: Fault) -> FaultRule {
     }
 }
 
+/// Polls `done` every 50 ms until it holds, failing after 8 s (the leases here are a few
+/// seconds of real time).
+async fn eventually(what: &str, done: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(8);
+    while !done() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 #[tokio::test]
 async fn guarded_work_outlives_its_ttl_and_beats_follow_the_schedule() {
     let server = server_with(Regime::default()).await;
@@ -156,19 +169,12 @@ async fn transient_failure_is_observable_and_retried_with_the_same_key() {
             ..HeartbeatConfig::new(6000)
         },
     );
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(8);
-    while extend_requests(&server, &id)
-        .iter()
-        .filter(|r| r.status == Some(200))
-        .count()
-        == 0
-    {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no successful retry"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    eventually("a successful retry", || {
+        extend_requests(&server, &id)
+            .iter()
+            .any(|r| r.status == Some(200))
+    })
+    .await;
     let report = hb.finish().await;
     assert_eq!(report.end, HeartbeatEnd::Finished);
     let requests = extend_requests(&server, &id);
@@ -206,11 +212,10 @@ async fn lost_response_is_retried_with_the_same_key_and_applied_once() {
     ));
     let (id, created) = create(&client, 6000).await;
     let hb = Heartbeat::start(client.clone(), &id, &created, HeartbeatConfig::new(6000));
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(8);
-    while !extend_requests(&server, &id).iter().any(|r| r.replay) {
-        assert!(tokio::time::Instant::now() < deadline, "no same-key replay");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    eventually("a same-key replay", || {
+        extend_requests(&server, &id).iter().any(|r| r.replay)
+    })
+    .await;
     let report = hb.finish().await;
     let requests = extend_requests(&server, &id);
     assert_eq!(requests[0].status, None, "first response dropped");
@@ -240,14 +245,10 @@ async fn rate_limit_honours_retry_after_inside_the_window() {
     ));
     let (id, created) = create(&client, 8000).await;
     let hb = Heartbeat::start(client.clone(), &id, &created, HeartbeatConfig::new(8000));
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(8);
-    while extend_requests(&server, &id).len() < 2 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no retry after the 429"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    eventually("a retry after the 429", || {
+        extend_requests(&server, &id).len() >= 2
+    })
+    .await;
     hb.finish().await;
     let requests = extend_requests(&server, &id);
     assert_eq!(requests[0].status, Some(429));
@@ -320,11 +321,10 @@ async fn stop_codes_stop_and_fail_on_finalize_reports_the_lapse() {
             ..HeartbeatConfig::new(3500)
         },
     );
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(8);
-    while extend_requests(&server, &id).len() < 2 {
-        assert!(tokio::time::Instant::now() < deadline);
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    eventually("the extension after the first", || {
+        extend_requests(&server, &id).len() >= 2
+    })
+    .await;
     tokio::time::sleep(Duration::from_millis(50)).await;
     let report = hb.finish().await;
     assert_eq!(
@@ -401,4 +401,137 @@ async fn lease_too_short_for_its_reserve_stops_after_one_immediate_extension() {
         HeartbeatEnd::Stopped(StopReason::LeaseShorterThanRetryBudget)
     );
     assert_eq!(extend_requests(&server, &id).len(), 1);
+}
+
+/// Runs a lease for `work_ms` and checks it is still alive (commit succeeds) afterwards.
+async fn lease_survives(
+    regime: Regime,
+    ttl_ms: i64,
+    work_ms: u64,
+) -> cycles_core::lease::LeaseReport {
+    let server = server_with(regime).await;
+    let client = client_with_timeout(&server, 500);
+    let (id, created) = create(&client, ttl_ms).await;
+    let hb = Heartbeat::start(client.clone(), &id, &created, HeartbeatConfig::new(ttl_ms));
+    tokio::time::sleep(Duration::from_millis(work_ms)).await;
+    let report = hb.finish().await;
+    client
+        .commit_reservation(&id, &CommitRequest::new(key("c"), usd(1)))
+        .await
+        .unwrap_or_else(|e| panic!("lease lapsed: {e}; {report:?}"));
+    report
+}
+
+#[tokio::test]
+async fn grant_capped_server_keeps_the_lease() {
+    // Each extension grants at most 2 s of a requested 5 s: the primary path follows the
+    // server's remaining_ttl_ms and beats about every 2 s.
+    let regime = Regime {
+        extend: cycles_local_server::ExtendClamp::GrantCap { max_grant_ms: 2000 },
+        ..Regime::default()
+    };
+    let report = lease_survives(regime, 5000, 7000).await;
+    assert!(report.extensions >= 2, "{report:?}");
+    assert_eq!(report.end, HeartbeatEnd::Finished);
+}
+
+#[tokio::test]
+async fn capped_initial_ttl_is_rescued_by_the_immediate_extension() {
+    // Requested 60 s, granted 2 s: lead 2 s < reserve 3 s, so the first beat is immediate, and
+    // the additive extension establishes a long lead.
+    let regime = Regime {
+        initial_ttl_cap_ms: Some(2000),
+        ..Regime::default()
+    };
+    let report = lease_survives(regime, 60_000, 2600).await;
+    assert_eq!(report.extensions, 1, "{report:?}");
+}
+
+#[tokio::test]
+async fn every_transient_fault_is_retried_with_the_same_key() {
+    use cycles_local_server::Malformed;
+    let cases = [
+        ("TRANSPORT_RESET", Fault::ConnectionReset),
+        ("TRANSPORT_TIMEOUT", Fault::Delay { ms: 900 }),
+        ("TRANSPORT_TIMEOUT", Fault::DelayAfterApply { ms: 900 }),
+        (
+            "AMBIGUOUS_SUCCESS",
+            Fault::MalformedSuccess {
+                shape: Malformed::MissingRequiredField,
+            },
+        ),
+        (
+            "AMBIGUOUS_SUCCESS",
+            Fault::MalformedSuccess {
+                shape: Malformed::WrongStatusCode,
+            },
+        ),
+        ("SERVER_ERROR", Fault::ServerError { status: 502 }),
+    ];
+    let runs = cases.into_iter().map(|(kind, injected)| async move {
+        let server = server_with(Regime::default()).await;
+        // timeout 500 ms: budget 1000, margin 1000; ttl 6000 leaves room for the retry.
+        let client = client_with_timeout(&server, 500);
+        server.add_fault(fault(Operation::ExtendReservation, injected.clone()));
+        let (id, created) = create(&client, 6000).await;
+        let (events, seen) = recorder();
+        let hb = Heartbeat::start(
+            client.clone(),
+            &id,
+            &created,
+            HeartbeatConfig {
+                events,
+                ..HeartbeatConfig::new(6000)
+            },
+        );
+        eventually(&format!("{injected:?}: a successful retry"), || {
+            seen.lock()
+                .unwrap()
+                .iter()
+                .any(|e| matches!(e, Event::HeartbeatExtended { .. }))
+        })
+        .await;
+        let report = hb.finish().await;
+        let failed_kind = seen.lock().unwrap().iter().find_map(|e| match e {
+            Event::HeartbeatFailed {
+                error_kind,
+                disposition: Disposition::RetryAfter { .. },
+                ..
+            } => Some(*error_kind),
+            _ => None,
+        });
+        assert_eq!(failed_kind, Some(kind), "{injected:?}");
+        let keys: Vec<_> = extend_requests(&server, &id)
+            .into_iter()
+            .map(|r| r.idempotency_key)
+            .collect();
+        assert!(
+            keys.len() >= 2 && keys[0] == keys[1],
+            "{injected:?}: retry reuses the key: {keys:?}"
+        );
+        let applied = server
+            .ledger()
+            .into_iter()
+            .filter(|e| e.kind == "extend")
+            .count();
+        assert_eq!(
+            applied as u32, report.extensions,
+            "{injected:?}: each extension applied once"
+        );
+        client
+            .commit_reservation(&id, &CommitRequest::new(key("c"), usd(1)))
+            .await
+            .expect("alive");
+    });
+    futures_join_all(runs).await;
+}
+
+/// Minimal join_all, to avoid a dependency for one test.
+async fn futures_join_all<F: std::future::Future<Output = ()> + Send + 'static>(
+    futs: impl IntoIterator<Item = F>,
+) {
+    let handles: Vec<_> = futs.into_iter().map(tokio::spawn).collect();
+    for h in handles {
+        h.await.expect("case panicked");
+    }
 }

@@ -37,6 +37,10 @@ struct Args {
     /// Concurrent creates while setting up.
     #[arg(long, default_value_t = 64)]
     create_concurrency: usize,
+    /// Spread the creates evenly over this many ms (default: one ttl), so the beats that
+    /// follow are spread over the period as in a real fleet instead of arriving as one wave.
+    #[arg(long)]
+    spread_ms: Option<u64>,
     /// Print one JSON object per size instead of a table.
     #[arg(long)]
     json: bool,
@@ -207,6 +211,11 @@ async fn leases(n: usize, args: &Args) -> LeaseRun {
     });
     let rss0 = resident_bytes();
     let setup_start = Instant::now();
+    let setup_start_tokio = tokio::time::Instant::now();
+    let spread = Duration::from_millis(
+        args.spread_ms
+            .unwrap_or(u64::try_from(args.ttl_ms).unwrap_or(0)),
+    );
     let sem = Arc::new(tokio::sync::Semaphore::new(args.create_concurrency));
     let mut starts = Vec::with_capacity(n);
     for i in 0..n {
@@ -214,7 +223,9 @@ async fn leases(n: usize, args: &Args) -> LeaseRun {
         let sem = sem.clone();
         let ttl = args.ttl_ms;
         let events = events.clone();
+        let at = setup_start_tokio + spread.mul_f64(i as f64 / n as f64);
         starts.push(tokio::spawn(async move {
+            tokio::time::sleep_until(at).await;
             let permit = sem.acquire().await.expect("semaphore");
             let mut req = ReservationCreateRequest::new(
                 format!("bench-{i}"),
@@ -284,6 +295,7 @@ fn measure_in_child(kind: &str, n: usize, args: &Args) -> serde_json::Value {
         ])
         .args(["--measure-s", &args.measure_s.to_string()])
         .args(["--create-concurrency", &args.create_concurrency.to_string()])
+        .args(args.spread_ms.map(|ms| format!("--spread-ms={ms}")))
         .stderr(Stdio::inherit())
         .output()
         .expect("run measurement child");
@@ -333,8 +345,8 @@ fn main() {
     }
     if !args.json {
         println!(
-            "lease-scale: ttl {} ms, timeout {} ms, window {} s; per-lease figures, baseline = bare sleeping tokio task",
-            args.ttl_ms, args.timeout_ms, args.measure_s
+            "lease-scale: ttl {} ms, timeout {} ms, creates spread over {} ms, window {} s; per-lease figures, baseline = bare sleeping tokio task",
+            args.ttl_ms, args.timeout_ms, args.spread_ms.unwrap_or(u64::try_from(args.ttl_ms).unwrap_or(0)), args.measure_s
         );
         println!(
             "{:>8} {:>12} {:>11} {:>7} {:>16} {:>10} {:>7} {:>10} {:>8} {:>8} {:>12}",
