@@ -1,0 +1,134 @@
+//! The `cycles` command as a user runs it: the real binary, real processes, real HTTP.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+
+fn cycles() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_cycles"))
+}
+
+#[test]
+fn demo_tells_the_whole_story() {
+    let out = cycles()
+        .args(["demo", "--work-ms", "4500"])
+        .output()
+        .expect("run demo");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "demo failed: {text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for needle in [
+        "1. Balances before any work",
+        "ALLOW reservation",
+        "extended by the ttl",
+        "lease still alive",
+        "COMMITTED: charged 1450000",
+        "409 BUDGET_EXCEEDED",
+        "remaining   3550000",
+        "commit",
+    ] {
+        assert!(
+            text.contains(needle),
+            "demo output lacks {needle:?}:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn plan_prints_the_spec_worked_example() {
+    let out = cycles()
+        .args([
+            "plan",
+            "--remaining-ttl-ms",
+            "60000",
+            "--timeout-ms",
+            "10000",
+            "--rtt-ms",
+            "1500",
+        ])
+        .output()
+        .expect("run plan");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("retry_reserve   = 2 x 10000 ms + 3000 ms = 23000 ms"),
+        "{text}"
+    );
+    assert!(text.contains("= 35500 ms after response receipt"), "{text}");
+
+    let out = cycles()
+        .args([
+            "plan",
+            "--remaining-ttl-ms",
+            "60000",
+            "--timeout-ms",
+            "10000",
+            "--rtt-ms",
+            "1000",
+        ])
+        .args(["--fail", "429@37100:5", "--fail", "429@42200:12", "--json"])
+        .output()
+        .expect("run plan --json");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON output");
+    assert_eq!(json["next_delay_ms"], 37000);
+    assert_eq!(
+        json["failures"][0]["decision"],
+        "extend after 5000 ms with the same idempotency key"
+    );
+    assert!(json["failures"][1]["decision"]
+        .as_str()
+        .unwrap()
+        .starts_with("stop: RateLimitBeyondWindow"));
+
+    let out = cycles()
+        .args(["plan", "--remaining-ttl-ms", "1", "--fail", "bogus@1"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown failure kind"));
+}
+
+#[test]
+fn serve_prints_its_url_and_serves_the_seeded_tenant() {
+    let mut child = cycles()
+        .args([
+            "serve",
+            "--port",
+            "0",
+            "--tenant",
+            "demo",
+            "--api-key",
+            "k1",
+        ])
+        .args(["--budget", "tenant:demo=TOKENS:1000"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start serve");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let url = first.trim().rsplit(' ').next().unwrap().to_string();
+    assert!(url.starts_with("http://127.0.0.1:"), "{first}");
+    let mut stream = TcpStream::connect(url.trim_start_matches("http://")).unwrap();
+    write!(stream, "GET /v1/balances?tenant=demo HTTP/1.1\r\nHost: x\r\nX-Cycles-API-Key: k1\r\nConnection: close\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    child.kill().ok();
+    child.wait().ok();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(
+        response.contains(r#""allocated":{"unit":"TOKENS","amount":1000}"#),
+        "{response}"
+    );
+
+    let out = cycles()
+        .args(["serve", "--extend", "grant-cap"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--extend-limit-ms"));
+}
