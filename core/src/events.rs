@@ -1,10 +1,11 @@
-//! The one event stream of core: every heartbeat outcome (and, later, retries, quarantines and
-//! settlements) is an [`Event`], delivered to an optional host callback and always to the
+//! The one event stream of core: every heartbeat outcome, settlement, settlement retry,
+//! journal quarantine and journal I/O failure is an [`Event`], delivered to an optional host callback and always to the
 //! `tracing` crate, so bindings forward a single channel to their host's logging.
 
 use std::fmt;
 use std::sync::Arc;
 
+use crate::journal::Mode;
 use crate::timing::{Millis, StopReason};
 
 /// Which heartbeat algorithm scheduled a lease.
@@ -35,6 +36,28 @@ pub enum HeartbeatEnd {
     Finished,
     /// The planner stopped it (see the reason); the lease may lapse.
     Stopped(StopReason),
+}
+
+/// What the settlement engine does after a failed settlement attempt.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SettleDisposition {
+    /// Retry with the SAME idempotency key after `delay`.
+    RetryIn {
+        /// Delay before the retry.
+        delay: Millis,
+    },
+    /// Rate limited: the absolute floor (epoch ms) was persisted; no retry before it.
+    NotBefore {
+        /// Wall-clock floor of the next attempt.
+        not_before_ms: u64,
+    },
+    /// The reservation expired: the record switches to event mode.
+    SwitchToEvent,
+    /// The record is kept for later replay (auth failure, unclassifiable response, retries
+    /// exhausted); the settlement is not given up.
+    Kept,
+    /// A genuine, understood terminal rejection: the record is removed.
+    Rejected,
 }
 
 /// One observable thing that happened in core.
@@ -73,15 +96,87 @@ pub enum Event {
         /// Successful extensions over the lease's life.
         extensions: u32,
     },
+    /// A settlement was applied (schema-valid success) and its record removed.
+    SettlementSettled {
+        /// The reservation.
+        reservation_id: String,
+        /// `Commit` for the commit, `Event` for the expired-reservation fallback event.
+        via: Mode,
+        /// HTTP attempts made by this worker for it.
+        attempts: u32,
+    },
+    /// A settlement attempt failed.
+    SettlementAttemptFailed {
+        /// The reservation.
+        reservation_id: String,
+        /// Which request failed.
+        mode: Mode,
+        /// Stable error name (`ErrorKind::name`).
+        error_kind: &'static str,
+        /// Human-readable error (never contains the API key).
+        error: String,
+        /// What happens next.
+        disposition: SettleDisposition,
+    },
+    /// The record was durably switched to event mode (the reservation expired) before the
+    /// event request.
+    SettlementModeSwitched {
+        /// The reservation.
+        reservation_id: String,
+    },
+    /// A settlement is left pending in the journal for later replay.
+    SettlementPending {
+        /// The reservation.
+        reservation_id: String,
+        /// Why it is not settled yet.
+        reason: String,
+        /// Persisted floor of the next attempt, if any.
+        not_before_ms: Option<u64>,
+    },
+    /// A journal file was moved aside (corrupt, unsupported version, or unrecoverable); the
+    /// evidence is kept under `quarantined_as`.
+    JournalQuarantined {
+        /// The reservation, when the file could be read.
+        reservation_id: Option<String>,
+        /// Original file path.
+        file: String,
+        /// New file name in the same directory.
+        quarantined_as: String,
+        /// Why.
+        reason: String,
+    },
+    /// Journal I/O failed; durability is best-effort for this settlement, which still runs.
+    JournalIoFailed {
+        /// The reservation, when the failure concerns one.
+        reservation_id: Option<String>,
+        /// What was being done (`write`, `remove`, `scan`, `lock`, ...).
+        operation: &'static str,
+        /// The I/O error.
+        error: String,
+    },
+    /// A legacy-named record was migrated to its standard file name.
+    JournalMigrated {
+        /// The reservation.
+        reservation_id: String,
+    },
 }
 
 impl Event {
-    /// The reservation the event is about.
+    /// The reservation the event is about (empty for a journal event about no known record).
     pub fn reservation_id(&self) -> &str {
         match self {
             Event::HeartbeatExtended { reservation_id, .. }
             | Event::HeartbeatFailed { reservation_id, .. }
-            | Event::HeartbeatEnded { reservation_id, .. } => reservation_id,
+            | Event::HeartbeatEnded { reservation_id, .. }
+            | Event::SettlementSettled { reservation_id, .. }
+            | Event::SettlementAttemptFailed { reservation_id, .. }
+            | Event::SettlementModeSwitched { reservation_id }
+            | Event::SettlementPending { reservation_id, .. }
+            | Event::JournalMigrated { reservation_id } => reservation_id,
+            Event::JournalQuarantined { reservation_id, .. }
+            | Event::JournalIoFailed { reservation_id, .. } => {
+                reservation_id.as_deref().unwrap_or("")
+            }
         }
     }
 }
@@ -106,6 +201,37 @@ impl fmt::Display for Event {
             },
             Event::HeartbeatEnded { reservation_id, end, extensions } => {
                 write!(f, "heartbeat ended for {reservation_id} after {extensions} extension(s): {end:?}")
+            }
+            Event::SettlementSettled { reservation_id, via, attempts } => {
+                write!(f, "settled {reservation_id} via {via} after {attempts} attempt(s)")
+            }
+            Event::SettlementAttemptFailed { reservation_id, mode, error_kind, error, disposition } => {
+                write!(f, "{mode} attempt for {reservation_id} failed: {error_kind}: {error}; ")?;
+                match disposition {
+                    SettleDisposition::RetryIn { delay } => write!(f, "retrying with the same key in {delay}"),
+                    SettleDisposition::NotBefore { not_before_ms } => write!(f, "rate limited; no retry before epoch ms {not_before_ms} (persisted)"),
+                    SettleDisposition::SwitchToEvent => f.write_str("reservation expired; switching to the event fallback"),
+                    SettleDisposition::Kept => f.write_str("record kept for later replay"),
+                    SettleDisposition::Rejected => f.write_str("terminal rejection; record removed"),
+                }
+            }
+            Event::SettlementModeSwitched { reservation_id } => {
+                write!(f, "journal record of {reservation_id} switched to event mode")
+            }
+            Event::SettlementPending { reservation_id, reason, not_before_ms } => match not_before_ms {
+                Some(t) => write!(f, "settlement of {reservation_id} pending ({reason}); not before epoch ms {t}"),
+                None => write!(f, "settlement of {reservation_id} pending ({reason})"),
+            },
+            Event::JournalQuarantined { file, quarantined_as, reason, .. } => {
+                write!(f, "journal file {file} quarantined as {quarantined_as}: {reason}")
+            }
+            Event::JournalIoFailed { reservation_id, operation, error } => write!(
+                f,
+                "journal {operation} failed{}: {error}; durability is best-effort",
+                reservation_id.as_deref().map(|r| format!(" for {r}")).unwrap_or_default()
+            ),
+            Event::JournalMigrated { reservation_id } => {
+                write!(f, "legacy journal record of {reservation_id} migrated to its standard name")
             }
         }
     }
@@ -166,6 +292,26 @@ impl EventSink {
                 ..
             } => {
                 tracing::warn!(target: "cycles::heartbeat", reservation_id = %reservation_id, "{event}")
+            }
+            Event::SettlementAttemptFailed {
+                reservation_id,
+                error_kind,
+                ..
+            } => {
+                tracing::warn!(target: "cycles::settle", reservation_id = %reservation_id, error_kind, "{event}")
+            }
+            Event::SettlementPending { reservation_id, .. } => {
+                tracing::warn!(target: "cycles::settle", reservation_id = %reservation_id, "{event}")
+            }
+            Event::SettlementSettled { reservation_id, .. }
+            | Event::SettlementModeSwitched { reservation_id } => {
+                tracing::info!(target: "cycles::settle", reservation_id = %reservation_id, "{event}")
+            }
+            Event::JournalQuarantined { .. } | Event::JournalIoFailed { .. } => {
+                tracing::error!(target: "cycles::journal", reservation_id = %event.reservation_id(), "{event}")
+            }
+            Event::JournalMigrated { reservation_id } => {
+                tracing::info!(target: "cycles::journal", reservation_id = %reservation_id, "{event}")
             }
             _ => {
                 tracing::debug!(target: "cycles::heartbeat", reservation_id = %event.reservation_id(), "{event}")

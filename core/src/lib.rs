@@ -6,7 +6,9 @@
 //! - [`error`]: the single [`Error`] type with stable [`ErrorKind`] codes;
 //! - [`config`]: [`Config`] built in code or from `CYCLES_*` variables;
 //! - [`lease`]: the heartbeat driver that keeps a reservation alive while work runs;
-//! - [`events`]: the one event stream (heartbeat outcomes, later settlements) to host logging;
+//! - [`journal`]: the durable settlement journal, in the format shared with the official SDKs;
+//! - [`settle`]: durable settlement (journal first, same-key retries, expiry fallback, replay);
+//! - [`events`]: the one event stream (heartbeat, settlement, journal) to host logging;
 //! - [`runtime`]: the one process-wide tokio runtime for bindings;
 //! - [`timing`]: the PURE heartbeat math (no clock, no I/O) every binding exposes.
 #![warn(missing_docs)]
@@ -14,14 +16,17 @@
 pub mod config;
 pub mod error;
 pub mod events;
+pub mod journal;
 pub mod lease;
 pub mod model;
 pub mod runtime;
+pub mod settle;
 pub mod timing;
 pub mod transport;
 
 pub use config::{Config, JournalConfig, Secret};
 pub use error::{Error, ErrorKind};
+pub use journal::{Journal, Mode, Record};
 pub use model::{
     Action, Amount, Balance, BalanceQuery, BalanceResponse, Caps, CommitRequest, CommitResponse,
     Decision, DecisionRequest, DecisionResponse, ErrorResponse, EventCreateRequest,
@@ -31,6 +36,10 @@ pub use model::{
     ReservationExtendRequest, ReservationExtendResponse, ReservationListResponse,
     ReservationStatus, ReservationSummary, SchemaViolation, SignedAmount, SortBy, SortDir,
     StandardMetrics, Subject, Unit,
+};
+pub use settle::{
+    DrainReport, EventFallback, PendingRecord, Rejection, ReplayHandle, SettleConfig,
+    SettleOutcome, Settlement, Settler,
 };
 pub use transport::retry_after::RetryAfter;
 pub use transport::{AttemptTiming, CyclesClient, Response};

@@ -155,7 +155,8 @@ async fn heartbeat(story: &mut Story) -> Result<(), Error> {
                     println!("   [+{t:.2}s] {error_kind}: heartbeat stopped: {reason:?}")
                 }
             },
-            Event::HeartbeatEnded { .. } => {}
+            // Heartbeat end and settlement/journal events are not part of this story.
+            _ => {}
         }
     });
     let schedule = cycles_core::timing::primary::schedule(

@@ -1,6 +1,7 @@
 //! The `cycles` command: the local Cycles server, the demo, and (in later issues) operator tools.
 
 mod demo;
+mod journal;
 mod plan;
 mod serve;
 
@@ -26,6 +27,8 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Print the heartbeat schedule and its arithmetic for given response timings.
     Plan(plan::PlanArgs),
+    /// Inspect, replay and drain the durable settlement journal.
+    Journal(journal::JournalArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -45,6 +48,7 @@ fn main() -> std::process::ExitCode {
             Command::Serve(args) => serve::run(args).await,
             Command::Demo(args) => demo::run(args).await,
             Command::Plan(args) => plan::run(args).await,
+            Command::Journal(args) => journal::run(args).await,
         }
     });
     match result {

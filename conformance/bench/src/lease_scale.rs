@@ -202,12 +202,11 @@ async fn leases(n: usize, args: &Args) -> LeaseRun {
         Event::HeartbeatExtended { .. } => {
             e.fetch_add(1, Ordering::Relaxed);
         }
-        Event::HeartbeatFailed { error_kind, .. } => {
-            if f.fetch_add(1, Ordering::Relaxed) < 3 {
-                eprintln!("heartbeat failure: {error_kind}");
-            }
+        Event::HeartbeatFailed { error_kind, .. } if f.fetch_add(1, Ordering::Relaxed) < 3 => {
+            eprintln!("heartbeat failure: {error_kind}");
         }
-        Event::HeartbeatEnded { .. } => {}
+        // Other events (heartbeat end, settlements, journal) are not counted here.
+        _ => {}
     });
     let rss0 = resident_bytes();
     let setup_start = Instant::now();

@@ -9,6 +9,7 @@
 //! Every language binding exposes these same functions, and `conformance/vectors/heartbeat.json`
 //! pins their results.
 
+pub mod backoff;
 pub mod fallback;
 pub mod millis;
 pub mod planner;

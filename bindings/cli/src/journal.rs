@@ -1,0 +1,396 @@
+//! `cycles journal`: operator tools over a durable settlement journal directory.
+//!
+//! `list`, `show` and `quarantine` only read (no credentials needed; every identity
+//! partition is shown). `replay` and `drain` settle the records of ONE identity (base URL +
+//! API key or tenant), exactly as the SDK's replayer does, and leave whatever they cannot
+//! settle in place; they exit non-zero while records remain, so shutdown scripts can tell.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+use cycles_core::journal::{names, Journal, Record, Scan};
+use cycles_core::{Config, JournalConfig, SettleConfig, SettleOutcome, Settler};
+use serde_json::{json, Value};
+
+/// Inspect, replay and drain the durable settlement journal.
+#[derive(Args, Debug)]
+pub struct JournalArgs {
+    #[command(subcommand)]
+    command: JournalCommand,
+}
+
+#[derive(Args, Debug, Clone)]
+struct DirArgs {
+    /// Journal directory (default `$HOME/.runcycles/commit-journal`).
+    #[arg(long, env = "CYCLES_JOURNAL_DIR")]
+    dir: Option<PathBuf>,
+    /// Machine-readable JSON output.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+struct IdentityArgs {
+    /// Server root the records belong to, exactly as configured by the application.
+    #[arg(long, env = "CYCLES_BASE_URL")]
+    base_url: String,
+    /// API key (used for the requests; never written anywhere).
+    #[arg(long, env = "CYCLES_API_KEY", hide_env_values = true)]
+    api_key: String,
+    /// Tenant, when the application configured one (selects the tenant partition).
+    #[arg(long, env = "CYCLES_TENANT")]
+    tenant: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+enum JournalCommand {
+    /// What is pending, for which server, since when, in which mode.
+    List(DirArgs),
+    /// One record in full, by reservation id or file path.
+    Show {
+        /// Reservation id, or the path of a record file.
+        target: String,
+        #[command(flatten)]
+        dir: DirArgs,
+    },
+    /// Quarantined files: what and why.
+    Quarantine(DirArgs),
+    /// One replay pass for an identity now; unresolved records stay.
+    Replay {
+        #[command(flatten)]
+        dir: DirArgs,
+        #[command(flatten)]
+        id: IdentityArgs,
+    },
+    /// Replay until the identity's journal is empty or the deadline passes.
+    Drain {
+        #[command(flatten)]
+        dir: DirArgs,
+        #[command(flatten)]
+        id: IdentityArgs,
+        /// Longest time to spend, in milliseconds.
+        #[arg(long, default_value_t = 30_000)]
+        deadline_ms: u64,
+    },
+}
+
+fn root(d: &DirArgs) -> PathBuf {
+    d.dir
+        .clone()
+        .unwrap_or_else(|| JournalConfig::default().dir)
+}
+
+fn now_ms() -> u64 {
+    cycles_core::journal::fsio::now_ms()
+}
+
+fn age(ms: Option<u64>) -> String {
+    match ms {
+        Some(t) => {
+            let s = now_ms().saturating_sub(t) / 1000;
+            match s {
+                0..=119 => format!("{s}s ago"),
+                120..=7199 => format!("{}m ago", s / 60),
+                7200..=172_799 => format!("{}h ago", s / 3600),
+                _ => format!("{}d ago", s / 86_400),
+            }
+        }
+        None => "unknown".into(),
+    }
+}
+
+fn record_json(partition: &str, file: &str, r: &Record) -> Value {
+    json!({
+        "partition": partition,
+        "file": file,
+        "reservation_id": r.reservation_id,
+        "base_url": r.base_url,
+        "mode": r.mode.as_str(),
+        "idempotency_key": r.idempotency_key(),
+        "actual": r.actual().map(|(u, a)| json!({"unit": u, "amount": a})),
+        "recorded_at_ms": r.recorded_at_ms,
+        "not_before_ms": r.not_before_ms,
+        "legacy_name": !names::is_record_file_name(file),
+    })
+}
+
+/// Scans every partition under `root` (read-only apart from reaping stale temp files).
+fn scan_all(root: &Path) -> Result<Vec<(String, Scan)>, String> {
+    let parts =
+        Journal::partitions(root).map_err(|e| format!("cannot read {}: {e}", root.display()))?;
+    parts
+        .into_iter()
+        .map(|p| {
+            let j = Journal::for_partition(root, &p, "");
+            j.scan()
+                .map(|s| (p, s))
+                .map_err(|e| format!("cannot scan {}: {e}", j.dir().display()))
+        })
+        .collect()
+}
+
+fn print_json(v: &Value) {
+    println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+}
+
+fn list(d: &DirArgs) -> Result<(), String> {
+    let root = root(d);
+    let scans = scan_all(&root)?;
+    let mut rows = Vec::new();
+    let mut invalid = Vec::new();
+    let mut quarantined = 0;
+    for (p, s) in &scans {
+        rows.extend(s.records.iter().map(|r| record_json(p, &r.file, &r.record)));
+        invalid.extend(
+            s.invalid
+                .iter()
+                .map(|i| json!({"partition": p, "file": i.file, "error": i.error.to_string()})),
+        );
+        quarantined += s.quarantined.len();
+    }
+    if d.json {
+        print_json(
+            &json!({"journal_dir": root, "pending": rows, "invalid": invalid, "quarantined": quarantined}),
+        );
+        return Ok(());
+    }
+    println!(
+        "journal {}: {} pending, {} invalid, {} quarantined",
+        root.display(),
+        rows.len(),
+        invalid.len(),
+        quarantined
+    );
+    for (p, s) in &scans {
+        for r in &s.records {
+            let rec = &r.record;
+            let floor = match rec.not_before_ms {
+                Some(t) if t > now_ms() => {
+                    format!(", not before {}s from now", (t - now_ms()).div_ceil(1000))
+                }
+                _ => String::new(),
+            };
+            println!(
+                "  {p}/{}  {:6}  {}  server {}  since {}{floor}",
+                rec.reservation_id,
+                rec.mode.as_str(),
+                rec.actual()
+                    .map(|(u, a)| format!("{a} {u}"))
+                    .unwrap_or_else(|| "?".into()),
+                rec.base_url.as_deref().unwrap_or("(unrecorded)"),
+                age(rec.recorded_at_ms),
+            );
+        }
+    }
+    for i in &invalid {
+        println!(
+            "  invalid {}/{}: {}",
+            i["partition"].as_str().unwrap_or(""),
+            i["file"].as_str().unwrap_or(""),
+            i["error"].as_str().unwrap_or("")
+        );
+    }
+    Ok(())
+}
+
+fn show(target: &str, d: &DirArgs) -> Result<(), String> {
+    let path = Path::new(target);
+    let (file_path, partition) = if path.is_file() {
+        let p = path
+            .parent()
+            .and_then(|p| p.file_name())
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        (path.to_path_buf(), p)
+    } else {
+        let root = root(d);
+        let name = names::record_file_name(target);
+        let legacy = names::legacy_file_name(target);
+        let found = Journal::partitions(&root)
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .flat_map(|p| {
+                [
+                    (root.join(&p).join(&name), p.clone()),
+                    (root.join(&p).join(&legacy), p),
+                ]
+            })
+            .find(|(f, _)| {
+                f.is_file()
+                    && std::fs::read(f)
+                        .ok()
+                        .and_then(|b| Record::parse(&b).ok())
+                        .is_some_and(|r| r.reservation_id == target)
+            });
+        found.ok_or_else(|| {
+            format!(
+                "no pending record for reservation {target:?} under {}",
+                root.display()
+            )
+        })?
+    };
+    let bytes = std::fs::read(&file_path)
+        .map_err(|e| format!("cannot read {}: {e}", file_path.display()))?;
+    let file = file_path
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match Record::parse(&bytes) {
+        Ok(r) => {
+            let mut v = record_json(&partition, &file, &r);
+            v["path"] = json!(file_path);
+            v["record"] = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+            if d.json {
+                print_json(&v);
+            } else {
+                println!("file          {}", file_path.display());
+                println!("reservation   {}", r.reservation_id);
+                println!(
+                    "server        {}",
+                    r.base_url.as_deref().unwrap_or("(unrecorded)")
+                );
+                println!("mode          {}", r.mode);
+                println!("key           {}", r.idempotency_key().unwrap_or_default());
+                println!(
+                    "recorded      {} ({})",
+                    r.recorded_at_ms.map_or("-".into(), |t| t.to_string()),
+                    age(r.recorded_at_ms)
+                );
+                println!(
+                    "not before    {}",
+                    r.not_before_ms.map_or("-".into(), |t| t.to_string())
+                );
+                println!("record        {}", String::from_utf8_lossy(&bytes));
+            }
+            Ok(())
+        }
+        Err(e) => Err(format!("{}: {e}", file_path.display())),
+    }
+}
+
+fn quarantine(d: &DirArgs) -> Result<(), String> {
+    let root = root(d);
+    let scans = scan_all(&root)?;
+    let rows: Vec<Value> = scans
+        .iter()
+        .flat_map(|(p, s)| {
+            s.quarantined.iter().map(move |q| {
+                json!({"partition": p, "file": q.file, "category": q.category,
+                       "reason": q.reason, "quarantined_at_ms": q.since_ms})
+            })
+        })
+        .collect();
+    if d.json {
+        print_json(&json!({"journal_dir": root, "quarantined": rows}));
+        return Ok(());
+    }
+    println!("journal {}: {} quarantined", root.display(), rows.len());
+    for r in &rows {
+        let why = match r["category"].as_str() {
+            Some("unrecoverable") => {
+                "reservation expired and the record has no event fallback body".to_string()
+            }
+            _ => r["reason"].as_str().unwrap_or("(parses now)").to_string(),
+        };
+        println!(
+            "  {}/{}  {}  {}  {why}",
+            r["partition"].as_str().unwrap_or(""),
+            r["file"].as_str().unwrap_or(""),
+            r["category"].as_str().unwrap_or(""),
+            age(r["quarantined_at_ms"].as_u64()),
+        );
+    }
+    Ok(())
+}
+
+fn outcome_json(id: &str, o: &SettleOutcome) -> Value {
+    match o {
+        SettleOutcome::Committed(r) => {
+            json!({"reservation_id": id, "outcome": "committed", "charged": r.charged})
+        }
+        SettleOutcome::RecoveredViaEvent(r) => {
+            json!({"reservation_id": id, "outcome": "recovered_via_event", "event_id": r.event_id})
+        }
+        SettleOutcome::Pending {
+            reason,
+            last_error,
+            not_before_ms,
+            ..
+        } => json!({"reservation_id": id, "outcome": "pending",
+            "reason": reason, "last_error": last_error.as_ref().map(|k| k.name()), "not_before_ms": not_before_ms}),
+        SettleOutcome::Rejected(r) => {
+            json!({"reservation_id": id, "outcome": "rejected", "error": r.kind.name(),
+            "http_status": r.http_status, "message": r.message})
+        }
+    }
+}
+
+async fn settle(d: &DirArgs, id: &IdentityArgs, deadline: Option<Duration>) -> Result<(), String> {
+    let mut config = Config::new(id.base_url.clone(), id.api_key.clone()).with_journal_dir(root(d));
+    if let Some(t) = &id.tenant {
+        config = config.with_tenant(t.clone());
+    }
+    let settler = Settler::new(&config, SettleConfig::default()).map_err(|e| e.to_string())?;
+    let report = match deadline {
+        Some(t) => settler.drain(t).await,
+        None => settler.flush().await,
+    };
+    let outcomes: Vec<Value> = report
+        .outcomes
+        .iter()
+        .map(|(i, o)| outcome_json(i, o))
+        .collect();
+    let remaining: Vec<Value> = report
+        .remaining
+        .iter()
+        .map(|r| json!({"reservation_id": r.reservation_id, "mode": r.mode.as_str(), "recorded_at_ms": r.recorded_at_ms,
+                        "not_before_ms": r.not_before_ms, "file": r.file}))
+        .collect();
+    if d.json {
+        print_json(
+            &json!({"partition": settler.journal().map(|j| j.partition().to_string()),
+            "settled": report.settled(), "outcomes": outcomes, "remaining": remaining, "quarantined": report.quarantined}),
+        );
+    } else {
+        println!(
+            "settled {}, quarantined {}, remaining {}",
+            report.settled(),
+            report.quarantined.len(),
+            report.remaining.len()
+        );
+        for o in &outcomes {
+            println!(
+                "  {}: {}",
+                o["reservation_id"].as_str().unwrap_or(""),
+                o["outcome"].as_str().unwrap_or("")
+            );
+        }
+        for r in &report.remaining {
+            println!("  left in place: {} ({} mode)", r.reservation_id, r.mode);
+        }
+    }
+    if report.remaining.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} record(s) left pending in the journal",
+            report.remaining.len()
+        ))
+    }
+}
+
+/// Runs `cycles journal ...`.
+pub async fn run(args: JournalArgs) -> Result<(), String> {
+    match &args.command {
+        JournalCommand::List(d) => list(d),
+        JournalCommand::Show { target, dir } => show(target, dir),
+        JournalCommand::Quarantine(d) => quarantine(d),
+        JournalCommand::Replay { dir, id } => settle(dir, id, None).await,
+        JournalCommand::Drain {
+            dir,
+            id,
+            deadline_ms,
+        } => settle(dir, id, Some(Duration::from_millis(*deadline_ms))).await,
+    }
+}

@@ -1,0 +1,781 @@
+//! The settlement engine: episodes (a run of same-key attempts on one locked record), the
+//! background replayer, `flush` and `drain`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::value::RawValue;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::bodies::{commit_body, event_fallback_body};
+use super::classify::{classify, Verdict};
+use super::wire::Wire;
+use super::{DrainReport, PendingRecord, Rejection, SettleConfig, SettleOutcome, Settlement};
+use crate::config::Config;
+use crate::error::{Error, ErrorKind};
+use crate::events::{Event, SettleDisposition};
+use crate::journal::fsio::now_ms;
+use crate::journal::{Journal, Mode, ParseError, QuarantineKind, Record, RecordLock};
+use crate::timing::backoff::{backoff_delay, rate_limit_floor};
+use crate::timing::Millis;
+
+/// Longest pause between two failed background replays of one record.
+const MAX_REPLAY_BACKOFF: Duration = Duration::from_secs(300);
+
+/// The durable settlement engine for one server and credential. Cheap to clone (shared state).
+#[derive(Clone)]
+pub struct Settler {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    wire: Wire,
+    base_url: String,
+    journal: Option<Journal>,
+    cfg: SettleConfig,
+    permits: Arc<Semaphore>,
+    /// In-memory replay backoff per reservation: (failed episodes, next eligible time).
+    /// Deliberately not durable: only the 429 floor must survive a restart.
+    replay_backoff: Mutex<HashMap<String, (u32, Instant)>>,
+}
+
+impl std::fmt::Debug for Settler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Settler")
+            .field("base_url", &self.inner.base_url)
+            .field("journal", &self.inner.journal.as_ref().map(Journal::dir))
+            .finish_non_exhaustive()
+    }
+}
+
+/// A record this worker holds the lock of.
+struct Held {
+    journal: Journal,
+    lock: RecordLock,
+}
+
+/// Runs blocking file work on the blocking pool, never on an async worker.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(v) => v,
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
+    }
+}
+
+fn rejection(e: &Error) -> Rejection {
+    Rejection {
+        kind: e.kind().clone(),
+        message: e.message().to_string(),
+        http_status: e.http_status(),
+        server_code: e.server_code().map(str::to_string),
+    }
+}
+
+enum Success {
+    Commit(crate::model::CommitResponse),
+    Event(crate::model::EventCreateResponse),
+}
+
+/// The background replayer; stops when [`ReplayHandle::stop`] is called or it is dropped.
+#[derive(Debug)]
+pub struct ReplayHandle {
+    token: CancellationToken,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl ReplayHandle {
+    /// Stops replaying (an in-flight attempt is abandoned; its record stays) and waits.
+    pub async fn stop(mut self) {
+        self.token.cancel();
+        if let Some(t) = self.task.take() {
+            let _ = t.await;
+        }
+    }
+}
+
+impl Drop for ReplayHandle {
+    fn drop(&mut self) {
+        self.token.cancel();
+    }
+}
+
+impl Settler {
+    /// An engine for `config`'s server and credential, journaling under
+    /// `config.journal.dir` when `config.journal.enabled`. Computes the identity partition
+    /// (PBKDF2, ~15 ms once per identity per process): build it at startup, not per call.
+    pub fn new(config: &Config, settings: SettleConfig) -> Result<Settler, Error> {
+        let wire = Wire::new(config)?;
+        let journal = config.journal.enabled.then(|| {
+            Journal::new(
+                config.journal.dir.clone(),
+                &config.base_url,
+                config.api_key.expose(),
+                config.tenant.as_deref(),
+            )
+        });
+        let permits = Arc::new(Semaphore::new(settings.replay_concurrency.max(1)));
+        Ok(Settler {
+            inner: Arc::new(Inner {
+                wire,
+                base_url: config.base_url.clone(),
+                journal,
+                cfg: settings,
+                permits,
+                replay_backoff: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+
+    /// The journal partition in use, when journaling is enabled.
+    pub fn journal(&self) -> Option<&Journal> {
+        self.inner.journal.as_ref()
+    }
+
+    fn emit(&self, e: Event) {
+        self.inner.cfg.events.emit(e);
+    }
+
+    fn io_failed(&self, id: Option<&str>, operation: &'static str, e: &std::io::Error) {
+        self.emit(Event::JournalIoFailed {
+            reservation_id: id.map(str::to_string),
+            operation,
+            error: e.to_string(),
+        });
+    }
+
+    fn backoff(&self, attempt: u32) -> Duration {
+        let c = &self.inner.cfg;
+        let ms = backoff_delay(
+            attempt,
+            c.backoff_base.as_millis().try_into().unwrap_or(u64::MAX),
+            c.backoff_cap.as_millis().try_into().unwrap_or(u64::MAX),
+            fastrand::u64(..),
+        );
+        Duration::from_millis(ms.finite().unwrap_or(u64::MAX))
+    }
+
+    /// Settles one reservation: journals it durably (before any request leaves), then
+    /// commits with the original key, retrying and falling back as the module docs say.
+    ///
+    /// If a record for this reservation already exists, it is the original settlement and is
+    /// continued as is (its idempotency key wins). A record being worked on by another worker
+    /// or process gives `Pending` at once.
+    pub async fn settle(&self, s: Settlement) -> SettleOutcome {
+        let bodies = commit_body(&s.commit).and_then(|c| {
+            let e = match &s.fallback {
+                Some(f) => Some(event_fallback_body(&s.reservation_id, &s.commit, f)?),
+                None => None,
+            };
+            Ok((c, e))
+        });
+        let (commit, event) = match bodies {
+            Ok(b) => b,
+            Err(e) => return SettleOutcome::Rejected(rejection(&e)),
+        };
+        let rec = Record::new_commit(
+            s.reservation_id.clone(),
+            self.inner.base_url.clone(),
+            commit,
+            event,
+        );
+        let Some(journal) = self.inner.journal.clone() else {
+            return self.episode(rec, None, false, None).await;
+        };
+        let id = s.reservation_id.clone();
+        let started = blocking(move || {
+            let lock = match journal.try_lock(&id) {
+                Ok(Some(l)) => l,
+                Ok(None) => return Ok(None),
+                Err(e) => return Err(("lock", e, Box::new(rec))),
+            };
+            let mut quarantined = None;
+            let mut rec = match journal.load(&lock, &id) {
+                Ok(Some(Ok(existing))) => existing,
+                Ok(Some(Err(pe))) => {
+                    // An unusable file where our record goes: keep it as evidence.
+                    let kind = match pe {
+                        ParseError::Unsupported(_) => QuarantineKind::Unsupported,
+                        ParseError::Corrupt(_) => QuarantineKind::Corrupt,
+                    };
+                    quarantined = Some((journal.quarantine_record(&lock, &id, kind), pe));
+                    rec
+                }
+                Ok(None) => rec,
+                // Never overwrite a record we could not read: it may be the original.
+                Err(e) => return Err(("read", e, Box::new(rec))),
+            };
+            let saved = journal.save(&lock, &mut rec);
+            Ok(Some((Held { journal, lock }, rec, saved, quarantined)))
+        })
+        .await;
+        match started {
+            Ok(None) => self.pending_event(
+                SettleOutcome::Pending {
+                    reason: "being settled by another worker".into(),
+                    last_error: None,
+                    journaled: true,
+                    not_before_ms: None,
+                },
+                &s.reservation_id,
+            ),
+            Err((op, e, rec)) => {
+                self.io_failed(Some(&s.reservation_id), op, &e);
+                self.episode(*rec, None, false, None).await
+            }
+            Ok(Some((held, rec, saved, quarantined))) => {
+                match quarantined {
+                    Some((Ok(new), pe)) => self.emit(Event::JournalQuarantined {
+                        reservation_id: Some(s.reservation_id.clone()),
+                        file: held
+                            .journal
+                            .path_of(&s.reservation_id)
+                            .display()
+                            .to_string(),
+                        quarantined_as: new,
+                        reason: pe.to_string(),
+                    }),
+                    Some((Err(e), _)) => self.io_failed(Some(&s.reservation_id), "quarantine", &e),
+                    None => {}
+                }
+                let journaled = match saved {
+                    Ok(()) => true,
+                    Err(e) => {
+                        self.io_failed(Some(&s.reservation_id), "write", &e);
+                        false
+                    }
+                };
+                self.episode(rec, Some(held), journaled, None).await
+            }
+        }
+    }
+
+    fn pending_event(&self, o: SettleOutcome, id: &str) -> SettleOutcome {
+        if let SettleOutcome::Pending {
+            reason,
+            not_before_ms,
+            ..
+        } = &o
+        {
+            self.emit(Event::SettlementPending {
+                reservation_id: id.to_string(),
+                reason: reason.clone(),
+                not_before_ms: *not_before_ms,
+            });
+        }
+        o
+    }
+
+    /// Durably writes `rec` if this worker holds its lock; false (and an event) on failure.
+    async fn persist(&self, held: &mut Option<Held>, rec: &Record) -> bool {
+        let Some(h) = held.take() else {
+            return false;
+        };
+        let mut r = rec.clone();
+        let (h, res) = blocking(move || {
+            let res = h.journal.save(&h.lock, &mut r);
+            (h, res)
+        })
+        .await;
+        *held = Some(h);
+        match res {
+            Ok(()) => true,
+            Err(e) => {
+                self.io_failed(Some(&rec.reservation_id), "write", &e);
+                false
+            }
+        }
+    }
+
+    /// Removes (or quarantines) the held record.
+    async fn finish(&self, held: &mut Option<Held>, id: &str, quarantine: Option<QuarantineKind>) {
+        let Some(h) = held.take() else {
+            return;
+        };
+        let rid = id.to_string();
+        let (h, res) = blocking(move || {
+            let res = match quarantine {
+                None => h.journal.remove(&h.lock, &rid).map(|_| None),
+                Some(k) => h.journal.quarantine_record(&h.lock, &rid, k).map(Some),
+            };
+            (h, res)
+        })
+        .await;
+        match res {
+            Ok(Some(new_name)) => self.emit(Event::JournalQuarantined {
+                reservation_id: Some(id.to_string()),
+                file: h.journal.path_of(id).display().to_string(),
+                quarantined_as: new_name,
+                reason: "the reservation expired and the record has no event_fallback_body".into(),
+            }),
+            Ok(None) => {}
+            // A record left behind after success is harmless: its replay gets the stored
+            // original response (same key) and is removed then.
+            Err(e) => self.io_failed(
+                Some(id),
+                if quarantine.is_some() {
+                    "quarantine"
+                } else {
+                    "remove"
+                },
+                &e,
+            ),
+        }
+        *held = Some(h);
+    }
+
+    fn fits(deadline: Option<Instant>, wait: Duration) -> bool {
+        deadline.map_or(true, |d| Instant::now() + wait <= d)
+    }
+
+    /// Same-key attempts on one record until it is settled, rejected or left pending.
+    async fn episode(
+        &self,
+        mut rec: Record,
+        mut held: Option<Held>,
+        mut journaled: bool,
+        deadline: Option<Instant>,
+    ) -> SettleOutcome {
+        let id = rec.reservation_id.clone();
+        let cfg = &self.inner.cfg;
+        let mut attempts = 0u32;
+        let mut last_error: Option<ErrorKind> = None;
+        let pending = |reason: &str, last: &Option<ErrorKind>, journaled: bool, nb: Option<u64>| {
+            SettleOutcome::Pending {
+                reason: reason.to_string(),
+                last_error: last.clone(),
+                journaled,
+                not_before_ms: nb,
+            }
+        };
+        let outcome = loop {
+            if attempts >= cfg.max_attempts.max(1) {
+                break pending(
+                    "retries exhausted",
+                    &last_error,
+                    journaled,
+                    rec.not_before_ms,
+                );
+            }
+            if let Some(nb) = rec.not_before_ms {
+                let now = now_ms();
+                if nb > now {
+                    let wait = Duration::from_millis(nb - now);
+                    if wait > cfg.max_inline_wait || !Self::fits(deadline, wait) {
+                        break pending(
+                            "rate limited by the server",
+                            &last_error,
+                            journaled,
+                            Some(nb),
+                        );
+                    }
+                    tokio::time::sleep(wait).await;
+                }
+            }
+            attempts += 1;
+            let mode = rec.mode;
+            let Some(body) = rec.active_body().map(RawValue::to_owned) else {
+                break pending(
+                    "record has no body for its mode",
+                    &last_error,
+                    journaled,
+                    None,
+                );
+            };
+            let wire = &self.inner.wire;
+            let attempt = async {
+                match mode {
+                    Mode::Commit => wire.commit(&id, &body).await.map(Success::Commit),
+                    Mode::Event => wire.event(&body).await.map(Success::Event),
+                }
+            };
+            let result = match deadline {
+                Some(d) => match tokio::time::timeout_at(d, attempt).await {
+                    Ok(r) => r,
+                    Err(_) => {
+                        break pending(
+                            "deadline reached during an attempt",
+                            &last_error,
+                            journaled,
+                            rec.not_before_ms,
+                        )
+                    }
+                },
+                None => attempt.await,
+            };
+            let error = match result {
+                Ok(success) => {
+                    self.finish(&mut held, &id, None).await;
+                    self.emit(Event::SettlementSettled {
+                        reservation_id: id.clone(),
+                        via: mode,
+                        attempts,
+                    });
+                    break match success {
+                        Success::Commit(r) => SettleOutcome::Committed(r),
+                        Success::Event(r) => SettleOutcome::RecoveredViaEvent(r),
+                    };
+                }
+                Err(e) => e,
+            };
+            last_error = Some(error.kind().clone());
+            let failed = |disposition| Event::SettlementAttemptFailed {
+                reservation_id: id.clone(),
+                mode,
+                error_kind: error.kind().name(),
+                error: error.to_string(),
+                disposition,
+            };
+            match classify(mode, &error) {
+                Verdict::Transient => {
+                    let delay = self.backoff(attempts - 1);
+                    if attempts >= cfg.max_attempts {
+                        self.emit(failed(SettleDisposition::Kept));
+                        continue;
+                    }
+                    self.emit(failed(SettleDisposition::RetryIn {
+                        delay: Millis::ms(delay.as_millis().try_into().unwrap_or(u64::MAX)),
+                    }));
+                    if delay > cfg.max_inline_wait || !Self::fits(deadline, delay) {
+                        break pending(
+                            "transient failure; retry later",
+                            &last_error,
+                            journaled,
+                            rec.not_before_ms,
+                        );
+                    }
+                    tokio::time::sleep(delay).await;
+                }
+                Verdict::RateLimited(retry_after_ms) => {
+                    let b = self.backoff(attempts - 1);
+                    let floor = rate_limit_floor(
+                        now_ms(),
+                        retry_after_ms,
+                        Millis::ms(b.as_millis().try_into().unwrap_or(u64::MAX)),
+                    );
+                    rec.not_before_ms = Some(floor);
+                    // Persisted BEFORE waiting, so a restart cannot retry earlier.
+                    journaled = self.persist(&mut held, &rec).await;
+                    self.emit(failed(SettleDisposition::NotBefore {
+                        not_before_ms: floor,
+                    }));
+                }
+                Verdict::Expired => {
+                    if rec.event_fallback_body.is_none() {
+                        self.emit(failed(SettleDisposition::Rejected));
+                        self.finish(&mut held, &id, Some(QuarantineKind::Unrecoverable))
+                            .await;
+                        break SettleOutcome::Rejected(rejection(&error));
+                    }
+                    self.emit(failed(SettleDisposition::SwitchToEvent));
+                    rec.mode = Mode::Event;
+                    rec.not_before_ms = None;
+                    // Persisted BEFORE the event request (profile D6); on failure the event is
+                    // still attempted (D12) and the failure was reported.
+                    journaled = self.persist(&mut held, &rec).await;
+                    if journaled {
+                        self.emit(Event::SettlementModeSwitched {
+                            reservation_id: id.clone(),
+                        });
+                    }
+                }
+                Verdict::Terminal => {
+                    self.emit(failed(SettleDisposition::Rejected));
+                    self.finish(&mut held, &id, None).await;
+                    break SettleOutcome::Rejected(rejection(&error));
+                }
+                Verdict::Keep => {
+                    self.emit(failed(SettleDisposition::Kept));
+                    let why =
+                        if matches!(error.kind(), ErrorKind::Unauthorized | ErrorKind::Forbidden) {
+                            "authentication or authorization failed; kept for replay"
+                        } else {
+                            "unclassifiable response; kept for replay"
+                        };
+                    break pending(why, &last_error, journaled, rec.not_before_ms);
+                }
+            }
+        };
+        if let Some(h) = held {
+            // Unlinks the lock file: blocking work.
+            blocking(move || drop(h)).await;
+        }
+        self.pending_event(outcome, &id)
+    }
+
+    /// Replays one journaled record if it is free, still present and ours.
+    async fn replay_one(
+        &self,
+        journal: Journal,
+        id: String,
+        deadline: Option<Instant>,
+    ) -> Option<SettleOutcome> {
+        let rid = id.clone();
+        let j = journal.clone();
+        let loaded = blocking(move || -> std::io::Result<_> {
+            let Some(lock) = j.try_lock(&rid)? else {
+                return Ok(None);
+            };
+            let had_standard = j.path_of(&rid).exists();
+            let rec = j.load(&lock, &rid)?;
+            Ok(Some((lock, rec, !had_standard)))
+        })
+        .await;
+        let (lock, rec, migrated) = match loaded {
+            Err(e) => {
+                self.io_failed(Some(&id), "load", &e);
+                return None;
+            }
+            Ok(None) => return None,
+            Ok(Some(v)) => v,
+        };
+        let mut held = Some(Held { journal, lock });
+        match rec {
+            Some(Ok(rec)) if held.as_ref().is_some_and(|h| h.journal.owns(&rec)) => {
+                if migrated {
+                    self.emit(Event::JournalMigrated {
+                        reservation_id: id.clone(),
+                    });
+                }
+                Some(self.episode(rec, held, true, deadline).await)
+            }
+            Some(Err(pe)) => {
+                let kind = match pe {
+                    ParseError::Unsupported(_) => QuarantineKind::Unsupported,
+                    ParseError::Corrupt(_) => QuarantineKind::Corrupt,
+                };
+                if let Some(h) = held.take() {
+                    let rid = id.clone();
+                    let (h, res) = blocking(move || {
+                        let r = h.journal.quarantine_record(&h.lock, &rid, kind);
+                        (h, r)
+                    })
+                    .await;
+                    match res {
+                        Ok(new) => self.emit(Event::JournalQuarantined {
+                            reservation_id: Some(id.clone()),
+                            file: h.journal.path_of(&id).display().to_string(),
+                            quarantined_as: new,
+                            reason: pe.to_string(),
+                        }),
+                        Err(e) => self.io_failed(Some(&id), "quarantine", &e),
+                    }
+                    blocking(move || drop(h)).await;
+                }
+                None
+            }
+            // Gone (finished by another worker) or another base URL's: leave it.
+            _ => {
+                if let Some(h) = held.take() {
+                    blocking(move || drop(h)).await;
+                }
+                None
+            }
+        }
+    }
+
+    fn in_backoff(&self, id: &str, now: Instant) -> bool {
+        self.inner
+            .replay_backoff
+            .lock()
+            .ok()
+            .and_then(|m| m.get(id).map(|(_, next)| *next > now))
+            .unwrap_or(false)
+    }
+
+    fn note_replay(&self, id: &str, outcome: &SettleOutcome) {
+        let Ok(mut m) = self.inner.replay_backoff.lock() else {
+            return;
+        };
+        if outcome.is_pending() {
+            let n = m.get(id).map_or(0, |(n, _)| *n);
+            let c = &self.inner.cfg;
+            let d = backoff_delay(
+                n,
+                c.replay_interval.as_millis().try_into().unwrap_or(u64::MAX),
+                MAX_REPLAY_BACKOFF
+                    .as_millis()
+                    .try_into()
+                    .unwrap_or(u64::MAX),
+                fastrand::u64(..),
+            );
+            let next = Instant::now()
+                + Duration::from_millis(
+                    d.finite()
+                        .unwrap_or(u64::MAX)
+                        .min(MAX_REPLAY_BACKOFF.as_millis() as u64),
+                );
+            m.insert(id.to_string(), (n.saturating_add(1), next));
+        } else {
+            m.remove(id);
+        }
+    }
+
+    /// One replay pass over the journal: quarantines invalid files, then replays every
+    /// eligible record (ours, past its floor, not in replay backoff unless `eager`) with
+    /// bounded concurrency.
+    async fn pass(
+        &self,
+        eager: bool,
+        deadline: Option<Instant>,
+    ) -> (Vec<(String, SettleOutcome)>, Vec<String>) {
+        let mut outcomes = Vec::new();
+        let mut quarantined = Vec::new();
+        let Some(journal) = self.inner.journal.clone() else {
+            return (outcomes, quarantined);
+        };
+        let j = journal.clone();
+        let scan = match blocking(move || j.scan()).await {
+            Ok(s) => s,
+            Err(e) => {
+                self.io_failed(None, "scan", &e);
+                return (outcomes, quarantined);
+            }
+        };
+        for (file, error) in &scan.unreadable {
+            self.emit(Event::JournalIoFailed {
+                reservation_id: None,
+                operation: "read",
+                error: format!("{}: {error}", journal.dir().join(file).display()),
+            });
+        }
+        for inv in scan.invalid {
+            let j = journal.clone();
+            let file = inv.file.clone();
+            match blocking(move || j.quarantine_invalid(&file)).await {
+                Ok(Some((new, err))) => {
+                    self.emit(Event::JournalQuarantined {
+                        reservation_id: None,
+                        file: journal.dir().join(&inv.file).display().to_string(),
+                        quarantined_as: new.clone(),
+                        reason: err.to_string(),
+                    });
+                    quarantined.push(new);
+                }
+                Ok(None) => {}
+                Err(e) => self.io_failed(None, "quarantine", &e),
+            }
+        }
+        let now_wall = now_ms();
+        let now = Instant::now();
+        let mut tasks = JoinSet::new();
+        for s in scan.records {
+            let rec = s.record;
+            if !journal.owns(&rec)
+                || rec.not_before_ms.is_some_and(|nb| nb > now_wall)
+                || (!eager && self.in_backoff(&rec.reservation_id, now))
+            {
+                continue;
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                break;
+            }
+            let Ok(permit) = self.inner.permits.clone().acquire_owned().await else {
+                break;
+            };
+            let me = self.clone();
+            let j = journal.clone();
+            let id = rec.reservation_id.clone();
+            tasks.spawn(async move {
+                let _permit = permit;
+                let o = me.replay_one(j, id.clone(), deadline).await;
+                (id, o)
+            });
+        }
+        while let Some(r) = tasks.join_next().await {
+            if let Ok((id, Some(o))) = r {
+                self.note_replay(&id, &o);
+                outcomes.push((id, o));
+            }
+        }
+        (outcomes, quarantined)
+    }
+
+    /// The records of this engine's server still in the journal.
+    pub async fn pending(&self) -> Vec<PendingRecord> {
+        let Some(journal) = self.inner.journal.clone() else {
+            return Vec::new();
+        };
+        let j = journal.clone();
+        match blocking(move || j.scan()).await {
+            Ok(scan) => scan
+                .records
+                .into_iter()
+                .filter(|s| journal.owns(&s.record))
+                .map(|s| PendingRecord {
+                    reservation_id: s.record.reservation_id,
+                    mode: s.record.mode,
+                    recorded_at_ms: s.record.recorded_at_ms,
+                    not_before_ms: s.record.not_before_ms,
+                    file: s.file,
+                })
+                .collect(),
+            Err(e) => {
+                self.io_failed(None, "scan", &e);
+                Vec::new()
+            }
+        }
+    }
+
+    /// Replays every pending record once now (ignoring replay backoff, honouring
+    /// `not_before_ms`) and reports what is left in place.
+    pub async fn flush(&self) -> DrainReport {
+        let (outcomes, quarantined) = self.pass(true, None).await;
+        DrainReport {
+            outcomes,
+            remaining: self.pending().await,
+            quarantined,
+        }
+    }
+
+    /// Replays until the journal is empty or `timeout` has passed, whichever is first.
+    /// Unresolved records stay in place; in-flight attempts are abandoned at the deadline.
+    pub async fn drain(&self, timeout: Duration) -> DrainReport {
+        let deadline = Instant::now() + timeout;
+        let mut report = DrainReport::default();
+        let mut pause = Duration::from_millis(50);
+        loop {
+            let (outcomes, quarantined) = self.pass(true, Some(deadline)).await;
+            for (id, o) in outcomes {
+                report.outcomes.retain(|(i, _)| *i != id);
+                report.outcomes.push((id, o));
+            }
+            report.quarantined.extend(quarantined);
+            let remaining = self.pending().await;
+            let now = Instant::now();
+            if remaining.is_empty() || now >= deadline {
+                report.remaining = remaining;
+                return report;
+            }
+            tokio::time::sleep(pause.min(deadline - now)).await;
+            pause = (pause * 2).min(Duration::from_secs(1));
+        }
+    }
+
+    /// Starts the continuous background replayer on the current tokio runtime.
+    pub fn start_replay(&self) -> ReplayHandle {
+        let token = CancellationToken::new();
+        let t = token.clone();
+        let me = self.clone();
+        let interval = self.inner.cfg.replay_interval;
+        let task = tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = t.cancelled() => break,
+                    _ = me.pass(false, None) => {}
+                }
+                tokio::select! {
+                    _ = t.cancelled() => break,
+                    _ = tokio::time::sleep(interval) => {}
+                }
+            }
+        });
+        ReplayHandle {
+            token,
+            task: Some(task),
+        }
+    }
+}

@@ -1,0 +1,169 @@
+//! Durable settlement: journal first, then commit with the ORIGINAL idempotency key.
+//!
+//! [`Settler::settle`] writes the pending settlement to the journal (fsync'd, before any
+//! request can leave the process), then commits, retrying transient failures (timeout,
+//! connect, reset, 5xx, ambiguous 2xx) with the same key under exponential backoff with jitter
+//! ([`crate::timing::backoff`]). A 429 persists the absolute `not_before_ms` before waiting. A
+//! 410 / `RESERVATION_EXPIRED` persists event mode, then settles through `POST /v1/events`
+//! with the same key. A genuine, understood rejection ([`classify`] documents the terminal
+//! set) removes the record; retry exhaustion, 401/403 and unclassifiable responses keep it.
+//! Nothing here ever releases a reservation.
+//!
+//! Pending records are replayed continuously by [`Settler::start_replay`] (bounded
+//! concurrency, honouring `not_before_ms`, leaving other base URLs' records alone), and
+//! [`Settler::flush`] / [`Settler::drain`] settle what they can before a deadline and report
+//! what is left, in place.
+//!
+//! If the journal cannot be written, the failure is reported as
+//! [`Event::JournalIoFailed`](crate::events::Event::JournalIoFailed) and the synchronous
+//! attempt still runs (best-effort durability, as the recovery profile allows).
+
+mod bodies;
+pub mod classify;
+mod engine;
+mod wire;
+
+use std::time::Duration;
+
+pub use bodies::{commit_body, event_fallback_body, EventFallback};
+pub use engine::{ReplayHandle, Settler};
+
+use crate::error::ErrorKind;
+use crate::events::EventSink;
+use crate::journal::Mode;
+use crate::model::{CommitRequest, CommitResponse, EventCreateResponse};
+
+/// Settings of the settlement engine (the journal directory and switch come from
+/// [`crate::Config::journal`]).
+#[derive(Clone, Debug)]
+pub struct SettleConfig {
+    /// HTTP attempts per settlement episode (one `settle` call, or one replay of a record)
+    /// before the record is left for later replay.
+    pub max_attempts: u32,
+    /// First backoff ceiling.
+    pub backoff_base: Duration,
+    /// Largest backoff delay.
+    pub backoff_cap: Duration,
+    /// Longest wait (backoff or rate-limit floor) an episode sleeps through; a longer one
+    /// leaves the record pending for the replayer. Bounded-delay policy for `Retry-After`: the
+    /// persisted floor is never shortened, only the inline wait is bounded.
+    pub max_inline_wait: Duration,
+    /// Records replayed at once by the background replayer, `flush` and `drain`.
+    pub replay_concurrency: usize,
+    /// Pause between background replay passes.
+    pub replay_interval: Duration,
+    /// Where events go.
+    pub events: EventSink,
+}
+
+impl Default for SettleConfig {
+    fn default() -> Self {
+        SettleConfig {
+            max_attempts: 5,
+            backoff_base: Duration::from_millis(crate::timing::backoff::DEFAULT_BASE_MS),
+            backoff_cap: Duration::from_millis(crate::timing::backoff::DEFAULT_CAP_MS),
+            max_inline_wait: Duration::from_secs(30),
+            replay_concurrency: 4,
+            replay_interval: Duration::from_secs(5),
+            events: EventSink::tracing_only(),
+        }
+    }
+}
+
+/// One settlement: the reservation, its commit request (with the idempotency key every
+/// attempt reuses), and what the event fallback needs.
+#[derive(Clone, Debug)]
+pub struct Settlement {
+    /// The reservation to commit.
+    pub reservation_id: String,
+    /// The commit; its `idempotency_key` is reused by every retry and by the fallback event.
+    pub commit: CommitRequest,
+    /// Subject and action of the reservation; without them an expired reservation cannot be
+    /// recovered and its record is quarantined as unrecoverable.
+    pub fallback: Option<EventFallback>,
+}
+
+/// Why a settlement was rejected.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rejection {
+    /// Stable error kind.
+    pub kind: ErrorKind,
+    /// Human-readable message.
+    pub message: String,
+    /// HTTP status, when a response was received.
+    pub http_status: Option<u16>,
+    /// The server's error code verbatim.
+    pub server_code: Option<String>,
+}
+
+/// The result of a settlement the caller can act on.
+#[derive(Clone, Debug)]
+pub enum SettleOutcome {
+    /// The commit was applied (schema-valid 200); the record is removed.
+    Committed(CommitResponse),
+    /// The reservation had expired; the spend was recorded by the fallback event (201).
+    RecoveredViaEvent(EventCreateResponse),
+    /// Not settled yet; when `journaled`, the record stays and is replayed later.
+    Pending {
+        /// Why it is not settled yet.
+        reason: String,
+        /// The last error's kind, if an attempt failed.
+        last_error: Option<ErrorKind>,
+        /// Whether the settlement's latest state is durable in the journal (false when
+        /// journaling is off or a journal write failed; see `Event::JournalIoFailed`).
+        journaled: bool,
+        /// The persisted rate-limit floor (epoch ms), if any.
+        not_before_ms: Option<u64>,
+    },
+    /// A genuine, understood terminal rejection; the record is removed (or quarantined as
+    /// unrecoverable when an expired reservation has no event fallback).
+    Rejected(Rejection),
+}
+
+impl SettleOutcome {
+    /// True for `Committed` and `RecoveredViaEvent`.
+    pub fn is_settled(&self) -> bool {
+        matches!(
+            self,
+            SettleOutcome::Committed(_) | SettleOutcome::RecoveredViaEvent(_)
+        )
+    }
+
+    /// True for `Pending`.
+    pub fn is_pending(&self) -> bool {
+        matches!(self, SettleOutcome::Pending { .. })
+    }
+}
+
+/// A record still in the journal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PendingRecord {
+    /// The reservation.
+    pub reservation_id: String,
+    /// Commit or event.
+    pub mode: Mode,
+    /// Last write (epoch ms), when recorded.
+    pub recorded_at_ms: Option<u64>,
+    /// Rate-limit floor (epoch ms), when set.
+    pub not_before_ms: Option<u64>,
+    /// File name in the partition directory.
+    pub file: String,
+}
+
+/// What a `flush` or `drain` did and what it left.
+#[derive(Clone, Debug, Default)]
+pub struct DrainReport {
+    /// Outcomes of the records worked on, by reservation id (the last outcome of each).
+    pub outcomes: Vec<(String, SettleOutcome)>,
+    /// Records still in the journal afterwards (left in place).
+    pub remaining: Vec<PendingRecord>,
+    /// Files quarantined during the drain (new names).
+    pub quarantined: Vec<String>,
+}
+
+impl DrainReport {
+    /// Number of settlements applied (commit or event).
+    pub fn settled(&self) -> usize {
+        self.outcomes.iter().filter(|(_, o)| o.is_settled()).count()
+    }
+}
