@@ -5,6 +5,7 @@
 //! - [`transport`]: [`CyclesClient`], one HTTP attempt per call with monotonic timing;
 //! - [`error`]: the single [`Error`] type with stable [`ErrorKind`] codes;
 //! - [`config`]: [`Config`] built in code or from `CYCLES_*` variables;
+//! - [`guard`]: the reserve, heartbeat, execute, settle lifecycle bindings wrap;
 //! - [`lease`]: the heartbeat driver that keeps a reservation alive while work runs;
 //! - [`journal`]: the durable settlement journal, in the format shared with the official SDKs;
 //! - [`settle`]: durable settlement (journal first, same-key retries, expiry fallback, replay);
@@ -16,6 +17,7 @@
 pub mod config;
 pub mod error;
 pub mod events;
+pub mod guard;
 pub mod journal;
 pub mod lease;
 pub mod model;

@@ -1,0 +1,331 @@
+//! The guarded lifecycle every binding wraps idiomatically: reserve, heartbeat while the
+//! user's work runs, then settle the actual amount the work reported.
+//!
+//! The rules (recovery profile and issue 4):
+//! - work succeeded and reported an actual: settle it (journal first, then commit, with the
+//!   event fallback if the reservation expired): [`Guarded::settlement`];
+//! - work failed AFTER reporting usage (e.g. a stream broke midway): the known usage is settled,
+//!   not released, and the work's error is returned unchanged ([`GuardError::Work`]);
+//! - work failed before any actual was known: the reservation is released and the error is
+//!   returned unchanged;
+//! - work succeeded WITHOUT an actual: nothing is sent, neither commit nor event nor release
+//!   (the action happened at an unknown cost; releasing would claim it cost nothing):
+//!   [`GuardError::MissingActual`] (the profile's boundary scenario);
+//! - settlement never releases because it is ambiguous or authentication failed: a pending
+//!   settlement stays journaled and is replayed;
+//! - a reservation that cannot be made runs no work ([`GuardError::Reserve`]). After a create
+//!   timeout, connection error, 5xx or ambiguous 2xx the create is retried ONCE immediately with
+//!   the same idempotency key (HEARTBEAT GUIDANCE), then surfaced.
+//!
+//! Idempotency keys derive from the spec's base key: `{key}` for the create, `{key}:commit`
+//! for the commit (and its event fallback), `{key}:release` for a release.
+
+mod usage;
+
+use std::future::Future;
+use std::sync::Arc;
+
+pub use usage::Usage;
+
+use crate::error::{Error, ErrorKind};
+use crate::events::EventSink;
+use crate::lease::{FailurePolicy, Heartbeat, HeartbeatConfig, HeartbeatLapse, LeaseReport};
+use crate::model::{
+    Action, Amount, CommitRequest, Metadata, OveragePolicy, ReleaseRequest,
+    ReservationCreateRequest, ReservationCreateResponse, Subject,
+};
+use crate::settle::{EventFallback, SettleOutcome, Settlement, Settler};
+use crate::transport::{CyclesClient, Response};
+
+/// What to reserve and how to guard it.
+#[derive(Clone, Debug)]
+pub struct GuardSpec {
+    /// Base idempotency key of this guarded action (see the module docs for derived keys).
+    pub idempotency_key: String,
+    /// Who spends.
+    pub subject: Subject,
+    /// What is guarded.
+    pub action: Action,
+    /// The estimate to reserve; the actual is settled in the same unit.
+    pub estimate: Amount,
+    /// Requested TTL (ms); also every heartbeat extension's `extend_by_ms`.
+    pub ttl_ms: i64,
+    /// Grace after expiry for in-flight commits (server default when `None`).
+    pub grace_period_ms: Option<i64>,
+    /// Overage policy (server default when `None`); the event fallback carries it too.
+    pub overage_policy: Option<OveragePolicy>,
+    /// Reserve-time metadata.
+    pub metadata: Option<Metadata>,
+    /// Whether to heartbeat the lease while the work runs (default true).
+    pub heartbeat: bool,
+    /// What a heartbeat failure does to the work (default warn).
+    pub policy: FailurePolicy,
+}
+
+impl GuardSpec {
+    /// A spec with the protocol's default TTL (60 s), heartbeat on, warn policy.
+    pub fn new(
+        idempotency_key: impl Into<String>,
+        subject: Subject,
+        action: Action,
+        estimate: Amount,
+    ) -> GuardSpec {
+        GuardSpec {
+            idempotency_key: idempotency_key.into(),
+            subject,
+            action,
+            estimate,
+            ttl_ms: 60_000,
+            grace_period_ms: None,
+            overage_policy: None,
+            metadata: None,
+            heartbeat: true,
+            policy: FailurePolicy::Warn,
+        }
+    }
+}
+
+/// A guarded action that ran and whose actual was known.
+#[derive(Debug)]
+pub struct Guarded<T> {
+    /// The work's own result, unchanged.
+    pub value: T,
+    /// The reservation that guarded it.
+    pub reservation_id: String,
+    /// The actual amount settled.
+    pub actual: Amount,
+    /// Committed, recovered via event, pending (journaled and being retried) or rejected.
+    pub settlement: SettleOutcome,
+    /// What the heartbeat did (`None` when disabled).
+    pub lease: Option<LeaseReport>,
+}
+
+/// Why a guarded action did not end in a settled success.
+#[derive(Debug, thiserror::Error)]
+pub enum GuardError<E> {
+    /// The reservation could not be made (denied, invalid, unreachable): the work did not run.
+    #[error("reservation failed: {0}")]
+    Reserve(#[source] Error),
+    /// The work failed. Its error is returned unchanged; known usage was settled, otherwise the
+    /// reservation was released.
+    #[error("the guarded work failed")]
+    Work {
+        /// The work's own error.
+        error: E,
+        /// The reservation.
+        reservation_id: String,
+        /// The settlement of the usage known when the work failed, if any.
+        settlement: Option<SettleOutcome>,
+        /// The release's error, when no usage was known and the release itself failed.
+        release_error: Option<Error>,
+        /// What the heartbeat did.
+        lease: Option<LeaseReport>,
+    },
+    /// The work succeeded but reported no actual amount: nothing was settled or released.
+    #[error("the guarded work on reservation {reservation_id} finished without reporting its actual amount; nothing was settled")]
+    MissingActual {
+        /// The reservation (left to expire on the server).
+        reservation_id: String,
+        /// What the heartbeat did.
+        lease: Option<LeaseReport>,
+    },
+    /// The work reported a negative actual amount, which the protocol cannot carry.
+    #[error("the guarded work reported a negative actual amount ({actual}) for reservation {reservation_id}; nothing was settled")]
+    InvalidActual {
+        /// The reservation.
+        reservation_id: String,
+        /// The amount reported.
+        actual: i64,
+    },
+    /// Under [`FailurePolicy::FailOnFinalize`], the heartbeat stopped before the work ended.
+    /// The known actual WAS settled (see `settlement`); the work's value is not returned.
+    #[error("{lapse}")]
+    HeartbeatLapsed {
+        /// Why the heartbeat stopped.
+        lapse: Box<HeartbeatLapse>,
+        /// The settlement of the actual amount.
+        settlement: SettleOutcome,
+    },
+}
+
+/// Runs guarded work: owns a client, a settler and where events go.
+#[derive(Clone, Debug)]
+pub struct Guard {
+    client: Arc<CyclesClient>,
+    settler: Settler,
+    events: EventSink,
+}
+
+fn transient_create_error(kind: &ErrorKind) -> bool {
+    matches!(
+        kind,
+        ErrorKind::Connect
+            | ErrorKind::Timeout
+            | ErrorKind::ConnectionReset
+            | ErrorKind::Transport
+            | ErrorKind::ServerError
+            | ErrorKind::AmbiguousSuccess
+    )
+}
+
+impl Guard {
+    /// A guard over `client` settling through `settler`; heartbeat events go to `events`.
+    pub fn new(client: Arc<CyclesClient>, settler: Settler, events: EventSink) -> Guard {
+        Guard {
+            client,
+            settler,
+            events,
+        }
+    }
+
+    /// The settlement engine (for `flush`/`drain` at shutdown).
+    pub fn settler(&self) -> &Settler {
+        &self.settler
+    }
+
+    async fn reserve(
+        &self,
+        spec: &GuardSpec,
+    ) -> Result<(String, Response<ReservationCreateResponse>), Error> {
+        let mut req = ReservationCreateRequest::new(
+            spec.idempotency_key.clone(),
+            spec.subject.clone(),
+            spec.action.clone(),
+            spec.estimate.clone(),
+        );
+        req.ttl_ms = Some(spec.ttl_ms);
+        req.grace_period_ms = spec.grace_period_ms;
+        req.overage_policy = spec.overage_policy.clone();
+        req.metadata = spec.metadata.clone();
+        let created = match self.client.create_reservation(&req).await {
+            Err(e) if transient_create_error(e.kind()) => {
+                self.client.create_reservation(&req).await?
+            }
+            other => other?,
+        };
+        let id = created.body.reservation_id.clone().ok_or_else(|| {
+            Error::invalid_argument(
+                "the create response carries no reservation_id (not a live reservation)",
+            )
+        })?;
+        Ok((id, created))
+    }
+
+    /// Reserves `spec.estimate`, runs `work` with a [`Usage`] while the heartbeat keeps the
+    /// lease alive, then settles or releases as the module docs describe.
+    pub async fn run<T, E, F, Fut>(
+        &self,
+        spec: GuardSpec,
+        work: F,
+    ) -> Result<Guarded<T>, GuardError<E>>
+    where
+        F: FnOnce(Usage) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let (reservation_id, created) = self.reserve(&spec).await.map_err(GuardError::Reserve)?;
+        let heartbeat = spec.heartbeat.then(|| {
+            let config = HeartbeatConfig {
+                policy: spec.policy,
+                events: self.events.clone(),
+                ..HeartbeatConfig::new(spec.ttl_ms)
+            };
+            Heartbeat::start(self.client.clone(), &reservation_id, &created, config)
+        });
+        let cancel = heartbeat
+            .as_ref()
+            .map_or_else(Default::default, Heartbeat::cancellation);
+        let usage = Usage::new(cancel);
+        let outcome = work(usage.clone()).await;
+        let lease = match heartbeat {
+            Some(hb) => Some(hb.finish().await),
+            None => None,
+        };
+        let (actual, metrics, metadata) = usage.take();
+        if let Some(amount) = actual.filter(|a| *a < 0) {
+            return Err(GuardError::InvalidActual {
+                reservation_id,
+                actual: amount,
+            });
+        }
+        match (outcome, actual) {
+            (Ok(value), Some(amount)) => {
+                let settlement = self
+                    .settle(&spec, &reservation_id, amount, metrics, metadata)
+                    .await;
+                if let Some(Err(lapse)) = lease.as_ref().map(LeaseReport::check) {
+                    return Err(GuardError::HeartbeatLapsed { lapse, settlement });
+                }
+                Ok(Guarded {
+                    value,
+                    reservation_id,
+                    actual: Amount::new(spec.estimate.unit.clone(), amount),
+                    settlement,
+                    lease,
+                })
+            }
+            (Ok(_), None) => Err(GuardError::MissingActual {
+                reservation_id,
+                lease,
+            }),
+            (Err(error), Some(amount)) => {
+                let settlement = self
+                    .settle(&spec, &reservation_id, amount, metrics, metadata)
+                    .await;
+                Err(GuardError::Work {
+                    error,
+                    reservation_id,
+                    settlement: Some(settlement),
+                    release_error: None,
+                    lease,
+                })
+            }
+            (Err(error), None) => {
+                let release = ReleaseRequest {
+                    reason: Some("guarded work failed before reporting an actual amount".into()),
+                    ..ReleaseRequest::new(format!("{}:release", spec.idempotency_key))
+                };
+                let release_error = self
+                    .client
+                    .release_reservation(&reservation_id, &release)
+                    .await
+                    .err();
+                Err(GuardError::Work {
+                    error,
+                    reservation_id,
+                    settlement: None,
+                    release_error,
+                    lease,
+                })
+            }
+        }
+    }
+
+    async fn settle(
+        &self,
+        spec: &GuardSpec,
+        reservation_id: &str,
+        amount: i64,
+        metrics: Option<crate::model::StandardMetrics>,
+        metadata: Option<Metadata>,
+    ) -> SettleOutcome {
+        let commit = CommitRequest {
+            metrics,
+            metadata,
+            ..CommitRequest::new(
+                format!("{}:commit", spec.idempotency_key),
+                Amount::new(spec.estimate.unit.clone(), amount),
+            )
+        };
+        self.settler
+            .settle(Settlement {
+                reservation_id: reservation_id.to_string(),
+                commit,
+                fallback: Some(EventFallback {
+                    subject: spec.subject.clone(),
+                    action: spec.action.clone(),
+                    overage_policy: spec.overage_policy.clone(),
+                }),
+            })
+            .await
+    }
+}

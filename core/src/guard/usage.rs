@@ -1,0 +1,74 @@
+//! [`Usage`]: how guarded work reports what it really cost, once or as it streams.
+
+use std::sync::{Arc, Mutex};
+
+use crate::lease::CancellationToken;
+use crate::model::{Metadata, StandardMetrics};
+
+#[derive(Debug, Default)]
+struct State {
+    actual: Option<i64>,
+    metrics: Option<StandardMetrics>,
+    metadata: Option<Metadata>,
+}
+
+/// Handed to the guarded work. The work reports its actual amount with [`Usage::set_actual`],
+/// or accumulates it with [`Usage::add`] while a stream runs; whatever is known when the work
+/// ends (even if it fails) is what gets settled. Cheap to clone and `Send`.
+#[derive(Clone, Debug)]
+pub struct Usage {
+    state: Arc<Mutex<State>>,
+    cancel: CancellationToken,
+}
+
+impl Usage {
+    pub(super) fn new(cancel: CancellationToken) -> Usage {
+        Usage {
+            state: Arc::new(Mutex::new(State::default())),
+            cancel,
+        }
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+        // A poisoned lock only means another holder panicked mid-update; the numbers are
+        // still the best knowledge we have, and a known actual must never be dropped.
+        let mut guard = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut guard)
+    }
+
+    /// Sets the actual amount (in the estimate's unit), replacing anything reported before.
+    pub fn set_actual(&self, amount: i64) {
+        self.with(|s| s.actual = Some(amount));
+    }
+
+    /// Adds to the actual amount (streaming); the first call starts from zero.
+    pub fn add(&self, amount: i64) {
+        self.with(|s| s.actual = Some(s.actual.unwrap_or(0).saturating_add(amount)));
+    }
+
+    /// The actual amount known so far, if any.
+    pub fn actual(&self) -> Option<i64> {
+        self.with(|s| s.actual)
+    }
+
+    /// Metrics sent with the commit (and with the event fallback).
+    pub fn set_metrics(&self, metrics: StandardMetrics) {
+        self.with(|s| s.metrics = Some(metrics));
+    }
+
+    /// Commit-time metadata.
+    pub fn set_metadata(&self, metadata: Metadata) {
+        self.with(|s| s.metadata = Some(metadata));
+    }
+
+    /// Cancelled when the heartbeat stops abnormally under
+    /// [`FailurePolicy::Cancel`](crate::lease::FailurePolicy::Cancel): long work should
+    /// `select!` on `usage.cancellation().cancelled()`.
+    pub fn cancellation(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+
+    pub(super) fn take(&self) -> (Option<i64>, Option<StandardMetrics>, Option<Metadata>) {
+        self.with(|s| (s.actual, s.metrics.clone(), s.metadata.clone()))
+    }
+}

@@ -1,0 +1,396 @@
+//! The guarded lifecycle over real HTTP against the local server: reserve, heartbeat while the
+//! work runs, settle or release. CR-CORE-003 and CR-BOUNDARY-001 of the recovery profile are
+//! bound to tests here (see conformance/adapters/rust-map.json).
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::*;
+use cycles_core::events::{Disposition, Event, EventSink};
+use cycles_core::guard::{Guard, GuardError, GuardSpec, Usage};
+use cycles_core::lease::FailurePolicy;
+use cycles_core::settle::{SettleConfig, SettleOutcome, Settler};
+use cycles_core::*;
+use cycles_local_server::{
+    Fault, FaultRule, LocalServer, Operation, Regime, RequestRecord, ServerConfig,
+};
+
+struct Setup {
+    server: LocalServer,
+    guard: Guard,
+    events: Arc<Mutex<Vec<Event>>>,
+    _journal: tempfile::TempDir,
+}
+
+/// A server with `regime`, a client with a 500 ms timeout (heartbeat reserve 3 s), a journal
+/// in a temp dir, and every event recorded.
+async fn setup(regime: Regime) -> Setup {
+    let server = LocalServer::start(ServerConfig {
+        regime,
+        ..ServerConfig::default()
+    })
+    .await
+    .unwrap();
+    let journal = tempfile::tempdir().unwrap();
+    let config = Config::new(server.url(), KEY)
+        .with_request_timeout(Duration::from_millis(500))
+        .with_journal_dir(journal.path());
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink_events = events.clone();
+    let sink = EventSink::with_callback(move |e| sink_events.lock().unwrap().push(e.clone()));
+    let settler = Settler::new(
+        &config,
+        SettleConfig {
+            events: sink.clone(),
+            ..SettleConfig::default()
+        },
+    )
+    .unwrap();
+    let client = Arc::new(CyclesClient::new(config).unwrap());
+    Setup {
+        server,
+        guard: Guard::new(client, settler, sink),
+        events,
+        _journal: journal,
+    }
+}
+
+fn spec(ttl_ms: i64) -> GuardSpec {
+    GuardSpec {
+        ttl_ms,
+        ..GuardSpec::new(key("guard"), subject(), action(), usd(1000))
+    }
+}
+
+fn settlement_requests(server: &LocalServer) -> Vec<RequestRecord> {
+    server
+        .requests()
+        .into_iter()
+        .filter(|r| {
+            matches!(
+                r.operation,
+                Some(
+                    Operation::CommitReservation
+                        | Operation::CreateEvent
+                        | Operation::ReleaseReservation
+                )
+            )
+        })
+        .collect()
+}
+
+fn ops(server: &LocalServer) -> Vec<(Operation, Option<String>)> {
+    server
+        .requests()
+        .into_iter()
+        .filter_map(|r| r.operation.map(|o| (o, r.idempotency_key)))
+        .collect()
+}
+
+#[tokio::test]
+async fn guarded_work_commits_its_actual_and_returns_its_value() {
+    let s = setup(Regime::default()).await;
+    let done = s
+        .guard
+        .run(spec(60_000), |usage: Usage| async move {
+            usage.set_actual(400);
+            Ok::<_, std::io::Error>("model output")
+        })
+        .await
+        .expect("guarded success");
+    assert_eq!(done.value, "model output");
+    assert_eq!(done.actual, usd(400));
+    assert!(matches!(done.settlement, SettleOutcome::Committed(ref c) if c.charged == usd(400)));
+    let kinds: Vec<String> = s.server.ledger().into_iter().map(|e| e.kind).collect();
+    assert_eq!(kinds, ["reserve", "commit"]);
+    assert!(
+        s.guard.settler().pending().await.is_empty(),
+        "a settled record leaves the journal"
+    );
+}
+
+/// CR-CORE-003: a heartbeat transport failure is observable (reservation id and disposition),
+/// the work continues under the warn policy, and the final settlement is made.
+#[tokio::test]
+async fn heartbeat_transport_failure_is_observable_and_non_fatal() {
+    let s = setup(Regime::default()).await;
+    s.server.add_fault(FaultRule {
+        operation: Operation::ExtendReservation,
+        reservation_id: None,
+        skip: 0,
+        times: 1,
+        fault: Fault::ConnectionReset,
+    });
+    // ttl 3500 ms: the first beat comes ~0.5 s after create and fails; the same-key retry
+    // follows inside the retry window; the work outlives the original TTL.
+    let done = s
+        .guard
+        .run(spec(3500), |usage: Usage| async move {
+            tokio::time::sleep(Duration::from_millis(4000)).await;
+            usage.set_actual(700);
+            Ok::<_, std::io::Error>(42)
+        })
+        .await
+        .expect("the work continued and settled");
+    assert_eq!(done.value, 42, "guarded_action_continues_under_warn_policy");
+    assert!(
+        matches!(done.settlement, SettleOutcome::Committed(_)),
+        "final_settlement_is_attempted"
+    );
+    let lease = done.lease.expect("heartbeat ran");
+    assert!(lease.failures >= 1 && lease.extensions >= 1, "{lease:?}");
+
+    // heartbeat_failure_reports_reservation_and_disposition
+    let events = s.events.lock().unwrap();
+    let failure = events
+        .iter()
+        .find_map(|e| match e {
+            Event::HeartbeatFailed {
+                reservation_id,
+                error_kind,
+                disposition,
+                ..
+            } => Some((reservation_id, *error_kind, disposition)),
+            _ => None,
+        })
+        .expect("the failure is an event");
+    assert_eq!(failure.0, &done.reservation_id);
+    assert_eq!(failure.1, "TRANSPORT_RESET");
+    assert!(matches!(failure.2, Disposition::RetryAfter { .. }));
+
+    // Choreography: extend, extend with the same key, ..., commit.
+    let ops = ops(&s.server);
+    let extends: Vec<&Option<String>> = ops
+        .iter()
+        .filter(|(o, _)| *o == Operation::ExtendReservation)
+        .map(|(_, k)| k)
+        .collect();
+    assert!(
+        extends.len() >= 2 && extends[0] == extends[1],
+        "extend then extend_same_key: {ops:?}"
+    );
+    assert_eq!(
+        ops.last().map(|(o, _)| *o),
+        Some(Operation::CommitReservation)
+    );
+    assert_eq!(
+        s.server
+            .ledger()
+            .iter()
+            .filter(|e| e.kind == "commit")
+            .count(),
+        1
+    );
+}
+
+/// CR-BOUNDARY-001: without a known actual no commit or event is sent, and the missing actual
+/// (or the work's failure) is surfaced.
+#[tokio::test]
+async fn missing_actual_is_surfaced_without_settlement() {
+    let s = setup(Regime::default()).await;
+    // The work "succeeds" but never reports what it cost.
+    let err = s
+        .guard
+        .run(spec(60_000), |_usage: Usage| async move {
+            Ok::<_, std::io::Error>(())
+        })
+        .await
+        .expect_err("a missing actual is an error");
+    assert!(matches!(err, GuardError::MissingActual { .. }), "{err:?}");
+    assert!(err
+        .to_string()
+        .contains("without reporting its actual amount"));
+    assert!(
+        settlement_requests(&s.server).is_empty(),
+        "no commit, event or release without an actual"
+    );
+
+    // The work fails before any usage is known: its error comes back unchanged, no commit or
+    // event is sent, and the reservation is released.
+    let err = s
+        .guard
+        .run(spec(60_000), |_usage: Usage| async move {
+            Err::<(), _>(std::io::Error::other("provider down"))
+        })
+        .await
+        .expect_err("the work failed");
+    let GuardError::Work {
+        error,
+        settlement,
+        release_error,
+        ..
+    } = err
+    else {
+        panic!("work error expected")
+    };
+    assert_eq!(error.to_string(), "provider down");
+    assert!(settlement.is_none() && release_error.is_none());
+    let requests = settlement_requests(&s.server);
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].operation, Some(Operation::ReleaseReservation));
+    assert!(s
+        .server
+        .ledger()
+        .iter()
+        .all(|e| e.kind != "commit" && e.kind != "event"));
+    assert!(
+        s.guard.settler().pending().await.is_empty(),
+        "nothing journaled without an actual"
+    );
+}
+
+#[tokio::test]
+async fn a_broken_stream_settles_the_usage_already_known() {
+    let s = setup(Regime::default()).await;
+    let err = s
+        .guard
+        .run(spec(60_000), |usage: Usage| async move {
+            for chunk in [120, 80, 50] {
+                usage.add(chunk);
+            }
+            Err::<(), _>(std::io::Error::other("stream reset by peer"))
+        })
+        .await
+        .expect_err("the stream broke");
+    let GuardError::Work {
+        error, settlement, ..
+    } = err
+    else {
+        panic!("work error expected")
+    };
+    assert_eq!(error.to_string(), "stream reset by peer");
+    assert!(matches!(settlement, Some(SettleOutcome::Committed(ref c)) if c.charged == usd(250)));
+    assert!(settlement_requests(&s.server)
+        .iter()
+        .all(|r| r.operation != Some(Operation::ReleaseReservation)));
+}
+
+#[tokio::test]
+async fn a_denied_reservation_runs_no_work() {
+    let s = setup(Regime::default()).await;
+    let ran = Arc::new(Mutex::new(false));
+    let flag = ran.clone();
+    let err = s
+        .guard
+        .run(
+            GuardSpec::new(key("big"), subject(), action(), usd(i64::MAX / 2)),
+            |_u: Usage| async move {
+                *flag.lock().unwrap() = true;
+                Ok::<_, std::io::Error>(())
+            },
+        )
+        .await
+        .expect_err("denied");
+    let GuardError::Reserve(e) = err else {
+        panic!("reserve error expected")
+    };
+    assert_eq!(e.kind(), &ErrorKind::BudgetExceeded);
+    assert!(!*ran.lock().unwrap());
+}
+
+#[tokio::test]
+async fn a_create_timeout_gets_one_same_key_retry() {
+    let s = setup(Regime::default()).await;
+    s.server.add_fault(FaultRule {
+        operation: Operation::CreateReservation,
+        reservation_id: None,
+        skip: 0,
+        times: 1,
+        fault: Fault::DelayAfterApply { ms: 900 },
+    });
+    let done = s
+        .guard
+        .run(spec(60_000), |usage: Usage| async move {
+            usage.set_actual(10);
+            Ok::<_, std::io::Error>(())
+        })
+        .await
+        .expect("the same-key retry recovered the reservation");
+    let creates: Vec<_> = s
+        .server
+        .requests()
+        .into_iter()
+        .filter(|r| r.operation == Some(Operation::CreateReservation))
+        .collect();
+    assert_eq!(creates.len(), 2);
+    assert_eq!(creates[0].idempotency_key, creates[1].idempotency_key);
+    assert!(creates[1].replay, "the retry replayed the applied create");
+    assert_eq!(
+        s.server
+            .ledger()
+            .iter()
+            .filter(|e| e.kind == "reserve")
+            .count(),
+        1
+    );
+    assert!(matches!(done.settlement, SettleOutcome::Committed(_)));
+}
+
+#[tokio::test]
+async fn fail_on_finalize_reports_the_lapse_after_settling() {
+    let s = setup(Regime {
+        max_extensions: Some(0),
+        ..Regime::default()
+    })
+    .await;
+    let err = s
+        .guard
+        .run(
+            GuardSpec {
+                policy: FailurePolicy::FailOnFinalize,
+                ..spec(3500)
+            },
+            |usage: Usage| async move {
+                tokio::time::sleep(Duration::from_millis(800)).await; // the first beat is refused
+                usage.set_actual(5);
+                Ok::<_, std::io::Error>(())
+            },
+        )
+        .await
+        .expect_err("the lapse is reported");
+    let GuardError::HeartbeatLapsed { lapse, settlement } = err else {
+        panic!("lapse expected")
+    };
+    assert!(format!("{:?}", lapse.reason).contains("MAX_EXTENSIONS_EXCEEDED"));
+    assert!(
+        matches!(settlement, SettleOutcome::Committed(_)),
+        "the known actual is still settled"
+    );
+}
+
+#[tokio::test]
+async fn cancel_policy_signals_the_work() {
+    let s = setup(Regime::default()).await;
+    s.server.add_fault(FaultRule {
+        operation: Operation::ExtendReservation,
+        reservation_id: None,
+        skip: 0,
+        times: 0,
+        fault: Fault::RateLimited {
+            retry_after: Some("60".into()),
+        },
+    });
+    let done = s
+        .guard
+        .run(
+            GuardSpec {
+                policy: FailurePolicy::Cancel,
+                ..spec(3500)
+            },
+            |usage: Usage| async move {
+                let token = usage.cancellation();
+                let cancelled = tokio::select! {
+                    _ = token.cancelled() => true,
+                    _ = tokio::time::sleep(Duration::from_secs(10)) => false,
+                };
+                usage.set_actual(3);
+                Ok::<_, std::io::Error>(cancelled)
+            },
+        )
+        .await
+        .expect("settled");
+    assert!(done.value, "the work saw the cancellation");
+    assert!(matches!(done.settlement, SettleOutcome::Committed(_)));
+}
