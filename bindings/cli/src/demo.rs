@@ -7,12 +7,16 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use cycles_core::events::{Disposition, Event, EventSink};
+use cycles_core::guard::{Guard, GuardSpec};
 use cycles_core::lease::{Heartbeat, HeartbeatConfig};
+use cycles_core::settle::{SettleConfig, SettleOutcome, Settler};
 use cycles_core::{
     Action, Amount, BalanceQuery, CommitRequest, Config, CyclesClient, Error,
     ReservationCreateRequest, ReservationCreateResponse, Response, Subject, Unit,
 };
-use cycles_local_server::{BudgetSeed, LocalServer, ServerConfig, TenantSeed};
+use cycles_local_server::{
+    BudgetSeed, Fault, FaultRule, LocalServer, Operation, ServerConfig, TenantSeed,
+};
 
 const TENANT: &str = "acme";
 const API_KEY: &str = "demo-key";
@@ -62,6 +66,10 @@ const CHAPTERS: &[(&str, Chapter)] = &[
     ("A second agent asks for more than is left", |s| {
         Box::pin(denied(s))
     }),
+    (
+        "An outage at settlement time: the journal keeps the spend, a restart settles it once",
+        |s| Box::pin(outage(s)),
+    ),
     ("Balances after", |s| Box::pin(balances(s))),
     ("What the server applied (its ledger)", |s| {
         Box::pin(ledger(s))
@@ -237,6 +245,95 @@ async fn denied(story: &mut Story) -> Result<(), Error> {
     Ok(())
 }
 
+async fn outage(story: &mut Story) -> Result<(), Error> {
+    let dir = std::env::temp_dir().join(format!("cycles-demo-journal-{}", std::process::id()));
+    let config = Config::new(story.server.url(), API_KEY)
+        .with_tenant(TENANT)
+        .with_request_timeout(Duration::from_millis(story.args.timeout_ms))
+        .with_journal_dir(&dir);
+    // Every commit fails with 503 until the "outage" ends.
+    story.server.add_fault(FaultRule {
+        operation: Operation::CommitReservation,
+        reservation_id: None,
+        skip: 0,
+        times: 0,
+        fault: Fault::ServerError { status: 503 },
+    });
+    let quick = SettleConfig {
+        max_attempts: 2,
+        backoff_base: Duration::from_millis(50),
+        backoff_cap: Duration::from_millis(200),
+        ..SettleConfig::default()
+    };
+    let guard = Guard::new(
+        story.client.clone(),
+        Settler::new(&config, quick)?,
+        EventSink::tracing_only(),
+    );
+    let spec = GuardSpec::new(
+        "demo-run-3",
+        Subject::tenant(TENANT).with_agent("summarizer"),
+        Action::new("llm.completion", "openai:gpt-4o-mini"),
+        Amount::new(Unit::UsdMicrocents, 500_000),
+    );
+    let run = guard
+        .run(spec, |usage| async move {
+            usage.set_actual(300_000); // the model answered; this is what it cost
+            Ok::<_, Error>(())
+        })
+        .await;
+    let reservation_id = match run {
+        Ok(done) => {
+            println!(
+                "   work done, actual 300000; settlement: {}",
+                describe(&done.settlement)
+            );
+            done.reservation_id
+        }
+        Err(e) => return Err(Error::runtime(format!("unexpected guard error: {e}"))),
+    };
+    for record in guard.settler().pending().await {
+        println!(
+            "   on disk: {} (mode {:?}) in {}",
+            record.file,
+            record.mode,
+            dir.display()
+        );
+    }
+    println!("   ...the process could exit or crash here; the spend is not lost.");
+    story.server.clear_faults();
+    // A restart: a fresh engine built only from the durable journal.
+    let restarted = Settler::new(&config, SettleConfig::default())?;
+    let report = restarted.drain(Duration::from_secs(5)).await;
+    println!(
+        "   after the restart: {} settled, {} left in the journal",
+        report.settled(),
+        report.remaining.len()
+    );
+    let commits = story
+        .server
+        .ledger()
+        .into_iter()
+        .filter(|e| e.kind == "commit" && e.reservation_id.as_deref() == Some(&reservation_id))
+        .count();
+    println!("   the server applied that commit {commits} time(s)");
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+fn describe(outcome: &SettleOutcome) -> String {
+    match outcome {
+        SettleOutcome::Committed(c) => format!("committed, charged {}", c.charged.amount),
+        SettleOutcome::RecoveredViaEvent(_) => "recovered via event".into(),
+        SettleOutcome::Pending {
+            reason, journaled, ..
+        } => {
+            format!("pending ({reason}); journaled: {journaled}")
+        }
+        SettleOutcome::Rejected(r) => format!("rejected: {}", r.message),
+    }
+}
+
 async fn ledger(story: &mut Story) -> Result<(), Error> {
     for entry in story.server.ledger() {
         println!(
@@ -305,6 +402,6 @@ pub async fn run(args: DemoArgs) -> Result<(), String> {
             .map_err(|e| format!("chapter {} failed: {e}", n + 1))?;
     }
     story.server.shutdown().await;
-    println!("\nDone. Next: `cycles serve` to run this server yourself, `cycles plan` for heartbeat math.");
+    println!("\nDone. Next: `cycles serve` to run this server yourself, `cycles plan` for heartbeat math, `cycles journal list` to inspect pending settlements.");
     Ok(())
 }

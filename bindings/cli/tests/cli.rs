@@ -27,7 +27,10 @@ fn demo_tells_the_whole_story() {
         "lease still alive",
         "COMMITTED: charged 1450000",
         "409 BUDGET_EXCEEDED",
-        "remaining   3550000",
+        "pending (",
+        "after the restart: 1 settled, 0 left in the journal",
+        "applied that commit 1 time(s)",
+        "remaining   3250000",
         "commit",
     ] {
         assert!(
