@@ -1,0 +1,163 @@
+//! `cycles journal` as an operator runs it: a real journal directory with a pending record
+//! written by the settlement engine, drained by the `cycles` process against the local server.
+
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cycles_core::settle::{SettleConfig, SettleOutcome, Settlement, Settler};
+use cycles_core::*;
+use cycles_local_server::{Fault, FaultRule, LocalServer, Operation, ServerConfig};
+
+const KEY: &str = "cycles-local-key";
+
+async fn cycles(args: Vec<String>) -> (bool, serde_json::Value, String) {
+    tokio::task::spawn_blocking(move || {
+        let out = Command::new(env!("CARGO_BIN_EXE_cycles"))
+            .args(&args)
+            .output()
+            .expect("run cycles");
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        let json = serde_json::from_str(&stdout).unwrap_or(serde_json::Value::Null);
+        (
+            out.status.success(),
+            json,
+            format!("{stdout}{}", String::from_utf8_lossy(&out.stderr)),
+        )
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_drain_and_quarantine_a_real_journal() {
+    let server = LocalServer::start(ServerConfig::default()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_string_lossy().to_string();
+    let config = Config::new(server.url(), KEY).with_journal_dir(dir.path());
+    let client = Arc::new(CyclesClient::new(config.clone()).unwrap());
+    let created = client
+        .create_reservation(&ReservationCreateRequest::new(
+            "ops-1",
+            Subject::tenant("acme"),
+            Action::new("llm.completion", "m"),
+            Amount::new(Unit::UsdMicrocents, 1000),
+        ))
+        .await
+        .unwrap();
+    let id = created.body.reservation_id.clone().unwrap();
+    server.add_fault(FaultRule {
+        operation: Operation::CommitReservation,
+        reservation_id: None,
+        skip: 0,
+        times: 0,
+        fault: Fault::ServerError { status: 503 },
+    });
+    let settler = Settler::new(
+        &config,
+        SettleConfig {
+            max_attempts: 1,
+            ..SettleConfig::default()
+        },
+    )
+    .unwrap();
+    let outcome = settler
+        .settle(Settlement {
+            reservation_id: id.clone(),
+            commit: CommitRequest::new("ops-1:commit", Amount::new(Unit::UsdMicrocents, 600)),
+            fallback: None,
+        })
+        .await;
+    assert!(
+        matches!(
+            outcome,
+            SettleOutcome::Pending {
+                journaled: true,
+                ..
+            }
+        ),
+        "{outcome:?}"
+    );
+
+    // list: the operator sees what is pending, for which server, in which mode.
+    let (ok, json, text) = cycles(vec![
+        "journal".into(),
+        "list".into(),
+        "--dir".into(),
+        d.clone(),
+        "--json".into(),
+    ])
+    .await;
+    assert!(ok, "{text}");
+    let pending = json["pending"].as_array().expect("pending list");
+    assert_eq!(pending.len(), 1, "{json}");
+    assert_eq!(pending[0]["reservation_id"], id.as_str());
+    assert!(
+        text.contains(&server.url()),
+        "the record names its server: {text}"
+    );
+    assert!(!text.contains(KEY), "the API key is never shown");
+
+    // A corrupt file beside it is quarantined by the next pass, not fatal.
+    let partition = std::fs::read_dir(dir.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    std::fs::write(
+        partition.join(format!("v2-{}.json", "0".repeat(64))),
+        b"{not json",
+    )
+    .unwrap();
+
+    // drain: the server is back; the record settles once and leaves the journal.
+    server.clear_faults();
+    let args = [
+        "journal",
+        "drain",
+        "--dir",
+        &d,
+        "--base-url",
+        &server.url(),
+        "--api-key",
+        KEY,
+        "--deadline-ms",
+        "5000",
+        "--json",
+    ];
+    let (ok, _json, text) = cycles(args.iter().map(|s| s.to_string()).collect()).await;
+    assert!(ok, "drain failed: {text}");
+    assert_eq!(
+        server
+            .ledger()
+            .iter()
+            .filter(|e| e.kind == "commit")
+            .count(),
+        1
+    );
+    let (_, json, _) = cycles(vec![
+        "journal".into(),
+        "list".into(),
+        "--dir".into(),
+        d.clone(),
+        "--json".into(),
+    ])
+    .await;
+    assert_eq!(json["pending"].as_array().map(Vec::len), Some(0), "{json}");
+
+    let (ok, json, text) = cycles(vec![
+        "journal".into(),
+        "quarantine".into(),
+        "--dir".into(),
+        d.clone(),
+        "--json".into(),
+    ])
+    .await;
+    assert!(ok, "{text}");
+    assert_eq!(
+        json["quarantined"].as_array().map(Vec::len),
+        Some(1),
+        "{json}"
+    );
+}
