@@ -3,7 +3,6 @@
 
 use std::process::Command;
 use std::sync::Arc;
-use std::time::Duration;
 
 use cycles_core::settle::{SettleConfig, SettleOutcome, Settlement, Settler};
 use cycles_core::*;
