@@ -13,6 +13,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use reqwest::Method;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::config::Config;
@@ -161,6 +162,45 @@ impl CyclesClient {
             .await
     }
 
+    /// `commitReservation` with a body sent byte for byte, as stored in the journal.
+    ///
+    /// Replays must not re-serialize: the reference server compares idempotent payloads in an
+    /// order-sensitive way, so a re-ordered or re-typed replay of an applied commit would get
+    /// `409 IDEMPOTENCY_MISMATCH` instead of the original success. The idempotency key header
+    /// is taken from the body's `idempotency_key`.
+    pub async fn commit_reservation_raw(
+        &self,
+        id: &str,
+        body: &RawValue,
+    ) -> Result<Response<CommitResponse>, Error> {
+        check_path_id("reservation_id", id)?;
+        let url = self.base.join(&["reservations", id, "commit"], &[]);
+        let key = body_idempotency_key(body);
+        self.post_bytes(
+            url,
+            body.get().as_bytes().to_vec(),
+            &key,
+            validate::commit_reservation,
+        )
+        .await
+    }
+
+    /// `createEvent` with a body sent byte for byte (see [`Self::commit_reservation_raw`]).
+    pub async fn create_event_raw(
+        &self,
+        body: &RawValue,
+    ) -> Result<Response<EventCreateResponse>, Error> {
+        let url = self.base.join(&["events"], &[]);
+        let key = body_idempotency_key(body);
+        self.post_bytes(
+            url,
+            body.get().as_bytes().to_vec(),
+            &key,
+            validate::create_event,
+        )
+        .await
+    }
+
     /// `GET /v1/balances` (`getBalances`).
     pub async fn get_balances(&self, q: &BalanceQuery) -> Result<Response<BalanceResponse>, Error> {
         let url = self.base.join(&["balances"], &q.to_pairs());
@@ -230,6 +270,18 @@ impl CyclesClient {
     ) -> Result<Response<T>, Error> {
         let bytes = serde_json::to_vec(body)
             .map_err(|e| Error::invalid_argument(format!("cannot serialize the request: {e}")))?;
+        self.post_bytes(url, bytes, idempotency_key, predicate)
+            .await
+    }
+
+    /// POSTs `bytes` exactly as given (one attempt), with the idempotency key header.
+    async fn post_bytes<T: DeserializeOwned>(
+        &self,
+        url: ::url::Url,
+        bytes: Vec<u8>,
+        idempotency_key: &str,
+        predicate: Predicate,
+    ) -> Result<Response<T>, Error> {
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         // The header is optional in the spec; a key that cannot be an HTTP header value
@@ -313,6 +365,14 @@ impl CyclesClient {
 
 /// Classifies a raw attempt: a 2xx must pass the operation's predicate and decode, else it
 /// is `AmbiguousSuccess`; anything else becomes the typed HTTP error.
+/// The `idempotency_key` of a raw JSON body, or "" (no header is sent then).
+fn body_idempotency_key(body: &RawValue) -> String {
+    serde_json::from_str::<Value>(body.get())
+        .ok()
+        .and_then(|v| v.get("idempotency_key")?.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
 fn finish<T: DeserializeOwned>(raw: Raw, predicate: Predicate) -> Result<Response<T>, Error> {
     if !(200..300).contains(&raw.status) {
         return Err(Error::from_http(
