@@ -1,0 +1,51 @@
+//! `cycles._native`: the pyo3 module behind the `cycles` Python package.
+//!
+//! Rules (ARCHITECTURE.md, "Rules for the bindings"): every behaviour lives in `cycles-core`;
+//! this crate translates types, errors and async only. One tokio runtime (core's), the GIL
+//! released while Python waits on it, fork detected by core's pid check, one exception
+//! hierarchy (`cycles.errors`), panics caught at every exported function.
+
+mod client;
+mod errors;
+mod server;
+mod timing;
+
+use pyo3::prelude::*;
+
+/// A deliberate panic inside a guarded native function, so tests can prove panics surface as
+/// `cycles.errors.InternalError` and never as pyo3's `PanicException`.
+#[pyfunction]
+fn _debug_panic(sync: bool, py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    if sync {
+        errors::guard(|| -> PyResult<Bound<'_, PyAny>> { panic!("deliberate test panic") })
+    } else {
+        errors::guard(|| {
+            let rt = cycles_core::runtime::runtime().map_err(|e| errors::core_err(&e))?;
+            let _ = pyo3_async_runtimes::tokio::init_with_runtime(rt);
+            pyo3_async_runtimes::tokio::future_into_py(py, async move {
+                match rt
+                    .spawn(async { panic!("deliberate async test panic") })
+                    .await
+                {
+                    Ok(()) => Ok(()),
+                    Err(join) if join.is_panic() => Err(errors::internal(errors::panic_message(
+                        join.into_panic().as_ref(),
+                    ))),
+                    Err(_) => Err(errors::internal("cancelled")),
+                }
+            })
+        })
+    }
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("INTERNAL_CODE", errors::INTERNAL_CODE)?;
+    m.add("INTERNAL_NAME", errors::INTERNAL_NAME)?;
+    m.add_class::<client::NativeClient>()?;
+    m.add_class::<server::NativeLocalServer>()?;
+    m.add_function(wrap_pyfunction!(_debug_panic, m)?)?;
+    timing::register(m)?;
+    Ok(())
+}

@@ -1,0 +1,673 @@
+"""``Client`` (blocking) and ``AsyncClient`` (asyncio) for the Cycles runtime plane.
+
+Both are thin: each method performs exactly ONE HTTP attempt in the Rust core
+(``cycles-core``), which validates the response against the protocol's schema-valid success
+predicate and classifies every failure into :mod:`cycles.errors`. Retries are the caller's
+(or, later, the lifecycle layer's) business: retry a retryable error with the SAME
+idempotency key.
+
+The blocking client releases the GIL while it waits, so other Python threads keep running.
+The async client's awaitables are completed from the core's one tokio runtime.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping, Sequence, TypeVar
+
+from . import _native
+from .errors import InvalidArgumentError
+from .models import (
+    Action,
+    ActionLike,
+    Amount,
+    AmountLike,
+    BalancesResult,
+    CommitResult,
+    DecisionResult,
+    EventResult,
+    EvidenceEnvelope,
+    EvidenceJwks,
+    ExtendResult,
+    MetricsLike,
+    ReleaseResult,
+    Reservation,
+    ReservationCreated,
+    ReservationPage,
+    ResponseMeta,
+    StandardMetrics,
+    Subject,
+    SubjectLike,
+    _encode,
+    _Model,
+)
+
+__all__ = ["Client", "AsyncClient"]
+
+R = TypeVar("R", bound=_Model)
+
+
+def _ms(seconds: float | None, name: str) -> int | None:
+    if seconds is None:
+        return None
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds <= 0:
+        raise InvalidArgumentError(f"{name} must be a positive number of seconds")
+    return max(1, round(seconds * 1000))
+
+
+def _part(value: Any, cls: type, what: str) -> Any:
+    if isinstance(value, cls):
+        return value.to_json()  # type: ignore[attr-defined]
+    if isinstance(value, Mapping):
+        return _encode(dict(value))
+    raise InvalidArgumentError(f"{what} must be a {cls.__name__} or a mapping")
+
+
+def _clean(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in d.items() if v is not None}
+
+
+def _dumps(args: Mapping[str, Any]) -> str:
+    try:
+        return json.dumps(args, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError) as e:
+        raise InvalidArgumentError(f"arguments are not JSON-serialisable: {e}") from None
+
+
+def _result(cls: type[R], out: tuple[int, str | None, str | None, int, str]) -> R:
+    status, request_id, trace_id, rtt_us, body = out
+    meta = ResponseMeta(status, request_id, trace_id, rtt_us)
+    return cls._from_json(json.loads(body), meta)
+
+
+class _Requests:
+    """Builds the (operation, JSON arguments) pairs shared by both clients."""
+
+    _native: _native.NativeClient
+
+    def _subject(self, subject: SubjectLike | None) -> Any:
+        if subject is None:
+            tenant = self._native.tenant
+            if tenant is None:
+                raise InvalidArgumentError(
+                    "subject is required (or configure a tenant on the client)",
+                )
+            return Subject(tenant=tenant).to_json()
+        return _part(subject, Subject, "subject")
+
+    def _create(
+        self,
+        idempotency_key: str,
+        subject: SubjectLike | None,
+        action: ActionLike,
+        estimate: AmountLike,
+        ttl_ms: int | None,
+        grace_period_ms: int | None,
+        overage_policy: str | None,
+        dry_run: bool | None,
+        metadata: Mapping[str, Any] | None,
+    ) -> str:
+        return _dumps(
+            _clean(
+                {
+                    "idempotency_key": idempotency_key,
+                    "subject": self._subject(subject),
+                    "action": _part(action, Action, "action"),
+                    "estimate": _part(estimate, Amount, "estimate"),
+                    "ttl_ms": ttl_ms,
+                    "grace_period_ms": grace_period_ms,
+                    "overage_policy": overage_policy,
+                    "dry_run": dry_run,
+                    "metadata": None if metadata is None else dict(metadata),
+                }
+            )
+        )
+
+    @staticmethod
+    def _metrics(metrics: MetricsLike | None) -> Any:
+        return None if metrics is None else _part(metrics, StandardMetrics, "metrics")
+
+    def _commit(
+        self,
+        reservation_id: str,
+        idempotency_key: str,
+        actual: AmountLike,
+        metrics: MetricsLike | None,
+        metadata: Mapping[str, Any] | None,
+    ) -> str:
+        req = _clean(
+            {
+                "idempotency_key": idempotency_key,
+                "actual": _part(actual, Amount, "actual"),
+                "metrics": self._metrics(metrics),
+                "metadata": None if metadata is None else dict(metadata),
+            }
+        )
+        return _dumps({"reservation_id": reservation_id, "request": req})
+
+    @staticmethod
+    def _release(reservation_id: str, idempotency_key: str, reason: str | None) -> str:
+        req = _clean({"idempotency_key": idempotency_key, "reason": reason})
+        return _dumps({"reservation_id": reservation_id, "request": req})
+
+    @staticmethod
+    def _extend(
+        reservation_id: str,
+        idempotency_key: str,
+        extend_by_ms: int,
+        metadata: Mapping[str, Any] | None,
+    ) -> str:
+        req = _clean(
+            {
+                "idempotency_key": idempotency_key,
+                "extend_by_ms": extend_by_ms,
+                "metadata": None if metadata is None else dict(metadata),
+            }
+        )
+        return _dumps({"reservation_id": reservation_id, "request": req})
+
+    def _decide(
+        self,
+        idempotency_key: str,
+        subject: SubjectLike | None,
+        action: ActionLike,
+        estimate: AmountLike,
+        metadata: Mapping[str, Any] | None,
+    ) -> str:
+        return _dumps(
+            _clean(
+                {
+                    "idempotency_key": idempotency_key,
+                    "subject": self._subject(subject),
+                    "action": _part(action, Action, "action"),
+                    "estimate": _part(estimate, Amount, "estimate"),
+                    "metadata": None if metadata is None else dict(metadata),
+                }
+            )
+        )
+
+    def _event(
+        self,
+        idempotency_key: str,
+        subject: SubjectLike | None,
+        action: ActionLike,
+        actual: AmountLike,
+        overage_policy: str | None,
+        metrics: MetricsLike | None,
+        client_time_ms: int | None,
+        metadata: Mapping[str, Any] | None,
+    ) -> str:
+        return _dumps(
+            _clean(
+                {
+                    "idempotency_key": idempotency_key,
+                    "subject": self._subject(subject),
+                    "action": _part(action, Action, "action"),
+                    "actual": _part(actual, Amount, "actual"),
+                    "overage_policy": overage_policy,
+                    "metrics": self._metrics(metrics),
+                    "client_time_ms": client_time_ms,
+                    "metadata": None if metadata is None else dict(metadata),
+                }
+            )
+        )
+
+    @staticmethod
+    def _query(**kw: Any) -> str:
+        include = kw.get("include")
+        if isinstance(include, str):
+            kw["include"] = [include]
+        elif include is not None:
+            kw["include"] = list(include)
+        return _dumps(_clean(kw))
+
+
+class _Base(_Requests):
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        tenant: str | None = None,
+        request_timeout: float | None = None,
+        connect_timeout: float | None = None,
+    ) -> None:
+        self._native = _native.NativeClient(
+            base_url,
+            api_key,
+            tenant,
+            _ms(request_timeout, "request_timeout"),
+            _ms(connect_timeout, "connect_timeout"),
+        )
+
+    @classmethod
+    def _wrap(cls, native: _native.NativeClient) -> Any:
+        self = cls.__new__(cls)
+        self._native = native
+        return self
+
+    @property
+    def base_url(self) -> str:
+        """Server root (without ``/v1``)."""
+        return self._native.base_url
+
+    @property
+    def tenant(self) -> str | None:
+        """Default tenant (used when an operation gets no ``subject``)."""
+        return self._native.tenant
+
+    @property
+    def request_timeout(self) -> float:
+        """Per-attempt request timeout in seconds."""
+        return self._native.request_timeout_ms / 1000.0
+
+    @property
+    def request_timeout_ms(self) -> int:
+        """Per-attempt request timeout in milliseconds (the heartbeat's attempt budget)."""
+        return self._native.request_timeout_ms
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` was called."""
+        return self._native.closed
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(base_url={self.base_url!r}, tenant={self.tenant!r}, "
+            f"closed={self.closed})"
+        )
+
+
+class Client(_Base):
+    """Blocking client. Use as a context manager, or call :meth:`close`.
+
+    ``Client(base_url, api_key, tenant=..., request_timeout=10.0, connect_timeout=5.0)``
+    (timeouts in seconds), or :meth:`from_env` for the ``CYCLES_*`` variables.
+    """
+
+    @classmethod
+    def from_env(cls) -> Client:
+        """A client from ``CYCLES_BASE_URL``, ``CYCLES_API_KEY`` (required),
+        ``CYCLES_TENANT``, ``CYCLES_REQUEST_TIMEOUT_MS`` and ``CYCLES_CONNECT_TIMEOUT_MS``."""
+        return cls._wrap(_native.NativeClient.from_env())  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        """Closes the client: later calls raise :class:`~cycles.errors.ClientClosedError`.
+        Idempotent."""
+        self._native.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, cls: type[R], op: str, args: str) -> R:
+        return _result(cls, self._native.call(op, args))
+
+    def create_reservation(
+        self,
+        *,
+        idempotency_key: str,
+        action: ActionLike,
+        estimate: AmountLike,
+        subject: SubjectLike | None = None,
+        ttl_ms: int | None = None,
+        grace_period_ms: int | None = None,
+        overage_policy: str | None = None,
+        dry_run: bool | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> ReservationCreated:
+        """``POST /v1/reservations``: reserve ``estimate`` for ``action``."""
+        args = self._create(
+            idempotency_key, subject, action, estimate, ttl_ms, grace_period_ms,
+            overage_policy, dry_run, metadata,
+        )  # fmt: skip
+        return self._call(ReservationCreated, "create_reservation", args)
+
+    def commit_reservation(
+        self,
+        reservation_id: str,
+        *,
+        idempotency_key: str,
+        actual: AmountLike,
+        metrics: MetricsLike | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> CommitResult:
+        """``POST /v1/reservations/{id}/commit``: settle the actual amount."""
+        args = self._commit(reservation_id, idempotency_key, actual, metrics, metadata)
+        return self._call(CommitResult, "commit_reservation", args)
+
+    def release_reservation(
+        self, reservation_id: str, *, idempotency_key: str, reason: str | None = None
+    ) -> ReleaseResult:
+        """``POST /v1/reservations/{id}/release``: return the reserved amount."""
+        args = self._release(reservation_id, idempotency_key, reason)
+        return self._call(ReleaseResult, "release_reservation", args)
+
+    def extend_reservation(
+        self,
+        reservation_id: str,
+        *,
+        idempotency_key: str,
+        extend_by_ms: int,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> ExtendResult:
+        """``POST /v1/reservations/{id}/extend``: one lease extension."""
+        args = self._extend(reservation_id, idempotency_key, extend_by_ms, metadata)
+        return self._call(ExtendResult, "extend_reservation", args)
+
+    def decide(
+        self,
+        *,
+        idempotency_key: str,
+        action: ActionLike,
+        estimate: AmountLike,
+        subject: SubjectLike | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> DecisionResult:
+        """``POST /v1/decide``: a budget decision that persists nothing."""
+        args = self._decide(idempotency_key, subject, action, estimate, metadata)
+        return self._call(DecisionResult, "decide", args)
+
+    def create_event(
+        self,
+        *,
+        idempotency_key: str,
+        action: ActionLike,
+        actual: AmountLike,
+        subject: SubjectLike | None = None,
+        overage_policy: str | None = None,
+        metrics: MetricsLike | None = None,
+        client_time_ms: int | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> EventResult:
+        """``POST /v1/events``: post-only accounting without a reservation."""
+        args = self._event(
+            idempotency_key, subject, action, actual, overage_policy, metrics,
+            client_time_ms, metadata,
+        )  # fmt: skip
+        return self._call(EventResult, "create_event", args)
+
+    def get_balances(
+        self,
+        *,
+        tenant: str | None = None,
+        workspace: str | None = None,
+        app: str | None = None,
+        workflow: str | None = None,
+        agent: str | None = None,
+        toolset: str | None = None,
+        include_children: bool | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> BalancesResult:
+        """``GET /v1/balances`` (one page; at least one subject filter)."""
+        args = self._query(
+            tenant=tenant, workspace=workspace, app=app, workflow=workflow, agent=agent,
+            toolset=toolset, include_children=include_children, limit=limit, cursor=cursor,
+        )  # fmt: skip
+        return self._call(BalancesResult, "get_balances", args)
+
+    def list_reservations(
+        self,
+        *,
+        idempotency_key: str | None = None,
+        status: str | None = None,
+        tenant: str | None = None,
+        workspace: str | None = None,
+        app: str | None = None,
+        workflow: str | None = None,
+        agent: str | None = None,
+        toolset: str | None = None,
+        sort_by: str | None = None,
+        sort_dir: str | None = None,
+        include: Sequence[str] | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> ReservationPage:
+        """``GET /v1/reservations`` (one page)."""
+        args = self._query(
+            idempotency_key=idempotency_key, status=status, tenant=tenant,
+            workspace=workspace, app=app, workflow=workflow, agent=agent, toolset=toolset,
+            sort_by=sort_by, sort_dir=sort_dir, include=include, limit=limit, cursor=cursor,
+        )  # fmt: skip
+        return self._call(ReservationPage, "list_reservations", args)
+
+    def list_all_reservations(
+        self,
+        *,
+        max_pages: int = 100,
+        idempotency_key: str | None = None,
+        status: str | None = None,
+        tenant: str | None = None,
+        workspace: str | None = None,
+        app: str | None = None,
+        workflow: str | None = None,
+        agent: str | None = None,
+        toolset: str | None = None,
+        sort_by: str | None = None,
+        sort_dir: str | None = None,
+        include: Sequence[str] | None = None,
+        limit: int | None = None,
+    ) -> list[Reservation]:
+        """Every row, following ``next_cursor`` for at most ``max_pages`` pages."""
+        args = self._query(
+            max_pages=max_pages, idempotency_key=idempotency_key, status=status,
+            tenant=tenant, workspace=workspace, app=app, workflow=workflow, agent=agent,
+            toolset=toolset, sort_by=sort_by, sort_dir=sort_dir, include=include, limit=limit,
+        )  # fmt: skip
+        out = self._native.call("list_reservations_all", args)
+        return [Reservation._from_json(r) for r in json.loads(out[4])]
+
+    def get_reservation(self, reservation_id: str) -> Reservation:
+        """``GET /v1/reservations/{id}``."""
+        args = _dumps({"reservation_id": reservation_id})
+        return self._call(Reservation, "get_reservation", args)
+
+    def get_evidence(self, evidence_id: str) -> EvidenceEnvelope:
+        """``GET /v1/evidence/{id}`` (public; sent without the API key)."""
+        args = _dumps({"evidence_id": evidence_id})
+        return self._call(EvidenceEnvelope, "get_evidence", args)
+
+    def get_evidence_jwks(self) -> EvidenceJwks:
+        """``GET /v1/.well-known/cycles-jwks.json`` (public)."""
+        return self._call(EvidenceJwks, "get_evidence_jwks", "{}")
+
+
+class AsyncClient(_Base):
+    """asyncio client: the same operations as :class:`Client`, as coroutines.
+
+    Use ``async with AsyncClient(...) as client:``, or call :meth:`aclose`.
+    """
+
+    @classmethod
+    def from_env(cls) -> AsyncClient:
+        """A client from the ``CYCLES_*`` variables (see :meth:`Client.from_env`)."""
+        return cls._wrap(_native.NativeClient.from_env())  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        """Closes the client (synchronously). Idempotent."""
+        self._native.close()
+
+    async def aclose(self) -> None:
+        """Closes the client. Idempotent."""
+        self._native.close()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def _call(self, cls: type[R], op: str, args: str) -> R:
+        return _result(cls, await self._native.call_async(op, args))
+
+    async def create_reservation(
+        self,
+        *,
+        idempotency_key: str,
+        action: ActionLike,
+        estimate: AmountLike,
+        subject: SubjectLike | None = None,
+        ttl_ms: int | None = None,
+        grace_period_ms: int | None = None,
+        overage_policy: str | None = None,
+        dry_run: bool | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> ReservationCreated:
+        """See :meth:`Client.create_reservation`."""
+        args = self._create(
+            idempotency_key, subject, action, estimate, ttl_ms, grace_period_ms,
+            overage_policy, dry_run, metadata,
+        )  # fmt: skip
+        return await self._call(ReservationCreated, "create_reservation", args)
+
+    async def commit_reservation(
+        self,
+        reservation_id: str,
+        *,
+        idempotency_key: str,
+        actual: AmountLike,
+        metrics: MetricsLike | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> CommitResult:
+        """See :meth:`Client.commit_reservation`."""
+        args = self._commit(reservation_id, idempotency_key, actual, metrics, metadata)
+        return await self._call(CommitResult, "commit_reservation", args)
+
+    async def release_reservation(
+        self, reservation_id: str, *, idempotency_key: str, reason: str | None = None
+    ) -> ReleaseResult:
+        """See :meth:`Client.release_reservation`."""
+        args = self._release(reservation_id, idempotency_key, reason)
+        return await self._call(ReleaseResult, "release_reservation", args)
+
+    async def extend_reservation(
+        self,
+        reservation_id: str,
+        *,
+        idempotency_key: str,
+        extend_by_ms: int,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> ExtendResult:
+        """See :meth:`Client.extend_reservation`."""
+        args = self._extend(reservation_id, idempotency_key, extend_by_ms, metadata)
+        return await self._call(ExtendResult, "extend_reservation", args)
+
+    async def decide(
+        self,
+        *,
+        idempotency_key: str,
+        action: ActionLike,
+        estimate: AmountLike,
+        subject: SubjectLike | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> DecisionResult:
+        """See :meth:`Client.decide`."""
+        args = self._decide(idempotency_key, subject, action, estimate, metadata)
+        return await self._call(DecisionResult, "decide", args)
+
+    async def create_event(
+        self,
+        *,
+        idempotency_key: str,
+        action: ActionLike,
+        actual: AmountLike,
+        subject: SubjectLike | None = None,
+        overage_policy: str | None = None,
+        metrics: MetricsLike | None = None,
+        client_time_ms: int | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> EventResult:
+        """See :meth:`Client.create_event`."""
+        args = self._event(
+            idempotency_key, subject, action, actual, overage_policy, metrics,
+            client_time_ms, metadata,
+        )  # fmt: skip
+        return await self._call(EventResult, "create_event", args)
+
+    async def get_balances(
+        self,
+        *,
+        tenant: str | None = None,
+        workspace: str | None = None,
+        app: str | None = None,
+        workflow: str | None = None,
+        agent: str | None = None,
+        toolset: str | None = None,
+        include_children: bool | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> BalancesResult:
+        """See :meth:`Client.get_balances`."""
+        args = self._query(
+            tenant=tenant, workspace=workspace, app=app, workflow=workflow, agent=agent,
+            toolset=toolset, include_children=include_children, limit=limit, cursor=cursor,
+        )  # fmt: skip
+        return await self._call(BalancesResult, "get_balances", args)
+
+    async def list_reservations(
+        self,
+        *,
+        idempotency_key: str | None = None,
+        status: str | None = None,
+        tenant: str | None = None,
+        workspace: str | None = None,
+        app: str | None = None,
+        workflow: str | None = None,
+        agent: str | None = None,
+        toolset: str | None = None,
+        sort_by: str | None = None,
+        sort_dir: str | None = None,
+        include: Sequence[str] | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> ReservationPage:
+        """See :meth:`Client.list_reservations`."""
+        args = self._query(
+            idempotency_key=idempotency_key, status=status, tenant=tenant,
+            workspace=workspace, app=app, workflow=workflow, agent=agent, toolset=toolset,
+            sort_by=sort_by, sort_dir=sort_dir, include=include, limit=limit, cursor=cursor,
+        )  # fmt: skip
+        return await self._call(ReservationPage, "list_reservations", args)
+
+    async def list_all_reservations(
+        self,
+        *,
+        max_pages: int = 100,
+        idempotency_key: str | None = None,
+        status: str | None = None,
+        tenant: str | None = None,
+        workspace: str | None = None,
+        app: str | None = None,
+        workflow: str | None = None,
+        agent: str | None = None,
+        toolset: str | None = None,
+        sort_by: str | None = None,
+        sort_dir: str | None = None,
+        include: Sequence[str] | None = None,
+        limit: int | None = None,
+    ) -> list[Reservation]:
+        """See :meth:`Client.list_all_reservations`."""
+        args = self._query(
+            max_pages=max_pages, idempotency_key=idempotency_key, status=status,
+            tenant=tenant, workspace=workspace, app=app, workflow=workflow, agent=agent,
+            toolset=toolset, sort_by=sort_by, sort_dir=sort_dir, include=include, limit=limit,
+        )  # fmt: skip
+        out = await self._native.call_async("list_reservations_all", args)
+        return [Reservation._from_json(r) for r in json.loads(out[4])]
+
+    async def get_reservation(self, reservation_id: str) -> Reservation:
+        """See :meth:`Client.get_reservation`."""
+        args = _dumps({"reservation_id": reservation_id})
+        return await self._call(Reservation, "get_reservation", args)
+
+    async def get_evidence(self, evidence_id: str) -> EvidenceEnvelope:
+        """See :meth:`Client.get_evidence`."""
+        args = _dumps({"evidence_id": evidence_id})
+        return await self._call(EvidenceEnvelope, "get_evidence", args)
+
+    async def get_evidence_jwks(self) -> EvidenceJwks:
+        """See :meth:`Client.get_evidence_jwks`."""
+        return await self._call(EvidenceJwks, "get_evidence_jwks", "{}")

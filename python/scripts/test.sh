@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Python binding: lint and type-check, build the abi3 wheel, install THE WHEEL into a fresh virtual
+# environment and run the pytest suite from outside the source tree, so the installed
+# package is what is tested. Exits non-zero on any failure.
+#
+#   python/scripts/test.sh                 # debug build (fast); tests on the oldest and newest CPython found
+#   CYCLES_PY_RELEASE=1 python/scripts/test.sh   # release build
+#   CYCLES_PYTHON=/path/to/python3.X python/scripts/test.sh   # one given interpreter only
+#
+# Venvs live under ~/.cache (never in the repo); Cargo builds in $CARGO_TARGET_DIR
+# (default ~/.cache/cycles-target, shared with the rest of the workspace).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+PKG="$ROOT/python"
+CACHE="${CYCLES_PY_CACHE:-$HOME/.cache/cycles-python}"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/cycles-target}"
+
+# Pinned tools.
+MATURIN_VERSION=1.16.0
+RUFF_VERSION=0.17.6
+MYPY_VERSION=2.4.1
+PYTEST_VERSION=9.2.0
+PYTEST_ASYNCIO_VERSION=1.5.0
+
+log() { printf '== python: %s\n' "$*" >&2; }
+
+# CPython >= 3.10 interpreters: the oldest first (the abi3 floor), then the newest.
+usable() { "$1" -c 'import sys; sys.exit(0 if sys.implementation.name == "cpython" and sys.version_info >= (3, 10) else 1)' >/dev/null 2>&1; }
+version_of() { "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])'; }
+find_pythons() {
+    if [[ -n "${CYCLES_PYTHON:-}" ]]; then
+        usable "$CYCLES_PYTHON" || { echo "CYCLES_PYTHON=$CYCLES_PYTHON is not CPython >= 3.10" >&2; return 1; }
+        echo "$CYCLES_PYTHON"
+        return
+    fi
+    local found=() seen=" " c v
+    for c in python3.10 python3.11 python3.12 python3.13 python3.14 \
+             "$HOME"/.pyenv/versions/3.1[0-9]*/bin/python3 python3; do
+        usable "$c" || continue
+        v="$(version_of "$c")"
+        [[ "$seen" == *" $v "* ]] && continue
+        seen+="$v "
+        found+=("$v $c")
+    done
+    [[ ${#found[@]} -gt 0 ]] || { echo "no CPython >= 3.10 found (set CYCLES_PYTHON)" >&2; return 1; }
+    mapfile -t sorted < <(printf '%s\n' "${found[@]}" | sort -t. -k1,1n -k2,2n)
+    echo "${sorted[0]#* }"
+    [[ ${#sorted[@]} -gt 1 ]] && echo "${sorted[-1]#* }"
+    return 0
+}
+mapfile -t PYTHONS < <(find_pythons)
+[[ ${#PYTHONS[@]} -gt 0 ]] || exit 1
+BUILD_PY="${PYTHONS[0]}"
+
+# Tool venv (maturin, ruff, mypy; pytest for type-checking the tests), reused while the pins are unchanged.
+TOOLS="$CACHE/tools"
+STAMP="maturin==$MATURIN_VERSION ruff==$RUFF_VERSION mypy==$MYPY_VERSION pytest==$PYTEST_VERSION $(version_of "$BUILD_PY")"
+if [[ ! -x "$TOOLS/bin/python" || "$(cat "$TOOLS/.stamp" 2>/dev/null)" != "$STAMP" ]]; then
+    log "creating the tool venv $TOOLS"
+    rm -rf "$TOOLS"
+    "$BUILD_PY" -m venv "$TOOLS"
+    "$TOOLS/bin/python" -m pip install -q --disable-pip-version-check \
+        "maturin==$MATURIN_VERSION" "ruff==$RUFF_VERSION" "mypy==$MYPY_VERSION" \
+        "pytest==$PYTEST_VERSION" "pytest-asyncio==$PYTEST_ASYNCIO_VERSION"
+    echo "$STAMP" >"$TOOLS/.stamp"
+fi
+
+log "ruff check + format check; mypy --strict on the package (against its _native.pyi), mypy on the tests"
+"$TOOLS/bin/ruff" check --no-cache "$PKG"
+"$TOOLS/bin/ruff" format --no-cache --check "$PKG"
+(cd "$PKG" && "$TOOLS/bin/mypy" --strict --no-incremental --cache-dir=/dev/null cycles \
+    && "$TOOLS/bin/mypy" --no-incremental --cache-dir=/dev/null cycles tests)
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/cycles-python-test.XXXXXX")"
+trap 'rm -rf "$WORK"' EXIT
+
+PROFILE=()
+[[ "${CYCLES_PY_RELEASE:-0}" == "1" ]] && PROFILE=(--release)
+log "building the wheel (maturin ${PROFILE[*]:-debug})"
+(cd "$PKG" && "$TOOLS/bin/maturin" build "${PROFILE[@]}" --interpreter "$BUILD_PY" \
+    --out "$WORK/wheels" --quiet) >&2
+WHEEL="$(ls "$WORK"/wheels/*.whl)"
+case "$WHEEL" in *-abi3-*) ;; *) echo "not an abi3 wheel: $WHEEL" >&2; exit 1 ;; esac
+log "built $(basename "$WHEEL")"
+
+# The tests run from a copy outside the source tree: `import cycles` can only find the wheel.
+cp -r "$PKG/tests" "$WORK/tests"
+export CYCLES_VECTORS="$ROOT/conformance/vectors/heartbeat.json"
+export CYCLES_README="$PKG/README.md"
+export RUST_BACKTRACE=0
+
+status=0
+for py in "${PYTHONS[@]}"; do
+    v="$(version_of "$py")"
+    VENV="$CACHE/test-venv-$v"
+    log "fresh venv for CPython $v: install the wheel, pytest"
+    rm -rf "$VENV"
+    "$py" -m venv "$VENV"
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
+        "$WHEEL" "pytest==$PYTEST_VERSION" "pytest-asyncio==$PYTEST_ASYNCIO_VERSION"
+    (cd "$WORK" && "$VENV/bin/python" -m pytest -q "$WORK/tests") || status=1
+done
+exit "$status"

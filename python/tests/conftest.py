@@ -1,0 +1,78 @@
+"""Shared fixtures. These tests run against the INSTALLED wheel (python/scripts/test.sh runs
+pytest from a copy of this folder outside the source tree)."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import cycles
+from cycles.testing import LocalServer
+
+if os.environ.get("CYCLES_TEST_ALLOW_SOURCE") != "1":
+    assert "site-packages" in cycles.__file__, (
+        f"tests must import the installed wheel, not {cycles.__file__}"
+    )
+
+ACTION = cycles.Action("llm.completion", "openai:gpt-4o-mini")
+USD = cycles.Unit.USD_MICROCENTS
+
+
+def usd(n: int) -> cycles.Amount:
+    return cycles.Amount(USD, n)
+
+
+class Api:
+    """Calls a Client or an AsyncClient the same way, so one test covers both."""
+
+    def __init__(self, client: cycles.Client | cycles.AsyncClient) -> None:
+        self.client = client
+        self.is_async = isinstance(client, cycles.AsyncClient)
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self.client, name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            result = method(*args, **kwargs)
+            if inspect.iscoroutine(result):
+                return asyncio.run(result)
+            return result
+
+        return call
+
+
+@pytest.fixture
+def server():
+    with LocalServer() as s:
+        yield s
+
+
+@pytest.fixture(params=["sync", "async"])
+def api(request, server):
+    client = server.client() if request.param == "sync" else server.async_client()
+    try:
+        yield Api(client)
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def unused_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return int(port)
+
+
+def vectors_path() -> Path:
+    env = os.environ.get("CYCLES_VECTORS")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[2] / "conformance" / "vectors" / "heartbeat.json"

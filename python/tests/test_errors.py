@@ -1,0 +1,247 @@
+"""Each error class over real HTTP (or a real closed port), sync and async, with its
+attributes: code, name, http_status, error_code, request_id, trace_id, retryable."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import ACTION, Api, usd
+
+import cycles
+from cycles import errors
+
+
+def reserve(api, key: str = "k", amount: int = 1000, **kw):
+    return api.create_reservation(idempotency_key=key, action=ACTION, estimate=usd(amount), **kw)
+
+
+def assert_http(e: cycles.CyclesError, status: int, *, retryable: bool) -> None:
+    assert e.http_status == status
+    assert e.request_id and e.trace_id, "correlation ids come with every server error"
+    assert e.retryable is retryable
+    assert isinstance(e, cycles.HttpError)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_connect_refused(mode, unused_port) -> None:
+    url = f"http://127.0.0.1:{unused_port}"
+    client = cycles.Client(url, "k") if mode == "sync" else cycles.AsyncClient(url, "k")
+    with pytest.raises(cycles.TransportConnectError) as e:
+        reserve(Api(client), subject={"tenant": "acme"})
+    err = e.value
+    assert isinstance(err, cycles.TransportError) and isinstance(err, cycles.CyclesError)
+    assert (err.code, err.name, err.retryable) == (10, "TRANSPORT_CONNECT", True)
+    assert err.http_status is None and err.request_id is None
+    client.close()
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_timeout_via_delay_fault(mode, server) -> None:
+    server.add_fault("createReservation", {"kind": "delay", "ms": 1500})
+    kw = {"request_timeout": 0.3}
+    client = server.client(**kw) if mode == "sync" else server.async_client(**kw)
+    with pytest.raises(cycles.TransportTimeoutError) as e:
+        reserve(Api(client))
+    assert (e.value.code, e.value.name, e.value.retryable) == (11, "TRANSPORT_TIMEOUT", True)
+    client.close()
+
+
+def test_reset(api, server) -> None:
+    server.add_fault("createReservation", {"kind": "connection_reset"})
+    with pytest.raises(cycles.TransportResetError) as e:
+        reserve(api)
+    assert (e.value.code, e.value.name, e.value.retryable) == (12, "TRANSPORT_RESET", True)
+    # A lost response after apply is a reset too; the same-key retry replays it.
+    server.add_fault("createReservation", {"kind": "drop_response_after_apply"})
+    with pytest.raises(cycles.TransportResetError):
+        reserve(api, "k-lost")
+    assert reserve(api, "k-lost").reservation_id
+    assert [e.kind for e in server.ledger()] == ["reserve"]
+
+
+def test_rate_limited_with_retry_after(api, server) -> None:
+    server.add_fault("decide", {"kind": "rate_limited", "retry_after": "7"})
+    with pytest.raises(cycles.RateLimitedError) as e:
+        api.decide(idempotency_key="k", action=ACTION, estimate=usd(1))
+    err = e.value
+    assert_http(err, 429, retryable=True)
+    assert (err.code, err.name, err.error_code) == (20, "RATE_LIMITED", "LIMIT_EXCEEDED")
+    assert err.retry_after == 7 and err.retry_after_raw == "7"
+    server.add_fault(
+        "decide", {"kind": "rate_limited", "retry_after": "Wed, 21 Oct 2015 07:28:00 GMT"}
+    )
+    with pytest.raises(cycles.RateLimitedError) as e:
+        api.decide(idempotency_key="k", action=ACTION, estimate=usd(1))
+    assert e.value.retry_after is None
+    assert e.value.retry_after_raw == "Wed, 21 Oct 2015 07:28:00 GMT"
+
+
+def test_server_error(api, server) -> None:
+    server.add_fault("createReservation", {"kind": "server_error", "status": 503})
+    with pytest.raises(cycles.ServerError) as e:
+        reserve(api)
+    assert_http(e.value, 503, retryable=True)
+    assert (e.value.code, e.value.name, e.value.error_code) == (
+        21,
+        "SERVER_ERROR",
+        "INTERNAL_ERROR",
+    )
+    assert server.ledger() == []
+
+
+@pytest.mark.parametrize(
+    "shape", ["missing_required_field", "wrong_status_code", "not_json", "wrong_field_type"]
+)
+def test_ambiguous_success(api, server, shape) -> None:
+    server.add_fault("createReservation", {"kind": "malformed_success", "shape": shape})
+    with pytest.raises(cycles.AmbiguousSuccessError) as e:
+        reserve(api)
+    err = e.value
+    assert (err.code, err.name, err.retryable) == (22, "AMBIGUOUS_SUCCESS", True)
+    assert err.http_status is not None and 200 <= err.http_status < 300
+    assert [x.kind for x in server.ledger()] == ["reserve"], "applied, then answered badly"
+
+
+def test_unauthorized_401(server) -> None:
+    for client in (server.client(api_key="wrong"), server.async_client(api_key="wrong")):
+        with pytest.raises(cycles.UnauthorizedError) as e:
+            reserve(Api(client))
+        assert_http(e.value, 401, retryable=False)
+        assert (e.value.code, e.value.error_code) == (101, "UNAUTHORIZED")
+        client.close()
+
+
+def test_forbidden_403(api) -> None:
+    with pytest.raises(cycles.ForbiddenError) as e:
+        reserve(api, subject={"tenant": "globex"})
+    assert_http(e.value, 403, retryable=False)
+    assert (e.value.code, e.value.error_code) == (102, "FORBIDDEN")
+
+
+def test_not_found_404(api) -> None:
+    with pytest.raises(cycles.NotFoundError) as e:
+        api.get_reservation("rsv_does_not_exist")
+    assert_http(e.value, 404, retryable=False)
+    assert (e.value.code, e.value.name) == (103, "NOT_FOUND")
+
+
+def test_conflicts_409(api) -> None:
+    with pytest.raises(cycles.BudgetExceededError) as e:
+        reserve(api, "k-big", amount=10**15)
+    assert_http(e.value, 409, retryable=False)
+    assert (e.value.code, e.value.error_code) == (104, "BUDGET_EXCEEDED")
+
+    rid = reserve(api, "k-1").reservation_id
+    api.commit_reservation(rid, idempotency_key="c-1", actual=usd(10))
+    with pytest.raises(cycles.ReservationFinalizedError) as fin:
+        api.commit_reservation(rid, idempotency_key="c-2", actual=usd(10))
+    assert (fin.value.code, fin.value.http_status) == (108, 409)
+
+    with pytest.raises(cycles.IdempotencyMismatchError) as mismatch:
+        reserve(api, "k-1", amount=999)
+    assert (mismatch.value.code, mismatch.value.http_status) == (109, 409)
+
+
+def test_max_extensions_409() -> None:
+    from cycles.testing import LocalServer
+
+    with LocalServer(regime={"max_extensions": 1}) as s, s.client() as c:
+        rid = reserve(c, "k").reservation_id
+        c.extend_reservation(rid, idempotency_key="x1", extend_by_ms=1000)
+        with pytest.raises(cycles.MaxExtensionsExceededError) as e:
+            c.extend_reservation(rid, idempotency_key="x2", extend_by_ms=1000)
+        assert (e.value.code, e.value.http_status) == (113, 409)
+
+
+def test_expired_410(api, server) -> None:
+    rid = reserve(api, "k-exp", ttl_ms=1000).reservation_id
+    server.advance_clock(120_000)
+    with pytest.raises(cycles.ReservationExpiredError) as e:
+        api.commit_reservation(rid, idempotency_key="c", actual=usd(1))
+    assert_http(e.value, 410, retryable=False)
+    assert (e.value.code, e.value.error_code) == (107, "RESERVATION_EXPIRED")
+
+
+def test_tenant_closed(api, server) -> None:
+    server.set_tenant_closed("acme", True)
+    with pytest.raises(cycles.TenantClosedError) as e:
+        reserve(api)
+    assert (e.value.code, e.value.http_status) == (115, 409)
+
+
+def test_invalid_request_400_with_unknown_unit(api) -> None:
+    # The unknown unit travels unchanged to the server, which rejects it (the local server
+    # knows only the spec's units): the client itself never refuses an open enum value.
+    with pytest.raises(cycles.InvalidRequestError) as e:
+        api.create_reservation(
+            idempotency_key="k", action=ACTION, estimate=cycles.Amount("GPU_SECONDS", 5)
+        )
+    assert_http(e.value, 400, retryable=False)
+    assert (e.value.code, e.value.error_code) == (100, "INVALID_REQUEST")
+    assert "unit" in e.value.message
+
+
+def test_unknown_server_code_and_details(api, server) -> None:
+    server.add_fault("decide", {"kind": "error", "status": 409, "code": "ACTION_QUOTA_EXCEEDED"})
+    with pytest.raises(cycles.UnknownErrorCodeError) as e:
+        api.decide(idempotency_key="k", action=ACTION, estimate=usd(1))
+    assert (e.value.code, e.value.name) == (199, "UNKNOWN_ERROR_CODE")
+    assert e.value.error_code == "ACTION_QUOTA_EXCEEDED" and e.value.http_status == 409
+    server.add_fault("decide", {"kind": "error", "status": 429, "code": "LIMIT_EXCEEDED"})
+    with pytest.raises(cycles.RateLimitedError):
+        api.decide(idempotency_key="k", action=ACTION, estimate=usd(1))
+
+
+def test_unit_mismatch_details(api, server) -> None:
+    with pytest.raises(cycles.CyclesError) as e:
+        api.create_reservation(
+            idempotency_key="k", action=ACTION, estimate=cycles.Amount("TOKENS", 5)
+        )
+    # No TOKENS budget at any scope: the server says NOT_FOUND or UNIT_MISMATCH (with details).
+    assert isinstance(e.value, (cycles.NotFoundError, cycles.UnitMismatchError))
+    if isinstance(e.value, cycles.UnitMismatchError):
+        assert e.value.details
+
+
+def test_invalid_argument_is_a_value_error(api) -> None:
+    with pytest.raises(ValueError):
+        api.get_reservation("..")
+    with pytest.raises(cycles.InvalidArgumentError) as e:
+        api.create_reservation(idempotency_key="k", action=ACTION, estimate=object())
+    assert e.value.code == 2
+
+
+def test_hierarchy_is_complete_and_picklable() -> None:
+    import pickle
+
+    names = [n for n in errors.__all__ if n != "error_class"]
+    for name in names:
+        cls = getattr(cycles, name)
+        assert issubclass(cls, cycles.CyclesError)
+    e = errors._from_native(
+        code=20, name="RATE_LIMITED", message="slow", http_status=429,
+        error_code="LIMIT_EXCEEDED", request_id="r", trace_id="t", retryable=True,
+        retry_after_raw="3", retry_after_seconds=3, details_json='{"a": 1}', variant=None,
+    )  # fmt: skip
+    assert type(e) is cycles.RateLimitedError and e.details == {"a": 1}
+    back = pickle.loads(pickle.dumps(e))
+    assert type(back) is cycles.RateLimitedError and back.retry_after == 3
+    assert back.request_id == "r" and str(back) == str(e)
+    assert errors.error_class("SOMETHING_NEW") is cycles.CyclesError
+    assert cycles.TransportTimeoutError("x").code == 11
+
+
+def test_panics_become_internal_errors() -> None:
+    import asyncio
+
+    from cycles import _native
+
+    with pytest.raises(cycles.InternalError) as e:
+        _native._debug_panic(True)
+    assert (e.value.code, e.value.name) == (0, "INTERNAL")
+    assert "deliberate test panic" in e.value.message
+
+    async def run() -> None:
+        await _native._debug_panic(False)
+
+    with pytest.raises(cycles.InternalError):
+        asyncio.run(run())
