@@ -22,6 +22,24 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "cargo test (all Rust tests)"
 cargo test --workspace --locked
 
+step "recovery conformance: durable claim (conformance/adapters/rust-map.json)"
+# The adapter runs each mapped test as `cargo test -p cycles-core --test X -- --exact NAME`;
+# building exactly that package selection first makes each of those runs a quick no-op build.
+cargo build -q --locked -p cycles-conformance-runner
+cargo test -q --locked -p cycles-core --no-run
+recovery_report="${CYCLES_RECOVERY_REPORT:-$CARGO_TARGET_DIR/recovery-conformance/recovery-conformance.json}"
+if "$CARGO_TARGET_DIR/debug/cycles-conformance" --claim durable \
+    --report-json "$recovery_report" --implementation cycles-sdk/rust-core \
+    --adapter conformance/adapters/rust; then
+  echo "recovery conformance report: $recovery_report"
+else
+  echo "recovery conformance FAILED; report: $recovery_report" >&2
+  exit 1
+fi
+
+step "Python: lint, type-check, build the wheel, install it into clean venvs, pytest"
+bash python/scripts/test.sh
+
 step "local server fidelity against the OpenAPI spec (schemathesis)"
 bash conformance/fidelity/run.sh
 
