@@ -10,6 +10,7 @@
 //! | 1 | `CONFIG` | [`ErrorKind::Config`] | invalid or missing configuration | no |
 //! | 2 | `INVALID_ARGUMENT` | [`ErrorKind::InvalidArgument`] | a caller-supplied argument is unusable (e.g. reservation id `..`) | no |
 //! | 3 | `RUNTIME` | [`ErrorKind::Runtime`] | the process runtime is unusable (e.g. used after `fork()`) | no |
+//! | 4 | `INTERNAL` | [`ErrorKind::Internal`] | a bug in the SDK, e.g. a panic caught at a language boundary | no |
 //! | 10 | `TRANSPORT_CONNECT` | [`ErrorKind::Connect`] | connection could not be established (refused, DNS, connect timeout): the request was not sent | yes |
 //! | 11 | `TRANSPORT_TIMEOUT` | [`ErrorKind::Timeout`] | the per-attempt request timeout elapsed: outcome unknown | yes |
 //! | 12 | `TRANSPORT_RESET` | [`ErrorKind::ConnectionReset`] | connection reset or closed without a complete response: outcome unknown | yes |
@@ -61,6 +62,8 @@ pub enum ErrorKind {
     InvalidArgument,
     /// The process runtime is unusable (e.g. after `fork()`).
     Runtime,
+    /// A bug in the SDK itself (e.g. a panic caught at a language boundary).
+    Internal,
     /// Could not connect; the request was not sent.
     Connect,
     /// The per-attempt timeout elapsed; the outcome is unknown.
@@ -156,6 +159,7 @@ impl ErrorKind {
             Config => 1,
             InvalidArgument => 2,
             Runtime => 3,
+            Internal => 4,
             Connect => 10,
             Timeout => 11,
             ConnectionReset => 12,
@@ -192,6 +196,7 @@ impl ErrorKind {
             Config => "CONFIG",
             InvalidArgument => "INVALID_ARGUMENT",
             Runtime => "RUNTIME",
+            Internal => "INTERNAL",
             Connect => "TRANSPORT_CONNECT",
             Timeout => "TRANSPORT_TIMEOUT",
             ConnectionReset => "TRANSPORT_RESET",
@@ -302,6 +307,11 @@ impl Error {
     /// A runtime error (e.g. use after `fork()`).
     pub fn runtime(message: impl Into<String>) -> Error {
         Error::new(ErrorKind::Runtime, message)
+    }
+
+    /// An internal error: a bug in the SDK (bindings report caught panics with it).
+    pub fn internal(message: impl Into<String>) -> Error {
+        Error::new(ErrorKind::Internal, message)
     }
 
     /// Classifies a reqwest failure into the transport kinds.
@@ -529,6 +539,7 @@ mod tests {
             ErrorKind::Config,
             ErrorKind::InvalidArgument,
             ErrorKind::Runtime,
+            ErrorKind::Internal,
             ErrorKind::Connect,
             ErrorKind::Timeout,
             ErrorKind::ConnectionReset,

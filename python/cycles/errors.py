@@ -164,7 +164,7 @@ def _rebuild(cls: type[CyclesError], message: str, attrs: dict[str, Any]) -> Cyc
 
 
 class InternalError(CyclesError):
-    """A bug in the SDK (a panic caught at the native boundary). Code ``0``, ``INTERNAL``."""
+    """A bug in the SDK (a panic caught at the native boundary). Code ``4``, ``INTERNAL``."""
 
 
 class ConfigError(CyclesError):
@@ -341,7 +341,7 @@ _BY_NAME: dict[str, type[CyclesError]] = {
 
 
 _CODES: dict[str, int] = {
-    "INTERNAL": 0, "CONFIG": 1, "INVALID_ARGUMENT": 2, "RUNTIME": 3,
+    "INTERNAL": 4, "CONFIG": 1, "INVALID_ARGUMENT": 2, "RUNTIME": 3,
     "TRANSPORT_CONNECT": 10, "TRANSPORT_TIMEOUT": 11, "TRANSPORT_RESET": 12,
     "TRANSPORT_OTHER": 13, "RATE_LIMITED": 20, "SERVER_ERROR": 21, "AMBIGUOUS_SUCCESS": 22,
     "UNEXPECTED_STATUS": 23, "INVALID_REQUEST": 100, "UNAUTHORIZED": 101, "FORBIDDEN": 102,

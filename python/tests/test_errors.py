@@ -237,7 +237,7 @@ def test_panics_become_internal_errors() -> None:
 
     with pytest.raises(cycles.InternalError) as e:
         _native._debug_panic(True)
-    assert (e.value.code, e.value.name) == (0, "INTERNAL")
+    assert (e.value.code, e.value.name) == (4, "INTERNAL")
     assert "deliberate test panic" in e.value.message
 
     async def run() -> None:

@@ -10,10 +10,9 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-/// Code of a panic caught at the boundary. Core has no internal kind yet; 0 is never used
-/// by a core kind (core codes start at 1).
-pub const INTERNAL_CODE: u32 = 0;
-/// Name of a panic caught at the boundary.
+/// Code of a panic caught at the boundary: core's `ErrorKind::Internal`.
+pub const INTERNAL_CODE: u32 = 4;
+/// Name of a panic caught at the boundary: core's `ErrorKind::Internal`.
 pub const INTERNAL_NAME: &str = "INTERNAL";
 
 /// The fields handed to `cycles.errors._from_native`.
