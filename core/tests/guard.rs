@@ -394,3 +394,38 @@ async fn cancel_policy_signals_the_work() {
     assert!(done.value, "the work saw the cancellation");
     assert!(matches!(done.settlement, SettleOutcome::Committed(_)));
 }
+
+/// The two-phase form bindings use for context managers: begin, let host code run, finish.
+#[tokio::test]
+async fn begin_and_finish_is_the_same_lifecycle_in_two_phases() {
+    use cycles_core::guard::Finished;
+    let s = setup(Regime::default()).await;
+    let active = s.guard.begin(spec(60_000)).await.expect("reserved");
+    active.usage().add(30);
+    active.usage().add(12);
+    let id = active.reservation_id().to_string();
+    match active.finish(true).await {
+        Finished::Settled {
+            reservation_id,
+            actual,
+            settlement,
+            ..
+        } => {
+            assert_eq!(reservation_id, id);
+            assert_eq!(actual, usd(42));
+            assert!(matches!(settlement, SettleOutcome::Committed(_)));
+        }
+        other => panic!("expected a settlement, got {other:?}"),
+    }
+    let active = s.guard.begin(spec(60_000)).await.expect("reserved");
+    assert!(matches!(
+        active.finish(false).await,
+        Finished::WorkFailed {
+            settlement: None,
+            release_error: None,
+            ..
+        }
+    ));
+    let kinds: Vec<String> = s.server.ledger().into_iter().map(|e| e.kind).collect();
+    assert_eq!(kinds, ["reserve", "commit", "reserve", "release"]);
+}

@@ -211,18 +211,11 @@ impl Guard {
         Ok((id, created))
     }
 
-    /// Reserves `spec.estimate`, runs `work` with a [`Usage`] while the heartbeat keeps the
-    /// lease alive, then settles or releases as the module docs describe.
-    pub async fn run<T, E, F, Fut>(
-        &self,
-        spec: GuardSpec,
-        work: F,
-    ) -> Result<Guarded<T>, GuardError<E>>
-    where
-        F: FnOnce(Usage) -> Fut,
-        Fut: Future<Output = Result<T, E>>,
-    {
-        let (reservation_id, created) = self.reserve(&spec).await.map_err(GuardError::Reserve)?;
+    /// Phase one of a guarded action, for hosts whose work is not a closure (context
+    /// managers, decorators, streams): reserves `spec.estimate` and starts the heartbeat.
+    /// Every [`ActiveGuard`] must end with [`ActiveGuard::finish`].
+    pub async fn begin(&self, spec: GuardSpec) -> Result<ActiveGuard, Error> {
+        let (reservation_id, created) = self.reserve(&spec).await?;
         let heartbeat = spec.heartbeat.then(|| {
             let config = HeartbeatConfig {
                 policy: spec.policy,
@@ -234,68 +227,87 @@ impl Guard {
         let cancel = heartbeat
             .as_ref()
             .map_or_else(Default::default, Heartbeat::cancellation);
-        let usage = Usage::new(cancel);
-        let outcome = work(usage.clone()).await;
-        let lease = match heartbeat {
-            Some(hb) => Some(hb.finish().await),
-            None => None,
-        };
-        let (actual, metrics, metadata) = usage.take();
-        if let Some(amount) = actual.filter(|a| *a < 0) {
-            return Err(GuardError::InvalidActual {
-                reservation_id,
-                actual: amount,
-            });
-        }
-        match (outcome, actual) {
-            (Ok(value), Some(amount)) => {
-                let settlement = self
-                    .settle(&spec, &reservation_id, amount, metrics, metadata)
-                    .await;
-                if let Some(Err(lapse)) = lease.as_ref().map(LeaseReport::check) {
-                    return Err(GuardError::HeartbeatLapsed { lapse, settlement });
-                }
-                Ok(Guarded {
-                    value,
+        Ok(ActiveGuard {
+            guard: self.clone(),
+            spec,
+            reservation_id,
+            heartbeat,
+            usage: Usage::new(cancel),
+        })
+    }
+
+    /// Reserves `spec.estimate`, runs `work` with a [`Usage`] while the heartbeat keeps the
+    /// lease alive, then settles or releases as the module docs describe.
+    pub async fn run<T, E, F, Fut>(
+        &self,
+        spec: GuardSpec,
+        work: F,
+    ) -> Result<Guarded<T>, GuardError<E>>
+    where
+        F: FnOnce(Usage) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let active = self.begin(spec).await.map_err(GuardError::Reserve)?;
+        let outcome = work(active.usage().clone()).await;
+        let finished = active.finish(outcome.is_ok()).await;
+        match (outcome, finished) {
+            (
+                Ok(value),
+                Finished::Settled {
                     reservation_id,
-                    actual: Amount::new(spec.estimate.unit.clone(), amount),
+                    actual,
                     settlement,
                     lease,
-                })
-            }
-            (Ok(_), None) => Err(GuardError::MissingActual {
+                },
+            ) => Ok(Guarded {
+                value,
+                reservation_id,
+                actual,
+                settlement,
+                lease,
+            }),
+            (
+                Err(error),
+                Finished::WorkFailed {
+                    reservation_id,
+                    settlement,
+                    release_error,
+                    lease,
+                },
+            ) => Err(GuardError::Work {
+                error,
+                reservation_id,
+                settlement,
+                release_error,
+                lease,
+            }),
+            (
+                _,
+                Finished::MissingActual {
+                    reservation_id,
+                    lease,
+                },
+            ) => Err(GuardError::MissingActual {
                 reservation_id,
                 lease,
             }),
-            (Err(error), Some(amount)) => {
-                let settlement = self
-                    .settle(&spec, &reservation_id, amount, metrics, metadata)
-                    .await;
-                Err(GuardError::Work {
-                    error,
+            (
+                _,
+                Finished::InvalidActual {
                     reservation_id,
-                    settlement: Some(settlement),
-                    release_error: None,
-                    lease,
-                })
+                    actual,
+                },
+            ) => Err(GuardError::InvalidActual {
+                reservation_id,
+                actual,
+            }),
+            (_, Finished::HeartbeatLapsed { lapse, settlement }) => {
+                Err(GuardError::HeartbeatLapsed { lapse, settlement })
             }
-            (Err(error), None) => {
-                let release = ReleaseRequest {
-                    reason: Some("guarded work failed before reporting an actual amount".into()),
-                    ..ReleaseRequest::new(format!("{}:release", spec.idempotency_key))
-                };
-                let release_error = self
-                    .client
-                    .release_reservation(&reservation_id, &release)
-                    .await
-                    .err();
-                Err(GuardError::Work {
-                    error,
-                    reservation_id,
-                    settlement: None,
-                    release_error,
-                    lease,
-                })
+            // `finish` mirrors `outcome.is_ok()`, so the other pairs cannot occur.
+            (Ok(_), Finished::WorkFailed { reservation_id, .. })
+            | (Err(_), Finished::Settled { reservation_id, .. }) => {
+                unreachable!("finish() disagreed with the work outcome for {reservation_id}")
             }
         }
     }
@@ -327,5 +339,147 @@ impl Guard {
                 }),
             })
             .await
+    }
+}
+
+/// How a guarded action ended, from [`ActiveGuard::finish`] (the work's own value or error
+/// stays with the host).
+#[derive(Debug)]
+pub enum Finished {
+    /// The work succeeded with a known actual, which was settled.
+    Settled {
+        /// The reservation.
+        reservation_id: String,
+        /// The actual amount settled.
+        actual: Amount,
+        /// Committed, recovered via event, pending or rejected.
+        settlement: SettleOutcome,
+        /// What the heartbeat did.
+        lease: Option<LeaseReport>,
+    },
+    /// The work failed: known usage was settled, otherwise the reservation was released.
+    WorkFailed {
+        /// The reservation.
+        reservation_id: String,
+        /// The settlement of the usage known when the work failed, if any.
+        settlement: Option<SettleOutcome>,
+        /// The release's error, when no usage was known and the release failed.
+        release_error: Option<Error>,
+        /// What the heartbeat did.
+        lease: Option<LeaseReport>,
+    },
+    /// The work succeeded without reporting an actual: nothing was sent.
+    MissingActual {
+        /// The reservation.
+        reservation_id: String,
+        /// What the heartbeat did.
+        lease: Option<LeaseReport>,
+    },
+    /// The work reported a negative actual: nothing was sent.
+    InvalidActual {
+        /// The reservation.
+        reservation_id: String,
+        /// The amount reported.
+        actual: i64,
+    },
+    /// Under `FailOnFinalize` the heartbeat stopped early; the actual was still settled.
+    HeartbeatLapsed {
+        /// Why the heartbeat stopped.
+        lapse: Box<HeartbeatLapse>,
+        /// The settlement of the actual amount.
+        settlement: SettleOutcome,
+    },
+}
+
+/// A reservation whose work is running: phase two of [`Guard::begin`].
+#[derive(Debug)]
+pub struct ActiveGuard {
+    guard: Guard,
+    spec: GuardSpec,
+    reservation_id: String,
+    heartbeat: Option<Heartbeat>,
+    usage: Usage,
+}
+
+impl ActiveGuard {
+    /// The reservation guarding the work.
+    pub fn reservation_id(&self) -> &str {
+        &self.reservation_id
+    }
+
+    /// Where the work reports its actual amount (and sees cancellation).
+    pub fn usage(&self) -> &Usage {
+        &self.usage
+    }
+
+    /// Ends the guarded action: stops the heartbeat, then settles the known actual, releases
+    /// (work failed before any actual) or sends nothing (success without an actual).
+    pub async fn finish(self, work_succeeded: bool) -> Finished {
+        let ActiveGuard {
+            guard,
+            spec,
+            reservation_id,
+            heartbeat,
+            usage,
+        } = self;
+        let lease = match heartbeat {
+            Some(hb) => Some(hb.finish().await),
+            None => None,
+        };
+        let (actual, metrics, metadata) = usage.take();
+        if let Some(amount) = actual.filter(|a| *a < 0) {
+            return Finished::InvalidActual {
+                reservation_id,
+                actual: amount,
+            };
+        }
+        match (work_succeeded, actual) {
+            (true, Some(amount)) => {
+                let settlement = guard
+                    .settle(&spec, &reservation_id, amount, metrics, metadata)
+                    .await;
+                if let Some(Err(lapse)) = lease.as_ref().map(LeaseReport::check) {
+                    return Finished::HeartbeatLapsed { lapse, settlement };
+                }
+                Finished::Settled {
+                    reservation_id,
+                    actual: Amount::new(spec.estimate.unit.clone(), amount),
+                    settlement,
+                    lease,
+                }
+            }
+            (true, None) => Finished::MissingActual {
+                reservation_id,
+                lease,
+            },
+            (false, Some(amount)) => {
+                let settlement = guard
+                    .settle(&spec, &reservation_id, amount, metrics, metadata)
+                    .await;
+                Finished::WorkFailed {
+                    reservation_id,
+                    settlement: Some(settlement),
+                    release_error: None,
+                    lease,
+                }
+            }
+            (false, None) => {
+                let release = ReleaseRequest {
+                    reason: Some("guarded work failed before reporting an actual amount".into()),
+                    ..ReleaseRequest::new(format!("{}:release", spec.idempotency_key))
+                };
+                let release_error = guard
+                    .client
+                    .release_reservation(&reservation_id, &release)
+                    .await
+                    .err();
+                Finished::WorkFailed {
+                    reservation_id,
+                    settlement: None,
+                    release_error,
+                    lease,
+                }
+            }
+        }
     }
 }
