@@ -1,15 +1,15 @@
 //! Commit, release and extend of an existing reservation.
 
 use super::{
-    auth, auth_tenant, emit_evidence, fingerprint, parse_body, replay, store, Ctx, IdemKey,
-    Outcome, Principal,
+    auth, emit_evidence, fingerprint, parse_body, replay, store, Ctx, IdemKey, Outcome, Principal,
 };
 use crate::config::ExtendClamp;
 use crate::error::ApiError;
 use crate::shared::Shared;
 use crate::state::{State, Status};
 use crate::validate;
-use serde_json::json;
+use serde_json::{json, Value};
+use std::sync::MutexGuard;
 
 /// Locate the reservation and enforce ownership; returns the owner tenant.
 fn owner(st: &State, rid: &str, principal: &Principal) -> Result<String, ApiError> {
@@ -76,20 +76,70 @@ fn ikey(owner: &str, op: &str, rid: &str, key: &str) -> IdemKey {
     (owner.to_string(), format!("{op}:{rid}"), key.to_string())
 }
 
-pub(super) fn commit(sh: &Shared, ctx: &Ctx) -> Result<Outcome, ApiError> {
-    let tenant = auth_tenant(sh, ctx)?;
-    let (body, key) = parse_body(ctx, validate::commit_request)?;
+/// What commit, release and extend share before their own effect: auth, the validated body,
+/// the state lock with expiry swept, the owner, the idempotency key, and then either the stored
+/// replay or the state guard. `Err` is the early answer (a replay or an error) to return as is.
+struct Mutation<'a> {
+    st: MutexGuard<'a, State>,
+    body: Value,
+    key: String,
+    rid: String,
+    fp: String,
+    owner: String,
+    ik: IdemKey,
+    now: i64,
+}
+
+type Early = Result<Outcome, ApiError>;
+
+fn begin<'a>(
+    sh: &'a Shared,
+    ctx: &Ctx,
+    op: &str,
+    admin_ok: bool,
+    validator: fn(&Value) -> Result<(), ApiError>,
+    grace: bool,
+) -> Result<Mutation<'a>, Box<Early>> {
+    let early = |e: ApiError| Box::new(Err(e));
+    let principal = auth(sh, ctx, admin_ok).map_err(early)?;
+    let (body, key) = parse_body(ctx, validator).map_err(early)?;
     let rid = ctx.rid.clone().unwrap_or_default();
     let fp = fingerprint(sh, &body);
     let mut st = sh.state();
     let now = sh.clock.now_ms();
     st.sweep(now);
-    let owner = owner(&st, &rid, &Principal::Tenant(tenant))?;
-    let ik = ikey(&owner, "commit", &rid, &key);
+    let owner = owner(&st, &rid, &principal).map_err(early)?;
+    let ik = ikey(&owner, op, &rid, &key);
     if let Some(r) = replay(&st, &ik, &fp, now) {
-        return r;
+        return Err(Box::new(r));
     }
-    guard(&st, &rid, &owner, now, true)?;
+    guard(&st, &rid, &owner, now, grace).map_err(early)?;
+    Ok(Mutation {
+        st,
+        body,
+        key,
+        rid,
+        fp,
+        owner,
+        ik,
+        now,
+    })
+}
+
+pub(super) fn commit(sh: &Shared, ctx: &Ctx) -> Result<Outcome, ApiError> {
+    let Mutation {
+        mut st,
+        body,
+        key,
+        rid,
+        fp,
+        owner,
+        ik,
+        now,
+    } = match begin(sh, ctx, "commit", false, validate::commit_request, true) {
+        Ok(m) => m,
+        Err(early) => return *early,
+    };
     let r = st.reservations[&rid].clone();
     let unit = body["actual"]["unit"]
         .as_str()
@@ -154,19 +204,19 @@ pub(super) fn commit(sh: &Shared, ctx: &Ctx) -> Result<Outcome, ApiError> {
 }
 
 pub(super) fn release(sh: &Shared, ctx: &Ctx) -> Result<Outcome, ApiError> {
-    let principal = auth(sh, ctx, true)?;
-    let (body, key) = parse_body(ctx, validate::release_request)?;
-    let rid = ctx.rid.clone().unwrap_or_default();
-    let fp = fingerprint(sh, &body);
-    let mut st = sh.state();
-    let now = sh.clock.now_ms();
-    st.sweep(now);
-    let owner = owner(&st, &rid, &principal)?;
-    let ik = ikey(&owner, "release", &rid, &key);
-    if let Some(r) = replay(&st, &ik, &fp, now) {
-        return r;
-    }
-    guard(&st, &rid, &owner, now, true)?;
+    let Mutation {
+        mut st,
+        body,
+        key,
+        rid,
+        fp,
+        owner,
+        ik,
+        now,
+    } = match begin(sh, ctx, "release", true, validate::release_request, true) {
+        Ok(m) => m,
+        Err(early) => return *early,
+    };
     let r = st.reservations[&rid].clone();
     for k in &r.budget_keys {
         if let Some(b) = st.budgets.get_mut(k) {
@@ -205,20 +255,19 @@ pub(super) fn release(sh: &Shared, ctx: &Ctx) -> Result<Outcome, ApiError> {
 }
 
 pub(super) fn extend(sh: &Shared, ctx: &Ctx) -> Result<Outcome, ApiError> {
-    let tenant = auth_tenant(sh, ctx)?;
-    let (body, key) = parse_body(ctx, validate::extend_request)?;
-    let rid = ctx.rid.clone().unwrap_or_default();
-    let fp = fingerprint(sh, &body);
-    let mut st = sh.state();
-    let now = sh.clock.now_ms();
-    st.sweep(now);
-    let owner = owner(&st, &rid, &Principal::Tenant(tenant))?;
-    let ik = ikey(&owner, "extend", &rid, &key);
-    if let Some(r) = replay(&st, &ik, &fp, now) {
-        return r;
-    }
-    // Extend has no grace: only while now <= expires_at_ms.
-    guard(&st, &rid, &owner, now, false)?;
+    let Mutation {
+        mut st,
+        body,
+        key,
+        rid,
+        fp,
+        owner,
+        ik,
+        now,
+    } = match begin(sh, ctx, "extend", false, validate::extend_request, false) {
+        Ok(m) => m,
+        Err(early) => return *early,
+    };
     let regime = &sh.config.regime;
     let r = &st.reservations[&rid];
     if let Some(max) = regime.max_extensions {
