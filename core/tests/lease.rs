@@ -72,6 +72,48 @@ fn fault(operation: Operation, fault: Fault) -> FaultRule {
     }
 }
 
+/// One heartbeating lease against its own local server. Bind `server` (as `_server` when unused)
+/// in every test: a dropped server shuts down mid-lease.
+struct Lease {
+    server: LocalServer,
+    client: Arc<CyclesClient>,
+    id: String,
+    hb: Heartbeat,
+    seen: Arc<Mutex<Vec<Event>>>,
+}
+
+/// Starts a server with `regime` (and `injected` on the first extend), a client with a
+/// `timeout_ms` request timeout, a reservation with `ttl_ms`, and its heartbeat under
+/// `policy`, recording every event.
+async fn start(
+    regime: Regime,
+    timeout_ms: u64,
+    ttl_ms: i64,
+    injected: Option<Fault>,
+    policy: FailurePolicy,
+) -> Lease {
+    let server = server_with(regime).await;
+    let client = client_with_timeout(&server, timeout_ms);
+    if let Some(f) = injected {
+        server.add_fault(fault(Operation::ExtendReservation, f));
+    }
+    let (id, created) = create(&client, ttl_ms).await;
+    let (events, seen) = recorder();
+    let config = HeartbeatConfig {
+        events,
+        policy,
+        ..HeartbeatConfig::new(ttl_ms)
+    };
+    let hb = Heartbeat::start(client.clone(), &id, &created, config);
+    Lease {
+        server,
+        client,
+        id,
+        hb,
+        seen,
+    }
+}
+
 /// Polls `done` every 50 ms until it holds, failing after 8 s (the leases here are a few
 /// seconds of real time).
 async fn eventually(what: &str, done: impl Fn() -> bool) {
@@ -87,20 +129,15 @@ async fn eventually(what: &str, done: impl Fn() -> bool) {
 
 #[tokio::test]
 async fn guarded_work_outlives_its_ttl_and_beats_follow_the_schedule() {
-    let server = server_with(Regime::default()).await;
-    let client = client_with_timeout(&server, 500);
     // ttl 3500: reserve = 2 x 1000 + 1000 = 3000, so the first beat comes ~500 ms after create.
-    let (id, created) = create(&client, 3500).await;
-    let (events, seen) = recorder();
-    let hb = Heartbeat::start(
-        client.clone(),
-        &id,
-        &created,
-        HeartbeatConfig {
-            events,
-            ..HeartbeatConfig::new(3500)
-        },
-    );
+    let Lease {
+        server,
+        client,
+        id,
+        hb,
+        seen,
+        ..
+    } = start(Regime::default(), 500, 3500, None, FailurePolicy::Warn).await;
     tokio::time::sleep(Duration::from_millis(4500)).await; // the guarded work, longer than the TTL
     let report = hb.finish().await;
     assert_eq!(report.end, HeartbeatEnd::Finished);
@@ -152,23 +189,20 @@ async fn guarded_work_outlives_its_ttl_and_beats_follow_the_schedule() {
 
 #[tokio::test]
 async fn transient_failure_is_observable_and_retried_with_the_same_key() {
-    let server = server_with(Regime::default()).await;
-    let client = client_with_timeout(&server, 500);
-    server.add_fault(fault(
-        Operation::ExtendReservation,
-        Fault::ServerError { status: 503 },
-    ));
-    let (id, created) = create(&client, 6000).await;
-    let (events, seen) = recorder();
-    let hb = Heartbeat::start(
-        client.clone(),
-        &id,
-        &created,
-        HeartbeatConfig {
-            events,
-            ..HeartbeatConfig::new(6000)
-        },
-    );
+    let Lease {
+        server,
+        id,
+        hb,
+        seen,
+        ..
+    } = start(
+        Regime::default(),
+        500,
+        6000,
+        Some(Fault::ServerError { status: 503 }),
+        FailurePolicy::Warn,
+    )
+    .await;
     eventually("a successful retry", || {
         extend_requests(&server, &id)
             .iter()
@@ -204,14 +238,14 @@ async fn transient_failure_is_observable_and_retried_with_the_same_key() {
 
 #[tokio::test]
 async fn lost_response_is_retried_with_the_same_key_and_applied_once() {
-    let server = server_with(Regime::default()).await;
-    let client = client_with_timeout(&server, 500);
-    server.add_fault(fault(
-        Operation::ExtendReservation,
-        Fault::DropResponseAfterApply,
-    ));
-    let (id, created) = create(&client, 6000).await;
-    let hb = Heartbeat::start(client.clone(), &id, &created, HeartbeatConfig::new(6000));
+    let Lease { server, id, hb, .. } = start(
+        Regime::default(),
+        500,
+        6000,
+        Some(Fault::DropResponseAfterApply),
+        FailurePolicy::Warn,
+    )
+    .await;
     eventually("a same-key replay", || {
         extend_requests(&server, &id).iter().any(|r| r.replay)
     })
@@ -233,18 +267,18 @@ async fn lost_response_is_retried_with_the_same_key_and_applied_once() {
 
 #[tokio::test]
 async fn rate_limit_honours_retry_after_inside_the_window() {
-    let server = server_with(Regime::default()).await;
     // timeout 2000: budget 2000, margin 1000, reserve 5000; ttl 8000 -> first beat at ~3 s,
     // leaving a ~2 s window after a fast failure, which a 1 s Retry-After fits.
-    let client = client_with_timeout(&server, 2000);
-    server.add_fault(fault(
-        Operation::ExtendReservation,
-        Fault::RateLimited {
+    let Lease { server, id, hb, .. } = start(
+        Regime::default(),
+        2000,
+        8000,
+        Some(Fault::RateLimited {
             retry_after: Some("1".into()),
-        },
-    ));
-    let (id, created) = create(&client, 8000).await;
-    let hb = Heartbeat::start(client.clone(), &id, &created, HeartbeatConfig::new(8000));
+        }),
+        FailurePolicy::Warn,
+    )
+    .await;
     eventually("a retry after the 429", || {
         extend_requests(&server, &id).len() >= 2
     })
@@ -262,26 +296,22 @@ async fn rate_limit_honours_retry_after_inside_the_window() {
 
 #[tokio::test]
 async fn rate_limit_beyond_the_window_stops_and_cancel_policy_signals_the_work() {
-    let server = server_with(Regime::default()).await;
-    let client = client_with_timeout(&server, 500);
-    server.add_fault(fault(
-        Operation::ExtendReservation,
-        Fault::RateLimited {
+    let Lease {
+        server,
+        id,
+        hb,
+        seen,
+        ..
+    } = start(
+        Regime::default(),
+        500,
+        3500,
+        Some(Fault::RateLimited {
             retry_after: Some("30".into()),
-        },
-    ));
-    let (id, created) = create(&client, 3500).await;
-    let (events, seen) = recorder();
-    let hb = Heartbeat::start(
-        client.clone(),
-        &id,
-        &created,
-        HeartbeatConfig {
-            events,
-            policy: FailurePolicy::Cancel,
-            ..HeartbeatConfig::new(3500)
-        },
-    );
+        }),
+        FailurePolicy::Cancel,
+    )
+    .await;
     let token = hb.cancellation();
     tokio::time::timeout(Duration::from_secs(5), token.cancelled())
         .await
@@ -305,22 +335,17 @@ async fn rate_limit_beyond_the_window_stops_and_cancel_policy_signals_the_work()
 
 #[tokio::test]
 async fn stop_codes_stop_and_fail_on_finalize_reports_the_lapse() {
-    let server = server_with(Regime {
-        max_extensions: Some(1),
-        ..Regime::default()
-    })
-    .await;
-    let client = client_with_timeout(&server, 500);
-    let (id, created) = create(&client, 3500).await;
-    let hb = Heartbeat::start(
-        client.clone(),
-        &id,
-        &created,
-        HeartbeatConfig {
-            policy: FailurePolicy::FailOnFinalize,
-            ..HeartbeatConfig::new(3500)
+    let Lease { server, id, hb, .. } = start(
+        Regime {
+            max_extensions: Some(1),
+            ..Regime::default()
         },
-    );
+        500,
+        3500,
+        None,
+        FailurePolicy::FailOnFinalize,
+    )
+    .await;
     eventually("the extension after the first", || {
         extend_requests(&server, &id).len() >= 2
     })
@@ -344,24 +369,24 @@ async fn stop_codes_stop_and_fail_on_finalize_reports_the_lapse() {
 
 #[tokio::test]
 async fn fallback_path_for_servers_without_remaining_ttl() {
-    let server = server_with(Regime {
-        emit_remaining_ttl: false,
-        ..Regime::default()
-    })
-    .await;
-    let client = client_with_timeout(&server, 500);
-    let (id, created) = create(&client, 3000).await;
-    assert!(created.body.remaining_ttl_ms.is_none());
-    let (events, seen) = recorder();
-    let hb = Heartbeat::start(
-        client.clone(),
-        &id,
-        &created,
-        HeartbeatConfig {
-            events,
-            ..HeartbeatConfig::new(3000)
+    let Lease {
+        server: _server,
+        client,
+        id,
+        hb,
+        seen,
+        ..
+    } = start(
+        Regime {
+            emit_remaining_ttl: false,
+            ..Regime::default()
         },
-    );
+        500,
+        3000,
+        None,
+        FailurePolicy::Warn,
+    )
+    .await;
     tokio::time::sleep(Duration::from_millis(3600)).await;
     let report = hb.finish().await;
     assert_eq!(report.path, HeartbeatPath::Fallback);
@@ -386,14 +411,17 @@ async fn fallback_path_for_servers_without_remaining_ttl() {
 async fn lease_too_short_for_its_reserve_stops_after_one_immediate_extension() {
     // A maximum-lead clamp of 2 s can never hold a 3 s retry reserve: one immediate extension,
     // then the two-consecutive-zero-delay guard stops instead of burning extensions.
-    let server = server_with(Regime {
-        extend: cycles_local_server::ExtendClamp::MaxLead { max_lead_ms: 2000 },
-        ..Regime::default()
-    })
+    let Lease { server, id, hb, .. } = start(
+        Regime {
+            extend: cycles_local_server::ExtendClamp::MaxLead { max_lead_ms: 2000 },
+            ..Regime::default()
+        },
+        500,
+        2000,
+        None,
+        FailurePolicy::Warn,
+    )
     .await;
-    let client = client_with_timeout(&server, 500);
-    let (id, created) = create(&client, 2000).await;
-    let hb = Heartbeat::start(client.clone(), &id, &created, HeartbeatConfig::new(2000));
     tokio::time::sleep(Duration::from_millis(300)).await;
     let report = hb.finish().await;
     assert_eq!(
@@ -409,10 +437,13 @@ async fn lease_survives(
     ttl_ms: i64,
     work_ms: u64,
 ) -> cycles_core::lease::LeaseReport {
-    let server = server_with(regime).await;
-    let client = client_with_timeout(&server, 500);
-    let (id, created) = create(&client, ttl_ms).await;
-    let hb = Heartbeat::start(client.clone(), &id, &created, HeartbeatConfig::new(ttl_ms));
+    let Lease {
+        server: _server,
+        client,
+        id,
+        hb,
+        ..
+    } = start(regime, 500, ttl_ms, None, FailurePolicy::Warn).await;
     tokio::time::sleep(Duration::from_millis(work_ms)).await;
     let report = hb.finish().await;
     client
@@ -469,21 +500,22 @@ async fn every_transient_fault_is_retried_with_the_same_key() {
         ("SERVER_ERROR", Fault::ServerError { status: 502 }),
     ];
     let runs = cases.into_iter().map(|(kind, injected)| async move {
-        let server = server_with(Regime::default()).await;
         // timeout 500 ms: budget 1000, margin 1000; ttl 6000 leaves room for the retry.
-        let client = client_with_timeout(&server, 500);
-        server.add_fault(fault(Operation::ExtendReservation, injected.clone()));
-        let (id, created) = create(&client, 6000).await;
-        let (events, seen) = recorder();
-        let hb = Heartbeat::start(
-            client.clone(),
-            &id,
-            &created,
-            HeartbeatConfig {
-                events,
-                ..HeartbeatConfig::new(6000)
-            },
-        );
+        let Lease {
+            server,
+            client,
+            id,
+            hb,
+            seen,
+            ..
+        } = start(
+            Regime::default(),
+            500,
+            6000,
+            Some(injected.clone()),
+            FailurePolicy::Warn,
+        )
+        .await;
         eventually(&format!("{injected:?}: a successful retry"), || {
             seen.lock()
                 .unwrap()
