@@ -11,6 +11,8 @@
 //! | 2 | `INVALID_ARGUMENT` | [`ErrorKind::InvalidArgument`] | a caller-supplied argument is unusable (e.g. reservation id `..`) | no |
 //! | 3 | `RUNTIME` | [`ErrorKind::Runtime`] | the process runtime is unusable (e.g. used after `fork()`) | no |
 //! | 4 | `INTERNAL` | [`ErrorKind::Internal`] | a bug in the SDK, e.g. a panic caught at a language boundary | no |
+//! | 5 | `MISSING_ACTUAL` | [`ErrorKind::MissingActual`] | guarded work ended without reporting its actual; nothing settled | no |
+//! | 6 | `HEARTBEAT_LAPSED` | [`ErrorKind::HeartbeatLapsed`] | fail_on_finalize: the heartbeat stopped before the work ended (actual settled) | no |
 //! | 10 | `TRANSPORT_CONNECT` | [`ErrorKind::Connect`] | connection could not be established (refused, DNS, connect timeout): the request was not sent | yes |
 //! | 11 | `TRANSPORT_TIMEOUT` | [`ErrorKind::Timeout`] | the per-attempt request timeout elapsed: outcome unknown | yes |
 //! | 12 | `TRANSPORT_RESET` | [`ErrorKind::ConnectionReset`] | connection reset or closed without a complete response: outcome unknown | yes |
@@ -64,6 +66,12 @@ pub enum ErrorKind {
     Runtime,
     /// A bug in the SDK itself (e.g. a panic caught at a language boundary).
     Internal,
+    /// Guarded work ended normally without reporting its actual amount; nothing was settled
+    /// (the guarded lifecycle's boundary outcome, see `guard::GuardError::MissingActual`).
+    MissingActual,
+    /// Under the fail_on_finalize policy the heartbeat stopped before the work ended; the
+    /// actual was still settled (see `guard::GuardError::HeartbeatLapsed`).
+    HeartbeatLapsed,
     /// Could not connect; the request was not sent.
     Connect,
     /// The per-attempt timeout elapsed; the outcome is unknown.
@@ -143,6 +151,31 @@ const SERVER_CODES: &[(&str, ErrorKind)] = &[
 ];
 
 impl ErrorKind {
+    /// Every kind with a fixed code, in code order (`Unknown` stands for any unknown server
+    /// code). Bindings build their exception tables from this, so no language keeps a copy.
+    pub fn all() -> Vec<ErrorKind> {
+        use ErrorKind::*;
+        let mut kinds = vec![
+            Config,
+            InvalidArgument,
+            Runtime,
+            Internal,
+            MissingActual,
+            HeartbeatLapsed,
+            Connect,
+            Timeout,
+            ConnectionReset,
+            Transport,
+            RateLimited,
+            ServerError,
+            AmbiguousSuccess,
+            UnexpectedStatus,
+        ];
+        kinds.extend(SERVER_CODES.iter().map(|(_, k)| k.clone()));
+        kinds.push(Unknown(String::new()));
+        kinds
+    }
+
     /// The kind of a server `ErrorCode` string; unknown strings give [`ErrorKind::Unknown`].
     pub fn from_server_code(code: &str) -> ErrorKind {
         SERVER_CODES
@@ -160,6 +193,8 @@ impl ErrorKind {
             InvalidArgument => 2,
             Runtime => 3,
             Internal => 4,
+            MissingActual => 5,
+            HeartbeatLapsed => 6,
             Connect => 10,
             Timeout => 11,
             ConnectionReset => 12,
@@ -197,6 +232,8 @@ impl ErrorKind {
             InvalidArgument => "INVALID_ARGUMENT",
             Runtime => "RUNTIME",
             Internal => "INTERNAL",
+            MissingActual => "MISSING_ACTUAL",
+            HeartbeatLapsed => "HEARTBEAT_LAPSED",
             Connect => "TRANSPORT_CONNECT",
             Timeout => "TRANSPORT_TIMEOUT",
             ConnectionReset => "TRANSPORT_RESET",
@@ -535,22 +572,11 @@ mod tests {
 
     #[test]
     fn codes_and_names_are_unique_and_stable() {
-        let mut all: Vec<ErrorKind> = vec![
-            ErrorKind::Config,
-            ErrorKind::InvalidArgument,
-            ErrorKind::Runtime,
-            ErrorKind::Internal,
-            ErrorKind::Connect,
-            ErrorKind::Timeout,
-            ErrorKind::ConnectionReset,
-            ErrorKind::Transport,
-            ErrorKind::RateLimited,
-            ErrorKind::ServerError,
-            ErrorKind::AmbiguousSuccess,
-            ErrorKind::UnexpectedStatus,
-            ErrorKind::Unknown("X".into()),
-        ];
-        all.extend(SERVER_CODES.iter().map(|(_, k)| k.clone()));
+        let all = ErrorKind::all();
+        assert!(
+            all.windows(2).all(|w| w[0].code() < w[1].code()),
+            "all() is in code order"
+        );
         let mut codes: Vec<u32> = all.iter().map(ErrorKind::code).collect();
         let mut names: Vec<&str> = all.iter().map(ErrorKind::name).collect();
         codes.sort_unstable();

@@ -5,6 +5,9 @@ The Python binding of the Cycles SDK. Every behaviour lives in the Rust core
 
 - :class:`Client` / :class:`AsyncClient`: every runtime operation, one HTTP attempt each,
   typed results (:mod:`cycles.models`) and one exception hierarchy (:mod:`cycles.errors`).
+- :meth:`Client.reserve` / :meth:`Client.stream` (``with`` / ``async with``),
+  :meth:`Client.guarded` (a decorator for sync and async functions) and
+  :func:`current_reservation`: the guarded lifecycle (:mod:`cycles.lifecycle`).
 - :mod:`cycles.timing`: the heartbeat math as plain functions.
 - :mod:`cycles.testing`: :class:`~cycles.testing.LocalServer`, an in-process Cycles server.
 
@@ -16,11 +19,13 @@ before any use in the parent, or use the ``spawn`` start method.
 
 from __future__ import annotations
 
-from . import errors, models, timing
+from . import errors, lifecycle, models, timing
 from ._native import __version__
 from .client import AsyncClient, Client
 from .errors import *  # noqa: F403
 from .errors import __all__ as _errors_all
+from .lifecycle import *  # noqa: F403
+from .lifecycle import __all__ as _lifecycle_all
 from .models import *  # noqa: F403
 from .models import __all__ as _models_all
 
@@ -29,8 +34,10 @@ __all__ = [
     "Client",
     "AsyncClient",
     "errors",
+    "lifecycle",
     "models",
     "timing",
     *_errors_all,
+    *_lifecycle_all,
     *_models_all,
 ]

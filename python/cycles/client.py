@@ -12,11 +12,24 @@ The async client's awaitables are completed from the core's one tokio runtime.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
-from typing import Any, Mapping, Sequence, TypeVar
+import os
+import threading
+import uuid
+from typing import Any, Awaitable, Callable, Mapping, Sequence, TypeVar, cast
 
 from . import _native
 from .errors import InvalidArgumentError
+from .lifecycle import (
+    HEARTBEAT_POLICIES,
+    DrainReport,
+    LifecycleEvent,
+    ReservationContext,
+    _Lifecycle,
+)
+from .lifecycle import current_reservation as _current
 from .models import (
     Action,
     ActionLike,
@@ -45,6 +58,12 @@ from .models import (
 __all__ = ["Client", "AsyncClient"]
 
 R = TypeVar("R", bound=_Model)
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: ``actual=`` of :meth:`Client.guarded`: a fixed amount, or a function of the result.
+ActualLike = Any  # int | Amount | Callable[[result], int | Amount] | None
+
+_DEFAULT_CLOSE_TIMEOUT = 5.0
 
 
 def _ms(seconds: float | None, name: str) -> int | None:
@@ -231,6 +250,12 @@ class _Base(_Requests):
         tenant: str | None = None,
         request_timeout: float | None = None,
         connect_timeout: float | None = None,
+        journal_dir: str | os.PathLike[str] | None = None,
+        journal_enabled: bool | None = None,
+        on_event: Callable[[LifecycleEvent], None] | None = None,
+        close_timeout: float = _DEFAULT_CLOSE_TIMEOUT,
+        settle_max_attempts: int | None = None,
+        replay_interval: float | None = None,
     ) -> None:
         self._native = _native.NativeClient(
             base_url,
@@ -238,7 +263,177 @@ class _Base(_Requests):
             tenant,
             _ms(request_timeout, "request_timeout"),
             _ms(connect_timeout, "connect_timeout"),
+            None if journal_dir is None else os.fspath(journal_dir),
+            journal_enabled,
         )
+        self._lc_settings(on_event, close_timeout, settle_max_attempts, replay_interval)
+
+    def _lc_settings(
+        self,
+        on_event: Callable[[LifecycleEvent], None] | None,
+        close_timeout: float,
+        settle_max_attempts: int | None,
+        replay_interval: float | None,
+    ) -> None:
+        if isinstance(close_timeout, bool) or not isinstance(close_timeout, (int, float)):
+            raise InvalidArgumentError("close_timeout must be a number of seconds")
+        if close_timeout < 0:
+            raise InvalidArgumentError("close_timeout must not be negative")
+        self._on_event = on_event
+        self._close_timeout = float(close_timeout)
+        self._settle_max_attempts = settle_max_attempts
+        self._replay_interval_ms = _ms(replay_interval, "replay_interval")
+        self._lc: _Lifecycle | None = None
+        self._lc_lock = threading.Lock()
+
+    @classmethod
+    def _from_env(
+        cls,
+        journal_dir: str | os.PathLike[str] | None,
+        journal_enabled: bool | None,
+        on_event: Callable[[LifecycleEvent], None] | None,
+        close_timeout: float,
+        settle_max_attempts: int | None,
+        replay_interval: float | None,
+    ) -> Any:
+        self = cls._wrap(
+            _native.NativeClient.from_env(
+                None if journal_dir is None else os.fspath(journal_dir), journal_enabled
+            )
+        )
+        self._lc_settings(on_event, close_timeout, settle_max_attempts, replay_interval)
+        return self
+
+    def _lifecycle(self) -> _Lifecycle:
+        """The guarded lifecycle, created on first use (the background replay starts then)."""
+        with self._lc_lock:
+            if self._lc is None:
+                native = self._native.lifecycle(self._settle_max_attempts, self._replay_interval_ms)
+                self._lc = _Lifecycle(native, self._on_event, self._close_timeout)
+            return self._lc
+
+    def _close_lifecycle(self, timeout: float | None) -> DrainReport | None:
+        with self._lc_lock:
+            lc = self._lc
+        return None if lc is None else lc.close(timeout)
+
+    @property
+    def journal_dir(self) -> str:
+        """The settlement journal directory (``journal_dir=`` or ``CYCLES_JOURNAL_DIR``;
+        default ``~/.runcycles/commit-journal``)."""
+        return os.fspath(self._native.journal_dir)
+
+    @property
+    def journal_enabled(self) -> bool:
+        """Whether settlements are journaled to disk before they are sent."""
+        return self._native.journal_enabled
+
+    def reserve(
+        self,
+        estimate: AmountLike | int,
+        *,
+        action: ActionLike,
+        unit: str | None = None,
+        subject: SubjectLike | None = None,
+        idempotency_key: str | None = None,
+        ttl_ms: int | None = None,
+        grace_period_ms: int | None = None,
+        overage_policy: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        heartbeat: bool = True,
+        heartbeat_policy: str = "warn",
+    ) -> ReservationContext:
+        """A guarded reservation as a context manager (``with`` or ``async with``).
+
+        On entry: reserves ``estimate`` (an :class:`~cycles.models.Amount`, or an ``int``
+        in ``unit``, default ``USD_MICROCENTS``) and starts the heartbeat, which extends the
+        lease by ``ttl_ms`` (default 60 s) while the block runs. The block reports what it
+        cost through the yielded :class:`~cycles.lifecycle.GuardedReservation`
+        (``set_actual`` / ``add``). On exit the known actual is settled (journaled first;
+        committed with the idempotency key ``{key}:commit``), a body that raised before any
+        actual releases the reservation (``{key}:release``), and a body that ended without
+        an actual raises :class:`~cycles.lifecycle.MissingActualError` (nothing sent). The
+        body's own exceptions propagate unchanged. ``idempotency_key`` defaults to a fresh
+        UUID. ``heartbeat_policy``: ``warn``, ``fail_on_finalize`` or ``cancel``.
+        """
+        if heartbeat_policy not in HEARTBEAT_POLICIES:
+            raise InvalidArgumentError(f"heartbeat_policy must be one of {HEARTBEAT_POLICIES}")
+        if isinstance(estimate, bool):
+            raise InvalidArgumentError("estimate must be an Amount, a mapping or an int")
+        if isinstance(estimate, int):
+            est = Amount(unit or "USD_MICROCENTS", estimate).to_json()
+        else:
+            est = _part(estimate, Amount, "estimate")
+            if unit is not None and est.get("unit") != unit:
+                raise InvalidArgumentError("unit differs from the estimate's unit")
+        spec = _dumps(
+            _clean(
+                {
+                    "idempotency_key": idempotency_key or f"cycles-{uuid.uuid4()}",
+                    "subject": self._subject(subject),
+                    "action": _part(action, Action, "action"),
+                    "estimate": est,
+                    "ttl_ms": ttl_ms,
+                    "grace_period_ms": grace_period_ms,
+                    "overage_policy": overage_policy,
+                    "metadata": None if metadata is None else dict(metadata),
+                    "heartbeat": heartbeat,
+                    "policy": heartbeat_policy,
+                }
+            )
+        )
+        return ReservationContext(self._lifecycle(), spec, str(est["unit"]))
+
+    def stream(self, estimate: AmountLike | int, **kwargs: Any) -> ReservationContext:
+        """:meth:`reserve` for streamed work: call ``r.add(n)`` as usage arrives; whatever
+        was added when the block ends (even by an exception) is settled."""
+        return self.reserve(estimate, **kwargs)
+
+    def guarded(
+        self,
+        estimate: AmountLike | int,
+        *,
+        action: ActionLike,
+        actual: ActualLike = None,
+        **kwargs: Any,
+    ) -> Callable[[F], F]:
+        """A decorator guarding every call of a sync or ``async`` function with
+        :meth:`reserve` (same keyword arguments). ``actual`` is the amount to settle when the
+        call returns: an ``int`` (or ``Amount``), or a function of the call's result; with
+        ``actual=None`` the function reports it itself through
+        ``cycles.current_reservation().set_actual(...)``. A call that raises is settled or
+        released as :meth:`reserve` describes, and its exception propagates unchanged."""
+
+        def settle_actual(result: Any) -> None:
+            if actual is None:
+                return
+            value = actual(result) if callable(actual) else actual
+            r = _current()
+            assert r is not None
+            r.set_actual(value)
+
+        def decorate(fn: F) -> F:
+            if inspect.iscoroutinefunction(fn):
+
+                @functools.wraps(fn)
+                async def async_wrapper(*args: Any, **kw: Any) -> Any:
+                    async with self.reserve(estimate, action=action, **kwargs):
+                        result = await cast(Callable[..., Awaitable[Any]], fn)(*args, **kw)
+                        settle_actual(result)
+                    return result
+
+                return cast(F, async_wrapper)
+
+            @functools.wraps(fn)
+            def wrapper(*args: Any, **kw: Any) -> Any:
+                with self.reserve(estimate, action=action, **kwargs):
+                    result = fn(*args, **kw)
+                    settle_actual(result)
+                return result
+
+            return cast(F, wrapper)
+
+        return decorate
 
     @classmethod
     def _wrap(cls, native: _native.NativeClient) -> Any:
@@ -286,15 +481,47 @@ class Client(_Base):
     """
 
     @classmethod
-    def from_env(cls) -> Client:
+    def from_env(
+        cls,
+        *,
+        journal_dir: str | os.PathLike[str] | None = None,
+        journal_enabled: bool | None = None,
+        on_event: Callable[[LifecycleEvent], None] | None = None,
+        close_timeout: float = _DEFAULT_CLOSE_TIMEOUT,
+        settle_max_attempts: int | None = None,
+        replay_interval: float | None = None,
+    ) -> Client:
         """A client from ``CYCLES_BASE_URL``, ``CYCLES_API_KEY`` (required),
-        ``CYCLES_TENANT``, ``CYCLES_REQUEST_TIMEOUT_MS`` and ``CYCLES_CONNECT_TIMEOUT_MS``."""
-        return cls._wrap(_native.NativeClient.from_env())  # type: ignore[no-any-return]
+        ``CYCLES_TENANT``, ``CYCLES_REQUEST_TIMEOUT_MS``, ``CYCLES_CONNECT_TIMEOUT_MS``,
+        ``CYCLES_JOURNAL_DIR`` and ``CYCLES_JOURNAL_ENABLED`` (arguments win)."""
+        return cls._from_env(  # type: ignore[no-any-return]
+            journal_dir,
+            journal_enabled,
+            on_event,
+            close_timeout,
+            settle_max_attempts,
+            replay_interval,
+        )
 
-    def close(self) -> None:
-        """Closes the client: later calls raise :class:`~cycles.errors.ClientClosedError`.
-        Idempotent."""
+    def close(self, timeout: float | None = None) -> DrainReport | None:
+        """Closes the client: stops the background replay, settles pending settlements for at
+        most ``timeout`` seconds (default: the client's ``close_timeout``, 5 s), delivers the
+        last events, then later calls raise :class:`~cycles.errors.ClientClosedError`.
+        Returns what the drain did (``None`` when the lifecycle was never used). Idempotent;
+        what is still pending stays journaled for the next process."""
+        report = self._close_lifecycle(timeout)
         self._native.close()
+        return report
+
+    def flush(self) -> DrainReport:
+        """Replays every pending settlement of this client's server once, now."""
+        return DrainReport._from_json(self._lifecycle().native.flush())
+
+    def drain(self, timeout: float) -> DrainReport:
+        """Replays pending settlements until none is left or ``timeout`` seconds passed."""
+        ms = _ms(timeout, "timeout")
+        assert ms is not None
+        return DrainReport._from_json(self._lifecycle().native.drain(ms))
 
     def __enter__(self) -> Client:
         return self
@@ -482,17 +709,55 @@ class AsyncClient(_Base):
     """
 
     @classmethod
-    def from_env(cls) -> AsyncClient:
+    def from_env(
+        cls,
+        *,
+        journal_dir: str | os.PathLike[str] | None = None,
+        journal_enabled: bool | None = None,
+        on_event: Callable[[LifecycleEvent], None] | None = None,
+        close_timeout: float = _DEFAULT_CLOSE_TIMEOUT,
+        settle_max_attempts: int | None = None,
+        replay_interval: float | None = None,
+    ) -> AsyncClient:
         """A client from the ``CYCLES_*`` variables (see :meth:`Client.from_env`)."""
-        return cls._wrap(_native.NativeClient.from_env())  # type: ignore[no-any-return]
+        return cls._from_env(  # type: ignore[no-any-return]
+            journal_dir,
+            journal_enabled,
+            on_event,
+            close_timeout,
+            settle_max_attempts,
+            replay_interval,
+        )
 
-    def close(self) -> None:
-        """Closes the client (synchronously). Idempotent."""
+    def close(self, timeout: float | None = None) -> DrainReport | None:
+        """Closes the client synchronously, draining as :meth:`Client.close` does."""
+        report = self._close_lifecycle(timeout)
         self._native.close()
+        return report
 
-    async def aclose(self) -> None:
-        """Closes the client. Idempotent."""
+    async def aclose(self, timeout: float | None = None) -> DrainReport | None:
+        """Closes the client: drains pending settlements for at most ``timeout`` seconds
+        (default ``close_timeout``) without blocking the event loop, then closes."""
+        report = None
+        lc = self._lc
+        if lc is not None:
+            t = lc.close_timeout if timeout is None else timeout
+            ms = max(0, round(t * 1000))
+            if ms > 0 and not lc.native.closed:
+                await lc.native.drain_async(ms)
+            report = self._close_lifecycle(0)
         self._native.close()
+        return report
+
+    async def flush(self) -> DrainReport:
+        """Replays every pending settlement of this client's server once, now."""
+        return DrainReport._from_json(await self._lifecycle().native.flush_async())
+
+    async def drain(self, timeout: float) -> DrainReport:
+        """Replays pending settlements until none is left or ``timeout`` seconds passed."""
+        ms = _ms(timeout, "timeout")
+        assert ms is not None
+        return DrainReport._from_json(await self._lifecycle().native.drain_async(ms))
 
     async def __aenter__(self) -> AsyncClient:
         return self

@@ -37,6 +37,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from . import _native
+
 __all__ = [
     "CyclesError",
     "InternalError",
@@ -91,7 +93,7 @@ class CyclesError(Exception):
     retry_after: int | None
     retry_after_raw: str | None
     details: dict[str, Any] | None
-    _default_code: int = 0
+    _default_code: int = 4
     _default_name: str = "INTERNAL"
 
     def __init__(
@@ -340,18 +342,8 @@ _BY_NAME: dict[str, type[CyclesError]] = {
 }
 
 
-_CODES: dict[str, int] = {
-    "INTERNAL": 4, "CONFIG": 1, "INVALID_ARGUMENT": 2, "RUNTIME": 3,
-    "TRANSPORT_CONNECT": 10, "TRANSPORT_TIMEOUT": 11, "TRANSPORT_RESET": 12,
-    "TRANSPORT_OTHER": 13, "RATE_LIMITED": 20, "SERVER_ERROR": 21, "AMBIGUOUS_SUCCESS": 22,
-    "UNEXPECTED_STATUS": 23, "INVALID_REQUEST": 100, "UNAUTHORIZED": 101, "FORBIDDEN": 102,
-    "NOT_FOUND": 103, "BUDGET_EXCEEDED": 104, "BUDGET_FROZEN": 105, "BUDGET_CLOSED": 106,
-    "RESERVATION_EXPIRED": 107, "RESERVATION_FINALIZED": 108, "IDEMPOTENCY_MISMATCH": 109,
-    "UNIT_MISMATCH": 110, "OVERDRAFT_LIMIT_EXCEEDED": 111, "DEBT_OUTSTANDING": 112,
-    "MAX_EXTENSIONS_EXCEEDED": 113, "LIMIT_EXCEEDED": 114, "TENANT_CLOSED": 115,
-    "INTERNAL_ERROR": 116, "UNKNOWN_ERROR_CODE": 199,
-}  # fmt: skip
-"""The core's stable (name, code) pairs (``core/src/error.rs``); 0 is the binding's panic."""
+_CODES: dict[str, int] = dict(_native.ERROR_CODES)
+"""The core's stable (name, code) pairs, from ``ErrorKind::all()`` (never copied here)."""
 
 for _name, _cls in _BY_NAME.items():
     _cls._default_name = _name

@@ -14,11 +14,28 @@ def readme() -> Path:
     return Path(env) if env else Path(__file__).resolve().parents[1] / "README.md"
 
 
+def python_blocks(path: Path) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", path.read_text(), flags=re.S)
+
+
+def test_lifecycle_quickstart_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    path = readme()
+    if not path.exists():
+        pytest.skip(f"{path} not found (set CYCLES_README)")
+    blocks = [b for b in python_blocks(path) if "client.guarded" in b]
+    assert blocks, "the README has a lifecycle quick start"
+    exec(compile(blocks[0], str(path), "exec"), {"__name__": "quickstart"})
+    out = capsys.readouterr().out
+    assert "answer 42" in out
+    assert "settlement committed 150000" in out
+    assert "pending after close 0" in out
+
+
 def test_quickstart_runs(capsys: pytest.CaptureFixture[str]) -> None:
     path = readme()
     if not path.exists():
         pytest.skip(f"{path} not found (set CYCLES_README)")
-    blocks = re.findall(r"```python\n(.*?)```", path.read_text(), flags=re.S)
+    blocks = [b for b in python_blocks(path) if "create_reservation" in b]
     assert blocks, "the README has a python quickstart"
     exec(compile(blocks[0], str(path), "exec"), {"__name__": "quickstart"})
     out = capsys.readouterr().out

@@ -210,6 +210,7 @@ fn ms(v: Option<u64>) -> Option<Duration> {
 #[pyclass(module = "cycles._native", name = "NativeClient", frozen)]
 pub struct NativeClient {
     client: Mutex<Option<Arc<CyclesClient>>>,
+    config: Config,
     base_url: String,
     tenant: Option<String>,
     request_timeout_ms: u64,
@@ -222,9 +223,10 @@ impl NativeClient {
         let tenant = config.tenant.clone();
         let request_timeout_ms = u64::try_from(config.request_timeout.as_millis()).unwrap_or(0);
         let connect_timeout_ms = u64::try_from(config.connect_timeout.as_millis()).unwrap_or(0);
-        let client = CyclesClient::new(config).map_err(|e| core_err(&e))?;
+        let client = CyclesClient::new(config.clone()).map_err(|e| core_err(&e))?;
         Ok(NativeClient {
             client: Mutex::new(Some(Arc::new(client))),
+            config,
             base_url,
             tenant,
             request_timeout_ms,
@@ -257,16 +259,24 @@ impl NativeClient {
 #[pymethods]
 impl NativeClient {
     #[new]
-    #[pyo3(signature = (base_url, api_key, tenant=None, request_timeout_ms=None, connect_timeout_ms=None))]
+    #[pyo3(signature = (base_url, api_key, tenant=None, request_timeout_ms=None, connect_timeout_ms=None, journal_dir=None, journal_enabled=None))]
     fn new(
         base_url: String,
         api_key: String,
         tenant: Option<String>,
         request_timeout_ms: Option<u64>,
         connect_timeout_ms: Option<u64>,
+        journal_dir: Option<std::path::PathBuf>,
+        journal_enabled: Option<bool>,
     ) -> PyResult<NativeClient> {
         guard(|| {
             let mut config = Config::new(base_url, api_key);
+            if let Some(d) = journal_dir {
+                config = config.with_journal_dir(d);
+            }
+            if let Some(e) = journal_enabled {
+                config = config.with_journal_enabled(e);
+            }
             if let Some(t) = tenant {
                 config = config.with_tenant(t);
             }
@@ -280,10 +290,54 @@ impl NativeClient {
         })
     }
 
-    /// A client from the `CYCLES_*` environment variables (core's `Config::from_env`).
+    /// A client from the `CYCLES_*` environment variables (core's `Config::from_env`,
+    /// including `CYCLES_JOURNAL_DIR` / `CYCLES_JOURNAL_ENABLED`); explicit journal
+    /// arguments override the environment.
     #[staticmethod]
-    fn from_env() -> PyResult<NativeClient> {
-        guard(|| NativeClient::from_config(Config::from_env().map_err(|e| core_err(&e))?))
+    #[pyo3(signature = (journal_dir=None, journal_enabled=None))]
+    fn from_env(
+        journal_dir: Option<std::path::PathBuf>,
+        journal_enabled: Option<bool>,
+    ) -> PyResult<NativeClient> {
+        guard(|| {
+            let mut config = Config::from_env().map_err(|e| core_err(&e))?;
+            if let Some(d) = journal_dir {
+                config = config.with_journal_dir(d);
+            }
+            if let Some(e) = journal_enabled {
+                config = config.with_journal_enabled(e);
+            }
+            NativeClient::from_config(config)
+        })
+    }
+
+    /// Journal directory in use.
+    #[getter]
+    fn journal_dir(&self) -> std::path::PathBuf {
+        self.config.journal.dir.clone()
+    }
+
+    /// Whether settlements are journaled.
+    #[getter]
+    fn journal_enabled(&self) -> bool {
+        self.config.journal.enabled
+    }
+
+    /// The guarded lifecycle of this client (a Guard, a Settler and its background replay).
+    #[pyo3(signature = (max_attempts=None, replay_interval_ms=None))]
+    fn lifecycle(
+        &self,
+        max_attempts: Option<u32>,
+        replay_interval_ms: Option<u64>,
+    ) -> PyResult<crate::lifecycle::NativeLifecycle> {
+        guard(|| {
+            crate::lifecycle::NativeLifecycle::new(
+                self.live()?,
+                &self.config,
+                max_attempts,
+                replay_interval_ms,
+            )
+        })
     }
 
     #[getter]

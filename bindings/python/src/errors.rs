@@ -10,7 +10,7 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-/// Code of a panic caught at the boundary: core's `ErrorKind::Internal`.
+/// Code of a panic caught at the boundary: core's `ErrorKind::Internal` (checked by a test).
 pub const INTERNAL_CODE: u32 = 4;
 /// Name of a panic caught at the boundary: core's `ErrorKind::Internal`.
 pub const INTERNAL_NAME: &str = "INTERNAL";
@@ -117,5 +117,17 @@ pub fn guard<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,
         Err(payload) => Err(internal(panic_message(payload.as_ref()))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn internal_code_is_cores() {
+        let k = cycles_core::ErrorKind::Internal;
+        assert_eq!(
+            (super::INTERNAL_CODE, super::INTERNAL_NAME),
+            (k.code(), k.name())
+        );
     }
 }

@@ -7,6 +7,7 @@
 
 mod client;
 mod errors;
+mod lifecycle;
 mod server;
 mod timing;
 
@@ -42,9 +43,17 @@ fn _debug_panic(sync: bool, py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("INTERNAL_CODE", errors::INTERNAL_CODE)?;
+    // Core's stable (name, code) table: the Python exception hierarchy is built from it.
+    let codes: Vec<(&'static str, u32)> = cycles_core::ErrorKind::all()
+        .iter()
+        .map(|k| (k.name(), k.code()))
+        .collect();
+    m.add("ERROR_CODES", codes)?;
     m.add("INTERNAL_NAME", errors::INTERNAL_NAME)?;
     m.add_class::<client::NativeClient>()?;
     m.add_class::<server::NativeLocalServer>()?;
+    m.add_class::<lifecycle::NativeLifecycle>()?;
+    m.add_class::<lifecycle::NativeActive>()?;
     m.add_function(wrap_pyfunction!(_debug_panic, m)?)?;
     timing::register(m)?;
     Ok(())

@@ -148,6 +148,20 @@ pub enum GuardError<E> {
     },
 }
 
+impl<E> GuardError<E> {
+    /// The stable error kind of a guard outcome, as bindings report it; `None` for the work's
+    /// own error, which passes through unchanged.
+    pub fn kind(&self) -> Option<ErrorKind> {
+        match self {
+            GuardError::Reserve(e) => Some(e.kind().clone()),
+            GuardError::Work { .. } => None,
+            GuardError::MissingActual { .. } => Some(ErrorKind::MissingActual),
+            GuardError::InvalidActual { .. } => Some(ErrorKind::InvalidArgument),
+            GuardError::HeartbeatLapsed { .. } => Some(ErrorKind::HeartbeatLapsed),
+        }
+    }
+}
+
 /// Runs guarded work: owns a client, a settler and where events go.
 #[derive(Clone, Debug)]
 pub struct Guard {

@@ -1,0 +1,517 @@
+"""The guarded lifecycle: reserve, heartbeat while the work runs, settle what it cost.
+
+Everything here translates core's two-phase guard (``Guard::begin`` / ``ActiveGuard::finish``
+in ``core/src/guard``) and its durable settler (``core/src/settle``) into Python idioms:
+
+- :meth:`cycles.Client.reserve` (and ``stream``): a context manager, ``with`` or
+  ``async with``, yielding a :class:`GuardedReservation` (``set_actual`` / ``add``);
+- :meth:`cycles.Client.guarded`: a decorator for sync and async functions;
+- :func:`current_reservation`: the innermost active reservation of this context
+  (a :class:`contextvars.ContextVar`, so threads and asyncio tasks each see their own).
+
+The rules are core's: a body that ends normally with an actual is settled (journal first,
+then commit; an expired reservation is recovered through an event); a body that raises after
+reporting usage settles that usage and its exception propagates unchanged; a body that raises
+before any actual releases the reservation and its exception propagates unchanged; a body
+that ends normally WITHOUT an actual sends nothing and raises :class:`MissingActualError`.
+
+Events (heartbeat outcomes, settlement retries and results, journal quarantines) go to the
+``cycles`` logger of :mod:`logging` with ``extra`` fields ``reservation_id``,
+``event_kind``, ``disposition``, ``error_kind`` and ``cycles_event`` (the whole
+:class:`LifecycleEvent`), and to an optional ``on_event`` callback. Both run on one daemon
+thread of the client, never on the thread doing the work and never inside the core.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextvars
+import json
+import logging
+import os
+import threading
+import types
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from . import _native
+from .errors import CyclesError, InvalidArgumentError
+from .models import Amount, MetricsLike, StandardMetrics
+
+__all__ = [
+    "GuardedReservation",
+    "ReservationContext",
+    "Settlement",
+    "SettlementStatus",
+    "PendingSettlement",
+    "DrainReport",
+    "LeaseInfo",
+    "LifecycleEvent",
+    "MissingActualError",
+    "InvalidActualError",
+    "HeartbeatLapsedError",
+    "current_reservation",
+    "HEARTBEAT_POLICIES",
+]
+
+logger = logging.getLogger("cycles")
+
+#: Heartbeat failure policies (core's ``FailurePolicy``): ``warn`` reports and goes on;
+#: ``fail_on_finalize`` settles, then raises :class:`HeartbeatLapsedError` on exit;
+#: ``cancel`` also sets :attr:`GuardedReservation.cancelled` when the heartbeat stops.
+HEARTBEAT_POLICIES = ("warn", "fail_on_finalize", "cancel")
+
+
+class SettlementStatus:
+    """The values of :attr:`Settlement.status`."""
+
+    COMMITTED = "committed"
+    RECOVERED_VIA_EVENT = "recovered_via_event"
+    PENDING = "pending"
+    REJECTED = "rejected"
+
+
+@dataclass(frozen=True)
+class Settlement:
+    """How a settlement ended (core's ``SettleOutcome``).
+
+    ``status`` is ``committed`` (the commit applied), ``recovered_via_event`` (the
+    reservation had expired; the spend was recorded by an event), ``pending`` (not settled
+    yet; when ``journaled`` the record stays on disk and the client's background replay,
+    :meth:`~cycles.Client.flush` or :meth:`~cycles.Client.drain` retry it with the same
+    idempotency key) or ``rejected`` (a genuine terminal rejection; ``error_kind``,
+    ``http_status`` and ``error_code`` say why).
+    """
+
+    status: str
+    reservation_id: str
+    charged: Amount | None = None
+    reason: str | None = None
+    error_kind: str | None = None
+    journaled: bool | None = None
+    not_before_ms: int | None = None
+    http_status: int | None = None
+    error_code: str | None = None
+    body: dict[str, Any] | None = field(default=None, repr=False)
+
+    @property
+    def settled(self) -> bool:
+        """True when committed or recovered via event."""
+        return self.status in (SettlementStatus.COMMITTED, SettlementStatus.RECOVERED_VIA_EVENT)
+
+    @property
+    def pending(self) -> bool:
+        """True when not settled yet (kept for replay)."""
+        return self.status == SettlementStatus.PENDING
+
+    @classmethod
+    def _from(cls, reservation_id: str, d: Mapping[str, Any]) -> Settlement:
+        body = d.get("body")
+        charged = None
+        if isinstance(body, dict) and isinstance(body.get("charged"), dict):
+            c = body["charged"]
+            charged = Amount(c["unit"], c["amount"])
+        return cls(
+            status=d["status"],
+            reservation_id=reservation_id,
+            charged=charged,
+            reason=d.get("reason"),
+            error_kind=d.get("error_kind"),
+            journaled=d.get("journaled"),
+            not_before_ms=d.get("not_before_ms"),
+            http_status=d.get("http_status"),
+            error_code=d.get("error_code"),
+            body=body if isinstance(body, dict) else None,
+        )
+
+
+@dataclass(frozen=True)
+class PendingSettlement:
+    """A settlement still in the journal (``mode`` is ``commit`` or ``event``)."""
+
+    reservation_id: str
+    mode: str
+    recorded_at_ms: int | None
+    not_before_ms: int | None
+    file: str
+
+
+@dataclass(frozen=True)
+class DrainReport:
+    """What :meth:`~cycles.Client.flush`, :meth:`~cycles.Client.drain` or ``close()`` did:
+    the last outcome per record worked on, what is still pending (left in the journal) and
+    which files were quarantined."""
+
+    outcomes: tuple[Settlement, ...]
+    remaining: tuple[PendingSettlement, ...]
+    quarantined: tuple[str, ...]
+
+    @property
+    def settled(self) -> int:
+        """Number of settlements applied."""
+        return sum(1 for o in self.outcomes if o.settled)
+
+    @classmethod
+    def _from_json(cls, text: str) -> DrainReport:
+        d = json.loads(text)
+        return cls(
+            outcomes=tuple(
+                Settlement._from(o["reservation_id"], o["settlement"]) for o in d["outcomes"]
+            ),
+            remaining=tuple(PendingSettlement(**r) for r in d["remaining"]),
+            quarantined=tuple(d["quarantined"]),
+        )
+
+
+@dataclass(frozen=True)
+class LeaseInfo:
+    """What the heartbeat did (core's ``LeaseReport``)."""
+
+    extensions: int
+    failures: int
+    path: str
+    stopped_early: bool
+    end: str
+    last_error: tuple[str, str] | None
+
+
+@dataclass(frozen=True)
+class LifecycleEvent:
+    """One core event: ``kind`` (``heartbeat_extended``, ``heartbeat_failed``,
+    ``heartbeat_ended``, ``settlement_settled``, ``settlement_attempt_failed``,
+    ``settlement_mode_switched``, ``settlement_pending``, ``journal_quarantined``,
+    ``journal_io_failed``, ``journal_migrated``), the ``level`` core logs it at, the
+    reservation, core's message, and the variant's other fields in ``fields``."""
+
+    kind: str
+    level: str
+    reservation_id: str
+    message: str
+    disposition: str | None
+    error_kind: str | None
+    fields: dict[str, Any]
+
+    @classmethod
+    def _from_json(cls, text: str) -> LifecycleEvent:
+        d = json.loads(text)
+        return cls(
+            kind=d.pop("kind"),
+            level=d.pop("level"),
+            reservation_id=d.pop("reservation_id"),
+            message=d.pop("message"),
+            disposition=d.pop("disposition", None),
+            error_kind=d.pop("error_kind", None),
+            fields=d,
+        )
+
+
+class MissingActualError(CyclesError):
+    """The guarded body ended normally without reporting its actual amount. Nothing was sent
+    (no commit, no event, no release): the action happened at an unknown cost. The
+    reservation is left to expire on the server. A binding-level outcome of core's guard
+    (``Finished::MissingActual``), not a server error."""
+
+    _default_code = 5
+    _default_name = "MISSING_ACTUAL"
+    reservation_id: str | None = None
+
+
+class InvalidActualError(InvalidArgumentError):
+    """The guarded body reported a negative actual amount; nothing was sent."""
+
+    _default_code = 2
+    _default_name = "INVALID_ARGUMENT"
+    reservation_id: str | None = None
+
+
+class HeartbeatLapsedError(CyclesError):
+    """Under ``heartbeat_policy="fail_on_finalize"`` the heartbeat stopped before the work
+    ended. The known actual WAS settled: see :attr:`settlement`."""
+
+    _default_code = 6
+    _default_name = "HEARTBEAT_LAPSED"
+    reservation_id: str | None = None
+    settlement: Settlement | None = None
+
+
+_CURRENT: contextvars.ContextVar[GuardedReservation | None] = contextvars.ContextVar(
+    "cycles_current_reservation", default=None
+)
+
+
+def current_reservation() -> GuardedReservation | None:
+    """The innermost guarded reservation active in this context (thread or asyncio task),
+    or ``None``. Nested guards restore the outer one when they exit."""
+    return _CURRENT.get()
+
+
+def _lease(d: Mapping[str, Any] | None) -> LeaseInfo | None:
+    if not d:
+        return None
+    last = d.get("last_error")
+    return LeaseInfo(
+        extensions=d["extensions"],
+        failures=d["failures"],
+        path=d["path"],
+        stopped_early=d["stopped_early"],
+        end=d["end"],
+        last_error=None if last is None else (last[0], last[1]),
+    )
+
+
+class GuardedReservation:
+    """A reservation whose work is running (yielded by ``reserve``/``stream``, and the value
+    of :func:`current_reservation`). Report usage with :meth:`set_actual` or :meth:`add`;
+    after the block, :attr:`settlement` tells how it was settled."""
+
+    def __init__(self, native: _native.NativeActive, unit: str) -> None:
+        self._native = native
+        self._unit = unit
+        #: How the block ended: ``settled``, ``work_failed``, ``missing_actual``,
+        #: ``invalid_actual`` or ``heartbeat_lapsed`` (``None`` while running).
+        self.outcome: str | None = None
+        #: The settlement (``None`` while running, after a release, or when nothing was sent).
+        self.settlement: Settlement | None = None
+        #: What the heartbeat did (``None`` while running or when disabled).
+        self.lease: LeaseInfo | None = None
+        #: ``(error_kind, message)`` when a release after a failing body failed.
+        self.release_error: tuple[str, str] | None = None
+
+    @property
+    def reservation_id(self) -> str:
+        """The server's reservation id."""
+        return self._native.reservation_id
+
+    @property
+    def unit(self) -> str:
+        """The unit of the estimate; actual amounts are in it."""
+        return self._unit
+
+    @property
+    def actual(self) -> int | None:
+        """The actual amount reported so far, if any."""
+        return self._native.actual()
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the heartbeat stopped abnormally under the ``cancel`` policy: long work
+        should check it and stop."""
+        return self._native.cancelled
+
+    @property
+    def finished(self) -> bool:
+        """True once the block ended."""
+        return self._native.finished
+
+    @property
+    def released(self) -> bool:
+        """True when the body failed before any actual and the reservation was released."""
+        return (
+            self.outcome == "work_failed" and self.settlement is None and self.release_error is None
+        )
+
+    def _amount(self, amount: int | Amount) -> int:
+        if isinstance(amount, Amount):
+            if amount.unit != self._unit:
+                raise InvalidArgumentError(
+                    f"actual unit {amount.unit} differs from the estimate's {self._unit}"
+                )
+            amount = amount.amount
+        if isinstance(amount, bool) or not isinstance(amount, int):
+            raise InvalidArgumentError("an actual amount must be an int (or an Amount)")
+        return amount
+
+    def set_actual(self, amount: int | Amount) -> None:
+        """Sets the actual amount (in the estimate's unit), replacing anything before."""
+        self._native.set_actual(self._amount(amount))
+
+    def add(self, amount: int | Amount) -> None:
+        """Adds to the actual amount (streaming); the first call starts from zero. Whatever
+        is known when the block ends, even by an exception, is settled."""
+        self._native.add(self._amount(amount))
+
+    def set_metrics(self, metrics: MetricsLike) -> None:
+        """Metrics sent with the commit (and with an event fallback)."""
+        m = metrics.to_json() if isinstance(metrics, StandardMetrics) else dict(metrics)
+        self._native.set_metrics(json.dumps(m))
+
+    def set_metadata(self, metadata: Mapping[str, Any]) -> None:
+        """Commit-time metadata."""
+        self._native.set_metadata(json.dumps(dict(metadata)))
+
+    def _apply(self, text: str, succeeded: bool) -> None:
+        d = json.loads(text)
+        rid = d["reservation_id"]
+        self.outcome = d["outcome"]
+        s = d.get("settlement")
+        self.settlement = None if s is None else Settlement._from(rid, s)
+        self.lease = _lease(d.get("lease"))
+        rel = d.get("release_error")
+        self.release_error = None if rel is None else (rel["error_kind"], rel["message"])
+        if not succeeded:
+            return  # the body's own exception propagates unchanged
+        if self.outcome == "missing_actual":
+            m = MissingActualError(
+                f"the guarded work on reservation {rid} finished without reporting its actual "
+                "amount (call set_actual() or add()); nothing was settled"
+            )
+            m.reservation_id = rid
+            raise m
+        if self.outcome == "invalid_actual":
+            i = InvalidActualError(
+                f"the guarded work reported a negative actual amount ({d['actual']}) for "
+                f"reservation {rid}; nothing was settled"
+            )
+            i.reservation_id = rid
+            raise i
+        if self.outcome == "heartbeat_lapsed":
+            h = HeartbeatLapsedError(d.get("message") or "the heartbeat lapsed")
+            h.reservation_id = rid
+            h.settlement = self.settlement
+            raise h
+
+    def __repr__(self) -> str:
+        return (
+            f"GuardedReservation(reservation_id={self.reservation_id!r}, actual={self.actual!r}, "
+            f"outcome={self.outcome!r}, settlement={self.settlement!r})"
+        )
+
+
+class ReservationContext:
+    """What ``reserve``/``stream`` return: use it with ``with`` or ``async with`` (the
+    reservation is made on entry, settled or released on exit). Single use."""
+
+    def __init__(self, lifecycle: _Lifecycle, spec: str, unit: str) -> None:
+        self._lc = lifecycle
+        self._spec = spec
+        self._unit = unit
+        self._handle: GuardedReservation | None = None
+        self._token: contextvars.Token[GuardedReservation | None] | None = None
+
+    def _enter(self, native: _native.NativeActive) -> GuardedReservation:
+        self._handle = GuardedReservation(native, self._unit)
+        self._token = _CURRENT.set(self._handle)
+        return self._handle
+
+    def _leave(self) -> GuardedReservation:
+        assert self._handle is not None and self._token is not None, "not entered"
+        _CURRENT.reset(self._token)
+        self._token = None
+        return self._handle
+
+    def __enter__(self) -> GuardedReservation:
+        if self._handle is not None:
+            raise InvalidArgumentError("a reservation context can be entered once")
+        return self._enter(self._lc.native.begin(self._spec))
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: types.TracebackType | None,
+    ) -> None:
+        h = self._leave()
+        ok = exc_type is None
+        h._apply(h._native.finish(ok), ok)
+
+    async def __aenter__(self) -> GuardedReservation:
+        if self._handle is not None:
+            raise InvalidArgumentError("a reservation context can be entered once")
+        return self._enter(await self._lc.native.begin_async(self._spec))
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: types.TracebackType | None,
+    ) -> None:
+        h = self._leave()
+        ok = exc_type is None
+        h._apply(await h._native.finish_async(ok), ok)
+
+
+_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+}
+
+_LIVE: weakref.WeakSet[_Lifecycle] = weakref.WeakSet()
+
+
+class _Lifecycle:
+    """One client's native lifecycle plus the daemon thread forwarding its events."""
+
+    def __init__(
+        self,
+        native: _native.NativeLifecycle,
+        on_event: Callable[[LifecycleEvent], None] | None,
+        close_timeout: float,
+    ) -> None:
+        self.native = native
+        self.on_event = on_event
+        self.close_timeout = close_timeout
+        self._closed = False
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._forward, name="cycles-events", daemon=True)
+        self._thread.start()
+        _LIVE.add(self)
+
+    def _forward(self) -> None:
+        while True:
+            batch = self.native.next_events(200)
+            if batch is None:
+                return
+            for text in batch:
+                self._deliver(LifecycleEvent._from_json(text))
+
+    def _deliver(self, ev: LifecycleEvent) -> None:
+        level = _LEVELS.get(ev.level, logging.INFO)
+        if logger.isEnabledFor(level):
+            logger.log(
+                level,
+                ev.message,
+                extra={
+                    "reservation_id": ev.reservation_id,
+                    "event_kind": ev.kind,
+                    "disposition": ev.disposition,
+                    "error_kind": ev.error_kind,
+                    "cycles_event": ev,
+                },
+            )
+        if self.on_event is not None:
+            try:
+                self.on_event(ev)
+            except Exception:
+                logger.exception("the on_event callback raised (ignored)")
+
+    def close(self, timeout: float | None = None) -> DrainReport:
+        """Stops the replay, drains for at most ``timeout`` seconds, delivers the events."""
+        with self._lock:
+            t = self.close_timeout if timeout is None else timeout
+            report = DrainReport._from_json(self.native.close(max(0, round(t * 1000))))
+            self._closed = True
+        self._thread.join(timeout=2.0)
+        _LIVE.discard(self)
+        return report
+
+
+def _forget_after_fork() -> None:
+    # A fork child has none of the parent's threads or runtime; its clients are the parent's.
+    _LIVE.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_after_fork)
+
+
+@atexit.register
+def _close_all_at_exit() -> None:
+    """Interpreter exit: every open client's lifecycle drains within its close bound."""
+    for lc in list(_LIVE):
+        try:
+            lc.close()
+        except Exception:  # pragma: no cover - best effort at exit
+            logger.exception("draining the settlement journal at exit failed")
