@@ -6,7 +6,7 @@ use super::{
 use crate::config::ExtendClamp;
 use crate::error::ApiError;
 use crate::shared::Shared;
-use crate::state::{State, Status};
+use crate::state::{Reservation, State, Status};
 use crate::validate;
 use serde_json::{json, Value};
 use std::sync::MutexGuard;
@@ -126,6 +126,56 @@ fn begin<'a>(
     })
 }
 
+/// What a commit or release needs to finish once its effect is applied.
+struct Finalized {
+    rid: String,
+    owner: String,
+    ik: IdemKey,
+    fp: String,
+    now: i64,
+    /// `Committed` or `Released`; also names the evidence artifact.
+    status: Status,
+}
+
+/// Ends a commit or release: emits the artifact's evidence over the response, finalizes the
+/// reservation (`update` sets the artifact's own fields), and stores the response for
+/// idempotent replay.
+fn finalize(
+    sh: &Shared,
+    ctx: &Ctx,
+    mut st: MutexGuard<'_, State>,
+    done: Finalized,
+    body: &Value,
+    mut resp: Value,
+    update: impl FnOnce(&mut Reservation),
+) -> Result<Outcome, ApiError> {
+    let Finalized {
+        rid,
+        owner,
+        ik,
+        fp,
+        now,
+        status,
+    } = done;
+    let artifact = if status == Status::Committed {
+        "commit"
+    } else {
+        "release"
+    };
+    let ev = emit_evidence(sh, &mut st, artifact, body, &resp, now, &ctx.trace_id);
+    let res = st.reservations.get_mut(&rid).expect("reservation exists");
+    res.status = status;
+    res.finalized_at_ms = Some(now);
+    update(res);
+    if let Some(ev) = ev {
+        res.evidence.insert(artifact, ev.clone());
+        resp["cycles_evidence"] = ev;
+    }
+    let out = Outcome::ok(200, resp, Some(owner));
+    store(&mut st, ik, fp, &out, Some(rid));
+    Ok(out)
+}
+
 pub(super) fn commit(sh: &Shared, ctx: &Ctx) -> Result<Outcome, ApiError> {
     let Mutation {
         mut st,
@@ -184,23 +234,19 @@ pub(super) fn commit(sh: &Shared, ctx: &Ctx) -> Result<Outcome, ApiError> {
         resp["released"] = json!({"unit": unit, "amount": r.amount - actual});
     }
     resp["balances"] = st.balances_json(&r.budget_keys);
-    let ev = emit_evidence(sh, &mut st, "commit", &body, &resp, now, &ctx.trace_id);
-    {
-        let res = st.reservations.get_mut(&rid).expect("reservation exists");
-        res.status = Status::Committed;
+    let status = Status::Committed;
+    let done = Finalized {
+        rid,
+        owner,
+        ik,
+        fp,
+        now,
+        status,
+    };
+    finalize(sh, ctx, st, done, &body, resp, |res| {
         res.committed = Some(charged);
-        res.finalized_at_ms = Some(now);
         res.committed_metadata = body.get("metadata").cloned();
-        if let Some(ev) = &ev {
-            res.evidence.insert("commit", ev.clone());
-        }
-    }
-    if let Some(ev) = ev {
-        resp["cycles_evidence"] = ev;
-    }
-    let out = Outcome::ok(200, resp, Some(owner));
-    store(&mut st, ik, fp, &out, Some(rid));
-    Ok(out)
+    })
 }
 
 pub(super) fn release(sh: &Shared, ctx: &Ctx) -> Result<Outcome, ApiError> {
@@ -232,26 +278,21 @@ pub(super) fn release(sh: &Shared, ctx: &Ctx) -> Result<Outcome, ApiError> {
         Some(r.amount),
         now,
     );
-    let mut resp = json!({
+    let resp = json!({
         "status": "RELEASED",
         "released": {"unit": r.unit, "amount": r.amount},
         "balances": st.balances_json(&r.budget_keys),
     });
-    let ev = emit_evidence(sh, &mut st, "release", &body, &resp, now, &ctx.trace_id);
-    {
-        let res = st.reservations.get_mut(&rid).expect("reservation exists");
-        res.status = Status::Released;
-        res.finalized_at_ms = Some(now);
-        if let Some(ev) = &ev {
-            res.evidence.insert("release", ev.clone());
-        }
-    }
-    if let Some(ev) = ev {
-        resp["cycles_evidence"] = ev;
-    }
-    let out = Outcome::ok(200, resp, Some(owner));
-    store(&mut st, ik, fp, &out, Some(rid));
-    Ok(out)
+    let status = Status::Released;
+    let done = Finalized {
+        rid,
+        owner,
+        ik,
+        fp,
+        now,
+        status,
+    };
+    finalize(sh, ctx, st, done, &body, resp, |_| {})
 }
 
 pub(super) fn extend(sh: &Shared, ctx: &Ctx) -> Result<Outcome, ApiError> {
