@@ -1,5 +1,6 @@
 //! `cycles serve`: the local Cycles server as a process, configured from flags or a JSON file.
 
+use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 
@@ -155,18 +156,20 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
     for rule in faults {
         server.add_fault(rule);
     }
-    println!("cycles local server listening on {}", server.url());
+    // A closed stdout (e.g. `cycles serve | head -1`) must not take the server down, so the
+    // banner is written without println!'s panic on a broken pipe.
+    let mut banner = format!("cycles local server listening on {}\n", server.url());
     for tenant in &tenants {
         for key in &tenant.api_keys {
-            println!("  tenant {:?}: X-Cycles-API-Key: {key}", tenant.id);
+            banner += &format!("  tenant {:?}: X-Cycles-API-Key: {key}\n", tenant.id);
         }
     }
-    println!(
-        "  inspection: {}/__cycles/ledger, {}/__cycles/requests",
-        server.url(),
-        server.url()
+    banner += &format!(
+        "  inspection: {url}/__cycles/ledger, {url}/__cycles/requests\npress Ctrl-C to stop\n",
+        url = server.url()
     );
-    println!("press Ctrl-C to stop");
+    let mut out = std::io::stdout();
+    let _ = out.write_all(banner.as_bytes()).and_then(|()| out.flush());
     tokio::signal::ctrl_c()
         .await
         .map_err(|err| format!("cannot wait for Ctrl-C: {err}"))?;

@@ -135,3 +135,53 @@ fn serve_prints_its_url_and_serves_the_seeded_tenant() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--extend-limit-ms"));
 }
+
+#[test]
+fn serve_reads_a_config_file() {
+    let dir = std::env::temp_dir().join(format!("cycles-serve-config-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("server.json");
+    std::fs::write(
+        &file,
+        r#"{"tenants": [{"id": "globex", "api_keys": ["g1"]}],
+            "budgets": [{"scope": "tenant:globex", "unit": "CREDITS", "allocated": 77}],
+            "regime": {"emit_remaining_ttl": false}}"#,
+    )
+    .unwrap();
+    let mut child = cycles()
+        .args(["serve", "--port", "0", "--config"])
+        .arg(&file)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start serve");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let addr = first
+        .trim()
+        .rsplit(' ')
+        .next()
+        .unwrap()
+        .trim_start_matches("http://")
+        .to_string();
+    let body = r#"{"idempotency_key":"k","subject":{"tenant":"globex"},"action":{"kind":"a","name":"b"},"estimate":{"unit":"CREDITS","amount":5}}"#;
+    let mut stream = TcpStream::connect(&addr).unwrap();
+    write!(
+        stream,
+        "POST /v1/reservations HTTP/1.1\r\nHost: x\r\nX-Cycles-API-Key: g1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    child.kill().ok();
+    child.wait().ok();
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.contains(r#""decision":"ALLOW""#), "{response}");
+    assert!(
+        !response.contains("remaining_ttl_ms"),
+        "the file's regime applies: {response}"
+    );
+}
