@@ -9,6 +9,7 @@ The Python binding of the Cycles SDK. Every behaviour lives in the Rust core
   :meth:`Client.guarded` (a decorator for sync and async functions) and
   :func:`current_reservation`: the guarded lifecycle (:mod:`cycles.lifecycle`).
 - :mod:`cycles.timing`: the heartbeat math as plain functions.
+- :mod:`cycles.journal`: the settlement journal's names, identity partition and records.
 - :mod:`cycles.testing`: :class:`~cycles.testing.LocalServer`, an in-process Cycles server.
 
 Processes: the SDK runs one background runtime per process. A child created with
@@ -19,7 +20,7 @@ before any use in the parent, or use the ``spawn`` start method.
 
 from __future__ import annotations
 
-from . import errors, lifecycle, models, timing
+from . import errors, journal, lifecycle, models, timing
 from ._native import __version__
 from .client import AsyncClient, Client
 from .errors import *  # noqa: F403
@@ -34,6 +35,7 @@ __all__ = [
     "Client",
     "AsyncClient",
     "errors",
+    "journal",
     "lifecycle",
     "models",
     "timing",

@@ -7,6 +7,7 @@
 
 mod client;
 mod errors;
+mod journal;
 mod lifecycle;
 mod server;
 mod timing;
@@ -56,5 +57,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<lifecycle::NativeActive>()?;
     m.add_function(wrap_pyfunction!(_debug_panic, m)?)?;
     timing::register(m)?;
+    journal::register(m)?;
     Ok(())
 }
