@@ -332,12 +332,20 @@ class GuardedReservation:
         self._native.add(self._amount(amount))
 
     def set_metrics(self, metrics: MetricsLike) -> None:
-        """Metrics sent with the commit (and with an event fallback)."""
-        m = metrics.to_json() if isinstance(metrics, StandardMetrics) else dict(metrics)
+        """Metrics sent with the commit (and with an event fallback): a
+        :class:`~cycles.models.StandardMetrics` or a mapping of its fields."""
+        if isinstance(metrics, StandardMetrics):
+            m = metrics.to_json()
+        elif isinstance(metrics, Mapping):
+            m = dict(metrics)
+        else:
+            raise InvalidArgumentError("metrics must be a StandardMetrics or a mapping")
         self._native.set_metrics(json.dumps(m))
 
     def set_metadata(self, metadata: Mapping[str, Any]) -> None:
-        """Commit-time metadata."""
+        """Commit-time metadata (a JSON-serialisable mapping)."""
+        if not isinstance(metadata, Mapping):
+            raise InvalidArgumentError("metadata must be a mapping")
         self._native.set_metadata(json.dumps(dict(metadata)))
 
     def _apply(self, text: str, succeeded: bool) -> None:

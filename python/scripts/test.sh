@@ -22,6 +22,8 @@ RUFF_VERSION=0.17.6
 MYPY_VERSION=2.4.1
 PYTEST_VERSION=9.2.0
 PYTEST_ASYNCIO_VERSION=1.5.0
+# The official Python SDK, a test dependency: the interop tests and the benchmark run against it.
+RUNCYCLES_VERSION=0.5.3
 
 log() { printf '== python: %s\n' "$*" >&2; }
 
@@ -55,14 +57,15 @@ BUILD_PY="${PYTHONS[0]}"
 
 # Tool venv (maturin, ruff, mypy; pytest for type-checking the tests), reused while the pins are unchanged.
 TOOLS="$CACHE/tools"
-STAMP="maturin==$MATURIN_VERSION ruff==$RUFF_VERSION mypy==$MYPY_VERSION pytest==$PYTEST_VERSION $(version_of "$BUILD_PY")"
+STAMP="maturin==$MATURIN_VERSION ruff==$RUFF_VERSION mypy==$MYPY_VERSION pytest==$PYTEST_VERSION runcycles==$RUNCYCLES_VERSION $(version_of "$BUILD_PY")"
 if [[ ! -x "$TOOLS/bin/python" || "$(cat "$TOOLS/.stamp" 2>/dev/null)" != "$STAMP" ]]; then
     log "creating the tool venv $TOOLS"
     rm -rf "$TOOLS"
     "$BUILD_PY" -m venv "$TOOLS"
     "$TOOLS/bin/python" -m pip install -q --disable-pip-version-check \
         "maturin==$MATURIN_VERSION" "ruff==$RUFF_VERSION" "mypy==$MYPY_VERSION" \
-        "pytest==$PYTEST_VERSION" "pytest-asyncio==$PYTEST_ASYNCIO_VERSION"
+        "pytest==$PYTEST_VERSION" "pytest-asyncio==$PYTEST_ASYNCIO_VERSION" \
+        "runcycles==$RUNCYCLES_VERSION"
     echo "$STAMP" >"$TOOLS/.stamp"
 fi
 
@@ -98,7 +101,11 @@ for py in "${PYTHONS[@]}"; do
     rm -rf "$VENV"
     "$py" -m venv "$VENV"
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
-        "$WHEEL" "pytest==$PYTEST_VERSION" "pytest-asyncio==$PYTEST_ASYNCIO_VERSION"
+        "$WHEEL" "pytest==$PYTEST_VERSION" "pytest-asyncio==$PYTEST_ASYNCIO_VERSION" \
+        "runcycles==$RUNCYCLES_VERSION"
     (cd "$WORK" && "$VENV/bin/python" -m pytest -q "$WORK/tests") || status=1
+    # The newest interpreter's venv (wheel + pytest installed) stays for the recovery
+    # conformance adapter (conformance/adapters/python), which scripts/test-all.sh runs next.
+    ln -sfn "$VENV" "$CACHE/test-venv"
 done
 exit "$status"

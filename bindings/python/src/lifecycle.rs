@@ -352,6 +352,9 @@ pub struct NativeLifecycle {
     replay: Mutex<Option<ReplayHandle>>,
     events: Mutex<Receiver<String>>,
     closed: AtomicBool,
+    /// Set when `close` has finished draining: no event can follow, so the forwarding thread
+    /// may stop once the channel is empty (`closed` alone is set before the drain's events).
+    drained: AtomicBool,
 }
 
 impl NativeLifecycle {
@@ -387,6 +390,7 @@ impl NativeLifecycle {
             replay: Mutex::new(Some(replay)),
             events: Mutex::new(rx),
             closed: AtomicBool::new(false),
+            drained: AtomicBool::new(false),
         })
     }
 
@@ -479,7 +483,7 @@ impl NativeLifecycle {
             let replay = self.replay.lock().unwrap_or_else(|p| p.into_inner()).take();
             let s = self.guard.settler().clone();
             let t = Duration::from_millis(timeout_ms);
-            block(py, false, async move {
+            let report = block(py, false, async move {
                 if let Some(r) = replay {
                     r.stop().await;
                 }
@@ -491,7 +495,9 @@ impl NativeLifecycle {
                 } else {
                     drain_json(&s.drain(t).await)
                 }
-            })
+            });
+            self.drained.store(true, Ordering::SeqCst);
+            report
         })
     }
 
@@ -503,7 +509,7 @@ impl NativeLifecycle {
     /// Events delivered so far (waits up to `timeout_ms` for the first, GIL released); `None`
     /// once the lifecycle is closed and nothing is left.
     fn next_events(&self, py: Python<'_>, timeout_ms: u64) -> Option<Vec<String>> {
-        let closed = self.closed.load(Ordering::SeqCst);
+        let closed = self.drained.load(Ordering::SeqCst);
         py.detach(|| {
             let rx = self.events.lock().unwrap_or_else(|p| p.into_inner());
             let mut out = Vec::new();

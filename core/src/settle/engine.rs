@@ -10,6 +10,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use super::bodies::{commit_body, event_fallback_body};
 use super::classify::{classify, Verdict};
@@ -41,6 +42,8 @@ struct Inner {
     /// In-memory replay backoff per reservation: (failed episodes, next eligible time).
     /// Deliberately not durable: only the 429 floor must survive a restart.
     replay_backoff: Mutex<HashMap<String, (u32, Instant)>>,
+    /// Every blocking journal operation in flight (see [`blocking`]).
+    file_work: TaskTracker,
 }
 
 impl std::fmt::Debug for Settler {
@@ -59,8 +62,14 @@ struct Held {
 }
 
 /// Runs blocking file work on the blocking pool, never on an async worker.
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-    match tokio::task::spawn_blocking(f).await {
+/// Runs journal file work on the blocking pool, tracked by `work` so that
+/// [`ReplayHandle::stop`] can wait for it: a cancelled pass drops the future, not the file
+/// operation, which still finishes (and reports) on its own.
+async fn blocking<T: Send + 'static>(
+    work: &TaskTracker,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    match work.spawn_blocking(f).await {
         Ok(v) => v,
         Err(e) => std::panic::resume_unwind(e.into_panic()),
     }
@@ -85,15 +94,21 @@ enum Success {
 pub struct ReplayHandle {
     token: CancellationToken,
     task: Option<tokio::task::JoinHandle<()>>,
+    file_work: TaskTracker,
 }
 
 impl ReplayHandle {
-    /// Stops replaying (an in-flight attempt is abandoned; its record stays) and waits.
+    /// Stops replaying (an in-flight attempt is abandoned; its record stays) and waits, also
+    /// for journal file work the pass had started: a quarantine that began is finished and
+    /// reported before this returns.
     pub async fn stop(mut self) {
         self.token.cancel();
         if let Some(t) = self.task.take() {
             let _ = t.await;
         }
+        self.file_work.close();
+        self.file_work.wait().await;
+        self.file_work.reopen();
     }
 }
 
@@ -126,6 +141,7 @@ impl Settler {
                 cfg: settings,
                 permits,
                 replay_backoff: Mutex::new(HashMap::new()),
+                file_work: TaskTracker::new(),
             }),
         })
     }
@@ -186,13 +202,13 @@ impl Settler {
             return self.episode(rec, None, false, None).await;
         };
         let id = s.reservation_id.clone();
-        let started = blocking(move || {
+        let me = self.clone();
+        let started = blocking(&self.inner.file_work, move || {
             let lock = match journal.try_lock(&id) {
                 Ok(Some(l)) => l,
                 Ok(None) => return Ok(None),
                 Err(e) => return Err(("lock", e, Box::new(rec))),
             };
-            let mut quarantined = None;
             let mut rec = match journal.load(&lock, &id) {
                 Ok(Some(Ok(existing))) => existing,
                 Ok(Some(Err(pe))) => {
@@ -201,7 +217,17 @@ impl Settler {
                         ParseError::Unsupported(_) => QuarantineKind::Unsupported,
                         ParseError::Corrupt(_) => QuarantineKind::Corrupt,
                     };
-                    quarantined = Some((journal.quarantine_record(&lock, &id, kind), pe));
+                    // Reported here, in the same blocking task as the rename, so a dropped
+                    // settle() future cannot leave a quarantine unreported.
+                    match journal.quarantine_record(&lock, &id, kind) {
+                        Ok(new) => me.emit(Event::JournalQuarantined {
+                            reservation_id: Some(id.clone()),
+                            file: journal.path_of(&id).display().to_string(),
+                            quarantined_as: new,
+                            reason: pe.to_string(),
+                        }),
+                        Err(e) => me.io_failed(Some(&id), "quarantine", &e),
+                    }
                     rec
                 }
                 Ok(None) => rec,
@@ -209,7 +235,7 @@ impl Settler {
                 Err(e) => return Err(("read", e, Box::new(rec))),
             };
             let saved = journal.save(&lock, &mut rec);
-            Ok(Some((Held { journal, lock }, rec, saved, quarantined)))
+            Ok(Some((Held { journal, lock }, rec, saved)))
         })
         .await;
         match started {
@@ -226,21 +252,7 @@ impl Settler {
                 self.io_failed(Some(&s.reservation_id), op, &e);
                 self.episode(*rec, None, false, None).await
             }
-            Ok(Some((held, rec, saved, quarantined))) => {
-                match quarantined {
-                    Some((Ok(new), pe)) => self.emit(Event::JournalQuarantined {
-                        reservation_id: Some(s.reservation_id.clone()),
-                        file: held
-                            .journal
-                            .path_of(&s.reservation_id)
-                            .display()
-                            .to_string(),
-                        quarantined_as: new,
-                        reason: pe.to_string(),
-                    }),
-                    Some((Err(e), _)) => self.io_failed(Some(&s.reservation_id), "quarantine", &e),
-                    None => {}
-                }
+            Ok(Some((held, rec, saved))) => {
                 let journaled = match saved {
                     Ok(()) => true,
                     Err(e) => {
@@ -275,7 +287,7 @@ impl Settler {
             return false;
         };
         let mut r = rec.clone();
-        let (h, res) = blocking(move || {
+        let (h, res) = blocking(&self.inner.file_work, move || {
             let res = h.journal.save(&h.lock, &mut r);
             (h, res)
         })
@@ -290,40 +302,43 @@ impl Settler {
         }
     }
 
-    /// Removes (or quarantines) the held record.
+    /// Removes (or quarantines) the held record. The file operation and its report run in
+    /// one blocking task, so a cancelled replay pass cannot quarantine without reporting.
     async fn finish(&self, held: &mut Option<Held>, id: &str, quarantine: Option<QuarantineKind>) {
         let Some(h) = held.take() else {
             return;
         };
         let rid = id.to_string();
-        let (h, res) = blocking(move || {
+        let me = self.clone();
+        let h = blocking(&self.inner.file_work, move || {
             let res = match quarantine {
                 None => h.journal.remove(&h.lock, &rid).map(|_| None),
                 Some(k) => h.journal.quarantine_record(&h.lock, &rid, k).map(Some),
             };
-            (h, res)
+            match res {
+                Ok(Some(new_name)) => me.emit(Event::JournalQuarantined {
+                    reservation_id: Some(rid.clone()),
+                    file: h.journal.path_of(&rid).display().to_string(),
+                    quarantined_as: new_name,
+                    reason: "the reservation expired and the record has no event_fallback_body"
+                        .into(),
+                }),
+                Ok(None) => {}
+                // A record left behind after success is harmless: its replay gets the stored
+                // original response (same key) and is removed then.
+                Err(e) => me.io_failed(
+                    Some(&rid),
+                    if quarantine.is_some() {
+                        "quarantine"
+                    } else {
+                        "remove"
+                    },
+                    &e,
+                ),
+            }
+            h
         })
         .await;
-        match res {
-            Ok(Some(new_name)) => self.emit(Event::JournalQuarantined {
-                reservation_id: Some(id.to_string()),
-                file: h.journal.path_of(id).display().to_string(),
-                quarantined_as: new_name,
-                reason: "the reservation expired and the record has no event_fallback_body".into(),
-            }),
-            Ok(None) => {}
-            // A record left behind after success is harmless: its replay gets the stored
-            // original response (same key) and is removed then.
-            Err(e) => self.io_failed(
-                Some(id),
-                if quarantine.is_some() {
-                    "quarantine"
-                } else {
-                    "remove"
-                },
-                &e,
-            ),
-        }
         *held = Some(h);
     }
 
@@ -501,7 +516,7 @@ impl Settler {
         };
         if let Some(h) = held {
             // Unlinks the lock file: blocking work.
-            blocking(move || drop(h)).await;
+            blocking(&self.inner.file_work, move || drop(h)).await;
         }
         self.pending_event(outcome, &id)
     }
@@ -515,7 +530,7 @@ impl Settler {
     ) -> Option<SettleOutcome> {
         let rid = id.clone();
         let j = journal.clone();
-        let loaded = blocking(move || -> std::io::Result<_> {
+        let loaded = blocking(&self.inner.file_work, move || -> std::io::Result<_> {
             let Some(lock) = j.try_lock(&rid)? else {
                 return Ok(None);
             };
@@ -548,29 +563,30 @@ impl Settler {
                     ParseError::Corrupt(_) => QuarantineKind::Corrupt,
                 };
                 if let Some(h) = held.take() {
-                    let rid = id.clone();
-                    let (h, res) = blocking(move || {
-                        let r = h.journal.quarantine_record(&h.lock, &rid, kind);
-                        (h, r)
+                    let me = self.clone();
+                    // The rename and its report happen in one blocking task, which runs to
+                    // the end even when this pass is cancelled (replay stopped): a file is
+                    // never quarantined without its event.
+                    blocking(&self.inner.file_work, move || {
+                        match h.journal.quarantine_record(&h.lock, &id, kind) {
+                            Ok(new) => me.emit(Event::JournalQuarantined {
+                                reservation_id: Some(id.clone()),
+                                file: h.journal.path_of(&id).display().to_string(),
+                                quarantined_as: new,
+                                reason: pe.to_string(),
+                            }),
+                            Err(e) => me.io_failed(Some(&id), "quarantine", &e),
+                        }
+                        drop(h);
                     })
                     .await;
-                    match res {
-                        Ok(new) => self.emit(Event::JournalQuarantined {
-                            reservation_id: Some(id.clone()),
-                            file: h.journal.path_of(&id).display().to_string(),
-                            quarantined_as: new,
-                            reason: pe.to_string(),
-                        }),
-                        Err(e) => self.io_failed(Some(&id), "quarantine", &e),
-                    }
-                    blocking(move || drop(h)).await;
                 }
                 None
             }
             // Gone (finished by another worker) or another base URL's: leave it.
             _ => {
                 if let Some(h) = held.take() {
-                    blocking(move || drop(h)).await;
+                    blocking(&self.inner.file_work, move || drop(h)).await;
                 }
                 None
             }
@@ -628,7 +644,7 @@ impl Settler {
             return (outcomes, quarantined);
         };
         let j = journal.clone();
-        let scan = match blocking(move || j.scan()).await {
+        let scan = match blocking(&self.inner.file_work, move || j.scan()).await {
             Ok(s) => s,
             Err(e) => {
                 self.io_failed(None, "scan", &e);
@@ -644,20 +660,29 @@ impl Settler {
         }
         for inv in scan.invalid {
             let j = journal.clone();
-            let file = inv.file.clone();
-            match blocking(move || j.quarantine_invalid(&file)).await {
-                Ok(Some((new, err))) => {
-                    self.emit(Event::JournalQuarantined {
-                        reservation_id: None,
-                        file: journal.dir().join(&inv.file).display().to_string(),
-                        quarantined_as: new.clone(),
-                        reason: err.to_string(),
-                    });
-                    quarantined.push(new);
+            let me = self.clone();
+            // Rename and report in one blocking task (see replay_one): never one without the
+            // other, even if this pass is cancelled while it runs.
+            let done = blocking(&self.inner.file_work, move || {
+                match j.quarantine_invalid(&inv.file) {
+                    Ok(Some((new, err))) => {
+                        me.emit(Event::JournalQuarantined {
+                            reservation_id: None,
+                            file: j.dir().join(&inv.file).display().to_string(),
+                            quarantined_as: new.clone(),
+                            reason: err.to_string(),
+                        });
+                        Some(new)
+                    }
+                    Ok(None) => None,
+                    Err(e) => {
+                        me.io_failed(None, "quarantine", &e);
+                        None
+                    }
                 }
-                Ok(None) => {}
-                Err(e) => self.io_failed(None, "quarantine", &e),
-            }
+            })
+            .await;
+            quarantined.extend(done);
         }
         let now_wall = now_ms();
         let now = Instant::now();
@@ -700,7 +725,7 @@ impl Settler {
             return Vec::new();
         };
         let j = journal.clone();
-        match blocking(move || j.scan()).await {
+        match blocking(&self.inner.file_work, move || j.scan()).await {
             Ok(scan) => scan
                 .records
                 .into_iter()
@@ -776,6 +801,7 @@ impl Settler {
         ReplayHandle {
             token,
             task: Some(task),
+            file_work: self.inner.file_work.clone(),
         }
     }
 }
