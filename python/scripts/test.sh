@@ -91,6 +91,7 @@ log "built $(basename "$WHEEL")"
 cp -r "$PKG/tests" "$WORK/tests"
 export CYCLES_VECTORS="$ROOT/conformance/vectors/heartbeat.json"
 export CYCLES_README="$PKG/README.md"
+export CYCLES_ROOT_README="$ROOT/README.md"
 export RUST_BACKTRACE=0
 
 status=0

@@ -14,14 +14,23 @@ def readme() -> Path:
     return Path(env) if env else Path(__file__).resolve().parents[1] / "README.md"
 
 
+def root_readme() -> Path:
+    env = os.environ.get("CYCLES_ROOT_README")
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "README.md"
+
+
+def existing(path: Path) -> Path:
+    # A missing README is a failure, never a skip: these tests are the README's proof.
+    assert path.is_file(), f"{path} not found (set CYCLES_README / CYCLES_ROOT_README)"
+    return path
+
+
 def python_blocks(path: Path) -> list[str]:
     return re.findall(r"```python\n(.*?)```", path.read_text(), flags=re.S)
 
 
 def test_lifecycle_quickstart_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    path = readme()
-    if not path.exists():
-        pytest.skip(f"{path} not found (set CYCLES_README)")
+    path = existing(readme())
     blocks = [b for b in python_blocks(path) if "client.guarded" in b]
     assert blocks, "the README has a lifecycle quick start"
     exec(compile(blocks[0], str(path), "exec"), {"__name__": "quickstart"})
@@ -31,10 +40,20 @@ def test_lifecycle_quickstart_runs(capsys: pytest.CaptureFixture[str]) -> None:
     assert "pending after close 0" in out
 
 
+def test_root_readme_python_quickstart_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    path = existing(root_readme())
+    blocks = [b for b in python_blocks(path) if "client.guarded" in b]
+    assert len(blocks) == 1, "the repository README has one Python quick start"
+    block = blocks[0]
+    assert "with client.reserve(" in block, "it shows the context manager too"
+    exec(compile(block, str(path), "exec"), {"__name__": "quickstart"})
+    out = capsys.readouterr().out
+    assert "answer 42" in out
+    assert "settlement committed 150000" in out
+
+
 def test_quickstart_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    path = readme()
-    if not path.exists():
-        pytest.skip(f"{path} not found (set CYCLES_README)")
+    path = existing(readme())
     blocks = [b for b in python_blocks(path) if "create_reservation" in b]
     assert blocks, "the README has a python quickstart"
     exec(compile(blocks[0], str(path), "exec"), {"__name__": "quickstart"})
