@@ -364,6 +364,12 @@ async fn rate_limit_floor_is_persisted_and_no_retry_happens_before_it() {
         "retried at {} before floor {nb}",
         c[1].received_at_ms
     );
+    // drain wakes at the floor itself, not at its next backoff step (up to 1 s later).
+    assert!(
+        c[1].received_at_ms < nb as i64 + 300,
+        "retried at {}, floor {nb}: drain overslept",
+        c[1].received_at_ms
+    );
     assert!(c
         .iter()
         .all(|r| r.idempotency_key.as_deref() == Some(key.as_str())));

@@ -496,9 +496,12 @@ class _Lifecycle:
                 logger.exception("the on_event callback raised (ignored)")
 
     def close(self, timeout: float | None = None) -> DrainReport:
-        """Stops the replay, drains for at most ``timeout`` seconds, delivers the events."""
+        """Stops the replay, drains for at most ``timeout`` seconds, delivers the events.
+        Closing again drains nothing: it only reports what is still pending."""
         with self._lock:
             t = self.close_timeout if timeout is None else timeout
+            if self._closed:
+                t = 0
             report = DrainReport._from_json(self.native.close(max(0, round(t * 1000))))
             self._closed = True
         self._thread.join(timeout=2.0)

@@ -378,6 +378,13 @@ def test_close_drains_within_its_bound(server: LocalServer, tmp_path: Path) -> N
     assert journal_files(tmp_path), "unsettled records stay journaled for the next process"
     with pytest.raises(cycles.ClientClosedError):
         client.reserve(1, action=ACTION).__enter__()
+    # Closing again (e.g. a `with` block around an explicit close) drains nothing more: it
+    # only reports what is pending, sending no request.
+    sent = len(server.requests())
+    again_report = client.close()
+    assert again_report is not None
+    assert [p.reservation_id for p in again_report.remaining] == [r.reservation_id]
+    assert again_report.outcomes == () and len(server.requests()) == sent
 
     # The next client (same server, key and journal) settles it: its background replay
     # starts with the lifecycle, and drain() waits until the journal is empty.

@@ -775,7 +775,17 @@ impl Settler {
                 report.remaining = remaining;
                 return report;
             }
-            tokio::time::sleep(pause.min(deadline - now)).await;
+            // Wake for the earliest rate-limit floor among what is left, not a backoff step
+            // later: a record parked by a 429 is due exactly at its `not_before_ms`.
+            let now_wall = now_ms();
+            let floor = remaining
+                .iter()
+                .filter_map(|r| r.not_before_ms)
+                .filter(|nb| *nb > now_wall)
+                .min()
+                .map(|nb| Duration::from_millis(nb - now_wall));
+            let wait = floor.map_or(pause, |f| f.min(pause));
+            tokio::time::sleep(wait.min(deadline - now)).await;
             pause = (pause * 2).min(Duration::from_secs(1));
         }
     }
