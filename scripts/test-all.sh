@@ -40,6 +40,19 @@ fi
 step "Python: lint, type-check, build the wheel, install it into clean venvs, pytest"
 bash python/scripts/test.sh
 
+step "recovery conformance: durable claim of the Python SDK (conformance/adapters/python-map.json)"
+# python/scripts/test.sh leaves <cache>/test-venv: the newest CPython's venv with the wheel.
+py_venv="${CYCLES_PY_CACHE:-$HOME/.cache/cycles-python}/test-venv"
+py_report="${CYCLES_PY_RECOVERY_REPORT:-$CARGO_TARGET_DIR/recovery-conformance/recovery-conformance-python.json}"
+if "$CARGO_TARGET_DIR/debug/cycles-conformance" --claim durable \
+    --report-json "$py_report" --implementation cycles-sdk/python \
+    --adapter conformance/adapters/python --python "$py_venv/bin/python"; then
+  echo "Python recovery conformance report: $py_report"
+else
+  echo "Python recovery conformance FAILED; report: $py_report" >&2
+  exit 1
+fi
+
 step "local server fidelity against the OpenAPI spec (schemathesis)"
 bash conformance/fidelity/run.sh
 

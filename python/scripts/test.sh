@@ -24,6 +24,10 @@ PYTEST_VERSION=9.2.0
 PYTEST_ASYNCIO_VERSION=1.5.0
 # The official Python SDK, a test dependency: the interop tests and the benchmark run against it.
 RUNCYCLES_VERSION=0.5.3
+# zig links the extension against glibc 2.17 symbols, so the wheel is manylinux2014 (portable
+# to any x86_64 Linux with glibc >= 2.17) instead of this host's glibc; maturin audits it.
+# maturin's zig support takes ziglang < 0.13.
+ZIGLANG_VERSION=0.12.1
 
 log() { printf '== python: %s\n' "$*" >&2; }
 
@@ -57,7 +61,7 @@ BUILD_PY="${PYTHONS[0]}"
 
 # Tool venv (maturin, ruff, mypy; pytest for type-checking the tests), reused while the pins are unchanged.
 TOOLS="$CACHE/tools"
-STAMP="maturin==$MATURIN_VERSION ruff==$RUFF_VERSION mypy==$MYPY_VERSION pytest==$PYTEST_VERSION runcycles==$RUNCYCLES_VERSION $(version_of "$BUILD_PY")"
+STAMP="maturin==$MATURIN_VERSION ruff==$RUFF_VERSION mypy==$MYPY_VERSION pytest==$PYTEST_VERSION runcycles==$RUNCYCLES_VERSION ziglang==$ZIGLANG_VERSION $(version_of "$BUILD_PY")"
 if [[ ! -x "$TOOLS/bin/python" || "$(cat "$TOOLS/.stamp" 2>/dev/null)" != "$STAMP" ]]; then
     log "creating the tool venv $TOOLS"
     rm -rf "$TOOLS"
@@ -65,7 +69,7 @@ if [[ ! -x "$TOOLS/bin/python" || "$(cat "$TOOLS/.stamp" 2>/dev/null)" != "$STAM
     "$TOOLS/bin/python" -m pip install -q --disable-pip-version-check \
         "maturin==$MATURIN_VERSION" "ruff==$RUFF_VERSION" "mypy==$MYPY_VERSION" \
         "pytest==$PYTEST_VERSION" "pytest-asyncio==$PYTEST_ASYNCIO_VERSION" \
-        "runcycles==$RUNCYCLES_VERSION"
+        "runcycles==$RUNCYCLES_VERSION" "ziglang==$ZIGLANG_VERSION"
     echo "$STAMP" >"$TOOLS/.stamp"
 fi
 
@@ -80,11 +84,15 @@ trap 'rm -rf "$WORK"' EXIT
 
 PROFILE=()
 [[ "${CYCLES_PY_RELEASE:-0}" == "1" ]] && PROFILE=(--release)
-log "building the wheel (maturin ${PROFILE[*]:-debug})"
-(cd "$PKG" && "$TOOLS/bin/maturin" build "${PROFILE[@]}" --interpreter "$BUILD_PY" \
-    --out "$WORK/wheels" --quiet) >&2
+log "building the portable wheel (maturin ${PROFILE[*]:-debug}, zig, manylinux2014)"
+# Its own target dir: zig as the C compiler changes ring's build, and sharing the workspace's
+# target dir would rebuild that dependency tree back and forth with every `cargo test`.
+(cd "$PKG" && PATH="$TOOLS/bin:$PATH" CARGO_TARGET_DIR="$CARGO_TARGET_DIR/python-manylinux" \
+    "$TOOLS/bin/maturin" build "${PROFILE[@]}" --interpreter "$BUILD_PY" \
+    --zig --compatibility manylinux2014 --out "$WORK/wheels" --quiet) >&2
 WHEEL="$(ls "$WORK"/wheels/*.whl)"
-case "$WHEEL" in *-abi3-*) ;; *) echo "not an abi3 wheel: $WHEEL" >&2; exit 1 ;; esac
+case "$WHEEL" in *-abi3-manylinux2014_*|*-abi3-*manylinux_2_17_*) ;;
+    *) echo "not a portable abi3 manylinux2014 wheel: $WHEEL" >&2; exit 1 ;; esac
 log "built $(basename "$WHEEL")"
 
 # The tests run from a copy outside the source tree: `import cycles` can only find the wheel.

@@ -370,9 +370,14 @@ def test_both_sdks_replaying_one_record_at_once_settle_it_once(
     assert report.remaining == ()
     assert not path.exists()
     sent = requests_of(server, "commitReservation")[sent_by_us:]
-    assert {(q.idempotency_key, q.status) for q in sent} == {("interop:commit", 200)}
-    # runcycles' (held) arrived first, ours applied, then runcycles' was answered as a replay.
-    assert [(q.fault, q.replay) for q in sent] == [("delay", True), (None, False)]
+    assert {q.idempotency_key for q in sent} == {"interop:commit"}
+    # Every answer was a success (the first to arrive applied, the other a replay), never a
+    # 409. `None`: a request of ours abandoned in flight because the other SDK finished the
+    # record first (the journal emptied, so drain returned and close stopped our replay);
+    # harmless, the key is the same.
+    assert {q.status for q in sent} <= {200, None} and 200 in {q.status for q in sent}, sent
+    assert [q.fault for q in sent].count("delay") == 1  # runcycles' request, held at the server
+    assert [q.replay for q in sent if q.status == 200].count(False) == 1, sent
     [commit] = applied(server, "commit")
     assert (commit.reservation_id, commit.amount) == (rid, 700)
 
