@@ -553,7 +553,8 @@ def test_cancel_policy_flags_the_work(server: LocalServer, tmp_path: Path) -> No
     server.add_fault(
         "extendReservation", {"kind": "error", "status": 409, "code": "RESERVATION_FINALIZED"}
     )
-    with server.client(journal_dir=tmp_path, request_timeout=0.5) as client:
+    got: list[cycles.LifecycleEvent] = []
+    with server.client(journal_dir=tmp_path, request_timeout=0.5, on_event=got.append) as client:
         with client.reserve(100, action=ACTION, ttl_ms=2_000, heartbeat_policy="cancel") as r:
             deadline = time.monotonic() + 3.0
             while not r.cancelled and time.monotonic() < deadline:
@@ -562,3 +563,18 @@ def test_cancel_policy_flags_the_work(server: LocalServer, tmp_path: Path) -> No
             r.set_actual(9)
     assert r.lease is not None and r.lease.stopped_early
     assert r.settlement is not None and r.settlement.status == "committed"
+    # core's stable event object (docs/events.md): the stop names its reason and details.
+    (failed,) = [e for e in got if e.kind == "heartbeat_failed"]
+    assert (failed.level, failed.disposition, failed.error_kind) == (
+        "error",
+        "stopped",
+        "RESERVATION_FINALIZED",
+    )
+    assert failed.fields["stop_reason"] == "permanent"
+    assert failed.fields["stop_detail"] == {"code": "RESERVATION_FINALIZED"}
+    (ended,) = [e for e in got if e.kind == "heartbeat_ended"]
+    assert (ended.level, ended.disposition, ended.fields["stop_reason"]) == (
+        "warning",
+        "stopped",
+        "permanent",
+    )

@@ -13,7 +13,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cycles_core::events::{Disposition, Event, EventSink, HeartbeatEnd, SettleDisposition};
+use cycles_core::events::{Event, EventSink};
 use cycles_core::guard::{ActiveGuard, Finished, Guard, GuardSpec, Usage};
 use cycles_core::lease::{FailurePolicy, LeaseReport};
 use cycles_core::runtime::runtime;
@@ -250,99 +250,9 @@ fn drain_json(r: &DrainReport) -> String {
     .to_string()
 }
 
-/// One event as JSON: `kind`, `level` (the level core logs it at), `reservation_id`,
-/// `message` (core's own text) and the variant's fields.
+/// One event as JSON: core's stable event object (`Event::to_json`, see docs/events.md).
 fn event_json(e: &Event) -> String {
-    let mut v = match e {
-        Event::HeartbeatExtended {
-            expires_at_ms,
-            remaining_ttl_ms,
-            next_delay,
-            path,
-            ..
-        } => json!({
-            "kind": "heartbeat_extended", "level": "debug",
-            "expires_at_ms": expires_at_ms, "remaining_ttl_ms": remaining_ttl_ms,
-            "next_delay_ms": next_delay.finite(),
-            "path": format!("{path:?}").to_ascii_lowercase(),
-        }),
-        Event::HeartbeatFailed {
-            error_kind,
-            disposition,
-            ..
-        } => {
-            let (level, disp, delay) = match disposition {
-                Disposition::RetryAfter { delay } => {
-                    ("warning", "retry".to_string(), delay.finite())
-                }
-                Disposition::Stopped(r) => ("error", format!("stopped: {r:?}"), None),
-            };
-            json!({"kind": "heartbeat_failed", "level": level, "error_kind": error_kind,
-                   "disposition": disp, "retry_in_ms": delay})
-        }
-        Event::HeartbeatEnded {
-            end, extensions, ..
-        } => {
-            let (level, disp) = match end {
-                HeartbeatEnd::Finished => ("debug", "finished".to_string()),
-                HeartbeatEnd::Stopped(r) => ("warning", format!("stopped: {r:?}")),
-            };
-            json!({"kind": "heartbeat_ended", "level": level, "disposition": disp, "extensions": extensions})
-        }
-        Event::SettlementSettled { via, attempts, .. } => json!({
-            "kind": "settlement_settled", "level": "info", "disposition": "settled",
-            "mode": via.to_string(), "attempts": attempts,
-        }),
-        Event::SettlementAttemptFailed {
-            mode,
-            error_kind,
-            disposition,
-            ..
-        } => {
-            let (disp, extra) = match disposition {
-                SettleDisposition::RetryIn { delay } => ("retry", json!(delay.finite())),
-                SettleDisposition::NotBefore { not_before_ms } => {
-                    ("not_before", json!(not_before_ms))
-                }
-                SettleDisposition::SwitchToEvent => ("switch_to_event", Value::Null),
-                SettleDisposition::Kept => ("kept", Value::Null),
-                SettleDisposition::Rejected => ("rejected", Value::Null),
-            };
-            json!({"kind": "settlement_attempt_failed", "level": "warning", "mode": mode.to_string(),
-                   "error_kind": error_kind, "disposition": disp, "disposition_value": extra})
-        }
-        Event::SettlementModeSwitched { .. } => json!({
-            "kind": "settlement_mode_switched", "level": "info", "disposition": "switch_to_event",
-        }),
-        Event::SettlementPending {
-            reason,
-            not_before_ms,
-            ..
-        } => json!({
-            "kind": "settlement_pending", "level": "warning", "disposition": "pending",
-            "reason": reason, "not_before_ms": not_before_ms,
-        }),
-        Event::JournalQuarantined {
-            file,
-            quarantined_as,
-            reason,
-            ..
-        } => json!({
-            "kind": "journal_quarantined", "level": "error", "disposition": "quarantined",
-            "file": file, "quarantined_as": quarantined_as, "reason": reason,
-        }),
-        Event::JournalIoFailed {
-            operation, error, ..
-        } => json!({
-            "kind": "journal_io_failed", "level": "error", "operation": operation, "error": error,
-        }),
-        Event::JournalMigrated { .. } => json!({"kind": "journal_migrated", "level": "info"}),
-    };
-    if let Value::Object(m) = &mut v {
-        m.insert("reservation_id".into(), json!(e.reservation_id()));
-        m.insert("message".into(), json!(e.to_string()));
-    }
-    v.to_string()
+    e.to_json().to_string()
 }
 
 /// The guarded lifecycle of one client: guard, settler, background replay, event channel.

@@ -90,14 +90,13 @@ fn decision_out(py: Python<'_>, d: &Decision) -> PyResult<Py<PyAny>> {
         }
         Decision::Stop(reason) => {
             let detail = PyDict::new(py);
-            let name = match reason {
-                StopReason::LeaseShorterThanRetryBudget => "lease_shorter_than_retry_budget",
+            // The name is core's (the same in every binding); the detail keeps Python's own
+            // types (float infinities for unbounded windows).
+            let name = reason.name();
+            match reason {
                 StopReason::NoSafeRetryWindow { retry_window } => {
                     detail.set_item("retry_window_ms", signed_out(py, *retry_window)?)?;
-                    "no_safe_retry_window"
                 }
-                StopReason::ZeroWindowRetryFailed => "zero_window_retry_failed",
-                StopReason::NoProgress => "no_progress",
                 StopReason::RateLimitBeyondWindow {
                     retry_after,
                     retry_window,
@@ -106,21 +105,17 @@ fn decision_out(py: Python<'_>, d: &Decision) -> PyResult<Py<PyAny>> {
                     detail.set_item("retry_after_kind", kind)?;
                     detail.set_item("retry_after_seconds", secs)?;
                     detail.set_item("retry_window_ms", signed_out(py, *retry_window)?)?;
-                    "rate_limit_beyond_window"
                 }
-                StopReason::Permanent(code) => {
-                    detail.set_item("code", code)?;
-                    "permanent"
-                }
+                StopReason::Permanent(code) => detail.set_item("code", code)?,
                 StopReason::Rejected { status, code } => {
                     detail.set_item("status", status)?;
                     detail.set_item("code", code)?;
-                    "rejected"
                 }
-                StopReason::NoValidResponse => "no_valid_response",
-                #[allow(unreachable_patterns)]
-                _ => "other",
-            };
+                StopReason::LeaseShorterThanRetryBudget
+                | StopReason::ZeroWindowRetryFailed
+                | StopReason::NoProgress
+                | StopReason::NoValidResponse => {}
+            }
             let t = PyTuple::new(
                 py,
                 [

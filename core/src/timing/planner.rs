@@ -82,6 +82,22 @@ pub enum StopReason {
     NoValidResponse,
 }
 
+impl StopReason {
+    /// Stable snake_case name, the same in every binding (`no_safe_retry_window`, ...).
+    pub fn name(&self) -> &'static str {
+        match self {
+            StopReason::LeaseShorterThanRetryBudget => "lease_shorter_than_retry_budget",
+            StopReason::NoSafeRetryWindow { .. } => "no_safe_retry_window",
+            StopReason::ZeroWindowRetryFailed => "zero_window_retry_failed",
+            StopReason::NoProgress => "no_progress",
+            StopReason::RateLimitBeyondWindow { .. } => "rate_limit_beyond_window",
+            StopReason::Permanent(_) => "permanent",
+            StopReason::Rejected { .. } => "rejected",
+            StopReason::NoValidResponse => "no_valid_response",
+        }
+    }
+}
+
 /// The planner's instruction for the lease driver.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Decision {

@@ -8,6 +8,9 @@ use std::sync::Arc;
 use crate::journal::Mode;
 use crate::timing::{Millis, StopReason};
 
+mod schema;
+pub use schema::{stop_detail, Level};
+
 /// Which heartbeat algorithm scheduled a lease.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HeartbeatPath {
@@ -270,52 +273,31 @@ impl EventSink {
         }
     }
 
-    /// Delivers one event.
+    /// Delivers one event: to `tracing` at [`Event::level`] (target `cycles::heartbeat`,
+    /// `cycles::settle` or `cycles::journal`), then to the callback.
     pub fn emit(&self, event: Event) {
+        // tracing needs its level and target as constants at each call site.
+        macro_rules! at {
+            ($target:literal) => {
+                match event.level() {
+                    Level::Debug => tracing::debug!(target: $target, reservation_id = %event.reservation_id(), kind = event.kind(), "{event}"),
+                    Level::Info => tracing::info!(target: $target, reservation_id = %event.reservation_id(), kind = event.kind(), "{event}"),
+                    Level::Warning => tracing::warn!(target: $target, reservation_id = %event.reservation_id(), kind = event.kind(), "{event}"),
+                    Level::Error => tracing::error!(target: $target, reservation_id = %event.reservation_id(), kind = event.kind(), "{event}"),
+                }
+            };
+        }
         match &event {
-            Event::HeartbeatFailed {
-                reservation_id,
-                error_kind,
-                disposition,
-                ..
-            } => match disposition {
-                Disposition::Stopped(_) => {
-                    tracing::error!(target: "cycles::heartbeat", reservation_id = %reservation_id, error_kind, "{event}")
-                }
-                Disposition::RetryAfter { .. } => {
-                    tracing::warn!(target: "cycles::heartbeat", reservation_id = %reservation_id, error_kind, "{event}")
-                }
-            },
-            Event::HeartbeatEnded {
-                reservation_id,
-                end: HeartbeatEnd::Stopped(_),
-                ..
-            } => {
-                tracing::warn!(target: "cycles::heartbeat", reservation_id = %reservation_id, "{event}")
-            }
-            Event::SettlementAttemptFailed {
-                reservation_id,
-                error_kind,
-                ..
-            } => {
-                tracing::warn!(target: "cycles::settle", reservation_id = %reservation_id, error_kind, "{event}")
-            }
-            Event::SettlementPending { reservation_id, .. } => {
-                tracing::warn!(target: "cycles::settle", reservation_id = %reservation_id, "{event}")
-            }
-            Event::SettlementSettled { reservation_id, .. }
-            | Event::SettlementModeSwitched { reservation_id } => {
-                tracing::info!(target: "cycles::settle", reservation_id = %reservation_id, "{event}")
-            }
-            Event::JournalQuarantined { .. } | Event::JournalIoFailed { .. } => {
-                tracing::error!(target: "cycles::journal", reservation_id = %event.reservation_id(), "{event}")
-            }
-            Event::JournalMigrated { reservation_id } => {
-                tracing::info!(target: "cycles::journal", reservation_id = %reservation_id, "{event}")
-            }
-            _ => {
-                tracing::debug!(target: "cycles::heartbeat", reservation_id = %event.reservation_id(), "{event}")
-            }
+            Event::HeartbeatExtended { .. }
+            | Event::HeartbeatFailed { .. }
+            | Event::HeartbeatEnded { .. } => at!("cycles::heartbeat"),
+            Event::SettlementSettled { .. }
+            | Event::SettlementAttemptFailed { .. }
+            | Event::SettlementModeSwitched { .. }
+            | Event::SettlementPending { .. } => at!("cycles::settle"),
+            Event::JournalQuarantined { .. }
+            | Event::JournalIoFailed { .. }
+            | Event::JournalMigrated { .. } => at!("cycles::journal"),
         }
         if let Some(cb) = &self.callback {
             // A panicking host callback must not take the heartbeat down with it.
