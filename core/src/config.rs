@@ -16,6 +16,8 @@ use crate::error::Error;
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default connect timeout.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Default bound on one client's in-flight HTTP requests (and so its connections).
+pub const DEFAULT_MAX_CONCURRENT_REQUESTS: usize = 256;
 /// Upper bound for both timeouts. Keeping timeouts finite and bounded guarantees that a
 /// hung server can never stall a heartbeat or settlement forever, and that `Instant`
 /// arithmetic on them cannot overflow.
@@ -108,6 +110,11 @@ pub struct Config {
     pub connect_timeout: Duration,
     /// Journal settings.
     pub journal: JournalConfig,
+    /// Most HTTP requests one client has in flight at once (so at most this many
+    /// connections); more wait for a slot, and the wait counts against the attempt's
+    /// `request_timeout`. Without a bound, a burst of 10,000 guarded tasks opens 10,000
+    /// connections to the server.
+    pub max_concurrent_requests: usize,
 }
 
 impl Config {
@@ -120,7 +127,14 @@ impl Config {
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             journal: JournalConfig::default(),
+            max_concurrent_requests: DEFAULT_MAX_CONCURRENT_REQUESTS,
         }
+    }
+
+    /// Sets the in-flight request bound (validated by [`Config::validate`]: at least 1).
+    pub fn with_max_concurrent_requests(mut self, n: usize) -> Config {
+        self.max_concurrent_requests = n;
+        self
     }
 
     /// Sets the tenant.
@@ -162,6 +176,9 @@ impl Config {
         }
         check_timeout("request timeout", self.request_timeout)?;
         check_timeout("connect timeout", self.connect_timeout)?;
+        if self.max_concurrent_requests == 0 {
+            return Err(Error::config("max_concurrent_requests must be at least 1"));
+        }
         Ok(())
     }
 
@@ -180,6 +197,7 @@ impl Config {
     /// | `CYCLES_TENANT` | tenant | none |
     /// | `CYCLES_REQUEST_TIMEOUT_MS` | request timeout, integer milliseconds > 0 | 10000 |
     /// | `CYCLES_CONNECT_TIMEOUT_MS` | connect timeout, integer milliseconds > 0 | 5000 |
+    /// | `CYCLES_MAX_CONCURRENT_REQUESTS` | in-flight request bound, integer > 0 | 256 |
     /// | `CYCLES_JOURNAL_DIR` | journal directory | `$HOME/.runcycles/commit-journal` |
     /// | `CYCLES_JOURNAL_ENABLED` | `true`/`false`/`1`/`0` | `true` |
     ///
@@ -203,6 +221,16 @@ impl Config {
         }
         if let Some(v) = get("CYCLES_CONNECT_TIMEOUT_MS") {
             cfg.connect_timeout = parse_ms("CYCLES_CONNECT_TIMEOUT_MS", &v)?;
+        }
+        if let Some(v) = get("CYCLES_MAX_CONCURRENT_REQUESTS") {
+            cfg.max_concurrent_requests = match v.trim().parse::<usize>() {
+                Ok(n) if n > 0 => n,
+                _ => {
+                    return Err(Error::config(format!(
+                        "CYCLES_MAX_CONCURRENT_REQUESTS must be a positive integer, got {v:?}"
+                    )))
+                }
+            };
         }
         cfg.journal.dir = match get("CYCLES_JOURNAL_DIR") {
             Some(d) => PathBuf::from(d),

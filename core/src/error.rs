@@ -352,6 +352,13 @@ impl Error {
     }
 
     /// Classifies a reqwest failure into the transport kinds.
+    /// A request that was provably never sent (e.g. no free request slot in time): a
+    /// connect-class error, safe to retry.
+    pub(crate) fn not_sent(message: impl Into<String>) -> Error {
+        let message = format!("{}: {}", ErrorKind::Connect.name(), message.into());
+        Error::new(ErrorKind::Connect, message)
+    }
+
     pub(crate) fn from_reqwest(e: reqwest::Error) -> Error {
         // Connect first: a connect-phase failure (even a connect timeout) proves the request
         // was never sent, which is the most useful fact for a retry layer.

@@ -19,6 +19,9 @@ struct Shared {
 
 static SHARED: OnceLock<Result<Shared, String>> = OnceLock::new();
 
+/// Upper bound of the runtime's blocking pool.
+const BLOCKING_THREADS: usize = 32;
+
 /// The shared multi-thread runtime, created on first call.
 ///
 /// Fails if the runtime could not be built, or if called in a process other than the one
@@ -29,6 +32,11 @@ pub fn runtime() -> Result<&'static Runtime, Error> {
         tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .thread_name("cycles-core")
+            // Blocking work here is short journal file I/O, plus (in the Python binding)
+            // handing each finished awaitable back under the GIL, which serialises anyway:
+            // tokio's default of 512 threads only buys memory (a burst of 10,000 asyncio
+            // completions grew the pool to hundreds of threads waiting for the GIL).
+            .max_blocking_threads(BLOCKING_THREADS)
             .build()
             .map(|runtime| Shared {
                 pid: std::process::id(),

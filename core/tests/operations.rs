@@ -233,3 +233,63 @@ async fn percent_encoded_id_is_one_segment() {
     let e = c.get_reservation("..").await.unwrap_err();
     assert_eq!(e.kind(), &ErrorKind::InvalidArgument);
 }
+
+/// `max_concurrent_requests` bounds what one client has in flight: with 2 slots and every
+/// request held 300 ms by the server, the third request cannot arrive before the first one
+/// was answered. Lower bounds only, so a slow machine cannot make it flaky.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_flight_requests_are_bounded_per_client() {
+    use cycles_local_server::{Fault, FaultRule, Operation};
+    let server = server().await;
+    server.add_fault(FaultRule {
+        operation: Operation::GetBalances,
+        reservation_id: None,
+        skip: 0,
+        times: 0,
+        fault: Fault::Delay { ms: 300 },
+    });
+    let client = std::sync::Arc::new(
+        CyclesClient::new(
+            Config::new(server.url(), KEY)
+                .with_request_timeout(std::time::Duration::from_secs(5))
+                .with_max_concurrent_requests(2),
+        )
+        .unwrap(),
+    );
+    let q = BalanceQuery {
+        tenant: Some("acme".into()),
+        ..BalanceQuery::default()
+    };
+    let calls = (0..6).map(|_| {
+        let (c, q) = (client.clone(), q.clone());
+        tokio::spawn(async move { c.get_balances(&q).await })
+    });
+    for call in calls.collect::<Vec<_>>() {
+        call.await
+            .unwrap()
+            .expect("every request succeeds, some after waiting for a slot");
+    }
+    let mut arrivals: Vec<u64> = server
+        .requests()
+        .iter()
+        .filter(|r| r.operation == Some(Operation::GetBalances))
+        .map(|r| r.received_mono_us)
+        .collect();
+    arrivals.sort_unstable();
+    assert_eq!(arrivals.len(), 6);
+    for w in arrivals.windows(3) {
+        assert!(
+            w[2] - w[0] >= 290_000,
+            "three requests in flight at once: arrivals {arrivals:?}"
+        );
+    }
+}
+
+#[test]
+fn max_concurrent_requests_must_be_positive() {
+    let err =
+        CyclesClient::new(Config::new("http://127.0.0.1:1", KEY).with_max_concurrent_requests(0))
+            .unwrap_err();
+    assert_eq!(*err.kind(), ErrorKind::Config);
+    assert!(err.to_string().contains("max_concurrent_requests"), "{err}");
+}

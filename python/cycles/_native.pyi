@@ -27,6 +27,7 @@ class NativeClient:
         connect_timeout_ms: int | None = None,
         journal_dir: str | None = None,
         journal_enabled: bool | None = None,
+        max_concurrent_requests: int | None = None,
     ) -> None: ...
     @staticmethod
     def from_env(

@@ -256,7 +256,14 @@ class _Base(_Requests):
         close_timeout: float = _DEFAULT_CLOSE_TIMEOUT,
         settle_max_attempts: int | None = None,
         replay_interval: float | None = None,
+        max_concurrent_requests: int | None = None,
     ) -> None:
+        if max_concurrent_requests is not None and (
+            isinstance(max_concurrent_requests, bool)
+            or not isinstance(max_concurrent_requests, int)
+            or max_concurrent_requests < 1
+        ):
+            raise InvalidArgumentError("max_concurrent_requests must be a positive int")
         self._native = _native.NativeClient(
             base_url,
             api_key,
@@ -265,6 +272,7 @@ class _Base(_Requests):
             _ms(connect_timeout, "connect_timeout"),
             None if journal_dir is None else os.fspath(journal_dir),
             journal_enabled,
+            max_concurrent_requests,
         )
         self._lc_settings(on_event, close_timeout, settle_max_attempts, replay_interval)
 
@@ -478,6 +486,9 @@ class Client(_Base):
 
     ``Client(base_url, api_key, tenant=..., request_timeout=10.0, connect_timeout=5.0)``
     (timeouts in seconds), or :meth:`from_env` for the ``CYCLES_*`` variables.
+    ``max_concurrent_requests`` (default 256, ``CYCLES_MAX_CONCURRENT_REQUESTS``) bounds the
+    requests (and so connections) in flight at once; more wait for a slot within their
+    request timeout.
     """
 
     @classmethod

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 
 import pytest
 from conftest import ACTION, USD, usd
@@ -204,3 +205,33 @@ def test_config_errors_never_show_the_key() -> None:
     c = cycles.Client("http://127.0.0.1:1", "sekrit-key-123")
     assert "sekrit" not in repr(c)
     c.close()
+
+
+async def test_max_concurrent_requests_bounds_what_is_in_flight(server: LocalServer) -> None:
+    # Every balance query is held 300 ms by the server; with one slot the second request
+    # cannot arrive before the first was answered (core/tests/operations.rs has the details).
+    server.add_fault("getBalances", {"kind": "delay", "ms": 300}, times=0)
+    async with cycles.AsyncClient(
+        server.url, server.api_key, tenant=server.tenant, max_concurrent_requests=1
+    ) as client:
+        await asyncio.gather(*(client.get_balances(tenant=server.tenant) for _ in range(3)))
+    arrivals = sorted(r.received_mono_us for r in server.requests() if r.operation == "getBalances")
+    assert len(arrivals) == 3
+    assert all(b - a >= 290_000 for a, b in itertools.pairwise(arrivals)), arrivals
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 2.5, "8"])
+def test_max_concurrent_requests_must_be_a_positive_int(server: LocalServer, bad: object) -> None:
+    with pytest.raises(cycles.InvalidArgumentError, match="max_concurrent_requests"):
+        cycles.Client(server.url, server.api_key, max_concurrent_requests=bad)  # type: ignore[arg-type]
+
+
+def test_max_concurrent_requests_from_env(server: LocalServer, monkeypatch) -> None:
+    monkeypatch.setenv("CYCLES_BASE_URL", server.url)
+    monkeypatch.setenv("CYCLES_API_KEY", server.api_key)
+    monkeypatch.setenv("CYCLES_MAX_CONCURRENT_REQUESTS", "zero")
+    with pytest.raises(cycles.ConfigError, match="CYCLES_MAX_CONCURRENT_REQUESTS"):
+        cycles.Client.from_env()
+    monkeypatch.setenv("CYCLES_MAX_CONCURRENT_REQUESTS", "4")
+    with cycles.Client.from_env() as client:
+        assert client.get_balances(tenant=server.tenant).balances

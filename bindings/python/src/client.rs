@@ -259,7 +259,8 @@ impl NativeClient {
 #[pymethods]
 impl NativeClient {
     #[new]
-    #[pyo3(signature = (base_url, api_key, tenant=None, request_timeout_ms=None, connect_timeout_ms=None, journal_dir=None, journal_enabled=None))]
+    #[pyo3(signature = (base_url, api_key, tenant=None, request_timeout_ms=None, connect_timeout_ms=None, journal_dir=None, journal_enabled=None, max_concurrent_requests=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         base_url: String,
         api_key: String,
@@ -268,9 +269,13 @@ impl NativeClient {
         connect_timeout_ms: Option<u64>,
         journal_dir: Option<std::path::PathBuf>,
         journal_enabled: Option<bool>,
+        max_concurrent_requests: Option<usize>,
     ) -> PyResult<NativeClient> {
         guard(|| {
             let mut config = Config::new(base_url, api_key);
+            if let Some(n) = max_concurrent_requests {
+                config = config.with_max_concurrent_requests(n);
+            }
             if let Some(d) = journal_dir {
                 config = config.with_journal_dir(d);
             }

@@ -60,3 +60,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     journal::register(m)?;
     Ok(())
 }
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;

@@ -7,6 +7,7 @@ pub mod response;
 pub mod retry_after;
 pub mod url;
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
@@ -15,6 +16,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
+use tokio::sync::Semaphore;
 
 use crate::config::Config;
 use crate::error::{Correlation, Error};
@@ -41,6 +43,9 @@ pub struct CyclesClient {
     base: BaseUrl,
     api_key: HeaderValue,
     config: Config,
+    /// `config.max_concurrent_requests` slots; one is held from before a request is sent
+    /// until its body is read.
+    slots: Arc<Semaphore>,
 }
 
 impl std::fmt::Debug for CyclesClient {
@@ -79,12 +84,15 @@ impl CyclesClient {
             // (reqwest strips only standard auth headers); a 3xx is surfaced instead.
             .redirect(reqwest::redirect::Policy::none())
             .user_agent(concat!("cycles-core/", env!("CARGO_PKG_VERSION")))
+            // Never keep more idle connections than can ever be busy at once.
+            .pool_max_idle_per_host(config.max_concurrent_requests)
             .build()
             .map_err(|e| Error::config(format!("cannot build the HTTP client: {e}")))?;
         Ok(CyclesClient {
             http,
             base,
             api_key,
+            slots: Arc::new(Semaphore::new(config.max_concurrent_requests)),
             config,
         })
     }
@@ -332,8 +340,30 @@ impl CyclesClient {
         if let Some(b) = body {
             rb = rb.body(b);
         }
-        let request = rb.build().map_err(Error::from_reqwest)?;
+        // The attempt starts before waiting for a slot, and the slot wait and the request
+        // together stay within `request_timeout`: the heartbeat's retry budget assumes no
+        // attempt ever takes longer than that.
         let sent = Instant::now();
+        let timeout = self.config.request_timeout;
+        let _slot = match tokio::time::timeout(timeout, self.slots.acquire()).await {
+            Ok(Ok(slot)) => slot,
+            // The semaphore is never closed; treat it like a full wait anyway.
+            Ok(Err(_)) | Err(_) => {
+                return Err(Error::not_sent(format!(
+                    "no free request slot within the request timeout ({} in flight at most); \
+                     the request was not sent",
+                    self.config.max_concurrent_requests
+                )))
+            }
+        };
+        let left = timeout.saturating_sub(sent.elapsed());
+        if left.is_zero() {
+            return Err(Error::not_sent(
+                "the request timeout elapsed while waiting for a request slot; not sent",
+            ));
+        }
+        let mut request = rb.build().map_err(Error::from_reqwest)?;
+        *request.timeout_mut() = Some(left);
         let resp = self
             .http
             .execute(request)
