@@ -92,8 +92,8 @@ async fn corrupt_and_unsupported_are_quarantined_and_valid_records_still_replay(
     assert_eq!(c[0].idempotency_key.as_deref(), Some(key.as_str()));
 }
 
-/// Stopping the background replay at any moment must not quarantine a file silently: the
-/// rename and its `JournalQuarantined` event happen together or not at all. The stop lands at
+/// Stopping the background replay at any moment must not quarantine a file, or settle a
+/// record, silently: the file operation and its event happen together or not at all. The stop lands at
 /// a different point of the pass in each round (found by a Python test that closed a client
 /// right after its replay had started).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -105,6 +105,12 @@ async fn a_stopped_replay_never_quarantines_without_reporting() {
         let j = Journal::new(tmp.path(), &cfg.base_url, KEY, None);
         j.ensure_dir().unwrap();
         std::fs::write(j.path_of("rsv-corrupt"), b"{ not json").unwrap();
+        let id = reserve(&client(&server), 1000).await;
+        std::fs::write(
+            j.path_of(&id),
+            python_record(&id, &cfg.base_url, &key("stop")),
+        )
+        .unwrap();
         let seen: Arc<Mutex<Vec<Event>>> = Arc::default();
         let s2 = seen.clone();
         let settings = SettleConfig {
@@ -125,6 +131,24 @@ async fn a_stopped_replay_never_quarantines_without_reporting() {
         assert_eq!(
             reported, quarantined,
             "round {round}: quarantined {quarantined}, reported {reported}"
+        );
+        // Likewise a settled record (gone from disk) always has its SettlementSettled.
+        let settled = seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|e| matches!(e, Event::SettlementSettled { .. }))
+            .count();
+        let gone = !j.path_of(&id).exists();
+        assert_eq!(
+            settled,
+            usize::from(gone),
+            "round {round}: record gone {gone}, events {:?}, files {:?}",
+            seen.lock().unwrap(),
+            std::fs::read_dir(j.dir())
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect::<Vec<_>>()
         );
     }
 }

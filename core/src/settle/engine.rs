@@ -42,7 +42,8 @@ struct Inner {
     /// In-memory replay backoff per reservation: (failed episodes, next eligible time).
     /// Deliberately not durable: only the 429 floor must survive a restart.
     replay_backoff: Mutex<HashMap<String, (u32, Instant)>>,
-    /// Every blocking journal operation in flight (see [`blocking`]).
+    /// Every blocking journal operation in flight (see [`blocking`]) and every replay task
+    /// of a pass, so that [`ReplayHandle::stop`] returns only once all of it has ended.
     file_work: TaskTracker,
 }
 
@@ -305,7 +306,22 @@ impl Settler {
     /// Removes (or quarantines) the held record. The file operation and its report run in
     /// one blocking task, so a cancelled replay pass cannot quarantine without reporting.
     async fn finish(&self, held: &mut Option<Held>, id: &str, quarantine: Option<QuarantineKind>) {
+        self.finish_then(held, id, quarantine, None).await;
+    }
+
+    /// [`Self::finish`], then emits `then` from the same blocking task: a settlement whose
+    /// record is gone is always reported, even if a stopped replay cancels this pass.
+    async fn finish_then(
+        &self,
+        held: &mut Option<Held>,
+        id: &str,
+        quarantine: Option<QuarantineKind>,
+        then: Option<Event>,
+    ) {
         let Some(h) = held.take() else {
+            if let Some(e) = then {
+                self.emit(e);
+            }
             return;
         };
         let rid = id.to_string();
@@ -335,6 +351,9 @@ impl Settler {
                     },
                     &e,
                 ),
+            }
+            if let Some(e) = then {
+                me.emit(e);
             }
             h
         })
@@ -423,12 +442,12 @@ impl Settler {
             };
             let error = match result {
                 Ok(success) => {
-                    self.finish(&mut held, &id, None).await;
-                    self.emit(Event::SettlementSettled {
+                    let settled = Event::SettlementSettled {
                         reservation_id: id.clone(),
                         via: mode,
                         attempts,
-                    });
+                    };
+                    self.finish_then(&mut held, &id, None, Some(settled)).await;
                     break match success {
                         Success::Commit(r) => SettleOutcome::Committed(r),
                         Success::Event(r) => SettleOutcome::RecoveredViaEvent(r),
@@ -704,11 +723,14 @@ impl Settler {
             let me = self.clone();
             let j = journal.clone();
             let id = rec.reservation_id.clone();
-            tasks.spawn(async move {
+            // Tracked like file work: when a stopped pass drops this set, the aborted tasks
+            // end at their next await, and `ReplayHandle::stop` waits for that.
+            let work = self.inner.file_work.clone();
+            tasks.spawn(work.track_future(async move {
                 let _permit = permit;
                 let o = me.replay_one(j, id.clone(), deadline).await;
                 (id, o)
-            });
+            }));
         }
         while let Some(r) = tasks.join_next().await {
             if let Ok((id, Some(o))) = r {
