@@ -9,7 +9,7 @@ use crate::journal::Mode;
 use crate::timing::{Millis, StopReason};
 
 mod schema;
-pub use schema::{stop_detail, Level};
+pub use schema::Level;
 
 /// Which heartbeat algorithm scheduled a lease.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

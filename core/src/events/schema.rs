@@ -46,7 +46,7 @@ fn signed(m: SignedMillis) -> Value {
 }
 
 /// The details of a stop reason (empty for reasons without any).
-pub fn stop_detail(reason: &StopReason) -> Map<String, Value> {
+fn stop_detail(reason: &StopReason) -> Map<String, Value> {
     let v = match reason {
         StopReason::NoSafeRetryWindow { retry_window } => {
             json!({"retry_window_ms": signed(*retry_window)})

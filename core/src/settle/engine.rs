@@ -303,15 +303,10 @@ impl Settler {
         }
     }
 
-    /// Removes (or quarantines) the held record. The file operation and its report run in
-    /// one blocking task, so a cancelled replay pass cannot quarantine without reporting.
-    async fn finish(&self, held: &mut Option<Held>, id: &str, quarantine: Option<QuarantineKind>) {
-        self.finish_then(held, id, quarantine, None).await;
-    }
-
-    /// [`Self::finish`], then emits `then` from the same blocking task: a settlement whose
-    /// record is gone is always reported, even if a stopped replay cancels this pass.
-    async fn finish_then(
+    /// Removes (or quarantines) the held record, then emits `then`. The file operation, its
+    /// report and `then` run in one blocking task, so a cancelled replay pass can never
+    /// remove or quarantine a record without reporting it.
+    async fn finish(
         &self,
         held: &mut Option<Held>,
         id: &str,
@@ -447,7 +442,7 @@ impl Settler {
                         via: mode,
                         attempts,
                     };
-                    self.finish_then(&mut held, &id, None, Some(settled)).await;
+                    self.finish(&mut held, &id, None, Some(settled)).await;
                     break match success {
                         Success::Commit(r) => SettleOutcome::Committed(r),
                         Success::Event(r) => SettleOutcome::RecoveredViaEvent(r),
@@ -500,7 +495,7 @@ impl Settler {
                 Verdict::Expired => {
                     if rec.event_fallback_body.is_none() {
                         self.emit(failed(SettleDisposition::Rejected));
-                        self.finish(&mut held, &id, Some(QuarantineKind::Unrecoverable))
+                        self.finish(&mut held, &id, Some(QuarantineKind::Unrecoverable), None)
                             .await;
                         break SettleOutcome::Rejected(rejection(&error));
                     }
@@ -518,7 +513,7 @@ impl Settler {
                 }
                 Verdict::Terminal => {
                     self.emit(failed(SettleDisposition::Rejected));
-                    self.finish(&mut held, &id, None).await;
+                    self.finish(&mut held, &id, None, None).await;
                     break SettleOutcome::Rejected(rejection(&error));
                 }
                 Verdict::Keep => {
