@@ -4,32 +4,17 @@
 //! suite is run by `cycles-conformance --adapter conformance/adapters/python` itself (see the
 //! README), which needs the venv `python/scripts/test.sh` leaves behind.
 
+mod common;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use common::*;
 use serde_json::{json, Value};
-
-const BIN: &str = env!("CARGO_BIN_EXE_cycles-conformance");
-
-fn manifest_dir() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn adapter() -> PathBuf {
     manifest_dir().join("../adapters/python")
-}
-
-fn fixture(name: &str) -> PathBuf {
-    manifest_dir().join("tests/fixtures").join(name)
-}
-
-fn catalog() -> PathBuf {
-    manifest_dir().join("../../../shared/spec/scenarios.yaml")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// Runs the runner (durable claim) with the Python adapter, the fixture map and the fake
@@ -41,7 +26,7 @@ fn run(record: &Path) -> (Output, Value) {
         .args(["--claim", "durable", "--report-json"])
         .arg(&report)
         .arg("--catalog")
-        .arg(catalog())
+        .arg(shared_catalog())
         .env_remove("CYCLES_PYTHON_ADAPTER_MAP")
         .env_remove("CYCLES_PYTHON_ADAPTER_PYTHON")
         // The adapter must not let this reach pytest (the suite must test the installed wheel).
@@ -56,19 +41,8 @@ fn run(record: &Path) -> (Output, Value) {
         .arg(fixture("python-adapter-map.json"))
         .output()
         .expect("runner starts");
-    let doc: Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).expect("report written"))
-            .expect("report is JSON");
+    let doc = read_json(&report);
     (out, doc)
-}
-
-fn entry<'a>(doc: &'a Value, id: &str) -> &'a Value {
-    doc["scenarios"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["id"] == id)
-        .unwrap_or_else(|| panic!("{id} missing from report"))
 }
 
 #[test]
@@ -307,7 +281,7 @@ fn committed_map_names_every_scenario_and_only_existing_test_files() {
         &std::fs::read_to_string(manifest_dir().join("../adapters/python-map.json")).unwrap(),
     )
     .unwrap();
-    let catalog = std::fs::read_to_string(catalog()).unwrap();
+    let catalog = std::fs::read_to_string(shared_catalog()).unwrap();
     let ids: Vec<&str> = catalog
         .lines()
         .filter_map(|l| l.trim().strip_prefix("- id: "))

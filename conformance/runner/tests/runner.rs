@@ -1,25 +1,17 @@
 //! End-to-end tests: the real `cycles-conformance` binary drives the fake adapter in
 //! `tests/fixtures/fake-adapter.sh`, whose behaviour is chosen by `FAKE_MODE`.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+use common::*;
 use cycles_conformance_runner::catalog;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-
-const BIN: &str = env!("CARGO_BIN_EXE_cycles-conformance");
-
-fn manifest_dir() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The shared catalog, beside the project checkout as on every developer machine and in CI.
-fn shared_catalog() -> PathBuf {
-    manifest_dir().join("../../../shared/spec/scenarios.yaml")
-}
 
 fn shared_schema() -> PathBuf {
     manifest_dir().join("../../../shared/spec/report.schema.json")
@@ -61,15 +53,6 @@ fn run(args: &[&str], mode: &str, record: Option<&Path>) -> Output {
         cmd.env("FAKE_RECORD", dir);
     }
     cmd.output().expect("runner starts")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn read_json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).expect("report exists"))
-        .expect("report is JSON")
 }
 
 /// Validates `report` against the shared report.schema.json, formats included.

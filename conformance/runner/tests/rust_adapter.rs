@@ -4,31 +4,16 @@
 //! outcome the adapter must reject can be produced without compiling anything. One test
 //! runs real `cargo test` against `core/tests/heartbeat_vectors.rs`.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use common::*;
 use serde_json::Value;
-
-const BIN: &str = env!("CARGO_BIN_EXE_cycles-conformance");
-
-fn manifest_dir() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn adapter() -> PathBuf {
     manifest_dir().join("../adapters/rust")
-}
-
-fn fixture(name: &str) -> PathBuf {
-    manifest_dir().join("tests/fixtures").join(name)
-}
-
-fn catalog() -> PathBuf {
-    manifest_dir().join("../../../shared/spec/scenarios.yaml")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// Runs the runner with the Rust adapter and `map`, returning the output and the report.
@@ -45,7 +30,7 @@ fn run(
     cmd.args(["--claim", claim, "--report-json"])
         .arg(&report)
         .arg("--catalog")
-        .arg(catalog());
+        .arg(shared_catalog());
     for id in scenarios {
         cmd.args(["--scenario", id]);
     }
@@ -63,19 +48,8 @@ fn run(
         cmd.env("FAKE_CARGO_RECORD", path);
     }
     let out = cmd.output().expect("runner starts");
-    let doc: Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).expect("report written"))
-            .expect("report is JSON");
+    let doc = read_json(&report);
     (out, doc)
-}
-
-fn entry<'a>(doc: &'a Value, id: &str) -> &'a Value {
-    doc["scenarios"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["id"] == id)
-        .unwrap_or_else(|| panic!("{id} missing from report"))
 }
 
 #[test]
