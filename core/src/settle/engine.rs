@@ -42,7 +42,7 @@ struct Inner {
     /// In-memory replay backoff per reservation: (failed episodes, next eligible time).
     /// Deliberately not durable: only the 429 floor must survive a restart.
     replay_backoff: Mutex<HashMap<String, (u32, Instant)>>,
-    /// Every blocking journal operation in flight (see [`blocking`]) and every replay task
+    /// Every blocking journal operation in flight (see [`Settler::blocking`]) and every replay task
     /// of a pass, so that [`ReplayHandle::stop`] returns only once all of it has ended.
     file_work: TaskTracker,
 }
@@ -60,20 +60,6 @@ impl std::fmt::Debug for Settler {
 struct Held {
     journal: Journal,
     lock: RecordLock,
-}
-
-/// Runs blocking file work on the blocking pool, never on an async worker.
-/// Runs journal file work on the blocking pool, tracked by `work` so that
-/// [`ReplayHandle::stop`] can wait for it: a cancelled pass drops the future, not the file
-/// operation, which still finishes (and reports) on its own.
-async fn blocking<T: Send + 'static>(
-    work: &TaskTracker,
-    f: impl FnOnce() -> T + Send + 'static,
-) -> T {
-    match work.spawn_blocking(f).await {
-        Ok(v) => v,
-        Err(e) => std::panic::resume_unwind(e.into_panic()),
-    }
 }
 
 fn rejection(e: &Error) -> Rejection {
@@ -152,6 +138,16 @@ impl Settler {
         self.inner.journal.as_ref()
     }
 
+    /// Runs journal file work on the blocking pool (never on an async worker), tracked so
+    /// that [`ReplayHandle::stop`] can wait for it: a cancelled pass drops the future, not the
+    /// file operation, which still finishes (and reports) on its own.
+    async fn blocking<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> T {
+        match self.inner.file_work.spawn_blocking(f).await {
+            Ok(v) => v,
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
+        }
+    }
+
     fn emit(&self, e: Event) {
         self.inner.cfg.events.emit(e);
     }
@@ -204,41 +200,42 @@ impl Settler {
         };
         let id = s.reservation_id.clone();
         let me = self.clone();
-        let started = blocking(&self.inner.file_work, move || {
-            let lock = match journal.try_lock(&id) {
-                Ok(Some(l)) => l,
-                Ok(None) => return Ok(None),
-                Err(e) => return Err(("lock", e, Box::new(rec))),
-            };
-            let mut rec = match journal.load(&lock, &id) {
-                Ok(Some(Ok(existing))) => existing,
-                Ok(Some(Err(pe))) => {
-                    // An unusable file where our record goes: keep it as evidence.
-                    let kind = match pe {
-                        ParseError::Unsupported(_) => QuarantineKind::Unsupported,
-                        ParseError::Corrupt(_) => QuarantineKind::Corrupt,
-                    };
-                    // Reported here, in the same blocking task as the rename, so a dropped
-                    // settle() future cannot leave a quarantine unreported.
-                    match journal.quarantine_record(&lock, &id, kind) {
-                        Ok(new) => me.emit(Event::JournalQuarantined {
-                            reservation_id: Some(id.clone()),
-                            file: journal.path_of(&id).display().to_string(),
-                            quarantined_as: new,
-                            reason: pe.to_string(),
-                        }),
-                        Err(e) => me.io_failed(Some(&id), "quarantine", &e),
+        let started = self
+            .blocking(move || {
+                let lock = match journal.try_lock(&id) {
+                    Ok(Some(l)) => l,
+                    Ok(None) => return Ok(None),
+                    Err(e) => return Err(("lock", e, Box::new(rec))),
+                };
+                let mut rec = match journal.load(&lock, &id) {
+                    Ok(Some(Ok(existing))) => existing,
+                    Ok(Some(Err(pe))) => {
+                        // An unusable file where our record goes: keep it as evidence.
+                        let kind = match pe {
+                            ParseError::Unsupported(_) => QuarantineKind::Unsupported,
+                            ParseError::Corrupt(_) => QuarantineKind::Corrupt,
+                        };
+                        // Reported here, in the same blocking task as the rename, so a dropped
+                        // settle() future cannot leave a quarantine unreported.
+                        match journal.quarantine_record(&lock, &id, kind) {
+                            Ok(new) => me.emit(Event::JournalQuarantined {
+                                reservation_id: Some(id.clone()),
+                                file: journal.path_of(&id).display().to_string(),
+                                quarantined_as: new,
+                                reason: pe.to_string(),
+                            }),
+                            Err(e) => me.io_failed(Some(&id), "quarantine", &e),
+                        }
+                        rec
                     }
-                    rec
-                }
-                Ok(None) => rec,
-                // Never overwrite a record we could not read: it may be the original.
-                Err(e) => return Err(("read", e, Box::new(rec))),
-            };
-            let saved = journal.save(&lock, &mut rec);
-            Ok(Some((Held { journal, lock }, rec, saved)))
-        })
-        .await;
+                    Ok(None) => rec,
+                    // Never overwrite a record we could not read: it may be the original.
+                    Err(e) => return Err(("read", e, Box::new(rec))),
+                };
+                let saved = journal.save(&lock, &mut rec);
+                Ok(Some((Held { journal, lock }, rec, saved)))
+            })
+            .await;
         match started {
             Ok(None) => self.pending_event(
                 SettleOutcome::Pending {
@@ -288,11 +285,12 @@ impl Settler {
             return false;
         };
         let mut r = rec.clone();
-        let (h, res) = blocking(&self.inner.file_work, move || {
-            let res = h.journal.save(&h.lock, &mut r);
-            (h, res)
-        })
-        .await;
+        let (h, res) = self
+            .blocking(move || {
+                let res = h.journal.save(&h.lock, &mut r);
+                (h, res)
+            })
+            .await;
         *held = Some(h);
         match res {
             Ok(()) => true,
@@ -321,38 +319,39 @@ impl Settler {
         };
         let rid = id.to_string();
         let me = self.clone();
-        let h = blocking(&self.inner.file_work, move || {
-            let res = match quarantine {
-                None => h.journal.remove(&h.lock, &rid).map(|_| None),
-                Some(k) => h.journal.quarantine_record(&h.lock, &rid, k).map(Some),
-            };
-            match res {
-                Ok(Some(new_name)) => me.emit(Event::JournalQuarantined {
-                    reservation_id: Some(rid.clone()),
-                    file: h.journal.path_of(&rid).display().to_string(),
-                    quarantined_as: new_name,
-                    reason: "the reservation expired and the record has no event_fallback_body"
-                        .into(),
-                }),
-                Ok(None) => {}
-                // A record left behind after success is harmless: its replay gets the stored
-                // original response (same key) and is removed then.
-                Err(e) => me.io_failed(
-                    Some(&rid),
-                    if quarantine.is_some() {
-                        "quarantine"
-                    } else {
-                        "remove"
-                    },
-                    &e,
-                ),
-            }
-            if let Some(e) = then {
-                me.emit(e);
-            }
-            h
-        })
-        .await;
+        let h = self
+            .blocking(move || {
+                let res = match quarantine {
+                    None => h.journal.remove(&h.lock, &rid).map(|_| None),
+                    Some(k) => h.journal.quarantine_record(&h.lock, &rid, k).map(Some),
+                };
+                match res {
+                    Ok(Some(new_name)) => me.emit(Event::JournalQuarantined {
+                        reservation_id: Some(rid.clone()),
+                        file: h.journal.path_of(&rid).display().to_string(),
+                        quarantined_as: new_name,
+                        reason: "the reservation expired and the record has no event_fallback_body"
+                            .into(),
+                    }),
+                    Ok(None) => {}
+                    // A record left behind after success is harmless: its replay gets the stored
+                    // original response (same key) and is removed then.
+                    Err(e) => me.io_failed(
+                        Some(&rid),
+                        if quarantine.is_some() {
+                            "quarantine"
+                        } else {
+                            "remove"
+                        },
+                        &e,
+                    ),
+                }
+                if let Some(e) = then {
+                    me.emit(e);
+                }
+                h
+            })
+            .await;
         *held = Some(h);
     }
 
@@ -530,7 +529,7 @@ impl Settler {
         };
         if let Some(h) = held {
             // Unlinks the lock file: blocking work.
-            blocking(&self.inner.file_work, move || drop(h)).await;
+            self.blocking(move || drop(h)).await;
         }
         self.pending_event(outcome, &id)
     }
@@ -544,15 +543,16 @@ impl Settler {
     ) -> Option<SettleOutcome> {
         let rid = id.clone();
         let j = journal.clone();
-        let loaded = blocking(&self.inner.file_work, move || -> std::io::Result<_> {
-            let Some(lock) = j.try_lock(&rid)? else {
-                return Ok(None);
-            };
-            let had_standard = j.path_of(&rid).exists();
-            let rec = j.load(&lock, &rid)?;
-            Ok(Some((lock, rec, !had_standard)))
-        })
-        .await;
+        let loaded = self
+            .blocking(move || -> std::io::Result<_> {
+                let Some(lock) = j.try_lock(&rid)? else {
+                    return Ok(None);
+                };
+                let had_standard = j.path_of(&rid).exists();
+                let rec = j.load(&lock, &rid)?;
+                Ok(Some((lock, rec, !had_standard)))
+            })
+            .await;
         let (lock, rec, migrated) = match loaded {
             Err(e) => {
                 self.io_failed(Some(&id), "load", &e);
@@ -581,7 +581,7 @@ impl Settler {
                     // The rename and its report happen in one blocking task, which runs to
                     // the end even when this pass is cancelled (replay stopped): a file is
                     // never quarantined without its event.
-                    blocking(&self.inner.file_work, move || {
+                    self.blocking(move || {
                         match h.journal.quarantine_record(&h.lock, &id, kind) {
                             Ok(new) => me.emit(Event::JournalQuarantined {
                                 reservation_id: Some(id.clone()),
@@ -600,7 +600,7 @@ impl Settler {
             // Gone (finished by another worker) or another base URL's: leave it.
             _ => {
                 if let Some(h) = held.take() {
-                    blocking(&self.inner.file_work, move || drop(h)).await;
+                    self.blocking(move || drop(h)).await;
                 }
                 None
             }
@@ -658,7 +658,7 @@ impl Settler {
             return (outcomes, quarantined);
         };
         let j = journal.clone();
-        let scan = match blocking(&self.inner.file_work, move || j.scan()).await {
+        let scan = match self.blocking(move || j.scan()).await {
             Ok(s) => s,
             Err(e) => {
                 self.io_failed(None, "scan", &e);
@@ -677,8 +677,8 @@ impl Settler {
             let me = self.clone();
             // Rename and report in one blocking task (see replay_one): never one without the
             // other, even if this pass is cancelled while it runs.
-            let done = blocking(&self.inner.file_work, move || {
-                match j.quarantine_invalid(&inv.file) {
+            let done = self
+                .blocking(move || match j.quarantine_invalid(&inv.file) {
                     Ok(Some((new, err))) => {
                         me.emit(Event::JournalQuarantined {
                             reservation_id: None,
@@ -693,9 +693,8 @@ impl Settler {
                         me.io_failed(None, "quarantine", &e);
                         None
                     }
-                }
-            })
-            .await;
+                })
+                .await;
             quarantined.extend(done);
         }
         let now_wall = now_ms();
@@ -742,7 +741,7 @@ impl Settler {
             return Vec::new();
         };
         let j = journal.clone();
-        match blocking(&self.inner.file_work, move || j.scan()).await {
+        match self.blocking(move || j.scan()).await {
             Ok(scan) => scan
                 .records
                 .into_iter()
