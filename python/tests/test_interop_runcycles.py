@@ -21,12 +21,13 @@ from typing import Any, Callable
 
 import pytest
 import runcycles  # type: ignore[import-untyped]
+from recovery_support import applied, record_files
 from runcycles import journal as rc_journal  # type: ignore[import-untyped]
 from runcycles.lifecycle import CyclesLifecycle  # type: ignore[import-untyped]
 from runcycles.retry import CommitRetryEngine  # type: ignore[import-untyped]
 
 import cycles
-from cycles.testing import LedgerEntry, LocalServer
+from cycles.testing import LocalServer
 
 ACTION = cycles.Action("llm.completion", "openai:gpt-4o-mini")
 CHILD = Path(__file__).with_name("interop_child.py")
@@ -111,15 +112,6 @@ def partition(
     fp = cycles.journal.identity_fingerprint(url, server.api_key, t)
     assert fp == rc_journal.auth_fingerprint(url, server.api_key, t)
     return journal_dir / fp
-
-
-def record_files(journal_dir: Path) -> list[Path]:
-    """Every record file (locks excluded) under the journal directory."""
-    return sorted(p for p in journal_dir.rglob("*") if p.is_file() and p.suffix == ".json")
-
-
-def applied(server: LocalServer, kind: str) -> list[LedgerEntry]:
-    return [e for e in server.ledger() if e.kind == kind]
 
 
 def requests_of(server: LocalServer, operation: str) -> list[cycles.testing.RequestRecord]:
