@@ -40,8 +40,8 @@ pub use model::{
     StandardMetrics, Subject, Unit,
 };
 pub use settle::{
-    DrainReport, EventFallback, PendingRecord, Rejection, ReplayHandle, SettleConfig,
-    SettleOutcome, Settlement, Settler,
+    DrainReport, EventFallback, EventRecovery, PendingRecord, Rejection, ReplayHandle,
+    SettleConfig, SettleOutcome, Settlement, Settler,
 };
 pub use transport::retry_after::RetryAfter;
 pub use transport::{AttemptTiming, CyclesClient, Response};

@@ -27,12 +27,16 @@ struct Setup {
 /// A server with `regime`, a client with a 500 ms timeout (heartbeat reserve 3 s), a journal
 /// in a temp dir, and every event recorded.
 async fn setup(regime: Regime) -> Setup {
-    let server = LocalServer::start(ServerConfig {
+    setup_with(ServerConfig {
         regime,
         ..ServerConfig::default()
     })
     .await
-    .unwrap();
+}
+
+/// [`setup`] with a whole server configuration.
+async fn setup_with(server_config: ServerConfig) -> Setup {
+    let server = LocalServer::start(server_config).await.unwrap();
     let journal = tempfile::tempdir().unwrap();
     let config = Config::new(server.url(), KEY)
         .with_request_timeout(Duration::from_millis(500))
@@ -428,4 +432,79 @@ async fn begin_and_finish_is_the_same_lifecycle_in_two_phases() {
     ));
     let kinds: Vec<String> = s.server.ledger().into_iter().map(|e| e.kind).collect();
     assert_eq!(kinds, ["reserve", "commit", "reserve", "release"]);
+}
+
+/// Finishes a guard whose reservation expired on the server (clock moved past ttl + grace, no
+/// heartbeat), so its commit answers 410 and the settlement falls back to an event.
+async fn finish_after_expiry(s: &Setup, spec: GuardSpec, actual: i64) -> SettleOutcome {
+    use cycles_core::guard::Finished;
+    let active = s.guard.begin(spec).await.expect("reserved");
+    s.server.advance_clock(5_000);
+    active.usage().set_actual(actual);
+    match active.finish(true).await {
+        Finished::Settled { settlement, .. } => settlement,
+        other => panic!("expected a settlement, got {other:?}"),
+    }
+}
+
+fn expiring(spec: GuardSpec) -> GuardSpec {
+    GuardSpec {
+        ttl_ms: 1_000,
+        grace_period_ms: Some(0),
+        heartbeat: false,
+        ..spec
+    }
+}
+
+/// After the event fallback the amount applied is reported like a commit's: the server sent
+/// no `charged` (nothing was capped), so it is the event's whole actual.
+#[tokio::test]
+async fn an_event_fallback_reports_the_actual_it_applied() {
+    let s = setup(Regime::default()).await;
+    let out = finish_after_expiry(&s, expiring(spec(1_000)), 321).await;
+    let SettleOutcome::RecoveredViaEvent(ref rec) = out else {
+        panic!("expected a recovery via event, got {out:?}");
+    };
+    assert_eq!(rec.response.charged, None, "the server capped nothing");
+    assert_eq!(out.charged(), Some(&usd(321)));
+    let applied: Vec<_> = s
+        .server
+        .ledger()
+        .into_iter()
+        .filter(|e| e.kind != "reserve")
+        .map(|e| (e.kind, e.amount))
+        .collect();
+    assert_eq!(applied, [("event".to_string(), Some(321))]);
+}
+
+/// When the server caps the event (`ALLOW_IF_AVAILABLE` over a small budget) its `charged` is
+/// the amount applied, not the actual that was sent.
+#[tokio::test]
+async fn a_capped_event_fallback_reports_the_servers_charged() {
+    let s = setup_with(ServerConfig {
+        budgets: vec![cycles_local_server::BudgetSeed {
+            allocated: 1_000,
+            ..Default::default()
+        }],
+        ..ServerConfig::default()
+    })
+    .await;
+    let capped = GuardSpec {
+        overage_policy: Some(OveragePolicy::AllowIfAvailable),
+        ..expiring(GuardSpec::new(key("guard"), subject(), action(), usd(500)))
+    };
+    let out = finish_after_expiry(&s, capped, 5_000).await;
+    let SettleOutcome::RecoveredViaEvent(ref rec) = out else {
+        panic!("expected a recovery via event, got {out:?}");
+    };
+    let event = s
+        .server
+        .ledger()
+        .into_iter()
+        .find(|e| e.kind == "event")
+        .expect("the event applied");
+    let applied = event.amount.expect("an applied amount");
+    assert!(applied < 5_000, "the server capped the actual: {applied}");
+    assert_eq!(rec.response.charged, Some(usd(applied)));
+    assert_eq!(out.charged(), Some(&usd(applied)));
 }

@@ -258,6 +258,8 @@ async fn expired_reservation_switches_durably_to_event_mode_then_settles_by_even
         matches!(report.outcomes[0].1, SettleOutcome::RecoveredViaEvent(_)),
         "{report:?}"
     );
+    // A replay reports the amount applied too (read back from the journaled event body).
+    assert_eq!(report.outcomes[0].1.charged(), Some(&usd(400)));
     assert!(record_files(dir.path()).is_empty());
     let events: Vec<_> = server
         .ledger()

@@ -309,9 +309,8 @@ fn outcome_json(id: &str, o: &SettleOutcome) -> Value {
         SettleOutcome::Committed(r) => {
             json!({"reservation_id": id, "outcome": "committed", "charged": r.charged})
         }
-        SettleOutcome::RecoveredViaEvent(r) => {
-            json!({"reservation_id": id, "outcome": "recovered_via_event", "event_id": r.event_id})
-        }
+        SettleOutcome::RecoveredViaEvent(r) => json!({"reservation_id": id,
+            "outcome": "recovered_via_event", "event_id": r.response.event_id, "charged": r.charged}),
         SettleOutcome::Pending {
             reason,
             last_error,

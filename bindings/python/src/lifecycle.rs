@@ -141,12 +141,15 @@ fn spec(json: &str) -> Result<GuardSpec, Error> {
 
 fn outcome_json(o: &SettleOutcome) -> Value {
     match o {
-        SettleOutcome::Committed(r) => {
-            json!({"status": "committed", "body": serde_json::to_value(r).unwrap_or(Value::Null)})
-        }
+        SettleOutcome::Committed(r) => json!({
+            "status": "committed",
+            "charged": o.charged(),
+            "body": serde_json::to_value(r).unwrap_or(Value::Null),
+        }),
         SettleOutcome::RecoveredViaEvent(r) => json!({
             "status": "recovered_via_event",
-            "body": serde_json::to_value(r).unwrap_or(Value::Null),
+            "charged": o.charged(),
+            "body": serde_json::to_value(&r.response).unwrap_or(Value::Null),
         }),
         SettleOutcome::Pending {
             reason,

@@ -15,7 +15,9 @@ use tokio_util::task::TaskTracker;
 use super::bodies::{commit_body, event_fallback_body};
 use super::classify::{classify, Verdict};
 use super::wire::Wire;
-use super::{DrainReport, PendingRecord, Rejection, SettleConfig, SettleOutcome, Settlement};
+use super::{
+    DrainReport, EventRecovery, PendingRecord, Rejection, SettleConfig, SettleOutcome, Settlement,
+};
 use crate::config::Config;
 use crate::error::{Error, ErrorKind};
 use crate::events::{Event, SettleDisposition};
@@ -444,7 +446,9 @@ impl Settler {
                     self.finish(&mut held, &id, None, Some(settled)).await;
                     break match success {
                         Success::Commit(r) => SettleOutcome::Committed(r),
-                        Success::Event(r) => SettleOutcome::RecoveredViaEvent(r),
+                        Success::Event(r) => {
+                            SettleOutcome::RecoveredViaEvent(EventRecovery::new(r, body.get()))
+                        }
                     };
                 }
                 Err(e) => e,

@@ -31,7 +31,7 @@ pub use engine::{ReplayHandle, Settler};
 use crate::error::ErrorKind;
 use crate::events::EventSink;
 use crate::journal::Mode;
-use crate::model::{CommitRequest, CommitResponse, EventCreateResponse};
+use crate::model::{Amount, CommitRequest, CommitResponse, EventCreateResponse};
 
 /// Settings of the settlement engine (the journal directory and switch come from
 /// [`crate::Config::journal`]).
@@ -102,7 +102,7 @@ pub enum SettleOutcome {
     /// The commit was applied (schema-valid 200); the record is removed.
     Committed(CommitResponse),
     /// The reservation had expired; the spend was recorded by the fallback event (201).
-    RecoveredViaEvent(EventCreateResponse),
+    RecoveredViaEvent(EventRecovery),
     /// Not settled yet; when `journaled`, the record stays and is replayed later.
     Pending {
         /// Why it is not settled yet.
@@ -120,7 +120,48 @@ pub enum SettleOutcome {
     Rejected(Rejection),
 }
 
+/// A settlement recovered through the event fallback: the server's response and the amount
+/// it applied.
+#[derive(Clone, Debug)]
+pub struct EventRecovery {
+    /// The server's `EventCreateResponse`, as received.
+    pub response: EventCreateResponse,
+    /// The amount applied to the budget. The spec's `EventCreateResponse.charged` is "the
+    /// amount actually applied", present only when the server capped the actual
+    /// (`ALLOW_IF_AVAILABLE`); when it is absent the whole actual of the event that was sent
+    /// was applied, so this is the response's `charged` when present, else the sent body's
+    /// `actual`. `None` only if the response has no `charged` and the sent body has no
+    /// readable `actual`, which never happens for a body core built.
+    pub charged: Option<Amount>,
+}
+
+impl EventRecovery {
+    /// Pairs an event response with the body that was sent for it (see [`Self::charged`]).
+    pub fn new(response: EventCreateResponse, sent_body: &str) -> Self {
+        #[derive(serde::Deserialize)]
+        struct Sent {
+            actual: Amount,
+        }
+        let charged = response.charged.clone().or_else(|| {
+            serde_json::from_str::<Sent>(sent_body)
+                .ok()
+                .map(|s| s.actual)
+        });
+        EventRecovery { response, charged }
+    }
+}
+
 impl SettleOutcome {
+    /// The amount applied to the budget, whichever path applied it: the commit's `charged`,
+    /// or [`EventRecovery::charged`] after the event fallback. `None` when not settled.
+    pub fn charged(&self) -> Option<&Amount> {
+        match self {
+            SettleOutcome::Committed(r) => Some(&r.charged),
+            SettleOutcome::RecoveredViaEvent(r) => r.charged.as_ref(),
+            SettleOutcome::Pending { .. } | SettleOutcome::Rejected(_) => None,
+        }
+    }
+
     /// True for `Committed` and `RecoveredViaEvent`.
     pub fn is_settled(&self) -> bool {
         matches!(
