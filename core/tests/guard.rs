@@ -508,3 +508,65 @@ async fn a_capped_event_fallback_reports_the_servers_charged() {
     assert_eq!(rec.response.charged, Some(usd(applied)));
     assert_eq!(out.charged(), Some(&usd(applied)));
 }
+
+/// Waits (bounded) until the ledger holds an entry of `kind` for a non-reserve mutation.
+async fn await_ledger(server: &LocalServer, kind: &str) -> Vec<(String, Option<i64>)> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let applied: Vec<_> = server
+            .ledger()
+            .into_iter()
+            .filter(|e| e.kind != "reserve")
+            .map(|e| (e.kind, e.amount))
+            .collect();
+        if applied.iter().any(|(k, _)| k == kind) || tokio::time::Instant::now() > deadline {
+            return applied;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// A guard dropped without `finish` (its host abandoned it) is finished as failed work in the
+/// background: the known usage is settled once, and the heartbeat stops.
+#[tokio::test]
+async fn a_dropped_guard_settles_its_known_usage() {
+    let s = setup(Regime::default()).await;
+    let extends = |s: &Setup| {
+        s.server
+            .requests()
+            .iter()
+            .filter(|r| r.operation == Some(Operation::ExtendReservation))
+            .count()
+    };
+    let active = s.guard.begin(spec(2_000)).await.expect("reserved");
+    // The live heartbeat extends the 2 s lease well within 1.5 s ...
+    let started = tokio::time::Instant::now();
+    while extends(&s) == 0 {
+        assert!(
+            started.elapsed() < Duration::from_millis(1_500),
+            "no heartbeat"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    active.usage().add(70);
+    drop(active);
+    let applied = await_ledger(&s.server, "commit").await;
+    let settled: Vec<_> = applied.iter().filter(|(k, _)| k != "extend").collect();
+    assert_eq!(settled, [&("commit".to_string(), Some(70))], "settled once");
+    // ... and extends nothing once the dropped guard was finished.
+    let before = extends(&s);
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    assert_eq!(extends(&s), before, "the heartbeat stopped");
+}
+
+/// A guard dropped before any usage is known releases its reservation.
+#[tokio::test]
+async fn a_dropped_guard_without_usage_releases() {
+    let s = setup(Regime::default()).await;
+    let active = s.guard.begin(spec(60_000)).await.expect("reserved");
+    drop(active);
+    assert_eq!(
+        await_ledger(&s.server, "release").await,
+        [("release".to_string(), Some(1000))]
+    );
+}

@@ -17,6 +17,11 @@
 //!   timeout, connection error, 5xx or ambiguous 2xx the create is retried ONCE immediately with
 //!   the same idempotency key (HEARTBEAT GUIDANCE), then surfaced.
 //!
+//! - an [`ActiveGuard`] dropped without [`ActiveGuard::finish`] (a cancelled future, a host
+//!   object collected while its work was abandoned) is finished as failed work in a
+//!   background task: its known usage is settled, otherwise the reservation is released, and
+//!   the heartbeat stops. Settlement never depends on the host reaching its exit code.
+//!
 //! Idempotency keys derive from the spec's base key: `{key}` for the create, `{key}:commit`
 //! for the commit (and its event fallback), `{key}:release` for a release.
 
@@ -242,11 +247,13 @@ impl Guard {
             .as_ref()
             .map_or_else(Default::default, Heartbeat::cancellation);
         Ok(ActiveGuard {
-            guard: self.clone(),
-            spec,
             reservation_id,
-            heartbeat,
             usage: Usage::new(cancel),
+            rest: Some(Unfinished {
+                guard: self.clone(),
+                spec,
+                heartbeat,
+            }),
         })
     }
 
@@ -408,11 +415,44 @@ pub enum Finished {
 /// A reservation whose work is running: phase two of [`Guard::begin`].
 #[derive(Debug)]
 pub struct ActiveGuard {
+    reservation_id: String,
+    usage: Usage,
+    /// Taken by `finish`; still present on drop means the host abandoned the action.
+    rest: Option<Unfinished>,
+}
+
+/// What only `finish` needs (kept apart so a dropped guard can be finished without itself).
+#[derive(Debug)]
+struct Unfinished {
     guard: Guard,
     spec: GuardSpec,
-    reservation_id: String,
     heartbeat: Option<Heartbeat>,
-    usage: Usage,
+}
+
+impl Drop for ActiveGuard {
+    /// Finishes an abandoned action as failed work on a runtime (the caller's, else core's):
+    /// the known usage is settled (journal first), otherwise the reservation is released.
+    fn drop(&mut self) {
+        let Some(rest) = self.rest.take() else {
+            return;
+        };
+        let reservation_id = std::mem::take(&mut self.reservation_id);
+        let usage = self.usage.clone();
+        let handle = tokio::runtime::Handle::try_current()
+            .ok()
+            .or_else(|| crate::runtime::runtime().ok().map(|rt| rt.handle().clone()));
+        tracing::warn!(
+            target: "cycles::guard",
+            reservation_id = %reservation_id,
+            "a guarded action was dropped without finishing; settling its known usage, \
+             else releasing it"
+        );
+        if let Some(handle) = handle {
+            // The task owns only plain parts: if the runtime drops it unpolled (shutdown),
+            // nothing re-enters this Drop; the heartbeat stops with its own Drop.
+            handle.spawn(finish_parts(reservation_id, usage, rest, false));
+        }
+    }
 }
 
 impl ActiveGuard {
@@ -428,71 +468,84 @@ impl ActiveGuard {
 
     /// Ends the guarded action: stops the heartbeat, then settles the known actual, releases
     /// (work failed before any actual) or sends nothing (success without an actual).
-    pub async fn finish(self, work_succeeded: bool) -> Finished {
-        let ActiveGuard {
-            guard,
-            spec,
+    pub async fn finish(mut self, work_succeeded: bool) -> Finished {
+        let rest = self
+            .rest
+            .take()
+            .expect("an ActiveGuard is finished once (finish consumes it)");
+        let reservation_id = std::mem::take(&mut self.reservation_id);
+        finish_parts(reservation_id, self.usage.clone(), rest, work_succeeded).await
+    }
+}
+
+/// [`ActiveGuard::finish`] on the guard's parts (also what an abandoned guard's drop runs).
+async fn finish_parts(
+    reservation_id: String,
+    usage: Usage,
+    rest: Unfinished,
+    work_succeeded: bool,
+) -> Finished {
+    let Unfinished {
+        guard,
+        spec,
+        heartbeat,
+    } = rest;
+    let lease = match heartbeat {
+        Some(hb) => Some(hb.finish().await),
+        None => None,
+    };
+    let (actual, metrics, metadata) = usage.take();
+    if let Some(amount) = actual.filter(|a| *a < 0) {
+        return Finished::InvalidActual {
             reservation_id,
-            heartbeat,
-            usage,
-        } = self;
-        let lease = match heartbeat {
-            Some(hb) => Some(hb.finish().await),
-            None => None,
+            actual: amount,
         };
-        let (actual, metrics, metadata) = usage.take();
-        if let Some(amount) = actual.filter(|a| *a < 0) {
-            return Finished::InvalidActual {
-                reservation_id,
-                actual: amount,
-            };
-        }
-        match (work_succeeded, actual) {
-            (true, Some(amount)) => {
-                let settlement = guard
-                    .settle(&spec, &reservation_id, amount, metrics, metadata)
-                    .await;
-                if let Some(Err(lapse)) = lease.as_ref().map(LeaseReport::check) {
-                    return Finished::HeartbeatLapsed { lapse, settlement };
-                }
-                Finished::Settled {
-                    reservation_id,
-                    actual: Amount::new(spec.estimate.unit.clone(), amount),
-                    settlement,
-                    lease,
-                }
+    }
+    match (work_succeeded, actual) {
+        (true, Some(amount)) => {
+            let settlement = guard
+                .settle(&spec, &reservation_id, amount, metrics, metadata)
+                .await;
+            if let Some(Err(lapse)) = lease.as_ref().map(LeaseReport::check) {
+                return Finished::HeartbeatLapsed { lapse, settlement };
             }
-            (true, None) => Finished::MissingActual {
+            Finished::Settled {
                 reservation_id,
+                actual: Amount::new(spec.estimate.unit.clone(), amount),
+                settlement,
                 lease,
-            },
-            (false, Some(amount)) => {
-                let settlement = guard
-                    .settle(&spec, &reservation_id, amount, metrics, metadata)
-                    .await;
-                Finished::WorkFailed {
-                    reservation_id,
-                    settlement: Some(settlement),
-                    release_error: None,
-                    lease,
-                }
             }
-            (false, None) => {
-                let release = ReleaseRequest {
-                    reason: Some("guarded work failed before reporting an actual amount".into()),
-                    ..ReleaseRequest::new(format!("{}:release", spec.idempotency_key))
-                };
-                let release_error = guard
-                    .client
-                    .release_reservation(&reservation_id, &release)
-                    .await
-                    .err();
-                Finished::WorkFailed {
-                    reservation_id,
-                    settlement: None,
-                    release_error,
-                    lease,
-                }
+        }
+        (true, None) => Finished::MissingActual {
+            reservation_id,
+            lease,
+        },
+        (false, Some(amount)) => {
+            let settlement = guard
+                .settle(&spec, &reservation_id, amount, metrics, metadata)
+                .await;
+            Finished::WorkFailed {
+                reservation_id,
+                settlement: Some(settlement),
+                release_error: None,
+                lease,
+            }
+        }
+        (false, None) => {
+            let release = ReleaseRequest {
+                reason: Some("guarded work failed before reporting an actual amount".into()),
+                ..ReleaseRequest::new(format!("{}:release", spec.idempotency_key))
+            };
+            let release_error = guard
+                .client
+                .release_reservation(&reservation_id, &release)
+                .await
+                .err();
+            Finished::WorkFailed {
+                reservation_id,
+                settlement: None,
+                release_error,
+                lease,
             }
         }
     }
