@@ -25,11 +25,11 @@ from .errors import InvalidArgumentError
 from .lifecycle import (
     HEARTBEAT_POLICIES,
     DrainReport,
+    GuardedReservation,
     LifecycleEvent,
     ReservationContext,
     _Lifecycle,
 )
-from .lifecycle import current_reservation as _current
 from .models import (
     Action,
     ActionLike,
@@ -412,31 +412,35 @@ class _Base(_Requests):
         ``cycles.current_reservation().set_actual(...)``. A call that raises is settled or
         released as :meth:`reserve` describes, and its exception propagates unchanged."""
 
-        def settle_actual(result: Any) -> None:
+        def settle_actual(r: GuardedReservation, result: Any) -> None:
             if actual is None:
                 return
-            value = actual(result) if callable(actual) else actual
-            r = _current()
-            assert r is not None
-            r.set_actual(value)
+            r.set_actual(actual(result) if callable(actual) else actual)
 
         def decorate(fn: F) -> F:
+            if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+                # Calling one only creates the generator: the guard would end before any of
+                # its work ran. Its body should use ``with client.stream(...) as r`` instead.
+                raise InvalidArgumentError(
+                    f"guarded() cannot wrap the generator function {fn.__qualname__}: use "
+                    "`with client.stream(...) as r:` (or `async with`) inside it"
+                )
             if inspect.iscoroutinefunction(fn):
 
                 @functools.wraps(fn)
                 async def async_wrapper(*args: Any, **kw: Any) -> Any:
-                    async with self.reserve(estimate, action=action, **kwargs):
+                    async with self.reserve(estimate, action=action, **kwargs) as r:
                         result = await cast(Callable[..., Awaitable[Any]], fn)(*args, **kw)
-                        settle_actual(result)
+                        settle_actual(r, result)
                     return result
 
                 return cast(F, async_wrapper)
 
             @functools.wraps(fn)
             def wrapper(*args: Any, **kw: Any) -> Any:
-                with self.reserve(estimate, action=action, **kwargs):
+                with self.reserve(estimate, action=action, **kwargs) as r:
                     result = fn(*args, **kw)
-                    settle_actual(result)
+                    settle_actual(r, result)
                 return result
 
             return cast(F, wrapper)

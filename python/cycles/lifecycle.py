@@ -82,6 +82,11 @@ class Settlement:
     :meth:`~cycles.Client.flush` or :meth:`~cycles.Client.drain` retry it with the same
     idempotency key) or ``rejected`` (a genuine terminal rejection; ``error_kind``,
     ``http_status`` and ``error_code`` say why).
+
+    ``charged`` is the amount applied to the budget whichever path applied it: the commit's
+    ``charged``, or after the event fallback the event response's ``charged`` (present when
+    the server capped the actual) else the event's whole actual. ``None`` unless settled.
+    ``body`` is the server's response as received.
     """
 
     status: str
@@ -108,10 +113,8 @@ class Settlement:
     @classmethod
     def _from(cls, reservation_id: str, d: Mapping[str, Any]) -> Settlement:
         body = d.get("body")
-        charged = None
-        if isinstance(body, dict) and isinstance(body.get("charged"), dict):
-            c = body["charged"]
-            charged = Amount(c["unit"], c["amount"])
+        c = d.get("charged")  # core's amount applied, commit or event alike
+        charged = Amount(c["unit"], c["amount"]) if isinstance(c, dict) else None
         return cls(
             status=d["status"],
             reservation_id=reservation_id,
@@ -242,8 +245,16 @@ _CURRENT: contextvars.ContextVar[GuardedReservation | None] = contextvars.Contex
 
 def current_reservation() -> GuardedReservation | None:
     """The innermost guarded reservation active in this context (thread or asyncio task),
-    or ``None``. Nested guards restore the outer one when they exit."""
-    return _CURRENT.get()
+    or ``None``. Nested guards restore the outer one when they exit.
+
+    A guard entered in one context and exited in another (a generator resumed by another
+    task or thread) cannot restore the context it entered; a finished reservation is
+    therefore never returned: the innermost unfinished one around it is. Inside such a
+    generator, after its first ``yield``, use the handle bound by ``as`` instead."""
+    r = _CURRENT.get()
+    while r is not None and r.finished:
+        r = r._outer
+    return r
 
 
 def _lease(d: Mapping[str, Any] | None) -> LeaseInfo | None:
@@ -265,9 +276,13 @@ class GuardedReservation:
     of :func:`current_reservation`). Report usage with :meth:`set_actual` or :meth:`add`;
     after the block, :attr:`settlement` tells how it was settled."""
 
-    def __init__(self, native: _native.NativeActive, unit: str) -> None:
+    def __init__(
+        self, native: _native.NativeActive, unit: str, outer: GuardedReservation | None = None
+    ) -> None:
         self._native = native
         self._unit = unit
+        # The reservation current when this one was entered (see current_reservation()).
+        self._outer = outer
         #: How the block ended: ``settled``, ``work_failed``, ``missing_actual``,
         #: ``invalid_actual`` or ``heartbeat_lapsed`` (``None`` while running).
         self.outcome: str | None = None
@@ -398,14 +413,31 @@ class ReservationContext:
         self._token: contextvars.Token[GuardedReservation | None] | None = None
 
     def _enter(self, native: _native.NativeActive) -> GuardedReservation:
-        self._handle = GuardedReservation(native, self._unit)
+        self._handle = GuardedReservation(native, self._unit, current_reservation())
         self._token = _CURRENT.set(self._handle)
         return self._handle
 
-    def _leave(self) -> GuardedReservation:
-        assert self._handle is not None and self._token is not None, "not entered"
-        _CURRENT.reset(self._token)
-        self._token = None
+    def _restore(self) -> None:
+        """Puts back the reservation that was current on entry. Runs AFTER settlement and
+        never raises: a guard exited in another context (an async generator resumed by
+        another task, a sync generator stepped on worker threads, each step in a copied
+        context) cannot reset its token there (``ContextVar.reset`` raises ``ValueError``).
+        That context never saw this guard, so there is nothing to undo in it; the entering
+        context keeps a finished value, which :func:`current_reservation` skips."""
+        token, self._token = self._token, None
+        if token is None:
+            return
+        try:
+            _CURRENT.reset(token)
+        except (ValueError, RuntimeError):
+            # A context copied from the entering one after entry (a task created inside the
+            # block) still holds this guard: point it back at the outer one.
+            if _CURRENT.get() is self._handle:
+                _CURRENT.set(self._handle._outer if self._handle is not None else None)
+
+    def _started(self) -> GuardedReservation:
+        if self._handle is None:
+            raise InvalidArgumentError("the reservation context was not entered")
         return self._handle
 
     def __enter__(self) -> GuardedReservation:
@@ -419,9 +451,16 @@ class ReservationContext:
         exc: BaseException | None,
         tb: types.TracebackType | None,
     ) -> None:
-        h = self._leave()
+        # Settle first, whatever happens to the context variable (see _restore). Any
+        # exception, GeneratorExit and KeyboardInterrupt included, is a failed body: known
+        # usage is settled, otherwise the reservation is released.
+        h = self._started()
         ok = exc_type is None
-        h._apply(h._native.finish(ok), ok)
+        try:
+            text = h._native.finish(ok)
+        finally:
+            self._restore()
+        h._apply(text, ok)
 
     async def __aenter__(self) -> GuardedReservation:
         if self._handle is not None:
@@ -434,9 +473,15 @@ class ReservationContext:
         exc: BaseException | None,
         tb: types.TracebackType | None,
     ) -> None:
-        h = self._leave()
+        # As __exit__. If this task is cancelled while awaiting, the settlement still
+        # completes on core's runtime (it does not belong to this task).
+        h = self._started()
         ok = exc_type is None
-        h._apply(await h._native.finish_async(ok), ok)
+        try:
+            text = await h._native.finish_async(ok)
+        finally:
+            self._restore()
+        h._apply(text, ok)
 
 
 _LEVELS = {

@@ -24,6 +24,11 @@ PYTEST_VERSION=9.2.0
 PYTEST_ASYNCIO_VERSION=1.5.0
 # The official Python SDK, a test dependency: the interop tests and the benchmark run against it.
 RUNCYCLES_VERSION=0.5.3
+# Test dependencies of the guard-context tests (test_lifecycle_contexts.py): anyio's worker
+# threads and Starlette's StreamingResponse step sync generators in copied contexts.
+# Starlette 1.7.0 is the newest release that still supports CPython 3.10 (the abi3 floor).
+ANYIO_VERSION=4.16.0
+STARLETTE_VERSION=1.7.0
 # zig links the extension against glibc 2.17 symbols, so the wheel is manylinux2014 (portable
 # to any x86_64 Linux with glibc >= 2.17) instead of this host's glibc; maturin audits it.
 # maturin's zig support takes ziglang < 0.13.
@@ -61,7 +66,7 @@ BUILD_PY="${PYTHONS[0]}"
 
 # Tool venv (maturin, ruff, mypy; pytest for type-checking the tests), reused while the pins are unchanged.
 TOOLS="$CACHE/tools"
-STAMP="maturin==$MATURIN_VERSION ruff==$RUFF_VERSION mypy==$MYPY_VERSION pytest==$PYTEST_VERSION runcycles==$RUNCYCLES_VERSION ziglang==$ZIGLANG_VERSION $(version_of "$BUILD_PY")"
+STAMP="maturin==$MATURIN_VERSION ruff==$RUFF_VERSION mypy==$MYPY_VERSION pytest==$PYTEST_VERSION runcycles==$RUNCYCLES_VERSION anyio==$ANYIO_VERSION starlette==$STARLETTE_VERSION ziglang==$ZIGLANG_VERSION $(version_of "$BUILD_PY")"
 if [[ ! -x "$TOOLS/bin/python" || "$(cat "$TOOLS/.stamp" 2>/dev/null)" != "$STAMP" ]]; then
     log "creating the tool venv $TOOLS"
     rm -rf "$TOOLS"
@@ -69,7 +74,8 @@ if [[ ! -x "$TOOLS/bin/python" || "$(cat "$TOOLS/.stamp" 2>/dev/null)" != "$STAM
     "$TOOLS/bin/python" -m pip install -q --disable-pip-version-check \
         "maturin==$MATURIN_VERSION" "ruff==$RUFF_VERSION" "mypy==$MYPY_VERSION" \
         "pytest==$PYTEST_VERSION" "pytest-asyncio==$PYTEST_ASYNCIO_VERSION" \
-        "runcycles==$RUNCYCLES_VERSION" "ziglang==$ZIGLANG_VERSION"
+        "runcycles==$RUNCYCLES_VERSION" "anyio==$ANYIO_VERSION" "starlette==$STARLETTE_VERSION" \
+        "ziglang==$ZIGLANG_VERSION"
     echo "$STAMP" >"$TOOLS/.stamp"
 fi
 
@@ -111,7 +117,7 @@ for py in "${PYTHONS[@]}"; do
     "$py" -m venv "$VENV"
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
         "$WHEEL" "pytest==$PYTEST_VERSION" "pytest-asyncio==$PYTEST_ASYNCIO_VERSION" \
-        "runcycles==$RUNCYCLES_VERSION"
+        "runcycles==$RUNCYCLES_VERSION" "anyio==$ANYIO_VERSION" "starlette==$STARLETTE_VERSION"
     (cd "$WORK" && "$VENV/bin/python" -m pytest -q "$WORK/tests") || status=1
     # The newest interpreter's venv (wheel + pytest installed) stays for the recovery
     # conformance adapter (conformance/adapters/python), which scripts/test-all.sh runs next.

@@ -43,6 +43,10 @@ def test_expired_reservation_is_recovered_via_an_event(
     assert s is not None
     assert s.status == cycles.SettlementStatus.RECOVERED_VIA_EVENT and s.settled
     assert s.body is not None and s.body.get("status") == "APPLIED"
+    # Nothing was capped, so the event response carries no `charged`: the amount applied is
+    # the event's whole actual, reported like a commit's.
+    assert "charged" not in s.body
+    assert s.charged == cycles.Amount(cycles.Unit.USD_MICROCENTS, 321)
 
     applied = [(e.kind, e.amount, e.reservation_id) for e in server.ledger()]
     assert applied[0][0] == "reserve"
@@ -62,6 +66,28 @@ def test_expired_reservation_is_recovered_via_an_event(
     assert logged["settlement_mode_switched"].levelno == logging.INFO
     assert logged["settlement_settled"].__dict__["reservation_id"] == r.reservation_id
     assert list(tmp_path.rglob("v2-*.json")) == []  # settled: no record left
+
+
+def test_capped_event_recovery_reports_the_servers_charged(tmp_path: Path) -> None:
+    budget = {"scope": "tenant:acme", "unit": "USD_MICROCENTS", "allocated": 1_000}
+    with LocalServer({"budgets": [budget]}) as server, server.client(journal_dir=tmp_path) as c:
+        with c.reserve(
+            500,
+            action=ACTION,
+            ttl_ms=1_000,
+            grace_period_ms=0,
+            heartbeat=False,
+            overage_policy="ALLOW_IF_AVAILABLE",
+        ) as r:
+            server.advance_clock(5_000)
+            r.set_actual(5_000)
+        events = [e for e in server.ledger() if e.kind == "event"]
+    s = r.settlement
+    assert s is not None and s.status == cycles.SettlementStatus.RECOVERED_VIA_EVENT
+    assert len(events) == 1 and events[0].amount is not None and events[0].amount < 5_000
+    applied = cycles.Amount(cycles.Unit.USD_MICROCENTS, events[0].amount)
+    assert s.body is not None and s.body["charged"] == applied.to_json()
+    assert s.charged == applied
 
 
 def test_terminal_rejection_is_reported_and_drops_the_record(
