@@ -528,3 +528,26 @@ def test_nesting_across_a_generator_exit_elsewhere_keeps_the_outer(
         outer.set_actual(1)
     assert cycles.current_reservation() is None
     assert settled(server) == [("commit", 10), ("commit", 1)]
+
+
+def test_a_handle_dropped_without_its_block_exiting_is_settled_by_core(
+    client: cycles.Client, server: LocalServer
+) -> None:
+    ids: list[str] = []
+
+    def abandon() -> None:
+        # Entered, never exited (a host that lost the context manager): only the handle's
+        # collection is left to end it. The thread's context dies with the thread.
+        r = client.stream(1_000, action=ACTION, ttl_ms=TTL_MS).__enter__()
+        ids.append(r.reservation_id)
+        r.add(8)
+        wait_for_heartbeat(server, r.reservation_id)
+
+    t = threading.Thread(target=abandon)
+    t.start()
+    t.join()
+    del t
+    gc.collect()
+    wait_for(lambda: bool(settled(server)), "core's background settlement")
+    assert settled(server) == [("commit", 8)]
+    assert_heartbeat_stopped(server, ids[0])
