@@ -9,6 +9,7 @@
 //! - [`lease`]: the heartbeat driver that keeps a reservation alive while work runs;
 //! - [`journal`]: the durable settlement journal, in the format shared with the official SDKs;
 //! - [`settle`]: durable settlement (journal first, same-key retries, expiry fallback, replay);
+//! - [`rawjson`]: inspecting JSON text that is sent verbatim (lone surrogates, big numbers);
 //! - [`events`]: the one event stream (heartbeat, settlement, journal) to host logging;
 //! - [`runtime`]: the one process-wide tokio runtime for bindings;
 //! - [`timing`]: the PURE heartbeat math (no clock, no I/O) every binding exposes.
@@ -21,6 +22,7 @@ pub mod guard;
 pub mod journal;
 pub mod lease;
 pub mod model;
+pub mod rawjson;
 pub mod runtime;
 pub mod settle;
 pub mod timing;
