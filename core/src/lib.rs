@@ -35,7 +35,7 @@ pub use model::{
     Action, Amount, Balance, BalanceQuery, BalanceResponse, Caps, CommitRequest, CommitResponse,
     Decision, DecisionRequest, DecisionResponse, ErrorResponse, EventCreateRequest,
     EventCreateResponse, EventStatus, EvidenceEnvelope, EvidenceJwk, EvidenceJwks, EvidenceRef,
-    ListReservationsQuery, Metadata, OveragePolicy, ReasonCode, ReleaseRequest, ReleaseResponse,
+    JsonObject, ListReservationsQuery, Metadata, OveragePolicy, ReasonCode, ReleaseRequest, ReleaseResponse,
     ReservationCreateRequest, ReservationCreateResponse, ReservationDetail, ReservationEvidence,
     ReservationExtendRequest, ReservationExtendResponse, ReservationListResponse,
     ReservationStatus, ReservationSummary, SchemaViolation, SignedAmount, SortBy, SortDir,
