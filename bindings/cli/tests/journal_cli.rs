@@ -10,7 +10,8 @@ use cycles_local_server::{Fault, FaultRule, LocalServer, Operation, ServerConfig
 
 const KEY: &str = "cycles-local-key";
 
-async fn cycles(args: Vec<String>) -> (bool, serde_json::Value, String) {
+/// Runs `cycles` with `args`: (exit status, stdout as JSON, stdout and stderr).
+async fn cycles(args: Vec<String>) -> (i32, serde_json::Value, String) {
     tokio::task::spawn_blocking(move || {
         let out = Command::new(env!("CARGO_BIN_EXE_cycles"))
             .args(&args)
@@ -19,7 +20,7 @@ async fn cycles(args: Vec<String>) -> (bool, serde_json::Value, String) {
         let stdout = String::from_utf8_lossy(&out.stdout).to_string();
         let json = serde_json::from_str(&stdout).unwrap_or(serde_json::Value::Null);
         (
-            out.status.success(),
+            out.status.code().unwrap_or(-1),
             json,
             format!("{stdout}{}", String::from_utf8_lossy(&out.stderr)),
         )
@@ -79,7 +80,7 @@ async fn list_drain_and_quarantine_a_real_journal() {
     );
 
     // list: the operator sees what is pending, for which server, in which mode.
-    let (ok, json, text) = cycles(vec![
+    let (code, json, text) = cycles(vec![
         "journal".into(),
         "list".into(),
         "--dir".into(),
@@ -87,7 +88,7 @@ async fn list_drain_and_quarantine_a_real_journal() {
         "--json".into(),
     ])
     .await;
-    assert!(ok, "{text}");
+    assert_eq!(code, 0, "{text}");
     let pending = json["pending"].as_array().expect("pending list");
     assert_eq!(pending.len(), 1, "{json}");
     assert_eq!(pending[0]["reservation_id"], id.as_str());
@@ -125,8 +126,12 @@ async fn list_drain_and_quarantine_a_real_journal() {
         "5000",
         "--json",
     ];
-    let (ok, _json, text) = cycles(args.iter().map(|s| s.to_string()).collect()).await;
-    assert!(ok, "drain failed: {text}");
+    let (code, json, text) = cycles(args.iter().map(|s| s.to_string()).collect()).await;
+    // The record settled, but a file was quarantined: that is exit status 3, and said.
+    assert_eq!(code, 3, "drain: {text}");
+    assert_eq!(json["settled"], 1, "{json}");
+    assert_eq!(json["quarantined"].as_array().map(Vec::len), Some(1), "{json}");
+    assert!(text.contains("quarantined during this run"), "{text}");
     assert_eq!(
         server
             .ledger()
@@ -145,7 +150,7 @@ async fn list_drain_and_quarantine_a_real_journal() {
     .await;
     assert_eq!(json["pending"].as_array().map(Vec::len), Some(0), "{json}");
 
-    let (ok, json, text) = cycles(vec![
+    let (code, json, text) = cycles(vec![
         "journal".into(),
         "quarantine".into(),
         "--dir".into(),
@@ -153,7 +158,7 @@ async fn list_drain_and_quarantine_a_real_journal() {
         "--json".into(),
     ])
     .await;
-    assert!(ok, "{text}");
+    assert_eq!(code, 0, "{text}");
     assert_eq!(
         json["quarantined"].as_array().map(Vec::len),
         Some(1),
