@@ -35,11 +35,11 @@ pub use model::{
     Action, Amount, Balance, BalanceQuery, BalanceResponse, Caps, CommitRequest, CommitResponse,
     Decision, DecisionRequest, DecisionResponse, ErrorResponse, EventCreateRequest,
     EventCreateResponse, EventStatus, EvidenceEnvelope, EvidenceJwk, EvidenceJwks, EvidenceRef,
-    JsonObject, ListReservationsQuery, Metadata, OveragePolicy, ReasonCode, ReleaseRequest, ReleaseResponse,
-    ReservationCreateRequest, ReservationCreateResponse, ReservationDetail, ReservationEvidence,
-    ReservationExtendRequest, ReservationExtendResponse, ReservationListResponse,
-    ReservationStatus, ReservationSummary, SchemaViolation, SignedAmount, SortBy, SortDir,
-    StandardMetrics, Subject, Unit,
+    JsonObject, ListReservationsQuery, Metadata, OveragePolicy, ReasonCode, ReleaseRequest,
+    ReleaseResponse, ReservationCreateRequest, ReservationCreateResponse, ReservationDetail,
+    ReservationEvidence, ReservationExtendRequest, ReservationExtendResponse,
+    ReservationListResponse, ReservationStatus, ReservationSummary, SchemaViolation, SignedAmount,
+    SortBy, SortDir, StandardMetrics, Subject, Unit,
 };
 pub use settle::{
     DrainReport, EventFallback, PendingRecord, Rejection, ReplayHandle, SettleConfig,

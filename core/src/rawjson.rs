@@ -136,7 +136,8 @@ pub fn string(token: &str) -> Option<Decoded> {
                     }
                     0xDC00..=0xDFFF => match high.take() {
                         Some(h) => {
-                            let cp = 0x10000 + ((u32::from(h) - 0xD800) << 10) + (u32::from(u) - 0xDC00);
+                            let cp =
+                                0x10000 + ((u32::from(h) - 0xD800) << 10) + (u32::from(u) - 0xDC00);
                             Some(char::from_u32(cp)?)
                         }
                         None => {
@@ -226,8 +227,9 @@ mod tests {
 
     #[test]
     fn lone_surrogates_pass_the_syntax_check_and_are_kept() {
-        let raw = parse("{\"a\": \"ab\\ud800\", \"n\": 123456789012345678901234567890, \"z\": -0.0}")
-            .unwrap();
+        let raw =
+            parse("{\"a\": \"ab\\ud800\", \"n\": 123456789012345678901234567890, \"z\": -0.0}")
+                .unwrap();
         assert_eq!(
             raw.get(),
             "{\"a\":\"ab\\ud800\",\"n\":123456789012345678901234567890,\"z\":-0.0}"
@@ -260,7 +262,12 @@ mod tests {
         let d = |s: &str| string(s).unwrap();
         assert_eq!(d(r#""caf\u00e9 \ud83d\ude00 \n""#).text, "café 😀 \n");
         assert!(d(r#""\ud83d\ude00""#).well_formed);
-        for lone in [r#""ab\ud800""#, r#""\udc00x""#, r#""\ud800\ud800""#, r#""\ud800a""#] {
+        for lone in [
+            r#""ab\ud800""#,
+            r#""\udc00x""#,
+            r#""\ud800\ud800""#,
+            r#""\ud800a""#,
+        ] {
             let got = d(lone);
             assert!(!got.well_formed, "{lone}");
             assert!(got.text.contains('\u{FFFD}'), "{lone}");

@@ -163,7 +163,9 @@ async fn drain_records_are_applied_once_byte_for_byte() {
     let dir = tempfile::tempdir().unwrap();
     let config = Config::new(server.url(), KEY).with_journal_dir(dir.path());
     let client = CyclesClient::new(config.clone()).unwrap();
-    let part = dir.path().join(identity::partition(&server.url(), KEY, None));
+    let part = dir
+        .path()
+        .join(identity::partition(&server.url(), KEY, None));
     std::fs::create_dir_all(&part).unwrap();
     let mut expected = Vec::new();
     for c in &cases {
@@ -181,7 +183,10 @@ async fn drain_records_are_applied_once_byte_for_byte() {
         let id = created.body.reservation_id.clone().unwrap();
         let live = |t: &str| {
             t.replace(&fixture_id, &serde_json::to_string(&id).unwrap())
-                .replace("\"http://localhost\"", &serde_json::to_string(&server.url()).unwrap())
+                .replace(
+                    "\"http://localhost\"",
+                    &serde_json::to_string(&server.url()).unwrap(),
+                )
         };
         let text = live(c["text"].as_str().unwrap());
         std::fs::write(part.join(names::record_file_name(&id)), &text).unwrap();
@@ -208,7 +213,10 @@ async fn drain_records_are_applied_once_byte_for_byte() {
     let ledger = server.ledger();
     let requests = server.requests();
     for (name, key, mode, wire) in &expected {
-        let applied: Vec<_> = ledger.iter().filter(|l| &l.idempotency_key == key).collect();
+        let applied: Vec<_> = ledger
+            .iter()
+            .filter(|l| &l.idempotency_key == key)
+            .collect();
         assert_eq!(applied.len(), 1, "{name}: {applied:?}");
         assert_eq!(&applied[0].kind, mode, "{name}");
         let sent: Vec<_> = requests
@@ -217,7 +225,16 @@ async fn drain_records_are_applied_once_byte_for_byte() {
             .collect();
         assert_eq!(sent.len(), 1, "{name}");
         assert_eq!(sent[0].body.as_deref(), Some(wire.as_str()), "{name}");
-        assert_eq!(sent[0].status, Some(if mode == "event" { 201 } else { 200 }));
+        assert_eq!(
+            sent[0].status,
+            Some(if mode == "event" { 201 } else { 200 })
+        );
     }
-    assert!(settler.journal().unwrap().scan().unwrap().records.is_empty());
+    assert!(settler
+        .journal()
+        .unwrap()
+        .scan()
+        .unwrap()
+        .records
+        .is_empty());
 }

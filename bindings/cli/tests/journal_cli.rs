@@ -130,7 +130,11 @@ async fn list_drain_and_quarantine_a_real_journal() {
     // The record settled, but a file was quarantined: that is exit status 3, and said.
     assert_eq!(code, 3, "drain: {text}");
     assert_eq!(json["settled"], 1, "{json}");
-    assert_eq!(json["quarantined"].as_array().map(Vec::len), Some(1), "{json}");
+    assert_eq!(
+        json["quarantined"].as_array().map(Vec::len),
+        Some(1),
+        "{json}"
+    );
     assert!(text.contains("quarantined during this run"), "{text}");
     assert_eq!(
         server

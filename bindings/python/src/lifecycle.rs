@@ -481,16 +481,12 @@ impl NativeActive {
     /// `json` is Python's `json.dumps` text; core keeps `custom` exactly as written (big
     /// integers, `-0.0`, lone-surrogate escapes), never through a `serde_json::Value`.
     fn set_metrics(&self, json: &str) -> PyResult<()> {
-        self.usage
-            .set_metrics_json(json)
-            .map_err(|e| core_err(&e))
+        self.usage.set_metrics_json(json).map_err(|e| core_err(&e))
     }
 
     /// As `set_metrics`: the metadata text reaches the journal and the wire unchanged.
     fn set_metadata(&self, json: &str) -> PyResult<()> {
-        self.usage
-            .set_metadata_json(json)
-            .map_err(|e| core_err(&e))
+        self.usage.set_metadata_json(json).map_err(|e| core_err(&e))
     }
 
     /// True once the heartbeat cancelled the work (`cancel` policy).

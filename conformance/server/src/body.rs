@@ -78,8 +78,9 @@ mod tests {
 
     #[test]
     fn unpaired_surrogates_read_as_replacement_characters() {
-        let v = parse(br#"{"a":"ab\ud800","b":"\udc00x","c":"\ud83d\ude00","d":"\ud800\ud800\udc00"}"#)
-            .unwrap();
+        let v =
+            parse(br#"{"a":"ab\ud800","b":"\udc00x","c":"\ud83d\ude00","d":"\ud800\ud800\udc00"}"#)
+                .unwrap();
         assert_eq!(v["a"], "ab\u{FFFD}");
         assert_eq!(v["b"], "\u{FFFD}x");
         assert_eq!(v["c"], "\u{1F600}");
@@ -94,7 +95,12 @@ mod tests {
 
     #[test]
     fn what_is_not_json_stays_an_error() {
-        for bad in [&b"{\"a\":\"\\ud800\""[..], b"{\"a\":NaN}", b"nope", b"{\"a\":\"\\x\"}"] {
+        for bad in [
+            &b"{\"a\":\"\\ud800\""[..],
+            b"{\"a\":NaN}",
+            b"nope",
+            b"{\"a\":\"\\x\"}",
+        ] {
             assert!(parse(bad).is_err(), "{}", String::from_utf8_lossy(bad));
         }
     }

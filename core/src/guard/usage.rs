@@ -2,8 +2,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::lease::CancellationToken;
 use crate::error::Error;
+use crate::lease::CancellationToken;
 use crate::model::{JsonObject, Metadata, StandardMetrics};
 
 #[derive(Debug, Default)]
