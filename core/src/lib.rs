@@ -9,6 +9,7 @@
 //! - [`lease`]: the heartbeat driver that keeps a reservation alive while work runs;
 //! - [`journal`]: the durable settlement journal, in the format shared with the official SDKs;
 //! - [`settle`]: durable settlement (journal first, same-key retries, expiry fallback, replay);
+//! - [`rawjson`]: inspecting JSON text that is sent verbatim (lone surrogates, big numbers);
 //! - [`events`]: the one event stream (heartbeat, settlement, journal) to host logging;
 //! - [`runtime`]: the one process-wide tokio runtime for bindings;
 //! - [`timing`]: the PURE heartbeat math (no clock, no I/O) every binding exposes.
@@ -21,6 +22,7 @@ pub mod guard;
 pub mod journal;
 pub mod lease;
 pub mod model;
+pub mod rawjson;
 pub mod runtime;
 pub mod settle;
 pub mod timing;
@@ -33,11 +35,11 @@ pub use model::{
     Action, Amount, Balance, BalanceQuery, BalanceResponse, Caps, CommitRequest, CommitResponse,
     Decision, DecisionRequest, DecisionResponse, ErrorResponse, EventCreateRequest,
     EventCreateResponse, EventStatus, EvidenceEnvelope, EvidenceJwk, EvidenceJwks, EvidenceRef,
-    ListReservationsQuery, Metadata, OveragePolicy, ReasonCode, ReleaseRequest, ReleaseResponse,
-    ReservationCreateRequest, ReservationCreateResponse, ReservationDetail, ReservationEvidence,
-    ReservationExtendRequest, ReservationExtendResponse, ReservationListResponse,
-    ReservationStatus, ReservationSummary, SchemaViolation, SignedAmount, SortBy, SortDir,
-    StandardMetrics, Subject, Unit,
+    JsonObject, ListReservationsQuery, Metadata, OveragePolicy, ReasonCode, ReleaseRequest,
+    ReleaseResponse, ReservationCreateRequest, ReservationCreateResponse, ReservationDetail,
+    ReservationEvidence, ReservationExtendRequest, ReservationExtendResponse,
+    ReservationListResponse, ReservationStatus, ReservationSummary, SchemaViolation, SignedAmount,
+    SortBy, SortDir, StandardMetrics, Subject, Unit,
 };
 pub use settle::{
     DrainReport, EventFallback, EventRecovery, PendingRecord, Rejection, ReplayHandle,

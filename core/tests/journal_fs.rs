@@ -116,6 +116,47 @@ fn writes_are_atomic_and_leave_no_temp_files() {
 }
 
 #[test]
+fn every_official_sdk_temp_form_is_reaped_once_stale_and_never_a_record() {
+    let tmp = tempfile::tempdir().unwrap();
+    let j = journal(tmp.path());
+    let lock = j.try_lock("rsv-1").unwrap().unwrap();
+    let mut r = record("rsv-1");
+    j.save(&lock, &mut r).unwrap();
+    drop(lock);
+    let rec = names::record_file_name("rsv-9");
+    // Python and TypeScript: `<record>.<pid>.<hex>.tmp`; the Rust crate (tempfile):
+    // `.tmp` + 6 alphanumerics; ours: `.<record>.<pid>.<hex>.tmp`.
+    let forms = [
+        format!("{rec}.4242.0a1b2c3d.tmp"),
+        ".tmpA1b2C3".to_string(),
+        names::temp_file_name(&rec),
+    ];
+    let old = SystemTime::now() - Duration::from_secs(2 * 3600);
+    for f in &forms {
+        let p = j.dir().join(f);
+        std::fs::write(&p, b"{\"version\":1,").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+    }
+    // A fresh one of the Rust crate's form may belong to a live writer.
+    let young = j.dir().join(".tmpZz9Yy8");
+    std::fs::write(&young, b"{").unwrap();
+    let scan = j.scan().unwrap();
+    assert_eq!(scan.records.len(), 1);
+    assert!(scan.invalid.is_empty(), "{:?}", scan.invalid);
+    assert_eq!(scan.reaped.len(), forms.len(), "{:?}", scan.reaped);
+    for f in &forms {
+        assert!(!j.dir().join(f).exists(), "{f} not reaped");
+    }
+    assert!(young.exists());
+    assert!(j.path_of("rsv-1").exists(), "a record is never reaped");
+}
+
+#[test]
 fn quarantine_never_overwrites_earlier_evidence() {
     let tmp = tempfile::tempdir().unwrap();
     let j = journal(tmp.path());

@@ -42,7 +42,7 @@ fn settlement(id: &str, key: &str, amount: i64) -> Settlement {
     let mut commit = CommitRequest::new(key, usd(amount));
     let mut meta = Metadata::new();
     meta.insert("run".into(), "r-1".into());
-    commit.metadata = Some(meta);
+    commit.metadata = Some(meta.into());
     Settlement {
         reservation_id: id.to_string(),
         commit,

@@ -63,6 +63,16 @@ logger = logging.getLogger("cycles")
 HEARTBEAT_POLICIES = ("warn", "fail_on_finalize", "cancel")
 
 
+def _exact_json(value: Any, what: str) -> str:
+    """``value`` as JSON text, exactly as Python's ``json`` writes it: integers of any size,
+    floats as their shortest round-trip ``repr``, unpaired surrogates as ``\\uXXXX`` escapes
+    (``ensure_ascii``); core keeps that text as is. NaN and infinities are not JSON."""
+    try:
+        return json.dumps(value, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError) as e:
+        raise InvalidArgumentError(f"{what} is not JSON-serialisable: {e}") from None
+
+
 class SettlementStatus:
     """The values of :attr:`Settlement.status`."""
 
@@ -154,6 +164,13 @@ class DrainReport:
     def settled(self) -> int:
         """Number of settlements applied."""
         return sum(1 for o in self.outcomes if o.settled)
+
+    @property
+    def clean(self) -> bool:
+        """True when nothing is left pending and nothing was quarantined. A quarantined file
+        is a record that could not be read (or settled) and may hold real spend: an operator
+        must look at it (``cycles journal quarantine``)."""
+        return not self.remaining and not self.quarantined
 
     @classmethod
     def _from_json(cls, text: str) -> DrainReport:
@@ -355,13 +372,15 @@ class GuardedReservation:
             m = dict(metrics)
         else:
             raise InvalidArgumentError("metrics must be a StandardMetrics or a mapping")
-        self._native.set_metrics(json.dumps(m))
+        self._native.set_metrics(_exact_json(m, "metrics"))
 
     def set_metadata(self, metadata: Mapping[str, Any]) -> None:
-        """Commit-time metadata (a JSON-serialisable mapping)."""
+        """Commit-time metadata (a JSON-serialisable mapping). Its numbers reach the journal
+        and the wire exactly as Python's ``json`` writes them (integers of any size, ``-0.0``,
+        ``0.1``), as do unpaired surrogates (``"\\ud800"``)."""
         if not isinstance(metadata, Mapping):
             raise InvalidArgumentError("metadata must be a mapping")
-        self._native.set_metadata(json.dumps(dict(metadata)))
+        self._native.set_metadata(_exact_json(dict(metadata), "metadata"))
 
     def _apply(self, text: str, succeeded: bool) -> None:
         d = json.loads(text)

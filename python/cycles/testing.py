@@ -47,7 +47,8 @@ class LedgerEntry:
 @dataclass(frozen=True)
 class RequestRecord:
     """One request that reached the server, in arrival order. ``status`` is ``None`` when
-    the connection was dropped; ``fault`` names the injected fault."""
+    the connection was dropped; ``fault`` names the injected fault; ``body`` is the request
+    body exactly as received (``None`` when empty)."""
 
     seq: int
     operation: str | None
@@ -60,6 +61,7 @@ class RequestRecord:
     status: int | None
     fault: str | None
     replay: bool
+    body: str | None = None
 
 
 class LocalServer:

@@ -212,3 +212,51 @@ def test_metrics_as_a_mapping_and_bad_arguments(server: LocalServer, tmp_path: P
         ("release", 500),
         ("release", 500),
     ]
+
+
+def test_metadata_and_metrics_numbers_reach_journal_and_wire_exactly(
+    server: LocalServer, tmp_path: Path
+) -> None:
+    # What Python's json writes is what is journaled and sent: integers beyond 64 bits,
+    # -0.0, 0.1 (shortest repr), key order (integer-like keys too), unpaired surrogates.
+    metadata = {"big": 10**30, "neg_zero": -0.0, "p": 0.1, "s": "ab\ud800", "10": 1, "2": -(2**70)}
+    metrics = {"tokens_input": 3, "custom": {"huge": 10**40, "ratio": 1 / 3}}
+    meta_text = json.dumps(metadata, separators=(",", ":"))
+    custom_text = json.dumps(metrics["custom"], separators=(",", ":"))
+    assert "1000000000000000000000000000000" in meta_text and "\\ud800" in meta_text
+    server.add_fault("commitReservation", {"kind": "server_error", "status": 503}, times=0)
+    client = server.client(journal_dir=tmp_path, settle_max_attempts=1, replay_interval=3600)
+    with client.reserve(500, action=ACTION) as r:
+        r.set_metadata(metadata)
+        r.set_metrics(metrics)
+        r.set_actual(77)
+    assert r.settlement is not None and r.settlement.pending
+
+    (pending,) = cycles.journal.list_pending(tmp_path, server.url, server.api_key, server.tenant)
+    record = cycles.journal.parse_record((tmp_path / pending.partition / pending.file).read_bytes())
+    assert record.commit_body is not None and record.event_fallback_body is not None
+    assert record.commit_body.endswith(
+        f'"metrics":{{"tokens_input":3,"custom":{custom_text}}},"metadata":{meta_text}}}'
+    ), record.commit_body
+    # The event fallback keeps the same exact text and appends the recovery members.
+    assert f'"custom":{custom_text}' in record.event_fallback_body
+    assert f'"metadata":{meta_text[:-1]},"recovered_reservation_id":' in record.event_fallback_body
+    assert json.loads(record.commit_body)["metadata"]["big"] == 10**30
+
+    server.clear_faults()
+    assert client.drain(5.0).clean
+    client.close()
+    commits = [q for q in server.requests() if q.operation == "commitReservation"]
+    assert [q.status for q in commits] == [503, 200]
+    # The first attempt and the replay sent exactly the journaled bytes.
+    assert [q.body for q in commits] == [record.commit_body, record.commit_body]
+    assert [(e.kind, e.amount) for e in server.ledger()][-1] == ("commit", 77)
+
+
+def test_metadata_that_is_not_json_is_a_clear_error(server: LocalServer, tmp_path: Path) -> None:
+    with server.client(journal_dir=tmp_path) as client:
+        for bad in ({"x": float("nan")}, {"x": object()}):
+            with pytest.raises(cycles.InvalidArgumentError, match="metadata is not JSON"):
+                with client.reserve(500, action=ACTION) as r:
+                    r.set_metadata(bad)
+            assert r.released

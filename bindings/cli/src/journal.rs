@@ -3,7 +3,10 @@
 //! `list`, `show` and `quarantine` only read (no credentials needed; every identity
 //! partition is shown). `replay` and `drain` settle the records of ONE identity (base URL +
 //! API key or tenant), exactly as the SDK's replayer does, and leave whatever they cannot
-//! settle in place; they exit non-zero while records remain, so shutdown scripts can tell.
+//! settle in place. Exit status of `replay`/`drain`, so shutdown scripts can tell:
+//! 0 every record settled and nothing quarantined; 1 records remain pending (or the command
+//! failed); 3 a file was quarantined during the run (unreadable, or expired without an
+//! event body), which may hold real spend an operator must look at; 2 is a usage error.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -325,7 +328,7 @@ fn outcome_json(id: &str, o: &SettleOutcome) -> Value {
     }
 }
 
-async fn settle(d: &DirArgs, id: &IdentityArgs, deadline: Option<Duration>) -> Result<(), String> {
+async fn settle(d: &DirArgs, id: &IdentityArgs, deadline: Option<Duration>) -> Result<(), Failure> {
     let mut config = Config::new(id.base_url.clone(), id.api_key.clone()).with_journal_dir(root(d));
     if let Some(t) = &id.tenant {
         config = config.with_tenant(t.clone());
@@ -368,6 +371,23 @@ async fn settle(d: &DirArgs, id: &IdentityArgs, deadline: Option<Duration>) -> R
         for r in &report.remaining {
             println!("  left in place: {} ({} mode)", r.reservation_id, r.mode);
         }
+        for q in &report.quarantined {
+            println!("  QUARANTINED: {q} (see `cycles journal quarantine`)");
+        }
+    }
+    if !report.quarantined.is_empty() {
+        return Err(Failure {
+            code: EXIT_QUARANTINED,
+            message: format!(
+                "{} file(s) quarantined during this run; they may hold spend: see `cycles journal quarantine`{}",
+                report.quarantined.len(),
+                if report.remaining.is_empty() {
+                    String::new()
+                } else {
+                    format!("; {} record(s) left pending", report.remaining.len())
+                }
+            ),
+        });
     }
     if report.remaining.is_empty() {
         Ok(())
@@ -375,16 +395,35 @@ async fn settle(d: &DirArgs, id: &IdentityArgs, deadline: Option<Duration>) -> R
         Err(format!(
             "{} record(s) left pending in the journal",
             report.remaining.len()
-        ))
+        )
+        .into())
+    }
+}
+
+/// Exit status of `replay`/`drain` when a file was quarantined during the run.
+pub const EXIT_QUARANTINED: u8 = 3;
+
+/// Why a `cycles journal` command did not succeed, and its exit status.
+#[derive(Debug)]
+pub struct Failure {
+    /// Process exit status (1, or [`EXIT_QUARANTINED`]).
+    pub code: u8,
+    /// What to print.
+    pub message: String,
+}
+
+impl From<String> for Failure {
+    fn from(message: String) -> Self {
+        Failure { code: 1, message }
     }
 }
 
 /// Runs `cycles journal ...`.
-pub async fn run(args: JournalArgs) -> Result<(), String> {
+pub async fn run(args: JournalArgs) -> Result<(), Failure> {
     match &args.command {
-        JournalCommand::List(d) => list(d),
-        JournalCommand::Show { target, dir } => show(target, dir),
-        JournalCommand::Quarantine(d) => quarantine(d),
+        JournalCommand::List(d) => list(d).map_err(Failure::from),
+        JournalCommand::Show { target, dir } => show(target, dir).map_err(Failure::from),
+        JournalCommand::Quarantine(d) => quarantine(d).map_err(Failure::from),
         JournalCommand::Replay { dir, id } => settle(dir, id, None).await,
         JournalCommand::Drain {
             dir,

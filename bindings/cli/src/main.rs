@@ -45,17 +45,17 @@ fn main() -> std::process::ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
-            Command::Serve(args) => serve::run(args).await,
-            Command::Demo(args) => demo::run(args).await,
-            Command::Plan(args) => plan::run(args).await,
-            Command::Journal(args) => journal::run(args).await,
+            Command::Serve(args) => serve::run(args).await.map_err(|e| (1, e)),
+            Command::Demo(args) => demo::run(args).await.map_err(|e| (1, e)),
+            Command::Plan(args) => plan::run(args).await.map_err(|e| (1, e)),
+            Command::Journal(args) => journal::run(args).await.map_err(|f| (f.code, f.message)),
         }
     });
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(err) => {
+        Err((code, err)) => {
             eprintln!("error: {err}");
-            std::process::ExitCode::FAILURE
+            std::process::ExitCode::from(code)
         }
     }
 }

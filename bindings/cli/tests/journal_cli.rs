@@ -10,7 +10,8 @@ use cycles_local_server::{Fault, FaultRule, LocalServer, Operation, ServerConfig
 
 const KEY: &str = "cycles-local-key";
 
-async fn cycles(args: Vec<String>) -> (bool, serde_json::Value, String) {
+/// Runs `cycles` with `args`: (exit status, stdout as JSON, stdout and stderr).
+async fn cycles(args: Vec<String>) -> (i32, serde_json::Value, String) {
     tokio::task::spawn_blocking(move || {
         let out = Command::new(env!("CARGO_BIN_EXE_cycles"))
             .args(&args)
@@ -19,7 +20,7 @@ async fn cycles(args: Vec<String>) -> (bool, serde_json::Value, String) {
         let stdout = String::from_utf8_lossy(&out.stdout).to_string();
         let json = serde_json::from_str(&stdout).unwrap_or(serde_json::Value::Null);
         (
-            out.status.success(),
+            out.status.code().unwrap_or(-1),
             json,
             format!("{stdout}{}", String::from_utf8_lossy(&out.stderr)),
         )
@@ -79,7 +80,7 @@ async fn list_drain_and_quarantine_a_real_journal() {
     );
 
     // list: the operator sees what is pending, for which server, in which mode.
-    let (ok, json, text) = cycles(vec![
+    let (code, json, text) = cycles(vec![
         "journal".into(),
         "list".into(),
         "--dir".into(),
@@ -87,7 +88,7 @@ async fn list_drain_and_quarantine_a_real_journal() {
         "--json".into(),
     ])
     .await;
-    assert!(ok, "{text}");
+    assert_eq!(code, 0, "{text}");
     let pending = json["pending"].as_array().expect("pending list");
     assert_eq!(pending.len(), 1, "{json}");
     assert_eq!(pending[0]["reservation_id"], id.as_str());
@@ -125,8 +126,16 @@ async fn list_drain_and_quarantine_a_real_journal() {
         "5000",
         "--json",
     ];
-    let (ok, _json, text) = cycles(args.iter().map(|s| s.to_string()).collect()).await;
-    assert!(ok, "drain failed: {text}");
+    let (code, json, text) = cycles(args.iter().map(|s| s.to_string()).collect()).await;
+    // The record settled, but a file was quarantined: that is exit status 3, and said.
+    assert_eq!(code, 3, "drain: {text}");
+    assert_eq!(json["settled"], 1, "{json}");
+    assert_eq!(
+        json["quarantined"].as_array().map(Vec::len),
+        Some(1),
+        "{json}"
+    );
+    assert!(text.contains("quarantined during this run"), "{text}");
     assert_eq!(
         server
             .ledger()
@@ -145,7 +154,7 @@ async fn list_drain_and_quarantine_a_real_journal() {
     .await;
     assert_eq!(json["pending"].as_array().map(Vec::len), Some(0), "{json}");
 
-    let (ok, json, text) = cycles(vec![
+    let (code, json, text) = cycles(vec![
         "journal".into(),
         "quarantine".into(),
         "--dir".into(),
@@ -153,10 +162,94 @@ async fn list_drain_and_quarantine_a_real_journal() {
         "--json".into(),
     ])
     .await;
-    assert!(ok, "{text}");
+    assert_eq!(code, 0, "{text}");
     assert_eq!(
         json["quarantined"].as_array().map(Vec::len),
         Some(1),
         "{json}"
+    );
+}
+
+/// A record the TypeScript SDK writes for a metadata string cut inside a surrogate pair
+/// (`"ab\ud800"`, the vectors' fixture byte for byte) is listed as pending, not invalid, and
+/// `drain` settles it once with exit status 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lone_surrogate_record_is_listed_and_drained() {
+    let vectors: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../conformance/vectors/journal.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let case = vectors["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "typescript_lone_surrogate_commit_mode")
+        .unwrap();
+    let server = LocalServer::start(ServerConfig::default()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_string_lossy().to_string();
+    let client = CyclesClient::new(Config::new(server.url(), KEY)).unwrap();
+    let id = client
+        .create_reservation(&ReservationCreateRequest::new(
+            "ts-lone",
+            Subject::tenant("acme"),
+            Action::new("llm.completion", "m"),
+            Amount::new(Unit::UsdMicrocents, 1000),
+        ))
+        .await
+        .unwrap()
+        .body
+        .reservation_id
+        .unwrap();
+    let text = case["text"]
+        .as_str()
+        .unwrap()
+        .replace("\"rsv-ts-lone-commit\"", &format!("\"{id}\""))
+        .replace("\"http://localhost\"", &format!("\"{}\"", server.url()));
+    let part = dir
+        .path()
+        .join(journal::identity::partition(&server.url(), KEY, None));
+    std::fs::create_dir_all(&part).unwrap();
+    std::fs::write(part.join(journal::names::record_file_name(&id)), &text).unwrap();
+
+    let (code, json, text) = cycles(
+        ["journal", "list", "--dir", &d, "--json"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+    )
+    .await;
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(json["pending"].as_array().map(Vec::len), Some(1), "{json}");
+    assert_eq!(json["pending"][0]["actual"]["amount"], 400, "{json}");
+    assert_eq!(json["invalid"].as_array().map(Vec::len), Some(0), "{json}");
+    let url = server.url();
+    let args = [
+        "journal",
+        "drain",
+        "--dir",
+        &d,
+        "--base-url",
+        &url,
+        "--api-key",
+        KEY,
+        "--json",
+    ];
+    let (code, json, text) = cycles(args.iter().map(|s| s.to_string()).collect()).await;
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(json["settled"], 1, "{json}");
+    let commits: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.idempotency_key.as_deref() == Some("ts-lone-commit"))
+        .collect();
+    assert_eq!(commits.len(), 1);
+    assert_eq!(
+        commits[0].body.as_deref(),
+        case["expect"]["commit_body_wire"].as_str()
     );
 }

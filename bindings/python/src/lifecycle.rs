@@ -481,18 +481,15 @@ impl NativeActive {
         self.usage.actual()
     }
 
+    /// `json` is Python's `json.dumps` text; core keeps `custom` exactly as written (big
+    /// integers, `-0.0`, lone-surrogate escapes), never through a `serde_json::Value`.
     fn set_metrics(&self, json: &str) -> PyResult<()> {
-        let v: Value = serde_json::from_str(json).map_err(|e| invalid(format!("metrics: {e}")))?;
-        let m = decode(Some(&v), "metrics").map_err(|e| core_err(&e))?;
-        self.usage.set_metrics(m);
-        Ok(())
+        self.usage.set_metrics_json(json).map_err(|e| core_err(&e))
     }
 
+    /// As `set_metrics`: the metadata text reaches the journal and the wire unchanged.
     fn set_metadata(&self, json: &str) -> PyResult<()> {
-        let v: Value = serde_json::from_str(json).map_err(|e| invalid(format!("metadata: {e}")))?;
-        let m = decode(Some(&v), "metadata").map_err(|e| core_err(&e))?;
-        self.usage.set_metadata(m);
-        Ok(())
+        self.usage.set_metadata_json(json).map_err(|e| core_err(&e))
     }
 
     /// True once the heartbeat cancelled the work (`cancel` policy).

@@ -11,6 +11,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod body;
 mod budget;
 mod clock;
 mod config;

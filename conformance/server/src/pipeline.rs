@@ -151,6 +151,7 @@ pub(crate) async fn handle(
             status: None,
             fault: None,
             replay: false,
+            body: None,
         });
         seq
     };
@@ -195,7 +196,12 @@ pub(crate) async fn handle(
             ))
         }
     };
-    let body_key = serde_json::from_slice::<Value>(&body).ok().and_then(|v| {
+    let text = std::str::from_utf8(&body)
+        .ok()
+        .filter(|t| !t.is_empty())
+        .map(str::to_string);
+    update(&|rec| rec.body = text.clone());
+    let body_key = crate::body::parse(&body).ok().and_then(|v| {
         v.get("idempotency_key")
             .and_then(Value::as_str)
             .map(str::to_string)

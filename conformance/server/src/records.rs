@@ -49,4 +49,8 @@ pub struct RequestRecord {
     pub fault: Option<String>,
     /// The response was an idempotent replay.
     pub replay: bool,
+    /// The request body exactly as received (when non-empty UTF-8), so tests can check that a
+    /// replay sent the journaled bytes.
+    #[serde(default)]
+    pub body: Option<String>,
 }

@@ -297,3 +297,54 @@ async fn list_filters_sorting_and_pagination() {
     assert_eq!((bad.status, bad.code()), (400, "INVALID_REQUEST"));
     assert_eq!(h.get("/v1/reservations?cursor=%%%").await.status, 400);
 }
+
+/// POSTs `body` byte for byte (a `Value` cannot hold what these bodies hold).
+async fn post_raw(h: &H, path: &str, body: &str) -> Resp {
+    h.send(
+        h.c.post(format!("{}{path}", h.url))
+            .header("X-Cycles-API-Key", KEY)
+            .header("Content-Type", "application/json")
+            .body(body.to_string()),
+    )
+    .await
+}
+
+/// What the reference server accepts (checked by hand against 0.1.25.59): lone-surrogate
+/// escapes, a 30-digit integer and `-0.0` in metadata. Commit 200, same-key replay 200 (the
+/// payload comparison works on such bodies, in both modes), event 201.
+#[tokio::test]
+async fn lone_surrogates_and_big_numbers_are_accepted_and_replayed() {
+    for mode in [IdempotencyCompare::Exact, IdempotencyCompare::Canonical] {
+        let mut cfg = ServerConfig::default();
+        cfg.idempotency_compare = mode;
+        let h = H::with(cfg).await;
+        let rid = h.reserve_id("r", 100, json!({})).await;
+        let commit = r#"{"idempotency_key":"c-lone","actual":{"unit":"USD_MICROCENTS","amount":40},"metadata":{"s":"ab\ud800","n":123456789012345678901234567890,"z":-0.0}}"#;
+        let path = format!("/v1/reservations/{rid}/commit");
+        let first = post_raw(&h, &path, commit).await;
+        assert_eq!(first.status, 200, "{mode:?}: {}", first.body);
+        let again = post_raw(&h, &path, commit).await;
+        assert_eq!(again.status, 200, "{mode:?}: {}", again.body);
+        assert_eq!(again.body, first.body);
+        // A different payload under the same key is still a mismatch.
+        let other = commit.replace("-0.0", "1");
+        let mismatch = post_raw(&h, &path, &other).await;
+        assert_eq!(
+            (mismatch.status, mismatch.code()),
+            (409, "IDEMPOTENCY_MISMATCH")
+        );
+        let event = r#"{"idempotency_key":"e-lone","subject":{"tenant":"acme"},"action":{"kind":"llm.completion","name":"m"},"actual":{"unit":"USD_MICROCENTS","amount":7},"metadata":{"s":"\udc00x"}}"#;
+        let ev = post_raw(&h, "/v1/events", event).await;
+        assert_eq!(ev.status, 201, "{mode:?}: {}", ev.body);
+        let kinds: Vec<_> = h.server.ledger().into_iter().map(|e| e.kind).collect();
+        assert_eq!(kinds, ["reserve", "commit", "event"], "{mode:?}");
+        // The request log keeps the exact bytes and the body key.
+        let logged = h.server.requests();
+        assert_eq!(logged[1].body.as_deref(), Some(commit));
+        assert_eq!(logged[1].idempotency_key.as_deref(), Some("c-lone"));
+        assert!(logged[2].replay);
+        // Still not JSON: 400.
+        let bad = post_raw(&h, &path, r#"{"idempotency_key":"x","actual":"#).await;
+        assert_eq!((bad.status, bad.code()), (400, "INVALID_REQUEST"));
+    }
+}

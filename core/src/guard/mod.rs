@@ -339,7 +339,7 @@ impl Guard {
         reservation_id: &str,
         amount: i64,
         metrics: Option<crate::model::StandardMetrics>,
-        metadata: Option<Metadata>,
+        metadata: Option<crate::model::JsonObject>,
     ) -> SettleOutcome {
         let commit = CommitRequest {
             metrics,

@@ -2,14 +2,15 @@
 
 use std::sync::{Arc, Mutex};
 
+use crate::error::Error;
 use crate::lease::CancellationToken;
-use crate::model::{Metadata, StandardMetrics};
+use crate::model::{JsonObject, Metadata, StandardMetrics};
 
 #[derive(Debug, Default)]
 struct State {
     actual: Option<i64>,
     metrics: Option<StandardMetrics>,
-    metadata: Option<Metadata>,
+    metadata: Option<JsonObject>,
 }
 
 /// Handed to the guarded work. The work reports its actual amount with [`Usage::set_actual`],
@@ -56,9 +57,33 @@ impl Usage {
         self.with(|s| s.metrics = Some(metrics));
     }
 
+    /// Metrics from JSON text (a `StandardMetrics` object). `custom` is kept exactly as
+    /// written (see [`JsonObject`]); bad input is `InvalidArgument` and changes nothing.
+    pub fn set_metrics_json(&self, json: &str) -> Result<(), Error> {
+        let metrics: StandardMetrics = serde_json::from_str(json)
+            .map_err(|e| Error::invalid_argument(format!("metrics: {e}")))?;
+        self.set_metrics(metrics);
+        Ok(())
+    }
+
     /// Commit-time metadata.
     pub fn set_metadata(&self, metadata: Metadata) {
+        self.set_metadata_exact(JsonObject::from(metadata));
+    }
+
+    /// Commit-time metadata kept exactly as given: numbers of any size and spelling, key
+    /// order, unpaired-surrogate escapes.
+    pub fn set_metadata_exact(&self, metadata: JsonObject) {
         self.with(|s| s.metadata = Some(metadata));
+    }
+
+    /// Commit-time metadata from JSON text (one object), kept exactly as written; bad input
+    /// is `InvalidArgument` and changes nothing.
+    pub fn set_metadata_json(&self, json: &str) -> Result<(), Error> {
+        let m = JsonObject::parse(json)
+            .map_err(|e| Error::invalid_argument(format!("metadata: {}", e.message())))?;
+        self.set_metadata_exact(m);
+        Ok(())
     }
 
     /// Cancelled when the heartbeat stops abnormally under
@@ -68,7 +93,7 @@ impl Usage {
         self.cancel.clone()
     }
 
-    pub(super) fn take(&self) -> (Option<i64>, Option<StandardMetrics>, Option<Metadata>) {
+    pub(super) fn take(&self) -> (Option<i64>, Option<StandardMetrics>, Option<JsonObject>) {
         self.with(|s| (s.actual, s.metrics.clone(), s.metadata.clone()))
     }
 }

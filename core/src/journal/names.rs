@@ -5,7 +5,10 @@
 //! - Legacy records (read and migrate only, never written): the id with every character outside
 //!   `[A-Za-z0-9_-]` replaced by `_`, plus `.json`. Different ids collide under it.
 //! - Our temp files: `.<record name>.<pid>.<random>.tmp` (hidden, never `*.json`, so no SDK
-//!   mistakes one for a record); any `*.tmp` / `*.tmp.*` older than an hour is reaped.
+//!   mistakes one for a record). Every temp-file form an official SDK writes is recognised and
+//!   reaped after an hour ([`is_temp_file_name`]): `*.tmp` (ours; Python's and TypeScript's
+//!   `<record name>.<pid>.<hex>.tmp`), `*.tmp.*`, and the Rust crate's `.tmpXXXXXX` (the
+//!   `tempfile` crate's default: `.tmp` and random alphanumerics, no extension).
 //! - Our lock files: `v2-<hash>.lock`, held with `flock` while a record is worked on.
 //! - Quarantined records: `<record name>.<category>-<ms>-<n>` where `category` is `corrupt`,
 //!   `unsupported` or `unrecoverable`; the official SDKs' `<stem>.corrupt` is recognised too.
@@ -105,9 +108,21 @@ pub fn is_record_file_name(name: &str) -> bool {
         .is_some_and(|h| h.len() == 64 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
 }
 
+/// True for a temp file of ours or of an official SDK; never for a `*.json` record.
+pub fn is_temp_file_name(name: &str) -> bool {
+    if name.ends_with(".json") {
+        return false;
+    }
+    // The Rust crate (`tempfile::NamedTempFile::new_in`): `.tmp` + 6 random alphanumerics.
+    let rust_crate = name
+        .strip_prefix(".tmp")
+        .is_some_and(|r| !r.is_empty() && r.bytes().all(|b| b.is_ascii_alphanumeric()));
+    rust_crate || name.ends_with(".tmp") || name.contains(".tmp.")
+}
+
 /// Classifies a file name found in a partition directory.
 pub fn classify(name: &str) -> EntryKind {
-    if name.ends_with(".tmp") || name.contains(".tmp.") {
+    if is_temp_file_name(name) {
         return EntryKind::Temp;
     }
     for cat in ["corrupt", "unsupported", "unrecoverable"] {
@@ -156,6 +171,16 @@ mod tests {
         let rec = record_file_name("x");
         assert_eq!(classify(&temp_file_name(&rec)), EntryKind::Temp);
         assert_eq!(classify("v2-abc.json.tmp"), EntryKind::Temp);
+        // The official SDKs' forms: Python/TypeScript, then the Rust crate (`tempfile`).
+        assert_eq!(
+            classify(&format!("{rec}.4242.0a1b2c3d.tmp")),
+            EntryKind::Temp
+        );
+        assert_eq!(classify(".tmpA1b2C3"), EntryKind::Temp);
+        // Never a record, whatever it looks like.
+        assert_eq!(classify(".tmp.json"), EntryKind::Other);
+        assert_eq!(classify("x.tmp.json"), EntryKind::Legacy);
+        assert_eq!(classify(".tmpdir-x"), EntryKind::Other);
         assert_eq!(classify(&lock_file_name(&rec)), EntryKind::Lock);
         assert_eq!(
             classify(&quarantine_file_name(

@@ -9,6 +9,11 @@
 //! compares idempotent payloads order-sensitively (a re-ordered replay of an applied commit
 //! gets `409 IDEMPOTENCY_MISMATCH` instead of the original success). Only insignificant
 //! whitespace outside strings is removed. The API key is never part of a record.
+//!
+//! Bodies are checked by scanning their text, never by decoding them into a `Value`: a body
+//! with a lone-surrogate escape (`"\ud800"`, which the TypeScript and Python SDKs write for a
+//! string cut inside a surrogate pair) or a 30-digit integer is a valid record, replayed as
+//! written; the server decides. Only what is not JSON or not a record is corrupt.
 
 use std::fmt;
 
@@ -16,6 +21,9 @@ use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
+
+use crate::rawjson;
+pub use crate::rawjson::compact;
 
 /// The only record format version this SDK reads and writes.
 pub const RECORD_VERSION: u64 = 1;
@@ -117,32 +125,6 @@ impl<'de> Deserialize<'de> for Entries {
     }
 }
 
-/// Removes insignificant whitespace outside strings; everything else (key order, number
-/// spelling, escapes) is kept byte for byte. `raw` must be valid JSON.
-pub fn compact(raw: &str) -> String {
-    let mut out = String::with_capacity(raw.len());
-    let mut in_string = false;
-    let mut escaped = false;
-    for c in raw.chars() {
-        if in_string {
-            out.push(c);
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == '"' {
-                in_string = false;
-            }
-        } else if c == '"' {
-            in_string = true;
-            out.push(c);
-        } else if !matches!(c, ' ' | '\t' | '\n' | '\r') {
-            out.push(c);
-        }
-    }
-    out
-}
-
 fn compact_raw(raw: &RawValue) -> Box<RawValue> {
     // Compacting valid JSON yields valid JSON; fall back to the original if that ever fails.
     RawValue::from_string(compact(raw.get())).unwrap_or_else(|_| raw.to_owned())
@@ -174,17 +156,22 @@ fn epoch_ms(v: &Value, field: &str, up: bool) -> Result<Option<u64>, ParseError>
     }
 }
 
-/// Checks a body: an object with a non-empty string `idempotency_key`.
+/// Checks a body: an object with a non-empty string `idempotency_key`. Checked by scanning
+/// the raw text, not by decoding it into a `Value`: a body may legitimately hold lone-surrogate
+/// escapes (the TypeScript and Python SDKs write them) or integers beyond 64 bits, and its
+/// bytes are what gets replayed (`crate::rawjson`).
 fn body(raw: &RawValue, field: &str) -> Result<Option<Box<RawValue>>, ParseError> {
-    match value(raw, field)? {
-        Value::Null => Ok(None),
-        Value::Object(o) => match o.get("idempotency_key") {
-            Some(Value::String(k)) if !k.is_empty() => Ok(Some(compact_raw(raw))),
-            _ => corrupt(format!(
-                "`{field}.idempotency_key` must be a non-empty string"
-            )),
-        },
-        _ => corrupt(format!("`{field}` must be an object or null")),
+    if raw.get() == "null" {
+        return Ok(None);
+    }
+    if rawjson::members(raw.get()).is_none() {
+        return corrupt(format!("`{field}` must be an object or null"));
+    }
+    match rawjson::member(raw.get(), "idempotency_key").and_then(rawjson::string) {
+        Some(k) if !k.text.is_empty() => Ok(Some(compact_raw(raw))),
+        _ => corrupt(format!(
+            "`{field}.idempotency_key` must be a non-empty string"
+        )),
     }
 }
 
@@ -325,20 +312,19 @@ impl Record {
         }
     }
 
-    /// The idempotency key of the active body (the same for commit and event).
+    /// The idempotency key of the active body (the same for commit and event), for reports;
+    /// an unpaired surrogate in it shows as U+FFFD (the body itself is sent unchanged).
     pub fn idempotency_key(&self) -> Option<String> {
-        let v: Value = serde_json::from_str(self.active_body()?.get()).ok()?;
-        v.get("idempotency_key")?.as_str().map(str::to_string)
+        let raw = rawjson::member(self.active_body()?.get(), "idempotency_key")?;
+        rawjson::string(raw).map(|k| k.text)
     }
 
     /// The actual amount (`unit`, `amount`) of the active body, for reports.
     pub fn actual(&self) -> Option<(String, i64)> {
-        let v: Value = serde_json::from_str(self.active_body()?.get()).ok()?;
-        let a = v.get("actual")?;
-        Some((
-            a.get("unit")?.as_str()?.to_string(),
-            a.get("amount")?.as_i64()?,
-        ))
+        let a = rawjson::member(self.active_body()?.get(), "actual")?;
+        let unit = rawjson::string(rawjson::member(a, "unit")?)?.text;
+        let amount = serde_json::from_str(rawjson::member(a, "amount")?).ok()?;
+        Some((unit, amount))
     }
 }
 

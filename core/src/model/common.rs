@@ -310,9 +310,10 @@ pub struct StandardMetrics {
     /// Actual model/tool version used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_version: Option<String>,
-    /// Arbitrary additional metrics (the only place for custom fields; the schema is closed).
+    /// Arbitrary additional metrics (the only place for custom fields; the schema is closed),
+    /// sent exactly as given (see [`JsonObject`](super::JsonObject)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub custom: Option<Metadata>,
+    pub custom: Option<super::JsonObject>,
 }
 
 /// Ledger state of one (scope, unit) pair (`Balance`).

@@ -4,8 +4,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::common::{
-    Action, Amount, Balance, EventStatus, Metadata, OveragePolicy, StandardMetrics, Subject,
+    Action, Amount, Balance, EventStatus, OveragePolicy, StandardMetrics, Subject,
 };
+use super::json_object::JsonObject;
 
 /// Body of `POST /v1/events` (`EventCreateRequest`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -27,9 +28,9 @@ pub struct EventCreateRequest {
     /// Advisory client timestamp (ms); never used by the server for decisions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_time_ms: Option<i64>,
-    /// Free-form metadata.
+    /// Free-form metadata, sent exactly as given (see [`JsonObject`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metadata: Option<Metadata>,
+    pub metadata: Option<JsonObject>,
 }
 
 impl EventCreateRequest {

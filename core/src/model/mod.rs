@@ -9,6 +9,7 @@ pub mod decide;
 pub mod error_body;
 pub mod event;
 pub mod evidence;
+pub mod json_object;
 pub mod query;
 pub mod reservation;
 pub mod validate;
@@ -22,6 +23,7 @@ pub use decide::{DecisionRequest, DecisionResponse};
 pub use error_body::ErrorResponse;
 pub use event::{EventCreateRequest, EventCreateResponse};
 pub use evidence::{EvidenceEnvelope, EvidenceJwk, EvidenceJwks};
+pub use json_object::JsonObject;
 pub use query::{BalanceQuery, BalanceResponse, ListReservationsQuery, SortBy, SortDir};
 pub use reservation::{
     CommitRequest, CommitResponse, ReleaseRequest, ReleaseResponse, ReservationCreateRequest,

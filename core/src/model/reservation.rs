@@ -6,6 +6,7 @@ use super::common::{
     Action, Amount, Balance, Caps, Decision, EvidenceRef, Metadata, OveragePolicy, ReasonCode,
     ReservationEvidence, ReservationStatus, StandardMetrics, Subject,
 };
+use super::json_object::JsonObject;
 
 /// Body of `POST /v1/reservations` (`ReservationCreateRequest`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -106,9 +107,9 @@ pub struct CommitRequest {
     /// Standard metrics.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metrics: Option<StandardMetrics>,
-    /// Commit-time metadata.
+    /// Commit-time metadata, sent exactly as given (see [`JsonObject`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metadata: Option<Metadata>,
+    pub metadata: Option<JsonObject>,
 }
 
 impl CommitRequest {

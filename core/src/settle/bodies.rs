@@ -2,7 +2,6 @@
 //! never rebuilt: every later attempt sends these exact bytes.
 
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
 
 use crate::error::Error;
 use crate::journal::record::RECOVERY_REASON;
@@ -32,40 +31,36 @@ pub fn commit_body(commit: &CommitRequest) -> Result<Box<RawValue>, Error> {
 
 /// The exact wire body of `POST /v1/events` after `RESERVATION_EXPIRED`: the commit's
 /// idempotency key, actual, metrics and metadata, the reservation's subject and action, and
-/// `metadata.recovered_reservation_id` / `metadata.recovery_reason`.
+/// `metadata.recovered_reservation_id` / `metadata.recovery_reason` (appended; a member of the
+/// same name is replaced). Metadata and `metrics.custom` keep their exact text (big integers,
+/// number spelling, unpaired-surrogate escapes): the body is assembled from raw parts, never
+/// through a `serde_json::Value`.
 pub fn event_fallback_body(
     reservation_id: &str,
     commit: &CommitRequest,
     fallback: &EventFallback,
 ) -> Result<Box<RawValue>, Error> {
-    let mut o = Map::new();
-    o.insert(
-        "idempotency_key".into(),
-        Value::String(commit.idempotency_key.clone()),
-    );
-    o.insert("subject".into(), val(&fallback.subject)?);
-    o.insert("action".into(), val(&fallback.action)?);
-    o.insert("actual".into(), val(&commit.actual)?);
+    let mut parts = vec![
+        ("idempotency_key", raw(&commit.idempotency_key)?),
+        ("subject", raw(&fallback.subject)?),
+        ("action", raw(&fallback.action)?),
+        ("actual", raw(&commit.actual)?),
+    ];
     if let Some(p) = &fallback.overage_policy {
-        o.insert("overage_policy".into(), val(p)?);
+        parts.push(("overage_policy", raw(p)?));
     }
     if let Some(m) = &commit.metrics {
-        o.insert("metrics".into(), val(m)?);
+        parts.push(("metrics", raw(m)?));
     }
-    let mut meta = commit.metadata.clone().unwrap_or_default();
-    meta.insert(
-        "recovered_reservation_id".into(),
-        Value::String(reservation_id.to_string()),
-    );
-    meta.insert(
-        "recovery_reason".into(),
-        Value::String(RECOVERY_REASON.into()),
-    );
-    o.insert("metadata".into(), Value::Object(meta));
-    raw(&Value::Object(o))
-}
-
-fn val<T: serde::Serialize>(v: &T) -> Result<Value, Error> {
-    serde_json::to_value(v)
-        .map_err(|e| Error::invalid_argument(format!("cannot serialize the event body: {e}")))
+    let metadata = commit.metadata.clone().unwrap_or_default().with_members(&[
+        ("recovered_reservation_id", &raw(&reservation_id)?),
+        ("recovery_reason", &raw(&RECOVERY_REASON)?),
+    ]);
+    parts.push(("metadata", metadata.as_raw().to_owned()));
+    let members: Vec<String> = parts
+        .iter()
+        .map(|(k, v)| format!("\"{k}\":{}", v.get()))
+        .collect();
+    RawValue::from_string(format!("{{{}}}", members.join(",")))
+        .map_err(|e| Error::invalid_argument(format!("cannot build the event body: {e}")))
 }

@@ -395,11 +395,14 @@ impl CyclesClient {
 
 /// Classifies a raw attempt: a 2xx must pass the operation's predicate and decode, else it
 /// is `AmbiguousSuccess`; anything else becomes the typed HTTP error.
-/// The `idempotency_key` of a raw JSON body, or "" (no header is sent then).
+/// The `idempotency_key` of a raw JSON body, or "" (no header is sent then). Read by scanning,
+/// so a body with lone surrogates elsewhere still gets its header; a key that itself holds
+/// one cannot be a header equal to the body key, so it travels in the body only.
 fn body_idempotency_key(body: &RawValue) -> String {
-    serde_json::from_str::<Value>(body.get())
-        .ok()
-        .and_then(|v| v.get("idempotency_key")?.as_str().map(str::to_string))
+    crate::rawjson::member(body.get(), "idempotency_key")
+        .and_then(crate::rawjson::string)
+        .filter(|k| k.well_formed)
+        .map(|k| k.text)
         .unwrap_or_default()
 }
 

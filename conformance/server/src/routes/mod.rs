@@ -166,7 +166,7 @@ pub(crate) fn parse_body(
     ctx: &Ctx,
     validator: fn(&Value) -> Result<(), ApiError>,
 ) -> Result<(Value, String), ApiError> {
-    let body: Value = serde_json::from_slice(&ctx.body)
+    let body: Value = crate::body::parse(&ctx.body)
         .map_err(|e| ApiError::invalid(format!("request body is not valid JSON: {e}")))?;
     validator(&body)?;
     let key = body["idempotency_key"]
