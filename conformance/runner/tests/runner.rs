@@ -14,7 +14,10 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 fn shared_schema() -> PathBuf {
-    manifest_dir().join("../../../shared/spec/report.schema.json")
+    shared_file(
+        "spec/report.schema.json",
+        "the recovery evidence report schema 1.0",
+    )
 }
 
 fn fake_adapter() -> String {
@@ -765,6 +768,7 @@ fn invalid_catalog_is_refused_before_any_adapter_runs() {
 
 #[test]
 fn default_catalog_is_found_from_the_repository() {
+    shared_catalog(); // the default it must find; a clear failure when it is missing
     let out = runner()
         .current_dir(manifest_dir())
         .args(["--claim", "core", "--scenario", "CR-BOUNDARY-001"])
