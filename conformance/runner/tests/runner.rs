@@ -878,3 +878,20 @@ fn adapter_equals_form_takes_the_rest_too() {
     let argv = std::fs::read_to_string(record.path().join("CR-CORE-004.argv")).unwrap();
     assert_eq!(argv, "--scenario\nx\nCR-CORE-004\n");
 }
+
+#[test]
+fn a_missing_shared_file_is_named_with_where_it_was_expected() {
+    let err = std::panic::catch_unwind(|| shared_file("spec/not-there.yaml", "a test file"))
+        .expect_err("a missing file fails");
+    let message = err.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(
+        message.starts_with("missing ../shared/spec/not-there.yaml (a test file; "),
+        "{message}"
+    );
+    let beside = manifest_dir().ancestors().nth(3).unwrap();
+    let expected = beside.join("shared/spec/not-there.yaml");
+    assert!(
+        message.ends_with(&format!(" at {}", expected.display())),
+        "{message}"
+    );
+}
