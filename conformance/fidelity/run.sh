@@ -7,7 +7,11 @@ set -euo pipefail
 
 ROOT="$(git -C "$(dirname "$0")" rev-parse --show-toplevel)"
 SPEC="$ROOT/../shared/spec/cycles-protocol-v0.yaml"
-[ -f "$SPEC" ] || { echo "spec not found at $SPEC" >&2; exit 2; }
+[ -f "$SPEC" ] || {
+  echo "missing ../shared/spec/cycles-protocol-v0.yaml (the pinned Cycles runtime API 0.1.25.16, expected beside the clone) at $SPEC;" \
+    "upstream: https://github.com/runcycles/cycles-protocol/blob/main/cycles-protocol-v0.yaml (see docs/authorities.md)" >&2
+  exit 2
+}
 # Prefer a newer CPython: 3.11.7's ast.parse can raise "AST constructor recursion depth
 # mismatch" inside hypothesis' strategy repr, which schemathesis reports as a runtime error.
 PY="${FIDELITY_PYTHON:-}"

@@ -46,12 +46,22 @@
 //! `error` field) the status decides (400, 401, 403, 404, 410), else `UNEXPECTED_STATUS`.
 //! The server's code string is always available from [`Error::server_code`].
 //!
-//! The API key never appears in any error: it is only ever sent as a header, and neither
-//! messages nor the transport sources include request headers.
+//! # Secrets
+//!
+//! The API key never appears in any error. The SDK's own texts never include it (it is only
+//! ever sent as a header, and neither messages nor the transport sources include request
+//! headers), and a server that echoes it back (e.g. "key sk-... is revoked" in a 401) is
+//! redacted: the transport passes every error it returns through [`Error::redacted`], which
+//! replaces the configured key (and its JSON-escaped and percent-encoded forms) with
+//! [`crate::redact::REDACTED`] in the message, `details` (keys and values), the server code
+//! (also inside [`ErrorKind::Unknown`]), the request and trace ids, the evidence reference and
+//! the raw `Retry-After`. Events, log lines, settlement outcomes and every binding's
+//! exceptions are built from these fields, so they inherit it.
 
 use std::fmt;
 
 use crate::model::{ErrorResponse, EvidenceRef, Metadata};
+use crate::redact::Redactor;
 use crate::transport::retry_after::RetryAfter;
 
 /// Stable classification of an [`Error`]; see the module table for codes and names.
@@ -432,6 +442,34 @@ impl Error {
         err
     }
 
+    /// This error with every server-supplied string stripped of `redactor`'s secret (see the
+    /// module docs, "Secrets").
+    pub(crate) fn redacted(mut self, redactor: &Redactor) -> Error {
+        let i = &mut *self.inner;
+        redactor.string(&mut i.message);
+        if let ErrorKind::Unknown(code) = &mut i.kind {
+            redactor.string(code);
+        }
+        let strings = [
+            i.server_code.as_mut(),
+            i.request_id.as_mut(),
+            i.trace_id.as_mut(),
+            i.retry_after.as_mut().map(|r| &mut r.raw),
+        ];
+        strings
+            .into_iter()
+            .flatten()
+            .for_each(|s| redactor.string(s));
+        if let Some(d) = &mut i.details {
+            redactor.map(d);
+        }
+        if let Some(ev) = &mut i.cycles_evidence {
+            redactor.string(&mut ev.evidence_id);
+            redactor.string(&mut ev.cycles_evidence_url);
+        }
+        self
+    }
+
     /// The stable kind.
     pub fn kind(&self) -> &ErrorKind {
         &self.inner.kind
@@ -442,7 +480,8 @@ impl Error {
         self.inner.kind.code()
     }
 
-    /// Human-readable message (server message when there was one). Never contains secrets.
+    /// Human-readable message (server message when there was one). Never contains the API
+    /// key (see the module docs, "Secrets").
     pub fn message(&self) -> &str {
         &self.inner.message
     }

@@ -5,6 +5,7 @@
 //! - [`transport`]: [`CyclesClient`], one HTTP attempt per call with monotonic timing;
 //! - [`error`]: the single [`Error`] type with stable [`ErrorKind`] codes;
 //! - [`config`]: [`Config`] built in code or from `CYCLES_*` variables;
+//! - [`redact`]: strips the API key from anything a server echoes back into an error;
 //! - [`guard`]: the reserve, heartbeat, execute, settle lifecycle bindings wrap;
 //! - [`lease`]: the heartbeat driver that keeps a reservation alive while work runs;
 //! - [`journal`]: the durable settlement journal, in the format shared with the official SDKs;
@@ -23,6 +24,7 @@ pub mod journal;
 pub mod lease;
 pub mod model;
 pub mod rawjson;
+pub mod redact;
 pub mod runtime;
 pub mod settle;
 pub mod timing;

@@ -28,11 +28,15 @@ const CHILD_ENV: &str = "CYCLES_RECOVERY_CHILD";
 
 /// Not a test on its own: the body of every child process of this file. Its spec (JSON in
 /// `CYCLES_RECOVERY_CHILD`) says what to do; its result goes to the file `spec.result`.
+/// Ignored, and panics when run without its parent (see `common::child_spec`).
 #[test]
+#[ignore = "child process of this file's tests; runs only when one of them starts it"]
 fn recovery_child_process() {
-    let Ok(spec) = std::env::var(CHILD_ENV) else {
-        return;
-    };
+    let spec = child_spec(
+        CHILD_ENV,
+        "recovery_child_process",
+        "any test of recovery_process.rs",
+    );
     let spec: Value = serde_json::from_str(&spec).unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -83,6 +87,10 @@ async fn run_child(spec: &Value) -> Value {
         ..SettleConfig::default()
     };
     let s = Settler::new(&cfg, settings).unwrap();
+    // Readiness handshake: say "built", then wait for the parent's go.
+    if let Some(ready) = spec["ready"].as_str() {
+        std::fs::write(ready, b"").unwrap();
+    }
     if let Some(go) = spec["go"].as_str() {
         while !Path::new(go).exists() {
             tokio::time::sleep(Duration::from_millis(1)).await;
@@ -136,12 +144,7 @@ fn spawn(mut spec: Value, result: PathBuf) -> Child {
     let _ = std::fs::remove_file(&result);
     spec["result"] = json!(result.display().to_string());
     let proc = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "recovery_child_process",
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+        .args(child_args("recovery_child_process"))
         .env(CHILD_ENV, spec.to_string())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -717,14 +720,20 @@ async fn two_processes_with_copies_of_one_record_commit_concurrently_once() {
         .iter()
         .enumerate()
         .map(|(i, d)| {
+            let ready = tmp.path().join(format!("ready-{i}"));
             spawn(
-                json!({"url": url, "dir": d, "mode": "flush", "go": go}),
+                json!({"url": url, "dir": d, "mode": "flush", "go": go, "ready": ready}),
                 tmp.path().join(format!("worker-{i}.json")),
             )
         })
         .collect();
     // Both workers are built before they are released together.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    wait_for(Duration::from_secs(30), "both workers ready", || {
+        (0..2)
+            .all(|i| tmp.path().join(format!("ready-{i}")).exists())
+            .then_some(())
+    })
+    .await;
     std::fs::write(&go, b"").unwrap();
     let mut settled = 0;
     for c in children {

@@ -180,29 +180,67 @@ async fn legacy_named_record_is_migrated_and_settled() {
 
 const CHILD_ENV: &str = "CYCLES_SETTLE_CHILD";
 
-/// Not a test on its own: the body of each child process of
-/// `two_processes_replaying_one_record_settle_it_once`.
+/// Wall-clock epoch ms: comparable across the two worker processes.
+fn epoch_ms() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+}
+
+/// Not a test on its own: the body of each worker process of
+/// `two_processes_replaying_one_record_settle_it_once`. Its spec is `url|dir|name`: it builds
+/// its engine, signals `ready-<name>`, waits for `go`, flushes, and prints
+/// `CHILD-FLUSH <start ms> <end ms> <settled> <remaining>`. Ignored, and panics when run
+/// without its parent (see `common::child_spec`).
 #[test]
+#[ignore = "child process of two_processes_replaying_one_record_settle_it_once; runs only when that test starts it"]
 fn settle_child_process() {
-    let Ok(spec) = std::env::var(CHILD_ENV) else {
-        return;
-    };
-    let (url, dir) = spec.split_once('|').unwrap();
-    let go = Path::new(dir).join("go");
-    while !go.exists() {
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    let spec = child_spec(
+        CHILD_ENV,
+        "settle_child_process",
+        "two_processes_replaying_one_record_settle_it_once",
+    );
+    let mut parts = spec.splitn(3, '|');
+    let (url, dir, name) = (
+        parts.next().unwrap(),
+        Path::new(parts.next().unwrap()),
+        parts.next().unwrap(),
+    );
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    let report = rt.block_on(async {
-        let s = Settler::new(&config(url, Path::new(dir)), SettleConfig::default()).unwrap();
-        s.flush().await
-    });
-    println!("CHILD-SETTLED {}", report.settled());
+    let _in_runtime = rt.enter();
+    let s = Settler::new(&config(url, dir), SettleConfig::default()).unwrap();
+    std::fs::write(dir.join(format!("ready-{name}")), b"").unwrap();
+    while !dir.join("go").exists() {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let start = epoch_ms();
+    let report = rt.block_on(s.flush());
+    let end = epoch_ms();
+    println!(
+        "CHILD-FLUSH {start} {end} {} {}",
+        report.settled(),
+        report.remaining.len()
+    );
 }
 
+/// One worker's flush as it reported it.
+#[derive(Debug)]
+struct Flush {
+    start: u128,
+    end: u128,
+    settled: usize,
+    remaining: usize,
+}
+
+/// CR-DURABLE-006: two OS processes replay one record AT THE SAME TIME and it is settled
+/// once. The overlap is proven, not assumed: both workers are built and report ready before
+/// either is released, their flush intervals must overlap, and the one that did not settle
+/// must have found the record still there (held by the other worker, whose commit the server
+/// holds for 300 ms). Run one after the other, the second would find no record at all.
 #[tokio::test]
 async fn two_processes_replaying_one_record_settle_it_once() {
     let server = server().await;
@@ -219,44 +257,72 @@ async fn two_processes_replaying_one_record_settle_it_once() {
         0,
         Fault::Delay { ms: 300 },
     ));
-    let spawn = || {
+    let spawn = |name: &str| {
         Command::new(std::env::current_exe().unwrap())
-            .args([
-                "settle_child_process",
-                "--exact",
-                "--nocapture",
-                "--test-threads=1",
-            ])
+            .args(child_args("settle_child_process"))
             .env(
                 CHILD_ENV,
-                format!("{}|{}", server.url(), tmp.path().display()),
+                format!("{}|{}|{name}", server.url(), tmp.path().display()),
             )
             .stdout(Stdio::piped())
             .spawn()
             .unwrap()
     };
-    let children = vec![spawn(), spawn()];
+    let children = vec![spawn("a"), spawn("b")];
+    let ready = || {
+        ["a", "b"]
+            .iter()
+            .all(|n| tmp.path().join(format!("ready-{n}")).exists())
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !ready() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "workers never got ready"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
     std::fs::write(tmp.path().join("go"), b"").unwrap();
-    let mut settled = 0;
+    let mut flushes = Vec::new();
     for mut c in children {
         let out = c.stdout.take().unwrap();
         let handle = tokio::task::spawn_blocking(move || {
             // Read to the end: dropping the pipe early would fail the child with EPIPE.
             let lines: Vec<String> = BufReader::new(out).lines().map_while(Result::ok).collect();
-            let line = lines.into_iter().find(|l| l.contains("CHILD-SETTLED"));
+            // libtest may print `test settle_child_process ... ` on the same line first.
+            let line = lines.into_iter().find_map(|l| {
+                l.find("CHILD-FLUSH ")
+                    .map(|at| l[at + "CHILD-FLUSH ".len()..].to_string())
+            });
             (line, c.wait().unwrap())
         });
         let (line, status) = handle.await.unwrap();
         assert!(status.success());
-        settled += line
-            .unwrap()
-            .rsplit(' ')
-            .next()
-            .unwrap()
-            .parse::<usize>()
-            .unwrap();
+        let n: Vec<u128> = line
+            .expect("the worker reported its flush")
+            .split_whitespace()
+            .take(4)
+            .map(|v| v.parse().unwrap())
+            .collect();
+        flushes.push(Flush {
+            start: n[0],
+            end: n[1],
+            settled: n[2] as usize,
+            remaining: n[3] as usize,
+        });
     }
-    assert_eq!(settled, 1);
+    let settled: usize = flushes.iter().map(|f| f.settled).sum();
+    assert_eq!(settled, 1, "{flushes:?}");
+    let (a, b) = (&flushes[0], &flushes[1]);
+    assert!(
+        a.start.max(b.start) < a.end.min(b.end),
+        "the two flushes must overlap in time: {flushes:?}"
+    );
+    let loser = flushes.iter().find(|f| f.settled == 0).unwrap();
+    assert_eq!(
+        loser.remaining, 1,
+        "the other worker must have found the record still held by the winner: {flushes:?}"
+    );
     let c = commits(&server);
     assert_eq!(c.len(), 1, "the record was sent once");
     assert_eq!(c[0].idempotency_key.as_deref(), Some(key.as_str()));

@@ -7,7 +7,9 @@ whatever its class:
 ========================  ==============================================================
 ``code``                  stable numeric code of the kind (``0`` = internal error)
 ``name``                  stable name of the kind (``"TRANSPORT_TIMEOUT"``, ``"BUDGET_EXCEEDED"``)
-``message``               human-readable message (never contains the API key)
+``message``               human-readable message (never contains the API key: a server
+                          that echoes it gets it replaced by ``[REDACTED]`` here and in
+                          ``error_code``, ``details`` and the ids)
 ``http_status``           HTTP status when a response was received, else ``None``
 ``error_code``            the server's ``error`` code string verbatim, when it sent one
 ``request_id``            ``X-Request-Id`` (or the body's ``request_id``)

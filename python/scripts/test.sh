@@ -106,6 +106,8 @@ cp -r "$PKG/tests" "$WORK/tests"
 export CYCLES_VECTORS="$ROOT/conformance/vectors/heartbeat.json"
 export CYCLES_README="$PKG/README.md"
 export CYCLES_ROOT_README="$ROOT/README.md"
+# The pinned Cycles spec and fixtures beside the clone (tests/conftest.py: shared_file).
+export CYCLES_SHARED="$ROOT/../shared"
 export RUST_BACKTRACE=0
 
 status=0

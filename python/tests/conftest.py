@@ -76,3 +76,19 @@ def vectors_path() -> Path:
     if env:
         return Path(env)
     return Path(__file__).resolve().parents[2] / "conformance" / "vectors" / "heartbeat.json"
+
+
+def shared_file(rel: str, what: str) -> Path:
+    """``rel`` inside the pinned Cycles spec and fixtures: ``shared/`` beside the clone, as on
+    every developer machine and in CI (docs/authorities.md), or ``$CYCLES_SHARED``. Fails the
+    test naming the file, what it is and where it was expected when it is missing."""
+    env = os.environ.get("CYCLES_SHARED")
+    root = Path(env) if env else Path(__file__).resolve().parents[3] / "shared"
+    path = root / rel
+    if not path.exists():
+        pytest.fail(
+            f"missing ../shared/{rel} ({what}; part of the pinned Cycles spec and fixtures "
+            f"expected beside the clone, see docs/authorities.md) at {path}",
+            pytrace=False,
+        )
+    return path

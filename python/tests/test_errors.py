@@ -3,11 +3,18 @@ attributes: code, name, http_status, error_code, request_id, trace_id, retryable
 
 from __future__ import annotations
 
+import json
+import logging
+import pickle
+import time
+from pathlib import Path
+
 import pytest
 from conftest import ACTION, Api, usd
 
 import cycles
 from cycles import errors
+from cycles.testing import LocalServer
 
 
 def reserve(api, key: str = "k", amount: int = 1000, **kw):
@@ -211,8 +218,6 @@ def test_invalid_argument_is_a_value_error(api) -> None:
 
 
 def test_hierarchy_is_complete_and_picklable() -> None:
-    import pickle
-
     names = [n for n in errors.__all__ if n != "error_class"]
     for name in names:
         cls = getattr(cycles, name)
@@ -245,3 +250,95 @@ def test_panics_become_internal_errors() -> None:
 
     with pytest.raises(cycles.InternalError):
         asyncio.run(run())
+
+
+# -- a server that echoes the API key ---------------------------------------------------------
+
+SECRET = "cyc_live_S3cr3t/Key+Never~Echo_0123456789"
+REDACTED = "[REDACTED]"
+
+
+def echoing_server() -> LocalServer:
+    """A local server whose tenant ``acme`` authenticates with ``SECRET``; its
+    ``echo_api_key`` fault sends the received key back in the error body."""
+    return LocalServer({"tenants": [{"id": "acme", "api_keys": [SECRET]}]})
+
+
+def everything_shown(e: cycles.CyclesError) -> str:
+    back = pickle.loads(pickle.dumps(e))
+    return " ".join(
+        [str(e), repr(e), e.message, str(e.error_code), json.dumps(e.details), str(back)]
+    )
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_an_echoed_api_key_never_reaches_an_exception(mode) -> None:
+    with echoing_server() as server:
+        client = server.client() if mode == "sync" else server.async_client()
+        api = Api(client)
+        rid = reserve(api).reservation_id
+        echo = {"kind": "echo_api_key"}
+        server.add_fault("getBalances", {**echo, "status": 401, "code": "UNAUTHORIZED"})
+        server.add_fault("commitReservation", {**echo, "status": 409, "code": "NO_{api_key}"})
+        server.add_fault("extendReservation", {**echo, "status": 503, "code": "INTERNAL_ERROR"})
+        with pytest.raises(cycles.UnauthorizedError) as unauthorized:
+            api.get_balances(tenant="acme")
+        with pytest.raises(cycles.CyclesError) as unknown:
+            api.commit_reservation(rid, idempotency_key="c", actual=usd(1))
+        with pytest.raises(cycles.ServerError) as server_error:
+            api.extend_reservation(rid, idempotency_key="x", extend_by_ms=1000)
+        client.close()
+    assert unknown.value.name == "UNKNOWN_ERROR_CODE"
+    assert unknown.value.error_code == f"NO_{REDACTED}"
+    for info in (unauthorized, unknown, server_error):
+        e = info.value
+        assert SECRET not in everything_shown(e), everything_shown(e)
+        # Redacted, not dropped: the rest of what the server said is still there.
+        assert e.message == f"API key '{REDACTED}' is not accepted here"
+        assert e.details is not None and e.details["received_api_key"] == REDACTED
+        assert REDACTED in e.details
+
+
+def test_an_echoed_api_key_never_reaches_events_or_the_cycles_logger(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="cycles")
+    got: list[cycles.LifecycleEvent] = []
+    with echoing_server() as server:
+        # One failed beat (retried, then extended) and every commit attempt echoing the key.
+        server.add_fault(
+            "extendReservation", {"kind": "echo_api_key", "status": 503, "code": "INTERNAL_ERROR"}
+        )
+        server.add_fault(
+            "commitReservation",
+            {"kind": "echo_api_key", "status": 409, "code": "RESERVATION_FINALIZED"},
+            times=0,
+        )
+        with server.client(
+            journal_dir=tmp_path, request_timeout=0.5, on_event=got.append, settle_max_attempts=2
+        ) as client:
+            with client.reserve(100, action=ACTION, ttl_ms=2_000) as r:
+                deadline = time.monotonic() + 3.0
+                while (
+                    not any(e.kind == "heartbeat_failed" for e in got)
+                    and time.monotonic() < deadline
+                ):
+                    time.sleep(0.05)
+                r.set_actual(40)
+    failed = [e for e in got if e.kind == "heartbeat_failed"]
+    assert failed and failed[0].error_kind == "SERVER_ERROR", got
+    assert REDACTED in failed[0].message
+    settlement = r.settlement
+    assert settlement is not None and settlement.status == "rejected", settlement
+    assert settlement.error_code == "RESERVATION_FINALIZED"
+    rejected = [e for e in got if e.kind == "settlement_attempt_failed"]
+    assert rejected and REDACTED in rejected[0].message
+    shown = " ".join(repr(e) + str(e.fields) + e.message for e in got) + repr(settlement)
+    assert SECRET not in shown, shown
+    logged = [x for x in caplog.records if x.name == "cycles"]
+    kinds = {getattr(x, "event_kind", None) for x in logged}
+    assert {"heartbeat_failed", "settlement_attempt_failed"} <= kinds, kinds
+    text = " ".join(x.getMessage() + repr(x.__dict__) for x in logged)
+    assert SECRET not in text, text
+    journal = " ".join(p.read_text() for p in tmp_path.rglob("*") if p.is_file())
+    assert SECRET not in journal

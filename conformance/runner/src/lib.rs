@@ -225,7 +225,10 @@ pub fn default_catalog() -> Result<PathBuf, String> {
     );
     tried.iter().find(|p| p.is_file()).cloned().ok_or_else(|| {
         format!(
-            "no scenario catalog found (tried {}); pass --catalog PATH",
+            "no scenario catalog found: missing ../shared/spec/scenarios.yaml (the SDK recovery \
+             scenario catalog of the pinned Cycles spec, expected beside the repository; tried \
+             {}); pass --catalog PATH, e.g. a download of client-recovery/scenarios.yaml from \
+             https://github.com/runcycles/cycles-protocol",
             tried
                 .iter()
                 .map(|p| p.display().to_string())

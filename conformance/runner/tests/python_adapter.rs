@@ -281,16 +281,12 @@ fn committed_map_names_every_scenario_and_only_existing_test_files() {
         &std::fs::read_to_string(manifest_dir().join("../adapters/python-map.json")).unwrap(),
     )
     .unwrap();
-    let catalog = std::fs::read_to_string(shared_catalog()).unwrap();
-    let ids: Vec<&str> = catalog
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("- id: "))
-        .collect();
+    let ids = shared_scenario_ids();
     assert_eq!(ids.len(), 12, "{ids:?}");
     let map = map.as_object().unwrap();
     assert_eq!(map.len(), ids.len());
-    for id in ids {
-        let entries = map[id]
+    for id in &ids {
+        let entries = map[id.as_str()]
             .as_array()
             .unwrap_or_else(|| panic!("{id} unmapped"));
         assert!(!entries.is_empty(), "{id}");

@@ -14,7 +14,10 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 fn shared_schema() -> PathBuf {
-    manifest_dir().join("../../../shared/spec/report.schema.json")
+    shared_file(
+        "spec/report.schema.json",
+        "the recovery evidence report schema 1.0",
+    )
 }
 
 fn fake_adapter() -> String {
@@ -765,6 +768,7 @@ fn invalid_catalog_is_refused_before_any_adapter_runs() {
 
 #[test]
 fn default_catalog_is_found_from_the_repository() {
+    shared_catalog(); // the default it must find; a clear failure when it is missing
     let out = runner()
         .current_dir(manifest_dir())
         .args(["--claim", "core", "--scenario", "CR-BOUNDARY-001"])
@@ -873,4 +877,21 @@ fn adapter_equals_form_takes_the_rest_too() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let argv = std::fs::read_to_string(record.path().join("CR-CORE-004.argv")).unwrap();
     assert_eq!(argv, "--scenario\nx\nCR-CORE-004\n");
+}
+
+#[test]
+fn a_missing_shared_file_is_named_with_where_it_was_expected() {
+    let err = std::panic::catch_unwind(|| shared_file("spec/not-there.yaml", "a test file"))
+        .expect_err("a missing file fails");
+    let message = err.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(
+        message.starts_with("missing ../shared/spec/not-there.yaml (a test file; "),
+        "{message}"
+    );
+    let beside = manifest_dir().ancestors().nth(3).unwrap();
+    let expected = beside.join("shared/spec/not-there.yaml");
+    assert!(
+        message.ends_with(&format!(" at {}", expected.display())),
+        "{message}"
+    );
 }

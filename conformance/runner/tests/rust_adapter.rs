@@ -73,7 +73,12 @@ fn libtest_outcomes_are_checked() {
             false,
             "fake_missing: no test matched exactly (missing or renamed?)",
         ),
-        ("CR-CORE-003", false, "fake_ignored: test ignored"),
+        ("CR-CORE-003", false, "fake_ignored: test ignored;"),
+        (
+            "CR-CORE-003",
+            false,
+            "fake_ignored_reason: test ignored (needs a database)",
+        ),
         (
             "CR-CORE-004",
             false,
@@ -220,4 +225,64 @@ fn real_cargo_runs_exact_heartbeat_tests() {
             .contains("no test matched exactly"),
         "{renamed}"
     );
+}
+
+/// The attribute lines directly above `fn <name>(` in `source`, or None when no such fn.
+fn attributes_of<'a>(source: &'a str, name: &str) -> Option<Vec<&'a str>> {
+    let lines: Vec<&str> = source.lines().collect();
+    let at = lines.iter().position(|l| {
+        let l = l.trim_start();
+        l.starts_with(&format!("fn {name}(")) || l.starts_with(&format!("async fn {name}("))
+    })?;
+    Some(
+        lines[..at]
+            .iter()
+            .rev()
+            .map(|l| l.trim())
+            .take_while(|l| l.starts_with("#[") || l.starts_with("///"))
+            .filter(|l| l.starts_with("#["))
+            .collect(),
+    )
+}
+
+#[test]
+fn committed_map_names_every_scenario_and_only_real_tests() {
+    let map: Value = serde_json::from_str(
+        &std::fs::read_to_string(manifest_dir().join("../adapters/rust-map.json")).unwrap(),
+    )
+    .unwrap();
+    let ids = shared_scenario_ids();
+    assert_eq!(ids.len(), 12, "{ids:?}");
+    let map = map.as_object().unwrap();
+    assert_eq!(map.len(), ids.len());
+    for id in &ids {
+        let entries = map[id.as_str()]
+            .as_array()
+            .unwrap_or_else(|| panic!("{id} unmapped"));
+        assert!(!entries.is_empty(), "{id}");
+        for e in entries {
+            let e = e.as_str().unwrap();
+            let (binary, name) = e
+                .strip_prefix("cycles-core/")
+                .unwrap_or_else(|| panic!("{id}: {e} is not a cycles-core test"))
+                .split_once("::")
+                .unwrap();
+            let path = manifest_dir().join(format!("../../core/tests/{binary}.rs"));
+            let source = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{id}: cannot read {}: {e}", path.display()));
+            let attrs =
+                attributes_of(&source, name).unwrap_or_else(|| panic!("{id}: {e} is not defined"));
+            assert!(
+                attrs
+                    .iter()
+                    .any(|a| *a == "#[test]" || a.starts_with("#[tokio::test")),
+                "{id}: {e} is not a test: {attrs:?}"
+            );
+            // Ignored tests are child-process helpers (or disabled): never evidence.
+            assert!(
+                !attrs.iter().any(|a| a.starts_with("#[ignore")),
+                "{id}: {e} is ignored"
+            );
+        }
+    }
 }

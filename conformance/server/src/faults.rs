@@ -2,6 +2,9 @@
 //! skip/times counters, so a test can say "lose the response of the 2nd commit".
 
 use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::error::ApiError;
 
 /// A runtime operation; serde names are the spec's operationIds.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Hash)]
@@ -119,6 +122,32 @@ pub enum Fault {
         /// `error` code.
         code: String,
     },
+    /// An ErrorResponse that echoes the received `X-Cycles-API-Key` (as some servers and
+    /// proxies do), not applied: in `message`, in `details` (a value, a nested array and an
+    /// object key) and in `error` wherever `code` contains `{api_key}`. Tests that the client
+    /// never surfaces a secret a server sends back.
+    #[serde(alias = "EchoApiKey")]
+    EchoApiKey {
+        /// HTTP status.
+        status: u16,
+        /// `error` code; `{api_key}` in it is replaced by the received key.
+        #[serde(default = "unauthorized")]
+        code: String,
+    },
+}
+
+fn unauthorized() -> String {
+    "UNAUTHORIZED".into()
+}
+
+/// The error body of [`Fault::EchoApiKey`] for the received `key` ("" when none was sent).
+pub(crate) fn echo_api_key(status: u16, code: &str, key: &str) -> ApiError {
+    let message = format!("API key '{key}' is not accepted here");
+    ApiError::new(status, &code.replace("{api_key}", key), message).with_details(json!({
+        "received_api_key": key,
+        "attempts": [format!("header X-Cycles-API-Key={key}")],
+        key: "the key as an object key",
+    }))
 }
 
 impl Fault {
@@ -133,6 +162,7 @@ impl Fault {
             Fault::DelayAfterApply { .. } => "delay_after_apply",
             Fault::MalformedSuccess { .. } => "malformed_success",
             Fault::Error { .. } => "error",
+            Fault::EchoApiKey { .. } => "echo_api_key",
         }
     }
 }

@@ -254,6 +254,12 @@ pub(crate) async fn handle(
             let e = ApiError::new(*status, code, "injected error");
             return finish(render_error(&e, &request_id, &trace_id));
         }
+        Some(Fault::EchoApiKey { status, code }) => {
+            let key = ctx.headers.get("x-cycles-api-key");
+            let key = key.and_then(|v| v.to_str().ok()).unwrap_or_default();
+            let e = crate::faults::echo_api_key(*status, code, key);
+            return finish(render_error(&e, &request_id, &trace_id));
+        }
         Some(Fault::Delay { ms }) => tokio::time::sleep(Duration::from_millis(*ms)).await,
         _ => {}
     }

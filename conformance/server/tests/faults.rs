@@ -147,6 +147,39 @@ async fn server_error_rate_limit_and_custom_error_do_not_apply() {
 }
 
 #[tokio::test]
+async fn echo_api_key_sends_the_received_key_back_and_does_not_apply() {
+    let h = H::new().await;
+    let rid = h.reserve_id("k", 100, json!({})).await;
+    let f = json!({"operation": "commitReservation", "times": 1,
+        "fault": {"kind": "echo_api_key", "status": 409, "code": "NO_{api_key}"}});
+    h.server.add_fault(serde_json::from_value(f).unwrap());
+    let r = h.commit(&rid, "c", 1).await;
+    assert_eq!(r.status, 409);
+    assert_eq!(r.code(), format!("NO_{KEY}"));
+    assert!(r.body["message"].as_str().unwrap().contains(KEY));
+    assert_eq!(r.body["details"]["received_api_key"], KEY);
+    assert!(r.body["details"][KEY].is_string());
+    assert_eq!(h.server.ledger().len(), 1, "only the reserve applied");
+    assert_eq!(
+        h.server.requests()[1].fault.as_deref(),
+        Some("echo_api_key")
+    );
+    // Default code UNAUTHORIZED; any key is echoed, also one the server does not know.
+    h.server.add_fault(rule(
+        Operation::GetBalances,
+        Fault::EchoApiKey {
+            status: 401,
+            code: "UNAUTHORIZED".into(),
+        },
+    ));
+    let r = h
+        .get_as(Some("not-a-known-key"), "/v1/balances?tenant=acme")
+        .await;
+    assert_eq!((r.status, r.code()), (401, "UNAUTHORIZED"));
+    assert_eq!(r.body["details"]["received_api_key"], "not-a-known-key");
+}
+
+#[tokio::test]
 async fn delays() {
     let h = H::new().await;
     h.server

@@ -22,6 +22,7 @@ use crate::config::Config;
 use crate::error::{Correlation, Error};
 use crate::model::validate::{self, SchemaViolation};
 use crate::model::*;
+use crate::redact::Redactor;
 pub use response::{AttemptTiming, Response};
 use url::{check_path_id, BaseUrl};
 
@@ -42,6 +43,8 @@ pub struct CyclesClient {
     http: reqwest::Client,
     base: BaseUrl,
     api_key: HeaderValue,
+    /// Strips the API key from every error this client returns (a server may echo it).
+    redactor: Redactor,
     config: Config,
     /// `config.max_concurrent_requests` slots; one is held from before a request is sent
     /// until its body is read.
@@ -92,6 +95,7 @@ impl CyclesClient {
             http,
             base,
             api_key,
+            redactor: Redactor::new(config.api_key.expose()),
             slots: Arc::new(Semaphore::new(config.max_concurrent_requests)),
             config,
         })
@@ -299,10 +303,8 @@ impl CyclesClient {
                 headers.insert(HeaderName::from_static(IDEMPOTENCY_KEY_HEADER), v);
             }
         }
-        let raw = self
-            .attempt(Method::POST, url, headers, Some(bytes), true)
-            .await?;
-        finish(raw, predicate)
+        self.exchange(Method::POST, url, headers, Some(bytes), true, predicate)
+            .await
     }
 
     async fn get<T: DeserializeOwned>(
@@ -311,10 +313,25 @@ impl CyclesClient {
         auth: bool,
         predicate: Predicate,
     ) -> Result<Response<T>, Error> {
-        let raw = self
-            .attempt(Method::GET, url, HeaderMap::new(), None, auth)
-            .await?;
-        finish(raw, predicate)
+        self.exchange(Method::GET, url, HeaderMap::new(), None, auth, predicate)
+            .await
+    }
+
+    /// One attempt, classified. Every error leaves through here and is redacted: whatever the
+    /// server sent (message, details, codes, ids) may echo the API key.
+    async fn exchange<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        url: ::url::Url,
+        headers: HeaderMap,
+        body: Option<Vec<u8>>,
+        auth: bool,
+        predicate: Predicate,
+    ) -> Result<Response<T>, Error> {
+        self.attempt(method, url, headers, body, auth)
+            .await
+            .and_then(|raw| finish(raw, predicate))
+            .map_err(|e| e.redacted(&self.redactor))
     }
 
     /// One HTTP attempt, timed from just before sending to the end of the body.

@@ -145,3 +145,46 @@ pub fn http_response(status: &str, extra_headers: &[&str], body: &str) -> String
     s.push_str(body);
     s
 }
+
+/// The spec handed to a child-process helper: the value of `var`, or a panic saying the
+/// helper is not a test of its own. Helpers are `#[test] #[ignore = "..."]` functions that
+/// their parent test re-executes this binary to run ([`child_args`]): ignored so a plain
+/// `cargo test` skips them, and failing when run without their parent (`--ignored`,
+/// `--include-ignored`), so a helper can never count as a passing test.
+pub fn child_spec(var: &str, helper: &str, parent: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| {
+        panic!(
+            "`{helper}` is a child process of the test `{parent}`, not a test itself: it runs \
+             only when that test starts it with {var} set"
+        )
+    })
+}
+
+/// libtest arguments that run exactly the ignored child helper `helper` of this test binary.
+pub fn child_args(helper: &str) -> [&str; 5] {
+    [
+        helper,
+        "--exact",
+        "--ignored",
+        "--nocapture",
+        "--test-threads=1",
+    ]
+}
+
+/// `rel` inside the pinned Cycles spec and fixtures, `shared/` beside the clone as on every
+/// developer machine and in CI (docs/authorities.md). Panics naming the file, what it is and
+/// where it was expected when it is missing (e.g. in a clone of this repository alone).
+pub fn shared_file(rel: &str, what: &str) -> std::path::PathBuf {
+    let beside = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("core/ sits one level below the repository root");
+    let path = beside.join("shared").join(rel);
+    assert!(
+        path.exists(),
+        "missing ../shared/{rel} ({what}; part of the pinned Cycles spec and fixtures expected \
+         beside the clone, see docs/authorities.md) at {}",
+        path.display()
+    );
+    path
+}

@@ -17,9 +17,39 @@ pub fn fixture(name: &str) -> PathBuf {
     manifest_dir().join("tests/fixtures").join(name)
 }
 
-/// The shared catalog, beside the project checkout as on every developer machine and in CI.
+/// `rel` inside the pinned Cycles spec and fixtures, `shared/` beside the clone as on every
+/// developer machine and in CI (docs/authorities.md). Panics naming the file, what it is and
+/// where it was expected when it is missing (e.g. in a clone of this repository alone).
+pub fn shared_file(rel: &str, what: &str) -> PathBuf {
+    let beside = manifest_dir()
+        .ancestors()
+        .nth(3)
+        .expect("conformance/runner sits two levels below the repository root");
+    let path = beside.join("shared").join(rel);
+    assert!(
+        path.is_file(),
+        "missing ../shared/{rel} ({what}; part of the pinned Cycles spec and fixtures expected \
+         beside the clone, see docs/authorities.md) at {}",
+        path.display()
+    );
+    path
+}
+
+/// The scenario catalog of the pinned spec.
 pub fn shared_catalog() -> PathBuf {
-    manifest_dir().join("../../../shared/spec/scenarios.yaml")
+    shared_file(
+        "spec/scenarios.yaml",
+        "the SDK recovery scenario catalog, profile cycles-sdk-recovery 0.3",
+    )
+}
+
+/// The scenario ids of the pinned catalog, in catalog order.
+pub fn shared_scenario_ids() -> Vec<String> {
+    std::fs::read_to_string(shared_catalog())
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("- id: ").map(str::to_string))
+        .collect()
 }
 
 pub fn text(bytes: &[u8]) -> String {
