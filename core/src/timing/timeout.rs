@@ -80,10 +80,13 @@ pub fn min_keepable_lead_floor(max_rtt: Option<Millis>) -> Millis {
 
 /// The largest timeout (at least [`timeout_floor`]) that still gives `next_delay > 0` for
 /// `lead_floor`: `floor((lead_floor − safety_margin − 1) / 2)`. `None` when even the floor
-/// cannot. For an infinite lead it is the largest timeout whose reserve is still finite.
+/// cannot (or the smallest reserve overflows). For an infinite lead it is the largest timeout
+/// whose reserve is still finite.
 pub fn max_keeping_timeout(lead_floor: Millis, max_rtt: Option<Millis>) -> Option<Millis> {
     let margin = primary::safety_margin(max_rtt).finite()?;
-    if lead_floor < min_keepable_lead_floor(max_rtt) {
+    let needed = min_keepable_lead_floor(max_rtt);
+    // An unrepresentable smallest reserve keeps nothing alive, not even an infinite lead.
+    if needed.is_infinite() || lead_floor < needed {
         return None;
     }
     let top = match lead_floor {
