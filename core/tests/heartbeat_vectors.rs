@@ -314,6 +314,11 @@ fn extend_timeout_vectors() {
             millis(&e["target_timeout_ms"]),
             "{name} target_timeout"
         );
+        assert_eq!(
+            timeout::attempt_cutoff(got.timeout),
+            millis(&e["attempt_cutoff_ms"]),
+            "{name} attempt_cutoff"
+        );
     }
 }
 

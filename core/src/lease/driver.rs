@@ -190,11 +190,10 @@ pub(super) async fn run(lease: Lease) {
             key = fresh_key();
         }
         let request = ReservationExtendRequest::new(key.clone(), config.extend_by_ms);
-        // The timeout the schedule counted is the one enforced on this attempt.
-        let timeout = as_duration(
-            planner.attempt_timeout(configured, Some(max_rtt), config.derive_timeout),
-            configured_duration,
-        );
+        // The timeout the schedule counted bounds this attempt, failure detection included:
+        // the cut-off is armed a little earlier so a late timer stays within it.
+        let budget = planner.attempt_timeout(configured, Some(max_rtt), config.derive_timeout);
+        let timeout = as_duration(timeout::attempt_cutoff(budget), configured_duration);
         // Boxed so an idle lease's task stays small; only in-flight attempts hold the future.
         let attempt = Box::pin(client.extend_reservation_within(
             &reservation_id,

@@ -147,6 +147,25 @@ pub fn extend_timeout(
     }
 }
 
+/// The most of an attempt's budget kept back for failure detection.
+pub const MAX_DETECTION_ALLOWANCE_MS: u64 = 100;
+
+/// The cut-off actually armed for an attempt whose budget is `timeout`:
+/// `timeout − min(floor(timeout / 10), 100 ms)` (infinite stays infinite).
+///
+/// The spec's `request_timeout_budget` bounds one complete attempt INCLUDING failure
+/// detection. A timer fires late by scheduling jitter; armed at the full budget, every
+/// timed-out beat would overrun its reserve by that lateness (`retry_window` a few ms below
+/// zero) and stop the heartbeat instead of making the same-key retry the reserve was kept for.
+/// The schedule keeps counting the full `timeout`, the conservative direction.
+pub fn attempt_cutoff(timeout: Millis) -> Millis {
+    timeout.saturating_sub(
+        timeout
+            .div_floor(10)
+            .min(Millis::ms(MAX_DETECTION_ALLOWANCE_MS)),
+    )
+}
+
 /// What a heartbeat warns about when it starts on a lease it cannot keep alive.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TooShort {
@@ -262,6 +281,16 @@ mod tests {
         let t = extend_timeout(Millis::Infinite, Some(Millis::ms(u64::MAX)), Millis::ms(1));
         assert_eq!(t.source, TimeoutSource::TooShort);
         assert_eq!(t.min_lead_floor, Millis::Infinite);
+    }
+
+    #[test]
+    fn cutoff_keeps_back_a_detection_allowance() {
+        assert_eq!(attempt_cutoff(Millis::ms(1000)), Millis::ms(900));
+        assert_eq!(attempt_cutoff(Millis::ms(999)), Millis::ms(900));
+        assert_eq!(attempt_cutoff(Millis::ms(500)), Millis::ms(450));
+        assert_eq!(attempt_cutoff(Millis::ms(9)), Millis::ms(9));
+        assert_eq!(attempt_cutoff(Millis::ms(u64::MAX)), Millis::ms(u64::MAX - 100));
+        assert_eq!(attempt_cutoff(Millis::Infinite), Millis::Infinite);
     }
 
     #[test]
