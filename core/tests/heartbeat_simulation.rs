@@ -242,7 +242,10 @@ fn run_primary(s: &Scenario) -> Result<Trace, TestCaseError> {
         trace.attempts += 1;
         // The budget the planner counts for this attempt, and where the driver cuts it off.
         let budget_ms = planner.attempt_timeout().finite().expect("finite budget");
-        prop_assert!(budget_ms <= s.timeout_ms, "derived above the configured timeout");
+        prop_assert!(
+            budget_ms <= s.timeout_ms,
+            "derived above the configured timeout"
+        );
         let cutoff_us = timeout::attempt_cutoff(Millis::ms(budget_ms))
             .finite()
             .expect("finite cut-off")
@@ -424,10 +427,8 @@ fn keepable_regime(margin: u64, rtt_max: u64) -> impl Strategy<Value = (Clamp, u
     prop_oneof![
         (0u64..60_000).prop_map(move |spare| (Clamp::Additive, min_lead + spare)),
         // A capped grant g restores lead >= g + margin - 1.5 x rtt after a late retry.
-        (0u64..60_000, 0u64..60_000).prop_map(move |(g, spare)| (
-            Clamp::GrantCap(3 * margin + g),
-            min_lead + spare
-        )),
+        (0u64..60_000, 0u64..60_000)
+            .prop_map(move |(g, spare)| (Clamp::GrantCap(3 * margin + g), min_lead + spare)),
         // Every extension re-anchors the lead at max_lead minus transit; a lost response's
         // same-key replay reports it minus the retry's delay too (up to one budget, at most
         // max(margin, max_lead / 4 - margin / 2) when the create's lead is max_lead too),

@@ -331,7 +331,11 @@ fn planner_derived_vectors() {
             PrimaryPlanner::with_derived_timeout(millis(&case["configured_timeout_ms"]));
         let steps = case["steps"].as_array().unwrap();
         let expect = case["expect"].as_array().unwrap();
-        assert_eq!(steps.len(), expect.len(), "{name}: one expectation per step");
+        assert_eq!(
+            steps.len(),
+            expect.len(),
+            "{name}: one expectation per step"
+        );
         for (step, want) in steps.iter().zip(expect) {
             let at = step["at_us"].as_u64().unwrap();
             let got = match step["event"].as_str().unwrap() {
@@ -357,7 +361,12 @@ fn planner_derived_vectors() {
 #[test]
 fn every_section_is_covered() {
     let doc = vectors();
-    let mut keys: Vec<&str> = doc.as_object().unwrap().keys().map(String::as_str).collect();
+    let mut keys: Vec<&str> = doc
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
     keys.sort_unstable();
     assert_eq!(
         keys,

@@ -694,7 +694,10 @@ async fn the_derived_timeout_is_enforced_on_the_extend_attempt() {
         _ => None,
     });
     assert!(
-        matches!(failure, Some(("TRANSPORT_TIMEOUT", Disposition::RetryAfter { .. }))),
+        matches!(
+            failure,
+            Some(("TRANSPORT_TIMEOUT", Disposition::RetryAfter { .. }))
+        ),
         "{failure:?}"
     );
     let applied = server
@@ -702,7 +705,10 @@ async fn the_derived_timeout_is_enforced_on_the_extend_attempt() {
         .into_iter()
         .filter(|e| e.kind == "extend")
         .count();
-    assert_eq!(applied as u32, report.extensions, "applied once per extension");
+    assert_eq!(
+        applied as u32, report.extensions,
+        "applied once per extension"
+    );
     client
         .commit_reservation(&id, &CommitRequest::new(key("c"), usd(1)))
         .await

@@ -99,7 +99,13 @@ fn plan_folds_the_current_rtt_into_the_maximum() {
     // The issue: --rtt-ms 5000 --max-rtt-ms 100 printed next_delay 52000 but "extend after
     // 25000": the printed arithmetic must use the same maximum as the decision.
     let out = cycles()
-        .args(["plan", "--remaining-ttl-ms", "60000", "--timeout-ms", "10000"])
+        .args([
+            "plan",
+            "--remaining-ttl-ms",
+            "60000",
+            "--timeout-ms",
+            "10000",
+        ])
         .args(["--rtt-ms", "5000", "--max-rtt-ms", "100", "--json"])
         .output()
         .expect("run plan");
@@ -116,7 +122,13 @@ fn plan_folds_the_current_rtt_into_the_maximum() {
 fn plan_shows_the_derived_timeout() {
     let run = |extra: &[&str]| {
         let out = cycles()
-            .args(["plan", "--remaining-ttl-ms", "6000", "--timeout-ms", "10000"])
+            .args([
+                "plan",
+                "--remaining-ttl-ms",
+                "6000",
+                "--timeout-ms",
+                "10000",
+            ])
             .args(["--rtt-ms", "10"])
             .args(extra)
             .output()

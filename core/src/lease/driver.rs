@@ -195,11 +195,8 @@ pub(super) async fn run(lease: Lease) {
         let budget = planner.attempt_timeout(configured, Some(max_rtt), config.derive_timeout);
         let timeout = as_duration(timeout::attempt_cutoff(budget), configured_duration);
         // Boxed so an idle lease's task stays small; only in-flight attempts hold the future.
-        let attempt = Box::pin(client.extend_reservation_within(
-            &reservation_id,
-            &request,
-            timeout,
-        ));
+        let attempt =
+            Box::pin(client.extend_reservation_within(&reservation_id, &request, timeout));
         let result = tokio::select! {
             _ = stop.cancelled() => break HeartbeatEnd::Finished,
             r = attempt => r,

@@ -472,7 +472,11 @@ mod tests {
             Decision::Stop(StopReason::LeaseShorterThanRetryBudget)
         );
         let mut p = PrimaryPlanner::with_derived_timeout(Millis::ms(10_000));
-        assert_eq!(p.attempt_timeout(), Millis::ms(10_000), "before any response");
+        assert_eq!(
+            p.attempt_timeout(),
+            Millis::ms(10_000),
+            "before any response"
+        );
         assert_eq!(
             p.on_success(0, 6000, Some(Millis::ms(10))),
             Decision::Extend {

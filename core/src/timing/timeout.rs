@@ -235,13 +235,25 @@ mod tests {
 
     #[test]
     fn configured_is_kept_when_it_already_works() {
-        let t = extend_timeout(Millis::ms(60_000), Some(Millis::ms(1500)), Millis::ms(10_000));
+        let t = extend_timeout(
+            Millis::ms(60_000),
+            Some(Millis::ms(1500)),
+            Millis::ms(10_000),
+        );
         assert_eq!(t.source, TimeoutSource::Configured);
         assert_eq!(t.timeout, Millis::ms(10_000));
         // Exactly at the threshold: 2 x 10000 + 3000 + 1.
-        let t = extend_timeout(Millis::ms(23_001), Some(Millis::ms(1500)), Millis::ms(10_000));
+        let t = extend_timeout(
+            Millis::ms(23_001),
+            Some(Millis::ms(1500)),
+            Millis::ms(10_000),
+        );
         assert_eq!(t.source, TimeoutSource::Configured);
-        let t = extend_timeout(Millis::ms(23_000), Some(Millis::ms(1500)), Millis::ms(10_000));
+        let t = extend_timeout(
+            Millis::ms(23_000),
+            Some(Millis::ms(1500)),
+            Millis::ms(10_000),
+        );
         assert_eq!(t.source, TimeoutSource::Derived);
         assert_eq!(t.timeout, Millis::ms(4250));
     }
@@ -289,7 +301,10 @@ mod tests {
         assert_eq!(attempt_cutoff(Millis::ms(999)), Millis::ms(900));
         assert_eq!(attempt_cutoff(Millis::ms(500)), Millis::ms(450));
         assert_eq!(attempt_cutoff(Millis::ms(9)), Millis::ms(9));
-        assert_eq!(attempt_cutoff(Millis::ms(u64::MAX)), Millis::ms(u64::MAX - 100));
+        assert_eq!(
+            attempt_cutoff(Millis::ms(u64::MAX)),
+            Millis::ms(u64::MAX - 100)
+        );
         assert_eq!(attempt_cutoff(Millis::Infinite), Millis::Infinite);
     }
 
@@ -299,7 +314,10 @@ mod tests {
         let max = Some(rtt);
         // Keepable with derivation: no warning; without it, the derived timeout is named.
         let lead = Millis::ms(5990);
-        assert_eq!(too_short_at_start(lead, rtt, max, Millis::ms(10_000), true), None);
+        assert_eq!(
+            too_short_at_start(lead, rtt, max, Millis::ms(10_000), true),
+            None
+        );
         assert_eq!(
             too_short_at_start(lead, rtt, max, Millis::ms(10_000), false),
             Some(TooShort {
@@ -321,7 +339,8 @@ mod tests {
             })
         );
         assert_eq!(
-            too_short_at_start(lead, rtt, max, Millis::ms(10_000), false).and_then(|t| t.working_timeout),
+            too_short_at_start(lead, rtt, max, Millis::ms(10_000), false)
+                .and_then(|t| t.working_timeout),
             None
         );
     }

@@ -162,7 +162,9 @@ impl CyclesClient {
     ) -> Result<Response<ReservationExtendResponse>, Error> {
         check_path_id("reservation_id", id)?;
         if timeout.is_zero() {
-            return Err(Error::invalid_argument("the extend timeout must be positive"));
+            return Err(Error::invalid_argument(
+                "the extend timeout must be positive",
+            ));
         }
         let url = self.base.join(&["reservations", id, "extend"], &[]);
         let bytes = to_body(req)?;
