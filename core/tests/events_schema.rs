@@ -51,6 +51,32 @@ fn examples() -> Vec<(Event, Level, Value)> {
                    "error_kind": "SERVER_ERROR", "error": "503"}),
         ),
         (
+            Event::HeartbeatLeaseTooShort {
+                reservation_id: rid(),
+                lead_floor: Millis::ms(1990),
+                min_ttl: Millis::ms(3011),
+                timeout: Millis::ms(1000),
+                working_timeout: None,
+                path: HeartbeatPath::Primary,
+            },
+            Level::Warning,
+            json!({"kind": "heartbeat_lease_too_short", "lead_floor_ms": 1990, "min_ttl_ms": 3011,
+                   "timeout_ms": 1000, "working_timeout_ms": null, "path": "primary"}),
+        ),
+        (
+            Event::HeartbeatLeaseTooShort {
+                reservation_id: rid(),
+                lead_floor: Millis::ms(6000),
+                min_ttl: Millis::Infinite,
+                timeout: Millis::ms(10_000),
+                working_timeout: Some(Millis::ms(1000)),
+                path: HeartbeatPath::Fallback,
+            },
+            Level::Warning,
+            json!({"kind": "heartbeat_lease_too_short", "lead_floor_ms": 6000, "min_ttl_ms": null,
+                   "timeout_ms": 10_000, "working_timeout_ms": 1000, "path": "fallback"}),
+        ),
+        (
             Event::HeartbeatEnded {
                 reservation_id: rid(),
                 end: HeartbeatEnd::Stopped(StopReason::Rejected {
@@ -161,7 +187,7 @@ fn every_variant_has_its_stable_kind_level_and_fields() {
 fn kinds_are_distinct_snake_case_names() {
     let mut kinds: Vec<&str> = examples().iter().map(|(e, _, _)| e.kind()).collect();
     kinds.dedup();
-    assert_eq!(kinds.len(), 10, "one kind per variant: {kinds:?}");
+    assert_eq!(kinds.len(), 11, "one kind per variant: {kinds:?}");
     for k in kinds {
         assert!(k.chars().all(|c| c.is_ascii_lowercase() || c == '_'), "{k}");
     }
@@ -180,4 +206,26 @@ fn unbounded_windows_are_strings_not_numbers() {
         e.to_json()["stop_detail"]["retry_window_ms"],
         json!("-infinite")
     );
+}
+
+#[test]
+fn lease_too_short_names_the_ttl_or_timeout_that_would_work() {
+    let e = Event::HeartbeatLeaseTooShort {
+        reservation_id: "r".into(),
+        lead_floor: Millis::ms(1990),
+        min_ttl: Millis::ms(3011),
+        timeout: Millis::ms(1000),
+        working_timeout: None,
+        path: HeartbeatPath::Primary,
+    };
+    assert!(e.to_string().contains("ttl_ms >= 3011"), "{e}");
+    let e = Event::HeartbeatLeaseTooShort {
+        reservation_id: "r".into(),
+        lead_floor: Millis::ms(5990),
+        min_ttl: Millis::ms(21_011),
+        timeout: Millis::ms(10_000),
+        working_timeout: Some(Millis::ms(1000)),
+        path: HeartbeatPath::Primary,
+    };
+    assert!(e.to_string().contains("request timeout of 1000 ms"), "{e}");
 }

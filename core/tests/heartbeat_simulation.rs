@@ -13,11 +13,17 @@
 //! - retries reuse the key, fresh beats use a new one; stop codes stop;
 //! - fallback: bounded over-beating (at most one attempt per cadence floor) and no lapse
 //!   against an additive server; the spec's counterexample is a documented limit
-//!   (see `fallback_vectors` and `fallback::tests::spec_counterexample_is_misclassified_forever`).
+//!   (see `fallback_vectors` and `fallback::tests::spec_counterexample_is_misclassified_forever`);
+//! - derived extend timeouts (`timing::timeout`): every promise above still holds with the
+//!   per-attempt budget the planner derives (attempts are cut off where the driver cuts them,
+//!   and a timed-out attempt is charged its whole budget), and every lease the derived timeout
+//!   can keep alive IS kept alive in the additive, grant-cap, maximum-lead and fallback regimes,
+//!   whatever the configured timeout, with random rtt and isolated failures.
 
 use std::collections::HashMap;
 
 use cycles_core::timing::fallback::{self, FallbackPlanner};
+use cycles_core::timing::timeout;
 use cycles_core::timing::{
     Decision, ExtendFailure, KeyUse, Millis, PrimaryPlanner, RetryAfter, StopReason,
 };
@@ -116,6 +122,8 @@ struct Scenario {
     rate_limit_percent: u64,
     /// Never fail an attempt right after a failure (each failure is followed by a success).
     isolated_failures: bool,
+    /// Derive the enforced timeout from the lease (the lease driver's default).
+    derive: bool,
 }
 
 fn scenario() -> impl Strategy<Value = Scenario> {
@@ -134,6 +142,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
         proptest::option::of(1u32..20),
         0u64..40,
         0u64..20,
+        any::<bool>(),
     )
         .prop_map(
             |(
@@ -147,6 +156,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
                 max_extensions,
                 failure_percent,
                 rate_limit_percent,
+                derive,
             )| {
                 let rtt_min_ms = a.min(b).min(timeout_ms);
                 let rtt_max_ms = a.max(b).min(timeout_ms);
@@ -162,6 +172,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
                     failure_percent,
                     rate_limit_percent,
                     isolated_failures: false,
+                    derive,
                 }
             },
         )
@@ -191,7 +202,11 @@ fn run_primary(s: &Scenario) -> Result<Trace, TestCaseError> {
         max_extensions: s.max_extensions,
         applied: HashMap::new(),
     };
-    let mut planner = PrimaryPlanner::new(Millis::ms(s.timeout_ms));
+    let mut planner = if s.derive {
+        PrimaryPlanner::with_derived_timeout(Millis::ms(s.timeout_ms))
+    } else {
+        PrimaryPlanner::new(Millis::ms(s.timeout_ms))
+    };
     let mut now = rtt0;
     let rtt_ms = Millis::from_micros_ceil(u128::from(rtt0));
     let mut decision = planner.on_success(now, granted_ms, Some(rtt_ms));
@@ -225,12 +240,22 @@ fn run_primary(s: &Scenario) -> Result<Trace, TestCaseError> {
         }
         let sent = now + delay * US_PER_MS;
         trace.attempts += 1;
+        // The budget the planner counts for this attempt, and where the driver cuts it off.
+        let budget_ms = planner.attempt_timeout().finite().expect("finite budget");
+        prop_assert!(
+            budget_ms <= s.timeout_ms,
+            "derived above the configured timeout"
+        );
+        let cutoff_us = timeout::attempt_cutoff(Millis::ms(budget_ms))
+            .finite()
+            .expect("finite cut-off")
+            * US_PER_MS;
         let rtt = rng.range(s.rtt_min_ms, s.rtt_max_ms) * US_PER_MS;
         let arrival = sent + rtt / 2;
-        // Worst case: the attempt (and, for a fresh beat, its retry) takes the whole timeout.
+        // Worst case: the attempt (and, for a fresh beat, its retry) takes the whole budget.
         let must_fit_us = match (key_use, delay) {
-            (KeyUse::Same, _) => Some(s.timeout_ms * US_PER_MS),
-            (KeyUse::Fresh, d) if d > 0 => Some(2 * s.timeout_ms * US_PER_MS),
+            (KeyUse::Same, _) => Some(budget_ms * US_PER_MS),
+            (KeyUse::Fresh, d) if d > 0 => Some(2 * budget_ms * US_PER_MS),
             (KeyUse::Fresh, _) => None,
         };
         if must_fit_us.is_some_and(|fit| sent + fit > server.expires_us)
@@ -244,7 +269,18 @@ fn run_primary(s: &Scenario) -> Result<Trace, TestCaseError> {
             if rng.chance(50) {
                 let _ = server.extend(arrival, key, s.ttl_ms);
             }
-            now = sent + s.timeout_ms * US_PER_MS;
+            now = sent + budget_ms * US_PER_MS;
+            decision = planner.on_failure(now, &ExtendFailure::Transient);
+            last_was_failure = true;
+            continue;
+        }
+        if rtt > cutoff_us {
+            // Slower than the enforced cut-off: a timeout, charged its whole budget (failure
+            // detection included); the request reached the server if it arrived in time.
+            if arrival <= sent + cutoff_us {
+                let _ = server.extend(arrival, key, s.ttl_ms);
+            }
+            now = sent + budget_ms * US_PER_MS;
             decision = planner.on_failure(now, &ExtendFailure::Transient);
             last_was_failure = true;
             continue;
@@ -320,7 +356,8 @@ proptest! {
         let budget = timeout_ms.max(2 * rtt_max_ms);
         let ttl_ms = 2 * budget + margin + rtt_max_ms + spare_ms;
         let s = Scenario { seed: seed | 1, ttl_ms, timeout_ms, rtt_min_ms: 0, rtt_max_ms, clamp: Clamp::Additive,
-            initial_cap_ms: None, max_extensions: None, failure_percent, rate_limit_percent: 0, isolated_failures: true };
+            initial_cap_ms: None, max_extensions: None, failure_percent, rate_limit_percent: 0, isolated_failures: true,
+            derive: false };
         let trace = run_primary(&s)?;
         prop_assert!(trace.stop.is_none(), "stopped early: {:?}", trace);
         prop_assert!(trace.end_us >= HORIZON_US);
@@ -379,5 +416,119 @@ proptest! {
             };
         }
         prop_assert!(attempts <= 1 + now / (fallback::MIN_CADENCE_MS * US_PER_MS));
+    }
+}
+
+/// The regimes of the derived-timeout liveness test, each with a lease the derived timeout can
+/// keep alive: the create leaves at least `3 x margin + 1` of lead, and every extension grants
+/// enough to restore it even after a failed beat and its zero-window retry.
+fn keepable_regime(margin: u64, rtt_max: u64) -> impl Strategy<Value = (Clamp, u64)> {
+    let min_lead = 3 * margin + 1 + rtt_max;
+    prop_oneof![
+        (0u64..60_000).prop_map(move |spare| (Clamp::Additive, min_lead + spare)),
+        // A capped grant g restores lead >= g + margin - 1.5 x rtt after a late retry.
+        (0u64..60_000, 0u64..60_000)
+            .prop_map(move |(g, spare)| (Clamp::GrantCap(3 * margin + g), min_lead + spare)),
+        // Every extension re-anchors the lead at max_lead minus transit; a lost response's
+        // same-key replay reports it minus the retry's delay too (up to one budget, at most
+        // max(margin, max_lead / 4 - margin / 2) when the create's lead is max_lead too),
+        // hence one more margin. (A create lead far above max_lead derives a longer budget
+        // that a lost response can cost; the zero-delay beat after it is best effort.)
+        (0u64..60_000).prop_map(move |l| {
+            let max_lead = 4 * margin + 2 * rtt_max + 10 + l;
+            (Clamp::MaxLead(max_lead), max_lead)
+        }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
+
+    /// The promise: with ANY configured timeout (the 10 s default, or longer), a lease
+    /// the derived timeout can keep alive is kept alive for the whole horizon in every regime,
+    /// with random rtt and isolated transient failures each charged its whole budget: no stop,
+    /// no lapse, and the spec's guards still hold (checked inside `run_primary`).
+    #[test]
+    fn derived_timeout_keeps_every_keepable_lease_alive(
+        seed in any::<u64>(), timeout_ms in 1_000u64..60_000, failure_percent in 0u64..60,
+        (rtt_max_ms, (clamp, ttl_ms)) in (0u64..450)
+            .prop_flat_map(|r| (Just(r), keepable_regime(1_000u64.max(2 * r), r))),
+    ) {
+        let s = Scenario { seed: seed | 1, ttl_ms, timeout_ms, rtt_min_ms: 0, rtt_max_ms, clamp,
+            initial_cap_ms: None, max_extensions: None, failure_percent, rate_limit_percent: 0,
+            isolated_failures: true, derive: true };
+        let trace = run_primary(&s)?;
+        prop_assert!(trace.stop.is_none(), "stopped early: {:?} {:?}", trace, s);
+        prop_assert!(trace.end_us >= HORIZON_US);
+        prop_assert_eq!(trace.lapsed_attempts, 0);
+    }
+
+    /// The same leases WITHOUT derivation and a configured timeout too long for them stop
+    /// (the two-zero guard or a failed window): the derived timeout is what keeps them alive.
+    #[test]
+    fn without_derivation_short_leases_stop(
+        seed in any::<u64>(), rtt_max_ms in 0u64..450, spare in 0u64..5_000,
+    ) {
+        let margin = 1_000u64.max(2 * rtt_max_ms);
+        let ttl_ms = 3 * margin + 1 + rtt_max_ms + spare;
+        // A maximum-lead server cannot grow the lead past ttl: reserve 2 x 10 s + margin > ttl.
+        let s = Scenario { seed: seed | 1, ttl_ms, timeout_ms: 10_000, rtt_min_ms: 0, rtt_max_ms,
+            clamp: Clamp::MaxLead(ttl_ms), initial_cap_ms: None, max_extensions: None,
+            failure_percent: 0, rate_limit_percent: 0, isolated_failures: true, derive: false };
+        let trace = run_primary(&s)?;
+        prop_assert_eq!(trace.stop, Some(StopReason::LeaseShorterThanRetryBudget));
+        let trace = run_primary(&Scenario { derive: true, ..s })?;
+        prop_assert!(trace.stop.is_none(), "{:?}", trace);
+    }
+
+    /// Fallback (no remaining_ttl_ms): the driver derives the timeout from the nominal lease
+    /// (the requested ttl). Against an additive server, with the primed first beat and isolated
+    /// transient failures each charged that whole timeout, a ttl of at least 8 x margin never
+    /// lapses. The bound is wider than the primary path's 3 x margin + 1: a failed fallback
+    /// beat costs its timeout plus a retry delay of up to a whole cadence (floor 1 s), so a
+    /// ttl near the primary minimum erodes when every beat fails once. (Grant caps and
+    /// maximum-lead clamps may lapse on this path: the spec's documented limit.)
+    #[test]
+    fn fallback_with_the_derived_timeout_keeps_an_additive_lease(
+        seed in any::<u64>(), configured_ms in 1_000u64..60_000, rtt_ms in 0u64..450,
+        spare in 0u64..60_000, failure_percent in 0u64..60,
+    ) {
+        let margin = 1_000u64.max(2 * rtt_ms);
+        let ttl_ms = 8 * margin + spare;
+        let mut rng = Rng(seed | 1);
+        let rtt0 = rng.range(0, rtt_ms) * US_PER_MS;
+        let mut server = SimServer { expires_us: rtt0 / 2 + ttl_ms * US_PER_MS, clamp: Clamp::Additive,
+            extensions: 0, max_extensions: None, applied: HashMap::new() };
+        let mut now = rtt0;
+        let mut planner = FallbackPlanner::new(ttl_ms, now, i64::try_from(server.expires_us / US_PER_MS).unwrap());
+        let mut max_rtt = Millis::from_micros_ceil(u128::from(rtt0));
+        let mut decision = planner.first_beat(true);
+        let (mut key, mut last_was_failure) = (0u64, false);
+        while now < HORIZON_US / 3 {
+            let Decision::Extend { delay, key: key_use } = decision else {
+                return Err(TestCaseError::fail(format!("stopped: {decision:?}")));
+            };
+            if key_use == KeyUse::Fresh { key += 1; }
+            let budget = timeout::extend_timeout(Millis::ms(ttl_ms), Some(max_rtt), Millis::ms(configured_ms));
+            prop_assert!(budget.source != cycles_core::timing::TimeoutSource::TooShort);
+            let budget_us = budget.timeout.finite().unwrap() * US_PER_MS;
+            let sent = now + delay.finite().unwrap() * US_PER_MS;
+            let rtt = rng.range(0, rtt_ms) * US_PER_MS;
+            let arrival = sent + rtt / 2;
+            prop_assert!(arrival <= server.expires_us, "fallback lapsed: {} > {}", arrival, server.expires_us);
+            if !last_was_failure && rng.chance(failure_percent) {
+                now = sent + budget_us;
+                decision = planner.on_failure(now, &ExtendFailure::Transient);
+                last_was_failure = true;
+                continue;
+            }
+            last_was_failure = false;
+            now = sent + rtt;
+            max_rtt = max_rtt.max(Millis::from_micros_ceil(u128::from(rtt)));
+            decision = match server.extend(arrival, key, ttl_ms) {
+                Reply::Ok { expires_us, .. } => planner.on_success(now, i64::try_from(expires_us / US_PER_MS).unwrap()),
+                _ => return Err(TestCaseError::fail("the additive server refused an extension")),
+            };
+        }
     }
 }

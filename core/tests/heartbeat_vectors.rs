@@ -4,6 +4,7 @@
 use cycles_core::timing::fallback::{self, FallbackPlanner, FallbackRegime};
 use cycles_core::timing::primary;
 use cycles_core::timing::retry::{self, RetryAfter};
+use cycles_core::timing::timeout::{self, TimeoutSource};
 use cycles_core::timing::{
     Decision, ExtendFailure, KeyUse, Millis, PrimaryPlanner, SignedMillis, StopReason,
 };
@@ -273,4 +274,114 @@ fn fallback_vectors() {
     }
     // The cadence floor is part of the contract too.
     assert_eq!(fallback::MIN_CADENCE_MS, 1000);
+}
+
+#[test]
+fn extend_timeout_vectors() {
+    let doc = vectors();
+    for case in section(&doc, "extend_timeout") {
+        let name = case["name"].as_str().unwrap();
+        let i = &case["input"];
+        let lead = millis(&i["lead_floor_ms"]);
+        let max_rtt = opt_millis(&i["max_rtt_ms"]);
+        let got = timeout::extend_timeout(lead, max_rtt, millis(&i["configured_timeout_ms"]));
+        let e = &case["expect"];
+        let source = match got.source {
+            TimeoutSource::Configured => "configured",
+            TimeoutSource::Derived => "derived",
+            TimeoutSource::TooShort => "too_short",
+        };
+        assert_eq!(source, e["source"].as_str().unwrap(), "{name} source");
+        assert_eq!(source, got.source.name(), "{name}");
+        assert_eq!(got.timeout, millis(&e["timeout_ms"]), "{name} timeout");
+        assert_eq!(
+            got.min_lead_floor,
+            millis(&e["min_lead_floor_ms"]),
+            "{name} min_lead_floor"
+        );
+        assert_eq!(
+            timeout::min_keepable_lead_floor(max_rtt),
+            got.min_lead_floor,
+            "{name}"
+        );
+        assert_eq!(
+            timeout::max_keeping_timeout(lead, max_rtt),
+            opt_millis(&e["max_keeping_timeout_ms"]),
+            "{name} max_keeping_timeout"
+        );
+        assert_eq!(
+            timeout::target_timeout(lead, max_rtt),
+            millis(&e["target_timeout_ms"]),
+            "{name} target_timeout"
+        );
+        assert_eq!(
+            timeout::attempt_cutoff(got.timeout),
+            millis(&e["attempt_cutoff_ms"]),
+            "{name} attempt_cutoff"
+        );
+    }
+}
+
+#[test]
+fn planner_derived_vectors() {
+    let doc = vectors();
+    for case in section(&doc, "planner_derived") {
+        let name = case["name"].as_str().unwrap();
+        let mut planner =
+            PrimaryPlanner::with_derived_timeout(millis(&case["configured_timeout_ms"]));
+        let steps = case["steps"].as_array().unwrap();
+        let expect = case["expect"].as_array().unwrap();
+        assert_eq!(
+            steps.len(),
+            expect.len(),
+            "{name}: one expectation per step"
+        );
+        for (step, want) in steps.iter().zip(expect) {
+            let at = step["at_us"].as_u64().unwrap();
+            let got = match step["event"].as_str().unwrap() {
+                "success" => planner.on_success(
+                    at,
+                    u64_of(&step["remaining_ttl_ms"]),
+                    opt_millis(&step["rtt_ms"]),
+                ),
+                "failure" => planner.on_failure(at, &failure(&step["failure"])),
+                other => panic!("{name}: unknown event {other}"),
+            };
+            check_decision(name, &got, want);
+            assert_eq!(
+                planner.attempt_timeout(),
+                millis(&want["attempt_timeout_ms"]),
+                "{name}: attempt timeout after {step}"
+            );
+        }
+    }
+}
+
+/// A section no test here reads would be silently skipped by this binding.
+#[test]
+fn every_section_is_covered() {
+    let doc = vectors();
+    let mut keys: Vec<&str> = doc
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    assert_eq!(
+        keys,
+        [
+            "about",
+            "extend_timeout",
+            "fallback",
+            "format",
+            "planner",
+            "planner_derived",
+            "retry",
+            "retry_after",
+            "schedule",
+            "version"
+        ],
+        "a new vector section needs a test here"
+    );
 }

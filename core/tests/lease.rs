@@ -567,3 +567,245 @@ async fn futures_join_all<F: std::future::Future<Output = ()> + Send + 'static>(
         h.await.expect("case panicked");
     }
 }
+
+/// A reservation with `ttl_ms` and NO grace period, so a lapse is a hard expiry.
+async fn create_without_grace(
+    client: &CyclesClient,
+    ttl_ms: i64,
+) -> (String, Response<ReservationCreateResponse>) {
+    let mut req = reserve_req(1000);
+    req.ttl_ms = Some(ttl_ms);
+    req.grace_period_ms = Some(0);
+    let res = client.create_reservation(&req).await.expect("reserve");
+    (res.body.reservation_id.clone().expect("live"), res)
+}
+
+#[tokio::test]
+async fn default_timeout_keeps_a_six_second_lease_alive_over_fourteen_seconds() {
+    // The case: the 10 s default timeout alone gives delay 0 for a 6 s lease (one
+    // immediate extension, then a stop, and the lease expires at ~12 s). The derived timeout
+    // (1000 ms, later ~2 s as the additive server grows the lead) beats every few seconds.
+    let server = server_with(Regime::default()).await;
+    let client = Arc::new(CyclesClient::new(Config::new(server.url(), KEY)).expect("client"));
+    assert_eq!(
+        client.config().request_timeout,
+        Duration::from_secs(10),
+        "the default timeout"
+    );
+    let (id, created) = create_without_grace(&client, 6000).await;
+    let (events, seen) = recorder();
+    let hb = Heartbeat::start(
+        client.clone(),
+        &id,
+        &created,
+        HeartbeatConfig {
+            events,
+            ..HeartbeatConfig::new(6000)
+        },
+    );
+    tokio::time::sleep(Duration::from_millis(14_000)).await; // the guarded work
+    let report = hb.finish().await;
+    assert_eq!(report.end, HeartbeatEnd::Finished, "{report:?}");
+    assert!(report.extensions >= 2, "{report:?}");
+    assert_eq!(report.failures, 0, "{report:?}");
+
+    // Server side: every extend succeeded, and each arrived before the expiry then in force
+    // (the create's, then the previous extension's): the lease never lapsed into grace.
+    let requests = extend_requests(&server, &id);
+    assert_eq!(requests.len() as u32, report.extensions);
+    let mut expiry = created.body.expires_at_ms.expect("expires_at_ms");
+    let granted: Vec<i64> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match e {
+            Event::HeartbeatExtended { expires_at_ms, .. } => Some(*expires_at_ms),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(granted.len(), requests.len());
+    for (request, new_expiry) in requests.iter().zip(&granted) {
+        assert_eq!(request.status, Some(200), "{request:?}");
+        assert!(
+            request.received_at_ms <= expiry,
+            "extend arrived at {} after the expiry {expiry}",
+            request.received_at_ms
+        );
+        expiry = *new_expiry;
+    }
+    let detail = client.get_reservation(&id).await.expect("get").body;
+    assert_eq!(detail.status, ReservationStatus::Active, "{detail:?}");
+    assert!(server.now_ms() < detail.expires_at_ms);
+    assert!(seen
+        .lock()
+        .unwrap()
+        .iter()
+        .all(|e| !matches!(e, Event::HeartbeatLeaseTooShort { .. })));
+    client
+        .commit_reservation(&id, &CommitRequest::new(key("c"), usd(900)))
+        .await
+        .expect("commit after 14 s of work on a 6 s lease");
+}
+
+#[tokio::test]
+async fn the_derived_timeout_is_enforced_on_the_extend_attempt() {
+    // The first extension is applied but answered only after 2.5 s. The configured 10 s timeout
+    // would wait for it; the derived 1000 ms budget cuts the attempt off (at 900 ms), and the
+    // same-key retry fits the reserve, replaying the one application.
+    let server = server_with(Regime::default()).await;
+    server.add_fault(fault(
+        Operation::ExtendReservation,
+        Fault::DelayAfterApply { ms: 2500 },
+    ));
+    let client = client_with_timeout(&server, 10_000);
+    let (id, created) = create_without_grace(&client, 6000).await;
+    let (events, seen) = recorder();
+    let hb = Heartbeat::start(
+        client.clone(),
+        &id,
+        &created,
+        HeartbeatConfig {
+            events,
+            ..HeartbeatConfig::new(6000)
+        },
+    );
+    eventually("a successful retry after the cut-off", || {
+        seen.lock()
+            .unwrap()
+            .iter()
+            .any(|e| matches!(e, Event::HeartbeatExtended { .. }))
+    })
+    .await;
+    let report = hb.finish().await;
+    let requests = extend_requests(&server, &id);
+    assert!(requests.len() >= 2, "{requests:?}");
+    assert_eq!(requests[0].idempotency_key, requests[1].idempotency_key);
+    let gap_ms = (requests[1].received_mono_us - requests[0].received_mono_us) / 1000;
+    assert!(
+        (900..2000).contains(&gap_ms),
+        "the retry came {gap_ms} ms after the first attempt: not cut off at the derived timeout"
+    );
+    let failure = seen.lock().unwrap().iter().find_map(|e| match e {
+        Event::HeartbeatFailed {
+            error_kind,
+            disposition,
+            ..
+        } => Some((*error_kind, disposition.clone())),
+        _ => None,
+    });
+    assert!(
+        matches!(
+            failure,
+            Some(("TRANSPORT_TIMEOUT", Disposition::RetryAfter { .. }))
+        ),
+        "{failure:?}"
+    );
+    let applied = server
+        .ledger()
+        .into_iter()
+        .filter(|e| e.kind == "extend")
+        .count();
+    assert_eq!(
+        applied as u32, report.extensions,
+        "applied once per extension"
+    );
+    client
+        .commit_reservation(&id, &CommitRequest::new(key("c"), usd(1)))
+        .await
+        .expect("alive");
+}
+
+#[tokio::test]
+async fn a_lease_too_short_to_keep_alive_is_reported_when_the_heartbeat_starts() {
+    // A 2 s lease: even the 1000 ms floor needs 3001 ms of lead. The warning comes at start,
+    // before any extension, naming the smallest ttl that would work.
+    let server = server_with(Regime {
+        extend: cycles_local_server::ExtendClamp::MaxLead { max_lead_ms: 2000 },
+        ..Regime::default()
+    })
+    .await;
+    let client = client_with_timeout(&server, 10_000);
+    let (id, created) = create(&client, 2000).await;
+    let (events, seen) = recorder();
+    let hb = Heartbeat::start(
+        client.clone(),
+        &id,
+        &created,
+        HeartbeatConfig {
+            events,
+            ..HeartbeatConfig::new(2000)
+        },
+    );
+    eventually("the heartbeat stops", || {
+        seen.lock()
+            .unwrap()
+            .iter()
+            .any(|e| matches!(e, Event::HeartbeatEnded { .. }))
+    })
+    .await;
+    let report = hb.finish().await;
+    assert_eq!(
+        report.end,
+        HeartbeatEnd::Stopped(StopReason::LeaseShorterThanRetryBudget)
+    );
+    let events = seen.lock().unwrap();
+    let Some(Event::HeartbeatLeaseTooShort {
+        reservation_id,
+        lead_floor,
+        min_ttl,
+        timeout,
+        working_timeout,
+        path,
+    }) = events.first()
+    else {
+        panic!("the first event is the warning: {events:?}");
+    };
+    assert_eq!(reservation_id, &id);
+    assert_eq!(*path, HeartbeatPath::Primary);
+    assert_eq!(*timeout, Millis::ms(1000));
+    assert_eq!(*working_timeout, None);
+    let rtt = created.timing.rtt();
+    let rtt_ms = u64::try_from(rtt.as_micros().div_ceil(1000)).unwrap();
+    assert_eq!(*min_ttl, Millis::ms(3001 + rtt_ms));
+    assert!(*lead_floor <= Millis::ms(2000));
+    let json = events[0].to_json();
+    assert_eq!(json["kind"], "heartbeat_lease_too_short");
+    assert_eq!(json["level"], "warning");
+    assert!(json["message"]
+        .as_str()
+        .unwrap()
+        .contains(&format!("ttl_ms >= {}", 3001 + rtt_ms)));
+}
+
+#[tokio::test]
+async fn without_derivation_the_warning_names_a_timeout_that_would_work() {
+    let server = server_with(Regime::default()).await;
+    let client = client_with_timeout(&server, 10_000);
+    let (id, created) = create(&client, 6000).await;
+    let (events, seen) = recorder();
+    let hb = Heartbeat::start(
+        client.clone(),
+        &id,
+        &created,
+        HeartbeatConfig {
+            events,
+            derive_timeout: false,
+            ..HeartbeatConfig::new(6000)
+        },
+    );
+    eventually("the warning", || !seen.lock().unwrap().is_empty()).await;
+    hb.finish().await;
+    let events = seen.lock().unwrap();
+    assert!(
+        matches!(
+            events.first(),
+            Some(Event::HeartbeatLeaseTooShort {
+                timeout,
+                working_timeout: Some(working),
+                ..
+            }) if *timeout == Millis::ms(10_000) && *working == Millis::ms(1000)
+        ),
+        "{events:?}"
+    );
+    let _ = id;
+}

@@ -48,6 +48,10 @@ __all__ = [
     "classify_grant",
     "cadence",
     "delay_with_skips",
+    "ExtendTimeout",
+    "extend_timeout",
+    "min_lead_floor",
+    "attempt_cutoff",
     "PrimaryPlanner",
     "FallbackPlanner",
 ]
@@ -80,6 +84,23 @@ class Schedule:
     safety_margin_ms: Millis
     retry_reserve_ms: Millis
     next_delay_ms: Millis
+
+
+@dataclass(frozen=True)
+class ExtendTimeout:
+    """The enforced per-extend timeout for a lead (see :func:`extend_timeout`).
+
+    ``source`` is ``"configured"`` (the configured timeout already gives a positive delay),
+    ``"derived"`` (a shorter one derived from the lease) or ``"too_short"`` (no timeout keeps
+    this lead alive: ``timeout_ms`` is the floor, and ``min_lead_floor_ms`` the lead that
+    would be needed)."""
+
+    timeout_ms: Millis
+    source: Literal["configured", "derived", "too_short"]
+    min_lead_floor_ms: Millis
+    max_keeping_timeout_ms: Millis | None
+    target_timeout_ms: Millis
+    attempt_cutoff_ms: Millis
 
 
 @dataclass(frozen=True)
@@ -261,12 +282,42 @@ def delay_with_skips(lead_min_now_ms: int, last_grant_ms: int, cadence_ms: Milli
     return _native.delay_with_skips(lead_min_now_ms, last_grant_ms, cadence_ms)
 
 
+def extend_timeout(
+    lead_floor_ms: Millis, max_rtt_ms: Millis | None, configured_timeout_ms: Millis
+) -> ExtendTimeout:
+    """The enforced per-extend timeout for a lead: the configured one while it gives a positive
+    delay, else one derived from the lease (about half the lead before the next beat, at least
+    ``max(1000, 2 x max rtt)``, never above the configured one). ``math.inf`` configured means
+    no configured bound."""
+    return ExtendTimeout(**_native.extend_timeout(lead_floor_ms, max_rtt_ms, configured_timeout_ms))
+
+
+def min_lead_floor(timeout_ms: Millis, max_rtt_ms: Millis | None) -> Millis:
+    """The smallest ``lead_floor`` that gives a positive delay with ``timeout_ms``
+    (``2 x attempt_budget + safety_margin + 1``)."""
+    return _native.min_lead_floor(timeout_ms, max_rtt_ms)
+
+
+def attempt_cutoff(timeout_ms: Millis) -> Millis:
+    """Where an extend attempt with budget ``timeout_ms`` is cut off:
+    ``timeout - min(timeout // 10, 100)`` (failure detection stays inside the budget)."""
+    return _native.attempt_cutoff(timeout_ms)
+
+
 class PrimaryPlanner:
     """The normative heartbeat state machine for one lease. Feed it every create/extend
-    outcome in order; it answers with the next :data:`Decision`."""
+    outcome in order; it answers with the next :data:`Decision`. With ``derive_timeout`` it
+    derives the enforced per-extend timeout from each response (:func:`extend_timeout`);
+    :attr:`attempt_timeout_ms` is the timeout the next attempt must be cut off within."""
 
-    def __init__(self, request_timeout_ms: Millis) -> None:
-        self._p = _native.PrimaryPlanner(request_timeout_ms)
+    def __init__(self, request_timeout_ms: Millis, derive_timeout: bool = False) -> None:
+        self._p = _native.PrimaryPlanner(request_timeout_ms, derive_timeout)
+
+    @property
+    def attempt_timeout_ms(self) -> Millis:
+        """The enforced timeout of the next extend attempt (the spec's
+        ``request_timeout_budget``)."""
+        return self._p.attempt_timeout_ms
 
     def on_success(
         self, received_us: int, remaining_ttl_ms: int, rtt_ms: Millis | None

@@ -159,7 +159,36 @@ def test_fallback(case: dict[str, Any]) -> None:
         assert planner.lead_min_ms(last_at) == e["final_lead_min_ms"]
 
 
+@pytest.mark.parametrize("case", section("extend_timeout"), ids=ids(section("extend_timeout")))
+def test_extend_timeout(case: dict[str, Any]) -> None:
+    i, e = case["input"], case["expect"]
+    got = timing.extend_timeout(
+        num(i["lead_floor_ms"]), num(i["max_rtt_ms"]), num(i["configured_timeout_ms"])
+    )
+    assert got.source == e["source"], case["name"]
+    for key in ("timeout_ms", "min_lead_floor_ms", "max_keeping_timeout_ms",
+                "target_timeout_ms", "attempt_cutoff_ms"):  # fmt: skip
+        assert same(getattr(got, key), num(e[key])), f"{case['name']} {key}: {got}"
+    assert same(timing.attempt_cutoff(got.timeout_ms), num(e["attempt_cutoff_ms"]))
+    assert same(timing.min_lead_floor(0, num(i["max_rtt_ms"])), num(e["min_lead_floor_ms"]))
+
+
+@pytest.mark.parametrize("case", section("planner_derived"), ids=ids(section("planner_derived")))
+def test_planner_derived(case: dict[str, Any]) -> None:
+    planner = timing.PrimaryPlanner(num(case["configured_timeout_ms"]), derive_timeout=True)
+    assert len(case["steps"]) == len(case["expect"])
+    for step, want in zip(case["steps"], case["expect"], strict=True):
+        if step["event"] == "success":
+            got = planner.on_success(
+                step["at_us"], num(step["remaining_ttl_ms"]), num(step["rtt_ms"])
+            )
+        else:
+            got = planner.on_failure(step["at_us"], failure(step["failure"]))
+        check_decision(case["name"], got, want)
+        assert same(planner.attempt_timeout_ms, num(want["attempt_timeout_ms"])), case["name"]
+
+
 def test_every_section_is_covered() -> None:
     known = {"format", "version", "about", "schedule", "retry_after", "retry", "planner",
-             "fallback"}  # fmt: skip
+             "fallback", "extend_timeout", "planner_derived"}  # fmt: skip
     assert set(DOC) == known, "a new vector section needs a test here"

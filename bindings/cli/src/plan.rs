@@ -2,6 +2,7 @@
 //! with its arithmetic, and optionally the decisions after scripted extend failures.
 
 use clap::Args;
+use cycles_core::timing::timeout::{self, TimeoutSource};
 use cycles_core::timing::{
     primary, Decision, ExtendFailure, KeyUse, Millis, PrimaryPlanner, RetryAfter,
 };
@@ -12,13 +13,19 @@ pub struct PlanArgs {
     /// `remaining_ttl_ms` from the create or extend response.
     #[arg(long)]
     remaining_ttl_ms: u64,
-    /// Enforced per-attempt timeout; omit for an unknown/unbounded timeout (infinite budget).
+    /// Configured request timeout; omit for none (unbounded). Unless --no-derive, the
+    /// heartbeat enforces a shorter one derived from the lease when this one leaves no
+    /// positive delay, as the SDK's lease driver does.
     #[arg(long)]
     timeout_ms: Option<u64>,
+    /// Use the configured timeout as is (the spec's plain arithmetic; an omitted timeout is
+    /// then an infinite budget).
+    #[arg(long)]
+    no_derive: bool,
     /// Round trip of the attempt that produced the response; omit when timing is unreliable.
     #[arg(long)]
     rtt_ms: Option<u64>,
-    /// Maximum rtt observed over the lease's life (defaults to --rtt-ms).
+    /// Maximum rtt observed over the lease's life; --rtt-ms is folded in (it was observed).
     #[arg(long)]
     max_rtt_ms: Option<u64>,
     /// Script an extend failure at this many ms after the response: `transient@T`,
@@ -79,16 +86,35 @@ fn json_millis(m: Millis) -> serde_json::Value {
 
 /// Computes and prints the plan.
 pub async fn run(args: PlanArgs) -> Result<(), String> {
-    let timeout = args.timeout_ms.map_or(Millis::Infinite, Millis::ms);
+    let configured = args.timeout_ms.map_or(Millis::Infinite, Millis::ms);
     let rtt = args.rtt_ms.map(Millis::ms);
-    let max_rtt = args.max_rtt_ms.map(Millis::ms).or(rtt);
+    // The current attempt's rtt is an observed rtt too: the maximum includes it (the planner
+    // folds it in the same way, so the printed arithmetic and the decision agree).
+    let max_rtt = match (args.max_rtt_ms.map(Millis::ms), rtt) {
+        (Some(m), Some(r)) => Some(m.max(r)),
+        (m, r) => m.or(r),
+    };
+    // The enforced timeout: derived from the lead unless --no-derive (or timing is unknown).
+    let choice = (!args.no_derive && rtt.is_some()).then(|| {
+        timeout::extend_timeout(
+            primary::lead_floor(args.remaining_ttl_ms, rtt),
+            max_rtt,
+            configured,
+        )
+    });
+    let timeout = choice.map_or(configured, |c| c.timeout);
     let s = primary::schedule(args.remaining_ttl_ms, rtt, max_rtt, timeout);
     // The planner replays the same numbers and then the scripted failures.
-    let mut planner = PrimaryPlanner::new(timeout);
+    let mut planner = if args.no_derive {
+        PrimaryPlanner::new(configured)
+    } else {
+        PrimaryPlanner::with_derived_timeout(configured)
+    };
     if let Some(m) = max_rtt {
         planner.observe_rtt(m);
     }
     let first = planner.on_success(0, args.remaining_ttl_ms, rtt);
+    debug_assert_eq!(planner.attempt_timeout(), timeout);
     let mut steps = Vec::new();
     for text in &args.failures {
         if matches!(steps.last(), Some((_, _, Decision::Stop(_)))) {
@@ -103,6 +129,10 @@ pub async fn run(args: PlanArgs) -> Result<(), String> {
     }
     if args.json {
         let out = serde_json::json!({
+            "configured_timeout_ms": json_millis(configured),
+            "timeout_ms": json_millis(timeout),
+            "timeout_source": choice.map_or("configured", |c| c.source.name()),
+            "min_lead_floor_ms": json_millis(timeout::min_keepable_lead_floor(max_rtt)),
             "lead_floor_ms": json_millis(s.lead_floor),
             "attempt_budget_ms": json_millis(s.attempt_budget),
             "safety_margin_ms": json_millis(s.safety_margin),
@@ -127,7 +157,20 @@ pub async fn run(args: PlanArgs) -> Result<(), String> {
     println!("  remaining_ttl_ms  {}", args.remaining_ttl_ms);
     println!("  rtt               {}", show(rtt));
     println!("  max observed rtt  {}", show(max_rtt));
-    println!("  request timeout   {timeout}");
+    println!("  request timeout   {configured} (configured)");
+    match choice {
+        Some(c) if c.source == TimeoutSource::Derived => println!(
+            "  extend timeout    {timeout} (derived from the lease: the configured timeout gives \
+             no positive delay; cut off at {})",
+            timeout::attempt_cutoff(timeout)
+        ),
+        Some(c) if c.source == TimeoutSource::TooShort => println!(
+            "  extend timeout    {timeout} (the floor: no timeout keeps this lease alive; it \
+             needs lead_floor >= {})",
+            c.min_lead_floor
+        ),
+        _ => {}
+    }
     match rtt {
         Some(r) => println!(
             "  lead_floor      = max(0, {} - {}) = {}",

@@ -95,6 +95,71 @@ fn plan_prints_the_spec_worked_example() {
 }
 
 #[test]
+fn plan_folds_the_current_rtt_into_the_maximum() {
+    // The issue: --rtt-ms 5000 --max-rtt-ms 100 printed next_delay 52000 but "extend after
+    // 25000": the printed arithmetic must use the same maximum as the decision.
+    let out = cycles()
+        .args([
+            "plan",
+            "--remaining-ttl-ms",
+            "60000",
+            "--timeout-ms",
+            "10000",
+        ])
+        .args(["--rtt-ms", "5000", "--max-rtt-ms", "100", "--json"])
+        .output()
+        .expect("run plan");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON output");
+    assert_eq!(json["safety_margin_ms"], 10_000);
+    assert_eq!(json["next_delay_ms"], 25_000);
+    assert_eq!(
+        json["decision"],
+        "extend after 25000 ms with a fresh idempotency key"
+    );
+}
+
+#[test]
+fn plan_shows_the_derived_timeout() {
+    let run = |extra: &[&str]| {
+        let out = cycles()
+            .args([
+                "plan",
+                "--remaining-ttl-ms",
+                "6000",
+                "--timeout-ms",
+                "10000",
+            ])
+            .args(["--rtt-ms", "10"])
+            .args(extra)
+            .output()
+            .expect("run plan");
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let text = run(&[]);
+    assert!(
+        text.contains("extend timeout    1000 ms (derived from the lease"),
+        "{text}"
+    );
+    assert!(text.contains("= 2990 ms after response receipt"), "{text}");
+    let json: serde_json::Value = serde_json::from_str(&run(&["--json"])).unwrap();
+    assert_eq!(json["timeout_source"], "derived");
+    assert_eq!(json["timeout_ms"], 1000);
+    assert_eq!(json["next_delay_ms"], 2990);
+    // --no-derive: the spec's plain arithmetic with the configured timeout.
+    let json: serde_json::Value = serde_json::from_str(&run(&["--json", "--no-derive"])).unwrap();
+    assert_eq!(json["timeout_ms"], 10_000);
+    assert_eq!(json["next_delay_ms"], 0);
+    // Too short for any timeout: the floor and the lead that would be needed.
+    let out = cycles()
+        .args(["plan", "--remaining-ttl-ms", "2000", "--rtt-ms", "10"])
+        .output()
+        .expect("run plan");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("needs lead_floor >= 3001 ms"), "{text}");
+}
+
+#[test]
 fn serve_prints_its_url_and_serves_the_seeded_tenant() {
     let mut child = cycles()
         .args([

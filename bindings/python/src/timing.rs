@@ -9,6 +9,7 @@ use std::sync::Mutex;
 use cycles_core::timing::fallback::{self, FallbackPlanner, FallbackRegime};
 use cycles_core::timing::primary;
 use cycles_core::timing::retry::{self, RetryAfter};
+use cycles_core::timing::timeout;
 use cycles_core::timing::{Decision, ExtendFailure, KeyUse, Millis, SignedMillis, StopReason};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
@@ -408,6 +409,74 @@ fn delay_with_skips(
     })
 }
 
+/// `timeout::extend_timeout` as a dict: `timeout_ms`, `source` (`configured`, `derived`,
+/// `too_short`), `min_lead_floor_ms`, plus `max_keeping_timeout_ms` (None when no timeout
+/// keeps the lead alive), `target_timeout_ms` and `attempt_cutoff_ms`.
+#[pyfunction]
+#[pyo3(signature = (lead_floor_ms, max_rtt_ms, configured_timeout_ms))]
+fn extend_timeout<'py>(
+    py: Python<'py>,
+    lead_floor_ms: &Bound<'py, PyAny>,
+    max_rtt_ms: Option<&Bound<'py, PyAny>>,
+    configured_timeout_ms: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyDict>> {
+    guard(|| {
+        let lead = millis_in(lead_floor_ms, "lead_floor_ms")?;
+        let max_rtt = opt_millis_in(max_rtt_ms, "max_rtt_ms")?;
+        let configured = millis_in(configured_timeout_ms, "configured_timeout_ms")?;
+        let t = timeout::extend_timeout(lead, max_rtt, configured);
+        let d = PyDict::new(py);
+        d.set_item("timeout_ms", millis_out(py, t.timeout)?)?;
+        d.set_item("source", t.source.name())?;
+        d.set_item("min_lead_floor_ms", millis_out(py, t.min_lead_floor)?)?;
+        d.set_item(
+            "max_keeping_timeout_ms",
+            timeout::max_keeping_timeout(lead, max_rtt)
+                .map(|m| millis_out(py, m))
+                .transpose()?,
+        )?;
+        d.set_item(
+            "target_timeout_ms",
+            millis_out(py, timeout::target_timeout(lead, max_rtt))?,
+        )?;
+        d.set_item(
+            "attempt_cutoff_ms",
+            millis_out(py, timeout::attempt_cutoff(t.timeout))?,
+        )?;
+        Ok(d)
+    })
+}
+
+/// `timeout::min_lead_floor`: the smallest lead a given timeout keeps alive.
+#[pyfunction]
+#[pyo3(signature = (timeout_ms, max_rtt_ms))]
+fn min_lead_floor(
+    py: Python<'_>,
+    timeout_ms: &Bound<'_, PyAny>,
+    max_rtt_ms: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    guard(|| {
+        millis_out(
+            py,
+            timeout::min_lead_floor(
+                millis_in(timeout_ms, "timeout_ms")?,
+                opt_millis_in(max_rtt_ms, "max_rtt_ms")?,
+            ),
+        )
+    })
+}
+
+/// `timeout::attempt_cutoff`: where an attempt with this budget is cut off.
+#[pyfunction]
+fn attempt_cutoff(py: Python<'_>, timeout_ms: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    guard(|| {
+        millis_out(
+            py,
+            timeout::attempt_cutoff(millis_in(timeout_ms, "timeout_ms")?),
+        )
+    })
+}
+
 /// `(elapsed_ms, current_lead_estimate_ms, retry_window_ms)`.
 type Triple = (Py<PyAny>, Py<PyAny>, Py<PyAny>);
 
@@ -424,15 +493,25 @@ pub struct PyPrimaryPlanner {
 #[pymethods]
 impl PyPrimaryPlanner {
     #[new]
-    fn new(request_timeout_ms: &Bound<'_, PyAny>) -> PyResult<Self> {
+    #[pyo3(signature = (request_timeout_ms, derive_timeout=false))]
+    fn new(request_timeout_ms: &Bound<'_, PyAny>, derive_timeout: bool) -> PyResult<Self> {
         guard(|| {
+            let t = millis_in(request_timeout_ms, "request_timeout_ms")?;
+            let p = if derive_timeout {
+                cycles_core::timing::PrimaryPlanner::with_derived_timeout(t)
+            } else {
+                cycles_core::timing::PrimaryPlanner::new(t)
+            };
             Ok(PyPrimaryPlanner {
-                inner: Mutex::new(cycles_core::timing::PrimaryPlanner::new(millis_in(
-                    request_timeout_ms,
-                    "request_timeout_ms",
-                )?)),
+                inner: Mutex::new(p),
             })
         })
+    }
+
+    /// The enforced timeout the next extend attempt must use.
+    #[getter]
+    fn attempt_timeout_ms(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        guard(|| millis_out(py, lock(&self.inner).attempt_timeout()))
     }
 
     #[pyo3(signature = (received_us, remaining_ttl_ms, rtt_ms))]
@@ -586,6 +665,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(classify_grant, m)?)?;
     m.add_function(wrap_pyfunction!(cadence, m)?)?;
     m.add_function(wrap_pyfunction!(delay_with_skips, m)?)?;
+    m.add_function(wrap_pyfunction!(extend_timeout, m)?)?;
+    m.add_function(wrap_pyfunction!(min_lead_floor, m)?)?;
+    m.add_function(wrap_pyfunction!(attempt_cutoff, m)?)?;
     m.add_class::<PyPrimaryPlanner>()?;
     m.add_class::<PyFallbackPlanner>()?;
     Ok(())

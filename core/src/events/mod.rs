@@ -90,6 +90,27 @@ pub enum Event {
         /// Retry with the same key after a delay, or stopped and why.
         disposition: Disposition,
     },
+    /// Emitted when a heartbeat starts: the lease as created cannot be kept alive by the safe
+    /// schedule (its lead is below the smallest retry reserve, or below the configured
+    /// timeout's when derivation is off). The heartbeat still makes its one immediate
+    /// extension (an additive server may grant enough lead), but the work should not rely on it.
+    HeartbeatLeaseTooShort {
+        /// The reservation.
+        reservation_id: String,
+        /// The lead the create response established (primary: `remaining_ttl_ms − rtt`;
+        /// fallback: the requested ttl).
+        lead_floor: Millis,
+        /// The smallest `ttl_ms` (as the server's `remaining_ttl_ms`) that could be kept alive
+        /// with the timeout the heartbeat may use.
+        min_ttl: Millis,
+        /// The enforced extend timeout the heartbeat uses.
+        timeout: Millis,
+        /// A request timeout that would keep THIS lease alive, when one exists (only when
+        /// timeout derivation is turned off).
+        working_timeout: Option<Millis>,
+        /// Algorithm in use.
+        path: HeartbeatPath,
+    },
     /// The heartbeat ended.
     HeartbeatEnded {
         /// The reservation.
@@ -170,6 +191,7 @@ impl Event {
         match self {
             Event::HeartbeatExtended { reservation_id, .. }
             | Event::HeartbeatFailed { reservation_id, .. }
+            | Event::HeartbeatLeaseTooShort { reservation_id, .. }
             | Event::HeartbeatEnded { reservation_id, .. }
             | Event::SettlementSettled { reservation_id, .. }
             | Event::SettlementAttemptFailed { reservation_id, .. }
@@ -202,6 +224,17 @@ impl fmt::Display for Event {
                     "heartbeat failure on {reservation_id}: {error_kind}: {error}; stopped: {reason:?}"
                 ),
             },
+            Event::HeartbeatLeaseTooShort { reservation_id, lead_floor, min_ttl, timeout, working_timeout, .. } => {
+                write!(
+                    f,
+                    "the lease of {reservation_id} cannot be kept alive: its lead {lead_floor} is below the retry reserve of a {timeout} extend timeout; reserve with ttl_ms >= {}",
+                    min_ttl.finite().map_or("(none: the rtt is too large)".to_string(), |v| v.to_string())
+                )?;
+                match working_timeout {
+                    Some(t) => write!(f, " or use a request timeout of {t}"),
+                    None => Ok(()),
+                }
+            }
             Event::HeartbeatEnded { reservation_id, end, extensions } => {
                 write!(f, "heartbeat ended for {reservation_id} after {extensions} extension(s): {end:?}")
             }
@@ -290,6 +323,7 @@ impl EventSink {
         match &event {
             Event::HeartbeatExtended { .. }
             | Event::HeartbeatFailed { .. }
+            | Event::HeartbeatLeaseTooShort { .. }
             | Event::HeartbeatEnded { .. } => at!("cycles::heartbeat"),
             Event::SettlementSettled { .. }
             | Event::SettlementAttemptFailed { .. }

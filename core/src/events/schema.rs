@@ -6,7 +6,7 @@
 use serde_json::{json, Map, Value};
 
 use super::{Disposition, Event, HeartbeatEnd, HeartbeatPath, SettleDisposition};
-use crate::timing::{RetryAfter, SignedMillis, StopReason};
+use crate::timing::{Millis, RetryAfter, SignedMillis, StopReason};
 
 /// How important an event is; bindings map it to the host's log levels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -76,6 +76,13 @@ fn stop_detail(reason: &StopReason) -> Map<String, Value> {
     }
 }
 
+fn path_name(path: HeartbeatPath) -> &'static str {
+    match path {
+        HeartbeatPath::Primary => "primary",
+        HeartbeatPath::Fallback => "fallback",
+    }
+}
+
 fn stopped(reason: &StopReason) -> Value {
     json!({"disposition": "stopped", "stop_reason": reason.name(), "stop_detail": stop_detail(reason)})
 }
@@ -86,6 +93,7 @@ impl Event {
         match self {
             Event::HeartbeatExtended { .. } => "heartbeat_extended",
             Event::HeartbeatFailed { .. } => "heartbeat_failed",
+            Event::HeartbeatLeaseTooShort { .. } => "heartbeat_lease_too_short",
             Event::HeartbeatEnded { .. } => "heartbeat_ended",
             Event::SettlementSettled { .. } => "settlement_settled",
             Event::SettlementAttemptFailed { .. } => "settlement_attempt_failed",
@@ -105,7 +113,7 @@ impl Event {
                 disposition: Disposition::Stopped(_),
                 ..
             } => Level::Error,
-            Event::HeartbeatFailed { .. } => Level::Warning,
+            Event::HeartbeatFailed { .. } | Event::HeartbeatLeaseTooShort { .. } => Level::Warning,
             Event::HeartbeatEnded {
                 end: HeartbeatEnd::Finished,
                 ..
@@ -134,7 +142,7 @@ impl Event {
             } => json!({
                 "expires_at_ms": expires_at_ms, "remaining_ttl_ms": remaining_ttl_ms,
                 "next_delay_ms": next_delay.finite(),
-                "path": match path { HeartbeatPath::Primary => "primary", HeartbeatPath::Fallback => "fallback" },
+                "path": path_name(*path),
             }),
             Event::HeartbeatFailed {
                 error_kind,
@@ -152,6 +160,19 @@ impl Event {
                 v["error"] = json!(error);
                 v
             }
+            Event::HeartbeatLeaseTooShort {
+                lead_floor,
+                min_ttl,
+                timeout,
+                working_timeout,
+                path,
+                ..
+            } => json!({
+                "lead_floor_ms": lead_floor.finite(), "min_ttl_ms": min_ttl.finite(),
+                "timeout_ms": timeout.finite(),
+                "working_timeout_ms": working_timeout.and_then(Millis::finite),
+                "path": path_name(*path),
+            }),
             Event::HeartbeatEnded {
                 end, extensions, ..
             } => {

@@ -7,7 +7,11 @@ use std::time::Duration;
 use super::{classify, clock, CancellationToken, FailurePolicy, HeartbeatConfig, LeaseReport};
 use crate::events::{Disposition, Event, HeartbeatEnd, HeartbeatPath};
 use crate::model::ReservationExtendRequest;
-use crate::timing::{Decision, ExtendFailure, FallbackPlanner, KeyUse, Millis, PrimaryPlanner};
+use crate::timing::timeout::{self, TooShort};
+use crate::timing::{
+    primary, Decision, ExtendFailure, FallbackPlanner, FallbackRegime, KeyUse, Millis,
+    PrimaryPlanner,
+};
 use crate::transport::CyclesClient;
 
 /// Everything the task needs, moved into it.
@@ -37,12 +41,46 @@ impl Planner {
         }
     }
 
+    /// The enforced timeout of the next extend attempt. Primary: the planner's (derived from
+    /// the last response's lead). Fallback (non-normative, no lead is known): derived the same
+    /// way from the nominal lease, the requested ttl or a smaller measured grant.
+    fn attempt_timeout(&self, configured: Millis, max_rtt: Option<Millis>, derive: bool) -> Millis {
+        match self {
+            Planner::Primary(p) => p.attempt_timeout(),
+            Planner::Fallback(_) if !derive => configured,
+            Planner::Fallback(p) => {
+                timeout::extend_timeout(fallback_nominal_lease(p), max_rtt, configured).timeout
+            }
+        }
+    }
+
     fn on_failure(&mut self, now_us: u64, failure: &ExtendFailure) -> Decision {
         match self {
             Planner::Primary(p) => p.on_failure(now_us, failure),
             Planner::Fallback(p) => p.on_failure(now_us, failure),
         }
     }
+}
+
+/// The fallback's stand-in for a lead: the requested ttl, or the measured grant when the server
+/// caps grants below it (the lease really is that short then).
+fn fallback_nominal_lease(p: &FallbackPlanner) -> Millis {
+    let ttl = p.requested_ttl_ms();
+    match (p.regime(), p.last_grant_ms()) {
+        (FallbackRegime::GrantClamped, Some(grant)) if grant > 0 => {
+            Millis::ms(ttl.min(grant.unsigned_abs()))
+        }
+        _ => Millis::ms(ttl),
+    }
+}
+
+/// The enforced timeout as a `Duration` (an infinite one never happens with a finite
+/// configured timeout; the transport caps it at the configured one anyway).
+fn as_duration(timeout: Millis, configured: Duration) -> Duration {
+    timeout
+        .finite()
+        .map_or(configured, Duration::from_millis)
+        .min(configured)
 }
 
 fn rtt_millis(rtt: Duration) -> Millis {
@@ -79,16 +117,23 @@ pub(super) async fn run(lease: Lease) {
         report,
     } = lease;
     let ttl_ms = u64::try_from(config.extend_by_ms).unwrap_or(0);
-    let timeout = Millis::from_micros_ceil(client.config().request_timeout.as_micros());
-    let (mut planner, mut decision) = match created_remaining_ttl_ms {
+    let configured_duration = client.config().request_timeout;
+    let configured = Millis::from_micros_ceil(configured_duration.as_micros());
+    let created_rtt = rtt_millis(created_rtt);
+    // Every reliable rtt of this lease, for the fallback's timeout (the primary planner keeps
+    // its own).
+    let mut max_rtt = created_rtt;
+    let (mut planner, mut decision, start_lead) = match created_remaining_ttl_ms {
         Some(remaining) => {
-            let mut p = PrimaryPlanner::new(timeout);
-            let d = p.on_success(
-                created_received_us,
-                u64::try_from(remaining).unwrap_or(0),
-                Some(rtt_millis(created_rtt)),
-            );
-            (Planner::Primary(p), d)
+            let remaining = u64::try_from(remaining).unwrap_or(0);
+            let mut p = if config.derive_timeout {
+                PrimaryPlanner::with_derived_timeout(configured)
+            } else {
+                PrimaryPlanner::new(configured)
+            };
+            let d = p.on_success(created_received_us, remaining, Some(created_rtt));
+            let lead = primary::lead_floor(remaining, Some(created_rtt));
+            (Planner::Primary(p), d, lead)
         }
         None => {
             let p = FallbackPlanner::new(
@@ -97,9 +142,36 @@ pub(super) async fn run(lease: Lease) {
                 created_expires_at_ms.unwrap_or(0),
             );
             let d = p.first_beat(config.prime_fallback);
-            (Planner::Fallback(p), d)
+            // No lead is known: judge the nominal lease, losing nothing to transit.
+            (Planner::Fallback(p), d, Millis::ms(ttl_ms))
         }
     };
+    // Said once, when the reservation is made: a lease no enforced timeout can keep alive.
+    let transit = match planner {
+        Planner::Primary(_) => created_rtt,
+        Planner::Fallback(_) => Millis::ZERO,
+    };
+    if let Some(TooShort {
+        lead_floor,
+        min_ttl,
+        timeout,
+        working_timeout,
+    }) = timeout::too_short_at_start(
+        start_lead,
+        transit,
+        Some(max_rtt),
+        configured,
+        config.derive_timeout,
+    ) {
+        config.events.emit(Event::HeartbeatLeaseTooShort {
+            reservation_id: reservation_id.clone(),
+            lead_floor,
+            min_ttl,
+            timeout,
+            working_timeout,
+            path: planner.path(),
+        });
+    }
     let mut anchor_us = created_received_us;
     let mut key = String::new();
     let mut extensions = 0u32;
@@ -118,8 +190,13 @@ pub(super) async fn run(lease: Lease) {
             key = fresh_key();
         }
         let request = ReservationExtendRequest::new(key.clone(), config.extend_by_ms);
+        // The timeout the schedule counted bounds this attempt, failure detection included:
+        // the cut-off is armed a little earlier so a late timer stays within it.
+        let budget = planner.attempt_timeout(configured, Some(max_rtt), config.derive_timeout);
+        let timeout = as_duration(timeout::attempt_cutoff(budget), configured_duration);
         // Boxed so an idle lease's task stays small; only in-flight attempts hold the future.
-        let attempt = Box::pin(client.extend_reservation(&reservation_id, &request));
+        let attempt =
+            Box::pin(client.extend_reservation_within(&reservation_id, &request, timeout));
         let result = tokio::select! {
             _ = stop.cancelled() => break HeartbeatEnd::Finished,
             r = attempt => r,
@@ -129,6 +206,7 @@ pub(super) async fn run(lease: Lease) {
                 extensions += 1;
                 let received_us = clock::micros(response.timing.received);
                 anchor_us = received_us;
+                max_rtt = max_rtt.max(rtt_millis(response.timing.rtt()));
                 let body = &response.body;
                 decision = match (&mut planner, body.remaining_ttl_ms) {
                     (Planner::Primary(p), Some(remaining)) => p.on_success(

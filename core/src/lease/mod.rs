@@ -54,18 +54,25 @@ pub struct HeartbeatConfig {
     /// [`crate::timing::FallbackPlanner::first_beat`]). Default true: it minimises the lapse
     /// risk of an unknown small initial lease at the cost of one extension.
     pub prime_fallback: bool,
+    /// Derive the enforced per-extend timeout from the lease whenever the client's request
+    /// timeout leaves no positive cadence (default true; see
+    /// [`crate::timing::timeout::extend_timeout`] and docs/heartbeat.md). When false, every
+    /// extend uses the configured timeout and a lease it cannot keep alive is only warned
+    /// about, naming a timeout that would work.
+    pub derive_timeout: bool,
     /// Where events go.
     pub events: EventSink,
 }
 
 impl HeartbeatConfig {
-    /// Defaults for a reservation created with `ttl_ms`: warn policy, primed fallback,
-    /// events to `tracing`.
+    /// Defaults for a reservation created with `ttl_ms`: warn policy, primed fallback, derived
+    /// extend timeouts, events to `tracing`.
     pub fn new(ttl_ms: i64) -> HeartbeatConfig {
         HeartbeatConfig {
             extend_by_ms: ttl_ms,
             policy: FailurePolicy::Warn,
             prime_fallback: true,
+            derive_timeout: true,
             events: EventSink::tracing_only(),
         }
     }

@@ -130,6 +130,11 @@ impl FallbackPlanner {
         }
     }
 
+    /// The requested ttl (`extend_by_ms` of every extension).
+    pub fn requested_ttl_ms(&self) -> u64 {
+        self.requested_ttl_ms
+    }
+
     /// The current regime belief.
     pub fn regime(&self) -> FallbackRegime {
         self.regime

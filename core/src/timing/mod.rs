@@ -3,6 +3,7 @@
 //! - [`millis`]: overflow-safe millisecond arithmetic (overflow is infinity).
 //! - [`primary`]: the NORMATIVE schedule when responses carry `remaining_ttl_ms`.
 //! - [`retry`]: extend failure handling: lead estimate, retry window, Retry-After.
+//! - [`timeout`]: the enforced per-extend timeout derived from the lease.
 //! - [`planner`]: the state machine that strings the rules together for one lease.
 //! - [`fallback`]: the NON-NORMATIVE planner for servers without `remaining_ttl_ms`.
 //!
@@ -15,9 +16,11 @@ pub mod millis;
 pub mod planner;
 pub mod primary;
 pub mod retry;
+pub mod timeout;
 
 pub use fallback::{FallbackPlanner, FallbackRegime};
 pub use millis::{Millis, SignedMillis};
 pub use planner::{Decision, ExtendFailure, FailureMath, KeyUse, PrimaryPlanner, StopReason};
 pub use primary::Schedule;
 pub use retry::RetryAfter;
+pub use timeout::{ExtendTimeout, TimeoutSource};

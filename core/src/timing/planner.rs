@@ -5,6 +5,7 @@
 use super::millis::{Millis, SignedMillis};
 use super::primary::{self, Schedule};
 use super::retry::{self, RetryAfter};
+use super::timeout::{self, ExtendTimeout};
 
 /// What went wrong with one extend attempt, classified for the heartbeat.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -133,7 +134,13 @@ struct LastValid {
 /// Primary-path planner for one lease. Feed it every create/extend outcome in order.
 #[derive(Clone, Debug)]
 pub struct PrimaryPlanner {
+    /// The enforced per-attempt timeout in force (the spec's `request_timeout_budget`).
     request_timeout: Millis,
+    /// The client's configured timeout; with `derive` it is the upper bound of derivation.
+    configured_timeout: Millis,
+    /// Derive the enforced timeout from each response's lead (see [`timeout::extend_timeout`]).
+    derive: bool,
+    last_timeout: Option<ExtendTimeout>,
     max_rtt: Option<Millis>,
     last: Option<LastValid>,
     last_schedule: Option<Schedule>,
@@ -148,6 +155,9 @@ impl PrimaryPlanner {
     pub fn new(request_timeout: Millis) -> PrimaryPlanner {
         PrimaryPlanner {
             request_timeout,
+            configured_timeout: request_timeout,
+            derive: false,
+            last_timeout: None,
             max_rtt: None,
             last: None,
             last_schedule: None,
@@ -155,6 +165,30 @@ impl PrimaryPlanner {
             previous_failure: None,
             zero_window_retry_in_flight: false,
         }
+    }
+
+    /// A planner that derives the enforced per-extend timeout from every schema-valid response
+    /// ([`timeout::extend_timeout`]): `configured` while it gives a positive delay, else a
+    /// shorter one, never above `configured`. The caller MUST cut each extend attempt off at
+    /// [`Self::attempt_timeout`], since the schedule and the retry windows count that value.
+    /// A response with unreliable timing (`rtt = None`) establishes no lead to derive from:
+    /// the configured timeout applies.
+    pub fn with_derived_timeout(configured: Millis) -> PrimaryPlanner {
+        PrimaryPlanner {
+            derive: true,
+            ..PrimaryPlanner::new(configured)
+        }
+    }
+
+    /// The enforced timeout the next extend attempt must use (the spec's
+    /// `request_timeout_budget`); changes only on a schema-valid success.
+    pub fn attempt_timeout(&self) -> Millis {
+        self.request_timeout
+    }
+
+    /// The timeout choice made on the latest success (derived mode and reliable timing only).
+    pub fn last_timeout(&self) -> Option<ExtendTimeout> {
+        self.last_timeout
     }
 
     /// The maximum reliable rtt observed so far.
@@ -183,6 +217,16 @@ impl PrimaryPlanner {
     ) -> Decision {
         if let Some(rtt) = rtt {
             self.observe_rtt(rtt);
+        }
+        if self.derive {
+            // Recomputed from every response: the lead, and so the best timeout, changes.
+            self.last_timeout = rtt.map(|_| {
+                let lead = primary::lead_floor(remaining_ttl_ms, rtt);
+                timeout::extend_timeout(lead, self.max_rtt, self.configured_timeout)
+            });
+            self.request_timeout = self
+                .last_timeout
+                .map_or(self.configured_timeout, |t| t.timeout);
         }
         let schedule = primary::schedule(remaining_ttl_ms, rtt, self.max_rtt, self.request_timeout);
         self.last = Some(LastValid {
@@ -415,6 +459,60 @@ mod tests {
             p.on_failure(1000 * MS, &ExtendFailure::Transient),
             Decision::Stop(StopReason::ZeroWindowRetryFailed)
         );
+    }
+
+    #[test]
+    fn derived_timeout_keeps_a_short_lease_beating() {
+        // 6 s lease, 10 s configured: the plain planner gives delay 0 twice and stops; the
+        // derived one enforces 1000 ms and beats every ~3 s, recomputing on every success.
+        let mut plain = planner();
+        plain.on_success(0, 6000, Some(Millis::ms(10)));
+        assert_eq!(
+            plain.on_success(20 * MS, 11_990, Some(Millis::ms(10))),
+            Decision::Stop(StopReason::LeaseShorterThanRetryBudget)
+        );
+        let mut p = PrimaryPlanner::with_derived_timeout(Millis::ms(10_000));
+        assert_eq!(
+            p.attempt_timeout(),
+            Millis::ms(10_000),
+            "before any response"
+        );
+        assert_eq!(
+            p.on_success(0, 6000, Some(Millis::ms(10))),
+            Decision::Extend {
+                delay: Millis::ms(2990),
+                key: KeyUse::Fresh
+            }
+        );
+        assert_eq!(p.attempt_timeout(), Millis::ms(1000));
+        // Additive server: 9 s left after the beat -> target floor((4490 - 1000) / 2) = 1745.
+        assert_eq!(
+            p.on_success(3000 * MS, 9000, Some(Millis::ms(20))),
+            Decision::Extend {
+                delay: Millis::ms(8980 - 2 * 1745 - 1000),
+                key: KeyUse::Fresh
+            }
+        );
+        assert_eq!(p.attempt_timeout(), Millis::ms(1745));
+        // A failure's window counts the enforced (derived) budget, not the configured one.
+        let math = p.failure_math(4000 * MS).unwrap();
+        assert_eq!(
+            math.retry_window,
+            SignedMillis::Finite(8980 - 1000 - 1745 - 1000)
+        );
+        // A long lead goes back to the configured timeout.
+        p.on_success(5000 * MS, 60_000, Some(Millis::ms(20)));
+        assert_eq!(p.attempt_timeout(), Millis::ms(10_000));
+        // Unreliable timing: nothing to derive from, the configured timeout, delay 0.
+        assert_eq!(
+            p.on_success(6000 * MS, 6000, None),
+            Decision::Extend {
+                delay: Millis::ZERO,
+                key: KeyUse::Fresh
+            }
+        );
+        assert_eq!(p.attempt_timeout(), Millis::ms(10_000));
+        assert_eq!(p.last_timeout(), None);
     }
 
     #[test]

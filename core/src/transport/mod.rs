@@ -8,7 +8,7 @@ pub mod retry_after;
 pub mod url;
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use reqwest::Method;
@@ -151,10 +151,35 @@ impl CyclesClient {
         id: &str,
         req: &ReservationExtendRequest,
     ) -> Result<Response<ReservationExtendResponse>, Error> {
-        check_path_id("reservation_id", id)?;
-        let url = self.base.join(&["reservations", id, "extend"], &[]);
-        self.post(url, req, &req.idempotency_key, validate::extend_reservation)
+        self.extend_reservation_within(id, req, self.config.request_timeout)
             .await
+    }
+
+    /// `extendReservation` cut off after `timeout` (at most the configured request timeout;
+    /// the slot wait counts against it). The heartbeat passes the timeout it derived from the
+    /// lease, so the timeout its schedule counts is the one actually enforced.
+    pub async fn extend_reservation_within(
+        &self,
+        id: &str,
+        req: &ReservationExtendRequest,
+        timeout: Duration,
+    ) -> Result<Response<ReservationExtendResponse>, Error> {
+        check_path_id("reservation_id", id)?;
+        if timeout.is_zero() {
+            return Err(Error::invalid_argument(
+                "the extend timeout must be positive",
+            ));
+        }
+        let url = self.base.join(&["reservations", id, "extend"], &[]);
+        let bytes = to_body(req)?;
+        self.post_bytes_within(
+            url,
+            bytes,
+            &req.idempotency_key,
+            validate::extend_reservation,
+            timeout.min(self.config.request_timeout),
+        )
+        .await
     }
 
     /// `POST /v1/decide` (`decide`).
@@ -280,9 +305,7 @@ impl CyclesClient {
         idempotency_key: &str,
         predicate: Predicate,
     ) -> Result<Response<T>, Error> {
-        let bytes = serde_json::to_vec(body)
-            .map_err(|e| Error::invalid_argument(format!("cannot serialize the request: {e}")))?;
-        self.post_bytes(url, bytes, idempotency_key, predicate)
+        self.post_bytes(url, to_body(body)?, idempotency_key, predicate)
             .await
     }
 
@@ -294,6 +317,20 @@ impl CyclesClient {
         idempotency_key: &str,
         predicate: Predicate,
     ) -> Result<Response<T>, Error> {
+        let timeout = self.config.request_timeout;
+        self.post_bytes_within(url, bytes, idempotency_key, predicate, timeout)
+            .await
+    }
+
+    /// [`Self::post_bytes`] with the attempt cut off after `timeout`.
+    async fn post_bytes_within<T: DeserializeOwned>(
+        &self,
+        url: ::url::Url,
+        bytes: Vec<u8>,
+        idempotency_key: &str,
+        predicate: Predicate,
+        timeout: Duration,
+    ) -> Result<Response<T>, Error> {
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         // The header is optional in the spec; a key that cannot be an HTTP header value
@@ -303,8 +340,16 @@ impl CyclesClient {
                 headers.insert(HeaderName::from_static(IDEMPOTENCY_KEY_HEADER), v);
             }
         }
-        self.exchange(Method::POST, url, headers, Some(bytes), true, predicate)
-            .await
+        self.exchange(
+            Method::POST,
+            url,
+            headers,
+            Some(bytes),
+            true,
+            predicate,
+            timeout,
+        )
+        .await
     }
 
     async fn get<T: DeserializeOwned>(
@@ -313,12 +358,22 @@ impl CyclesClient {
         auth: bool,
         predicate: Predicate,
     ) -> Result<Response<T>, Error> {
-        self.exchange(Method::GET, url, HeaderMap::new(), None, auth, predicate)
-            .await
+        let timeout = self.config.request_timeout;
+        self.exchange(
+            Method::GET,
+            url,
+            HeaderMap::new(),
+            None,
+            auth,
+            predicate,
+            timeout,
+        )
+        .await
     }
 
     /// One attempt, classified. Every error leaves through here and is redacted: whatever the
     /// server sent (message, details, codes, ids) may echo the API key.
+    #[allow(clippy::too_many_arguments)]
     async fn exchange<T: DeserializeOwned>(
         &self,
         method: Method,
@@ -327,14 +382,16 @@ impl CyclesClient {
         body: Option<Vec<u8>>,
         auth: bool,
         predicate: Predicate,
+        timeout: Duration,
     ) -> Result<Response<T>, Error> {
-        self.attempt(method, url, headers, body, auth)
+        self.attempt(method, url, headers, body, auth, timeout)
             .await
             .and_then(|raw| finish(raw, predicate))
             .map_err(|e| e.redacted(&self.redactor))
     }
 
-    /// One HTTP attempt, timed from just before sending to the end of the body.
+    /// One HTTP attempt, timed from just before sending to the end of the body, and cut off
+    /// after `timeout` (slot wait included).
     async fn attempt(
         &self,
         method: Method,
@@ -342,6 +399,7 @@ impl CyclesClient {
         mut headers: HeaderMap,
         body: Option<Vec<u8>>,
         auth: bool,
+        timeout: Duration,
     ) -> Result<Raw, Error> {
         if auth {
             headers.insert(
@@ -358,10 +416,9 @@ impl CyclesClient {
             rb = rb.body(b);
         }
         // The attempt starts before waiting for a slot, and the slot wait and the request
-        // together stay within `request_timeout`: the heartbeat's retry budget assumes no
-        // attempt ever takes longer than that.
+        // together stay within `timeout`: the heartbeat's retry budget assumes no attempt
+        // ever takes longer than that.
         let sent = Instant::now();
-        let timeout = self.config.request_timeout;
         let _slot = match tokio::time::timeout(timeout, self.slots.acquire()).await {
             Ok(Ok(slot)) => slot,
             // The semaphore is never closed; treat it like a full wait anyway.
@@ -410,8 +467,12 @@ impl CyclesClient {
     }
 }
 
-/// Classifies a raw attempt: a 2xx must pass the operation's predicate and decode, else it
-/// is `AmbiguousSuccess`; anything else becomes the typed HTTP error.
+/// Serializes a request body.
+fn to_body<B: Serialize>(body: &B) -> Result<Vec<u8>, Error> {
+    serde_json::to_vec(body)
+        .map_err(|e| Error::invalid_argument(format!("cannot serialize the request: {e}")))
+}
+
 /// The `idempotency_key` of a raw JSON body, or "" (no header is sent then). Read by scanning,
 /// so a body with lone surrogates elsewhere still gets its header; a key that itself holds
 /// one cannot be a header equal to the body key, so it travels in the body only.
@@ -423,6 +484,8 @@ fn body_idempotency_key(body: &RawValue) -> String {
         .unwrap_or_default()
 }
 
+/// Classifies a raw attempt: a 2xx must pass the operation's predicate and decode, else it
+/// is `AmbiguousSuccess`; anything else becomes the typed HTTP error.
 fn finish<T: DeserializeOwned>(raw: Raw, predicate: Predicate) -> Result<Response<T>, Error> {
     if !(200..300).contains(&raw.status) {
         return Err(Error::from_http(
@@ -468,7 +531,6 @@ fn finish<T: DeserializeOwned>(raw: Raw, predicate: Predicate) -> Result<Respons
 mod tests {
     use super::*;
     use crate::ErrorKind;
-    use std::time::Duration;
 
     fn raw(status: u16, body: &str) -> Raw {
         let now = Instant::now();
