@@ -44,4 +44,5 @@ pub use settle::{
     SettleOutcome, Settlement, Settler,
 };
 pub use transport::retry_after::RetryAfter;
+pub use transport::decode::{decode_response, Decoded, DecodedBody, Operation};
 pub use transport::{AttemptTiming, CyclesClient, Response};
