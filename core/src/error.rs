@@ -443,11 +443,20 @@ impl Error {
     }
 
     /// The same for a read: `INVALID_RESPONSE`, not retryable.
-    pub(crate) fn invalid_response(status: u16, why: impl fmt::Display, corr: Correlation) -> Error {
+    pub(crate) fn invalid_response(
+        status: u16,
+        why: impl fmt::Display,
+        corr: Correlation,
+    ) -> Error {
         Error::bad_success(ErrorKind::InvalidResponse, status, why, corr)
     }
 
-    fn bad_success(kind: ErrorKind, status: u16, why: impl fmt::Display, corr: Correlation) -> Error {
+    fn bad_success(
+        kind: ErrorKind,
+        status: u16,
+        why: impl fmt::Display,
+        corr: Correlation,
+    ) -> Error {
         let mut err = Error::new(
             kind,
             format!("HTTP {status} is not a schema-valid success: {why}"),

@@ -82,7 +82,10 @@ mod tests {
             "cycles_nbf_ms": 0, "cycles_exp_ms": null, "status": null
         }]}))
         .unwrap();
-        assert_eq!((k.keys[0].alg.clone(), k.keys[0].cycles_exp_ms), (None, None));
+        assert_eq!(
+            (k.keys[0].alg.clone(), k.keys[0].cycles_exp_ms),
+            (None, None)
+        );
         let e: EvidenceEnvelope = serde_json::from_value(json!({
             "schema_version": "v", "artifact_type": "reserve", "server_id": "s",
             "signer_did": "d", "issued_at_ms": 1, "trace_id": null, "payload": {},

@@ -279,8 +279,10 @@ mod tests {
         }))
         .unwrap();
         assert_eq!((page.next_cursor, page.has_more), (None, Some(false)));
-        assert!(serde_json::from_value::<BalanceResponse>(serde_json::json!({"balances": null}))
-            .is_err());
+        assert!(
+            serde_json::from_value::<BalanceResponse>(serde_json::json!({"balances": null}))
+                .is_err()
+        );
     }
 
     #[test]

@@ -344,7 +344,10 @@ mod tests {
         let d: ReservationDetail = serde_json::from_value(row.clone()).unwrap();
         assert_eq!(d.subject, Subject::tenant("acme"));
         assert_eq!(d.action, Action::new("llm.completion", "m"));
-        assert_eq!((d.committed, d.finalized_at_ms, d.evidence), (None, None, None));
+        assert_eq!(
+            (d.committed, d.finalized_at_ms, d.evidence),
+            (None, None, None)
+        );
         let page: ReservationListResponse = serde_json::from_value(
             json!({"reservations": [row], "next_cursor": null, "has_more": false}),
         )

@@ -422,12 +422,19 @@ mod tests {
         }
         for k in required {
             assert!(p(ok_status, &without(&valid, k)).is_err(), "missing {k}");
-            assert!(p(ok_status, &with(&valid, k, Value::Null)).is_err(), "null {k}");
+            assert!(
+                p(ok_status, &with(&valid, k, Value::Null)).is_err(),
+                "null {k}"
+            );
         }
         // Every optional field of the valid body may be an explicit null (= absent).
         for k in valid.as_object().unwrap().keys() {
             if !required.contains(&k.as_str()) {
-                assert_eq!(p(ok_status, &with(&valid, k, Value::Null)), Ok(()), "null {k}");
+                assert_eq!(
+                    p(ok_status, &with(&valid, k, Value::Null)),
+                    Ok(()),
+                    "null {k}"
+                );
             }
         }
         assert!(p(ok_status, &json!([])).is_err());

@@ -277,8 +277,7 @@ impl CyclesClient {
     ) -> Result<Response<T>, Error> {
         let bytes = serde_json::to_vec(body)
             .map_err(|e| Error::invalid_argument(format!("cannot serialize the request: {e}")))?;
-        self.post_bytes(url, bytes, idempotency_key, op)
-            .await
+        self.post_bytes(url, bytes, idempotency_key, op).await
     }
 
     /// POSTs `bytes` exactly as given (one attempt), with the idempotency key header.
@@ -394,13 +393,7 @@ fn body_idempotency_key(body: &RawValue) -> String {
 /// Classifies a raw attempt through [`decode::classify`] (the pure path shared with
 /// [`decode::decode_response`]) and attaches the transport facts.
 fn finish<T: DeserializeOwned>(raw: Raw, op: Operation) -> Result<Response<T>, Error> {
-    let body = decode::classify(
-        op,
-        raw.status,
-        &raw.body,
-        raw.corr.clone(),
-        raw.retry_after,
-    )?;
+    let body = decode::classify(op, raw.status, &raw.body, raw.corr.clone(), raw.retry_after)?;
     Ok(Response {
         body,
         status: raw.status,
