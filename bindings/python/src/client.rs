@@ -241,7 +241,13 @@ pub fn decode_response(
         .map_err(|e| core_err(&e))?;
         let json = serde_json::to_string(&decoded.body)
             .map_err(|e| core_err(&Error::internal(format!("cannot encode: {e}"))))?;
-        Ok((decoded.status, decoded.request_id, decoded.trace_id, 0, json))
+        Ok((
+            decoded.status,
+            decoded.request_id,
+            decoded.trace_id,
+            0,
+            json,
+        ))
     })
 }
 

@@ -131,7 +131,8 @@ pub enum DecodedBody {
     Decide(DecisionResponse),
     CreateReservation(ReservationCreateResponse),
     ListReservations(ReservationListResponse),
-    GetReservation(ReservationDetail),
+    // Boxed: by far the largest body (keeps the enum small).
+    GetReservation(Box<ReservationDetail>),
     CommitReservation(CommitResponse),
     ReleaseReservation(ReleaseResponse),
     ExtendReservation(ReservationExtendResponse),
@@ -233,7 +234,7 @@ pub fn decode_response(
             DecodedBody::ListReservations(classify(op, status, b, corr, retry_after)?)
         }
         Operation::GetReservation => {
-            DecodedBody::GetReservation(classify(op, status, b, corr, retry_after)?)
+            DecodedBody::GetReservation(Box::new(classify(op, status, b, corr, retry_after)?))
         }
         Operation::CommitReservation => {
             DecodedBody::CommitReservation(classify(op, status, b, corr, retry_after)?)
