@@ -5,6 +5,7 @@ the right class with all its attributes. A missing corpus FAILS, naming the path
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -45,13 +46,18 @@ def without_nulls(v: Any) -> Any:
 
 
 def to_wire(v: Any) -> Any:
-    """A result object back to wire JSON (``None`` omitted, ``meta`` dropped)."""
+    """A result object back to wire JSON: ``None`` omitted, ``meta`` dropped, ``extra``
+    members (kept verbatim by the models that allow them) flattened back in."""
     if isinstance(v, cycles.models._Model):
-        out = {k: to_wire(x) for k, x in v.to_json().items()}
-        extra = getattr(v, "extra", None)
-        if isinstance(extra, dict):
-            out.pop("extra", None)
-            out.update(without_nulls(extra))
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(v):  # type: ignore[arg-type]
+            value = getattr(v, f.name)
+            if f.name == "meta" or value is None:
+                continue
+            if f.name == "extra":
+                out.update(to_wire(value))
+            else:
+                out[f.name] = to_wire(value)
         return out
     if isinstance(v, list):
         return [to_wire(x) for x in v]
