@@ -22,6 +22,12 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "cargo test (all Rust tests)"
 cargo test --workspace --locked
 
+step "core client and lifecycle suites again, against the local server's reference mode"
+# The reference server writes explicit nulls, null last-page cursors, 500s on routing errors...
+# (conformance/server/README.md); these suites must pass against that dialect too.
+CYCLES_TEST_SERVER_MODE=reference cargo test --locked -p cycles-core \
+    --test operations --test errors --test guard --test lease
+
 step "recovery conformance: durable claim (conformance/adapters/rust-map.json)"
 # The adapter runs each mapped test as `cargo test -p cycles-core --test X -- --exact NAME`;
 # building exactly that package selection first makes each of those runs a quick no-op build.

@@ -19,8 +19,9 @@
 //! | 13 | `TRANSPORT_OTHER` | [`ErrorKind::Transport`] | any other transport failure | yes |
 //! | 20 | `RATE_LIMITED` | [`ErrorKind::RateLimited`] | HTTP 429 (any code); see [`Error::retry_after`] | yes |
 //! | 21 | `SERVER_ERROR` | [`ErrorKind::ServerError`] | HTTP 5xx (any code) | yes |
-//! | 22 | `AMBIGUOUS_SUCCESS` | [`ErrorKind::AmbiguousSuccess`] | a 2xx that is not the schema-valid success of the operation | yes (same key) |
+//! | 22 | `AMBIGUOUS_SUCCESS` | [`ErrorKind::AmbiguousSuccess`] | a WRITE's 2xx that is not its schema-valid success: it may have applied | yes (same key) |
 //! | 23 | `UNEXPECTED_STATUS` | [`ErrorKind::UnexpectedStatus`] | a non-2xx status with no usable error code that cannot be classified by status | no |
+//! | 24 | `INVALID_RESPONSE` | [`ErrorKind::InvalidResponse`] | a READ's 2xx that is not its schema-valid success (nothing to be ambiguous about) | no |
 //! | 100 | `INVALID_REQUEST` | [`ErrorKind::InvalidRequest`] | server code (or a bare 400) | no |
 //! | 101 | `UNAUTHORIZED` | [`ErrorKind::Unauthorized`] | server code (or a bare 401) | no |
 //! | 102 | `FORBIDDEN` | [`ErrorKind::Forbidden`] | server code (or a bare 403) | no |
@@ -45,6 +46,16 @@
 //! otherwise the body's `error` code decides; with no readable code (non-JSON body, no
 //! `error` field) the status decides (400, 401, 403, 404, 410), else `UNEXPECTED_STATUS`.
 //! The server's code string is always available from [`Error::server_code`].
+//!
+//! "Retryable" means: repeating the same request (a write with the same idempotency key) may
+//! succeed. A schema-invalid 2xx is classified by whether the operation has a side effect
+//! ([`crate::transport::decode::Operation::has_side_effect`]): for a write
+//! (create/commit/release/extend reservation, createEvent) the server may have applied it, so
+//! it is `AMBIGUOUS_SUCCESS` and the same-key retry is how the outcome is learnt; for a read
+//! (getReservation, listReservations, getBalances, getEvidence, getEvidenceJwks, and decide,
+//! which persists nothing) there is nothing to resolve and the same server will most likely
+//! send the same body again, so it is `INVALID_RESPONSE` and NOT retryable: an application that
+//! retries retryable errors never loops on a read.
 //!
 //! # Secrets
 //!
@@ -94,10 +105,12 @@ pub enum ErrorKind {
     RateLimited,
     /// HTTP 5xx.
     ServerError,
-    /// A 2xx response that is not the operation's schema-valid success.
+    /// A 2xx response to a write that is not the operation's schema-valid success.
     AmbiguousSuccess,
     /// A non-2xx status that could not be classified.
     UnexpectedStatus,
+    /// A 2xx response to a read (no side effect) that is not its schema-valid success.
+    InvalidResponse,
     /// `INVALID_REQUEST`.
     InvalidRequest,
     /// `UNAUTHORIZED`.
@@ -180,6 +193,7 @@ impl ErrorKind {
             ServerError,
             AmbiguousSuccess,
             UnexpectedStatus,
+            InvalidResponse,
         ];
         kinds.extend(SERVER_CODES.iter().map(|(_, k)| k.clone()));
         kinds.push(Unknown(String::new()));
@@ -213,6 +227,7 @@ impl ErrorKind {
             ServerError => 21,
             AmbiguousSuccess => 22,
             UnexpectedStatus => 23,
+            InvalidResponse => 24,
             InvalidRequest => 100,
             Unauthorized => 101,
             Forbidden => 102,
@@ -252,6 +267,7 @@ impl ErrorKind {
             ServerError => "SERVER_ERROR",
             AmbiguousSuccess => "AMBIGUOUS_SUCCESS",
             UnexpectedStatus => "UNEXPECTED_STATUS",
+            InvalidResponse => "INVALID_RESPONSE",
             Unknown(_) => "UNKNOWN_ERROR_CODE",
             other => SERVER_CODES
                 .iter()
@@ -262,8 +278,8 @@ impl ErrorKind {
     }
 
     /// Whether retrying the same request (with the same idempotency key) may succeed.
-    /// Transient transport failures, throttling, 5xx and ambiguous 2xx are retryable; a
-    /// server's understood rejection is not.
+    /// Transient transport failures, throttling, 5xx and ambiguous 2xx of writes are
+    /// retryable; a server's understood rejection and an invalid 2xx of a read are not.
     pub fn retryable(&self) -> bool {
         use ErrorKind::*;
         matches!(
@@ -430,10 +446,29 @@ impl Error {
         err
     }
 
-    /// A 2xx response that failed the operation's success predicate or could not be decoded.
+    /// A 2xx response to a write that failed the operation's success predicate or could not
+    /// be decoded.
     pub(crate) fn ambiguous(status: u16, why: impl fmt::Display, corr: Correlation) -> Error {
+        Error::bad_success(ErrorKind::AmbiguousSuccess, status, why, corr)
+    }
+
+    /// The same for a read: `INVALID_RESPONSE`, not retryable.
+    pub(crate) fn invalid_response(
+        status: u16,
+        why: impl fmt::Display,
+        corr: Correlation,
+    ) -> Error {
+        Error::bad_success(ErrorKind::InvalidResponse, status, why, corr)
+    }
+
+    fn bad_success(
+        kind: ErrorKind,
+        status: u16,
+        why: impl fmt::Display,
+        corr: Correlation,
+    ) -> Error {
         let mut err = Error::new(
-            ErrorKind::AmbiguousSuccess,
+            kind,
             format!("HTTP {status} is not a schema-valid success: {why}"),
         );
         err.inner.http_status = Some(status);
@@ -736,5 +771,16 @@ mod tests {
         assert!(e.retryable());
         assert_eq!(e.http_status(), Some(202));
         assert!(format!("{e:?}").contains("AmbiguousSuccess"));
+    }
+
+    #[test]
+    fn invalid_response_is_not_retryable() {
+        let e = Error::invalid_response(200, "missing required field `reservations`", corr());
+        assert_eq!(e.kind(), &ErrorKind::InvalidResponse);
+        assert_eq!((e.code(), e.kind().name()), (24, "INVALID_RESPONSE"));
+        assert!(!e.retryable());
+        assert_eq!(e.http_status(), Some(200));
+        assert_eq!(e.request_id(), Some("hdr-req"));
+        assert!(ErrorKind::all().contains(&ErrorKind::InvalidResponse));
     }
 }

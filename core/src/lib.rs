@@ -47,5 +47,6 @@ pub use settle::{
     DrainReport, EventFallback, EventRecovery, PendingRecord, Rejection, ReplayHandle,
     SettleConfig, SettleOutcome, Settlement, Settler,
 };
+pub use transport::decode::{decode_response, Decoded, DecodedBody, Operation};
 pub use transport::retry_after::RetryAfter;
 pub use transport::{AttemptTiming, CyclesClient, Response};

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use common::*;
 use cycles_core::*;
+use cycles_local_server::LocalServer;
 use cycles_local_server::{BudgetSeed, BudgetStatus, Fault, FaultRule, Malformed, Operation};
-use cycles_local_server::{LocalServer, ServerConfig};
 
 fn rule(op: Operation, fault: Fault) -> FaultRule {
     FaultRule {
@@ -197,6 +197,70 @@ async fn malformed_success_is_ambiguous() {
     assert_eq!(e.kind(), &ErrorKind::AmbiguousSuccess, "{e:?}");
 }
 
+/// A schema-invalid 2xx on a read has no side effect to be ambiguous about: it is
+/// INVALID_RESPONSE and NOT retryable, so a retry-on-retryable loop ends after one attempt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_success_on_a_read_is_invalid_response_not_retryable() {
+    let s = server().await;
+    let c = client(&s);
+    let id = reserve(&c, 10).await;
+    let evidence = c
+        .create_reservation(&reserve_req(1))
+        .await
+        .unwrap()
+        .body
+        .cycles_evidence
+        .expect("evidence ref")
+        .evidence_id;
+    for shape in [
+        Malformed::MissingRequiredField,
+        Malformed::WrongStatusCode,
+        Malformed::NotJson,
+        Malformed::WrongFieldType,
+    ] {
+        for op in [
+            Operation::GetReservation,
+            Operation::ListReservations,
+            Operation::GetBalances,
+            Operation::Decide,
+            Operation::GetEvidence,
+            Operation::GetEvidenceJwks,
+        ] {
+            s.add_fault(rule(op, Fault::MalformedSuccess { shape }));
+            let e = match op {
+                Operation::GetReservation => c.get_reservation(&id).await.err(),
+                Operation::ListReservations => c
+                    .list_reservations(&ListReservationsQuery::default())
+                    .await
+                    .err(),
+                Operation::GetBalances => c.get_balances(&BalanceQuery::tenant("acme")).await.err(),
+                Operation::Decide => c
+                    .decide(&DecisionRequest::new(key("d"), subject(), action(), usd(1)))
+                    .await
+                    .err(),
+                Operation::GetEvidence => c.get_evidence(&evidence).await.err(),
+                _ => c.get_evidence_jwks().await.err(),
+            }
+            .unwrap_or_else(|| panic!("{op:?} {shape:?} must fail"));
+            assert_eq!(
+                e.kind(),
+                &ErrorKind::InvalidResponse,
+                "{op:?} {shape:?}: {e:?}"
+            );
+            assert_eq!((e.code(), e.kind().name()), (24, "INVALID_RESPONSE"));
+            assert!(
+                !e.retryable(),
+                "{op:?}: a read's invalid 2xx is not retryable"
+            );
+            assert!(e.http_status().is_some_and(|st| (200..300).contains(&st)));
+            assert!(e.request_id().is_some());
+        }
+    }
+    // The five writes stay AMBIGUOUS_SUCCESS (see malformed_success_is_ambiguous); a read
+    // after the faults are used up succeeds.
+    c.get_reservation(&id).await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unauthorized_and_forbidden() {
     let s = server().await;
@@ -288,7 +352,7 @@ async fn unit_mismatch_and_budget_errors() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn frozen_budget_and_max_extensions() {
-    let mut cfg = ServerConfig::default();
+    let mut cfg = server_config();
     cfg.budgets.push(BudgetSeed {
         scope: "tenant:acme/workspace:frozen".into(),
         unit: "USD_MICROCENTS".into(),

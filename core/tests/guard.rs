@@ -29,7 +29,7 @@ struct Setup {
 async fn setup(regime: Regime) -> Setup {
     setup_with(ServerConfig {
         regime,
-        ..ServerConfig::default()
+        ..common::server_config()
     })
     .await
 }

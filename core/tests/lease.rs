@@ -26,7 +26,7 @@ fn recorder() -> (EventSink, Arc<Mutex<Vec<Event>>>) {
 async fn server_with(regime: Regime) -> LocalServer {
     LocalServer::start(ServerConfig {
         regime,
-        ..ServerConfig::default()
+        ..common::server_config()
     })
     .await
     .expect("server")

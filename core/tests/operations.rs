@@ -218,10 +218,17 @@ async fn percent_encoded_id_is_one_segment() {
     let s = server().await;
     let c = client(&s);
     let e = c.get_reservation("rsv/a b").await.unwrap_err();
-    assert_eq!(e.kind(), &ErrorKind::NotFound, "{e}");
-    assert_eq!(e.server_code(), Some("NOT_FOUND"));
-    let rec = s.requests().pop().unwrap();
-    assert_eq!(rec.reservation_id.as_deref(), Some("rsv/a b"), "{rec:?}");
+    if server_mode() == cycles_local_server::ServerMode::Reference {
+        // The reference server's Tomcat rejects an encoded slash before the application:
+        // an HTML 400, typed by its status.
+        assert_eq!(e.kind(), &ErrorKind::InvalidRequest, "{e}");
+        assert_eq!(e.server_code(), None);
+    } else {
+        assert_eq!(e.kind(), &ErrorKind::NotFound, "{e}");
+        assert_eq!(e.server_code(), Some("NOT_FOUND"));
+        let rec = s.requests().pop().unwrap();
+        assert_eq!(rec.reservation_id.as_deref(), Some("rsv/a b"), "{rec:?}");
+    }
     let e = c
         .commit_reservation("x?y#z%", &CommitRequest::new(key("c"), usd(1)))
         .await

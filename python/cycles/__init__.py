@@ -11,6 +11,7 @@ The Python binding of the Cycles SDK. Every behaviour lives in the Rust core
 - :mod:`cycles.timing`: the heartbeat math as plain functions.
 - :mod:`cycles.journal`: the settlement journal's names, identity partition and records.
 - :mod:`cycles.testing`: :class:`~cycles.testing.LocalServer`, an in-process Cycles server.
+- :func:`decode_response`: one captured response through the client's own response path.
 
 Processes: the SDK runs one background runtime per process. A child created with
 ``os.fork()`` after the parent used the SDK cannot use it (calls raise
@@ -23,6 +24,7 @@ from __future__ import annotations
 from . import errors, journal, lifecycle, models, timing
 from ._native import __version__
 from .client import AsyncClient, Client
+from .decode import decode_response
 from .errors import *  # noqa: F403
 from .errors import __all__ as _errors_all
 from .lifecycle import *  # noqa: F403
@@ -34,6 +36,7 @@ __all__ = [
     "__version__",
     "Client",
     "AsyncClient",
+    "decode_response",
     "errors",
     "journal",
     "lifecycle",

@@ -58,6 +58,7 @@ __all__ = [
     "ServerError",
     "AmbiguousSuccessError",
     "UnexpectedStatusError",
+    "InvalidResponseError",
     "ApiError",
     "InvalidRequestError",
     "UnauthorizedError",
@@ -225,12 +226,19 @@ class ServerError(HttpError):
 
 
 class AmbiguousSuccessError(HttpError):
-    """A 2xx that is not the operation's schema-valid success (``AMBIGUOUS_SUCCESS``, 22):
+    """A WRITE's 2xx that is not its schema-valid success (``AMBIGUOUS_SUCCESS``, 22):
     the server may have applied the request; retry with the same idempotency key."""
 
 
 class UnexpectedStatusError(HttpError):
     """A non-2xx status with no usable error code (``UNEXPECTED_STATUS``, 23)."""
+
+
+class InvalidResponseError(HttpError):
+    """A READ's 2xx that is not its schema-valid success (``INVALID_RESPONSE``, 24): a read
+    (get/list reservations, balances, evidence, JWKS, decide) has no side effect to be
+    ambiguous about and the same server would most likely answer the same again, so it is
+    NOT retryable (a write's invalid 2xx is :class:`AmbiguousSuccessError` instead)."""
 
 
 class ApiError(HttpError):
@@ -323,6 +331,7 @@ _BY_NAME: dict[str, type[CyclesError]] = {
     "SERVER_ERROR": ServerError,
     "AMBIGUOUS_SUCCESS": AmbiguousSuccessError,
     "UNEXPECTED_STATUS": UnexpectedStatusError,
+    "INVALID_RESPONSE": InvalidResponseError,
     "INVALID_REQUEST": InvalidRequestError,
     "UNAUTHORIZED": UnauthorizedError,
     "FORBIDDEN": ForbiddenError,

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Literal, Mapping
 
 from . import _native
 from .client import AsyncClient, Client
+from .errors import InvalidArgumentError
 
 __all__ = ["LocalServer", "LedgerEntry", "RequestRecord", "DEFAULT_API_KEY", "DEFAULT_TENANT"]
 
@@ -74,15 +75,27 @@ class LocalServer:
                      "budgets": [{"scope": "tenant:acme", "unit": "TOKENS",
                                   "allocated": 1000}]})
 
-    ``regime`` is a shortcut that replaces ``config["regime"]``.
+    ``regime`` is a shortcut that replaces ``config["regime"]``. ``mode`` replaces
+    ``config["mode"]``: ``"spec"`` (the default: exactly what the spec declares) or
+    ``"reference"`` (serialise like the reference Cycles server: explicit ``null`` for unset
+    optional subject/action members, ``next_cursor: null`` on last pages, 500 on routing
+    errors, 401 reason codes, its header quirks; see the server's README).
     """
 
     def __init__(
-        self, config: Mapping[str, Any] | None = None, *, regime: Mapping[str, Any] | None = None
+        self,
+        config: Mapping[str, Any] | None = None,
+        *,
+        regime: Mapping[str, Any] | None = None,
+        mode: Literal["spec", "reference"] | None = None,
     ) -> None:
         cfg: dict[str, Any] = dict(config or {})
         if regime is not None:
             cfg["regime"] = dict(regime)
+        if mode is not None:
+            if mode not in ("spec", "reference"):
+                raise InvalidArgumentError(f"mode must be 'spec' or 'reference', not {mode!r}")
+            cfg["mode"] = mode
         self._config = cfg
         self._native = _native.NativeLocalServer(json.dumps(cfg) if cfg else None)
 
@@ -90,6 +103,11 @@ class LocalServer:
     def url(self) -> str:
         """``http://127.0.0.1:PORT`` (no trailing slash, no ``/v1``)."""
         return self._native.url
+
+    @property
+    def mode(self) -> str:
+        """``"spec"`` or ``"reference"`` (see the constructor)."""
+        return str(self._config.get("mode", "spec"))
 
     @property
     def api_key(self) -> str:
@@ -184,4 +202,4 @@ class LocalServer:
         self.stop()
 
     def __repr__(self) -> str:
-        return f"LocalServer(url={self.url!r}, running={self.running})"
+        return f"LocalServer(url={self.url!r}, mode={self.mode!r}, running={self.running})"

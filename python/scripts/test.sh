@@ -108,6 +108,8 @@ export CYCLES_README="$PKG/README.md"
 export CYCLES_ROOT_README="$ROOT/README.md"
 # The pinned Cycles spec and fixtures beside the clone (tests/conftest.py: shared_file).
 export CYCLES_SHARED="$ROOT/../shared"
+# The captured reference-server corpus lives in the shared folder next to the clone.
+export CYCLES_REFERENCE_CORPUS="${CYCLES_REFERENCE_CORPUS:-$CYCLES_SHARED/fixtures/reference-server/exchanges.jsonl}"
 export RUST_BACKTRACE=0
 
 status=0
@@ -121,6 +123,10 @@ for py in "${PYTHONS[@]}"; do
         "$WHEEL" "pytest==$PYTEST_VERSION" "pytest-asyncio==$PYTEST_ASYNCIO_VERSION" \
         "runcycles==$RUNCYCLES_VERSION" "anyio==$ANYIO_VERSION" "starlette==$STARLETTE_VERSION"
     (cd "$WORK" && "$VENV/bin/python" -m pytest -q "$WORK/tests") || status=1
+    log "CPython $v: client and lifecycle suites again, against the server's reference mode"
+    (cd "$WORK" && CYCLES_TEST_SERVER_MODE=reference "$VENV/bin/python" -m pytest -q \
+        "$WORK/tests/test_operations.py" "$WORK/tests/test_lifecycle.py" \
+        "$WORK/tests/test_lifecycle_outcomes.py") || status=1
     # The newest interpreter's venv (wheel + pytest installed) stays for the recovery
     # conformance adapter (conformance/adapters/python), which scripts/test-all.sh runs next.
     ln -sfn "$VENV" "$CACHE/test-venv"

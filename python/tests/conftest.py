@@ -47,9 +47,15 @@ class Api:
         return call
 
 
+SERVER_MODE = os.environ.get("CYCLES_TEST_SERVER_MODE") or "spec"
+"""The local server's dialect for this run: python/scripts/test.sh runs the client and
+lifecycle suites a second time with ``CYCLES_TEST_SERVER_MODE=reference``."""
+assert SERVER_MODE in ("spec", "reference"), f"CYCLES_TEST_SERVER_MODE={SERVER_MODE!r}"
+
+
 @pytest.fixture
 def server():
-    with LocalServer() as s:
+    with LocalServer(mode=SERVER_MODE) as s:  # type: ignore[arg-type]
         yield s
 
 
@@ -92,3 +98,13 @@ def shared_file(rel: str, what: str) -> Path:
             pytrace=False,
         )
     return path
+
+
+def reference_corpus_path() -> Path:
+    """The captured reference-server corpus (``shared/fixtures/reference-server/
+    exchanges.jsonl`` next to the repository; ``CYCLES_REFERENCE_CORPUS`` overrides it)."""
+    env = os.environ.get("CYCLES_REFERENCE_CORPUS")
+    if env:
+        return Path(env)
+    root = Path(__file__).resolve().parents[2]
+    return root.parent / "shared" / "fixtures" / "reference-server" / "exchanges.jsonl"

@@ -108,6 +108,32 @@ def test_ambiguous_success(api, server, shape) -> None:
     assert [x.kind for x in server.ledger()] == ["reserve"], "applied, then answered badly"
 
 
+@pytest.mark.parametrize("shape", ["missing_required_field", "not_json", "wrong_field_type"])
+def test_invalid_response_on_reads_is_not_retryable(api, server, shape) -> None:
+    """A read's schema-invalid 2xx has nothing to be ambiguous about: INVALID_RESPONSE, not
+    retryable (an app retrying retryable errors would otherwise loop on it forever)."""
+    rid = reserve(api, "k-read").reservation_id
+    reads = {
+        "getReservation": lambda: api.get_reservation(rid),
+        "listReservations": lambda: api.list_reservations(),
+        "getBalances": lambda: api.get_balances(tenant="acme"),
+        "decide": lambda: api.decide(idempotency_key="d", action=ACTION, estimate=usd(1)),
+        "getEvidenceJwks": lambda: api.get_evidence_jwks(),
+    }
+    for operation, call in reads.items():
+        server.add_fault(operation, {"kind": "malformed_success", "shape": shape})
+        with pytest.raises(cycles.InvalidResponseError) as e:
+            call()
+        err = e.value
+        assert isinstance(err, cycles.HttpError) and not isinstance(
+            err, cycles.AmbiguousSuccessError
+        )
+        assert (err.code, err.name, err.retryable) == (24, "INVALID_RESPONSE", False), operation
+        assert err.http_status is not None and 200 <= err.http_status < 300
+        assert err.request_id
+    assert api.get_reservation(rid).reservation_id == rid, "faults used up: reads succeed"
+
+
 def test_unauthorized_401(server) -> None:
     for client in (server.client(api_key="wrong"), server.async_client(api_key="wrong")):
         with pytest.raises(cycles.UnauthorizedError) as e:
@@ -233,6 +259,20 @@ def test_hierarchy_is_complete_and_picklable() -> None:
     assert back.request_id == "r" and str(back) == str(e)
     assert errors.error_class("SOMETHING_NEW") is cycles.CyclesError
     assert cycles.TransportTimeoutError("x").code == 11
+    # Every kind of the core's table has its own named class (a new core kind without one
+    # would silently become a bare CyclesError).
+    from cycles import _native
+
+    exported = [getattr(cycles, n) for n in cycles.__all__]
+    named = {
+        c._default_name: c
+        for c in exported
+        if isinstance(c, type) and issubclass(c, cycles.CyclesError)
+    }
+    for name, code in _native.ERROR_CODES:
+        assert name in named, f"core kind {name} ({code}) has no exported class"
+        assert named[name]._default_code == code, name
+    assert cycles.InvalidResponseError("x").code == 24
 
 
 def test_panics_become_internal_errors() -> None:

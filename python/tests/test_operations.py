@@ -7,7 +7,7 @@ import asyncio
 import itertools
 
 import pytest
-from conftest import ACTION, USD, usd
+from conftest import ACTION, SERVER_MODE, USD, usd
 
 import cycles
 from cycles.testing import LocalServer
@@ -21,7 +21,9 @@ def test_create_commit_round_trip(api, server) -> None:
     created = reserve(api, "k-create", ttl_ms=30_000, metadata={"run": "42", "n": 2**60})
     assert isinstance(created, cycles.ReservationCreated)
     assert created.decision == cycles.Decision.ALLOW
-    assert created.reservation_id and created.reservation_id.startswith("rsv_")
+    assert created.reservation_id
+    if SERVER_MODE == "spec":  # the reference dialect's ids are bare UUIDs
+        assert created.reservation_id.startswith("rsv_")
     assert created.reserved == usd(1000)
     assert created.remaining_ttl_ms == 30_000
     assert created.affected_scopes == ["tenant:acme"]
@@ -114,7 +116,9 @@ def test_decide_event_balances(api, server) -> None:
         client_time_ms=1,
     )
     assert isinstance(ev, cycles.EventResult)
-    assert ev.status == "APPLIED" and ev.event_id.startswith("evt_")
+    assert ev.status == "APPLIED" and ev.event_id
+    if SERVER_MODE == "spec":
+        assert ev.event_id.startswith("evt_")
     assert ev.meta is not None and ev.meta.status == 201
 
     bal = api.get_balances(tenant="acme")

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use cycles_local_server::{
-    BudgetSeed, ExtendClamp, FaultRule, LocalServer, ServerConfig, TenantSeed,
+    BudgetSeed, ExtendClamp, FaultRule, LocalServer, ServerConfig, ServerMode, TenantSeed,
 };
 
 /// Options of `cycles serve`. Flags override the config file; the file overrides defaults.
@@ -46,6 +46,11 @@ pub struct ServeArgs {
     /// Maximum number of extensions per reservation.
     #[arg(long)]
     max_extensions: Option<u32>,
+    /// Serialise like the reference server (runcycles/cycles-server) instead of exactly as the
+    /// spec says: explicit nulls for unset optionals in reservation rows, `next_cursor: null`
+    /// on last pages, 500 on routing errors, 401 reason codes, its header quirks.
+    #[arg(long)]
+    reference_mode: bool,
     /// A scripted fault as JSON, e.g.
     /// '{"operation":"commitReservation","skip":0,"times":1,"fault":{"kind":"server_error","status":503}}'
     /// (repeatable).
@@ -142,6 +147,9 @@ fn build_config(args: ServeArgs) -> Result<(ServerConfig, Vec<FaultRule>), Strin
     }
     if let Some(max) = args.max_extensions {
         config.regime.max_extensions = Some(max);
+    }
+    if args.reference_mode {
+        config.mode = ServerMode::Reference;
     }
     Ok((config, args.faults))
 }

@@ -250,3 +250,44 @@ fn serve_reads_a_config_file() {
         "the file's regime applies: {response}"
     );
 }
+
+#[test]
+fn serve_reference_mode_speaks_like_the_reference_server() {
+    let mut child = cycles()
+        .args(["serve", "--port", "0", "--reference-mode"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start serve");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let addr = first
+        .trim()
+        .rsplit(' ')
+        .next()
+        .unwrap()
+        .trim_start_matches("http://")
+        .to_string();
+    let get = |path: &str| {
+        let mut stream = TcpStream::connect(&addr).unwrap();
+        write!(stream, "GET {path} HTTP/1.1\r\nHost: x\r\nX-Cycles-API-Key: cycles-local-key\r\nConnection: close\r\n\r\n").unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        response
+    };
+    let balances = get("/v1/balances?tenant=acme");
+    let unknown = get("/v1/nope");
+    child.kill().ok();
+    child.wait().ok();
+    assert!(balances.starts_with("HTTP/1.1 200"), "{balances}");
+    assert!(balances.contains(r#""next_cursor":null"#), "{balances}");
+    assert!(
+        balances
+            .to_ascii_lowercase()
+            .contains("x-ratelimit-remaining: -1"),
+        "{balances}"
+    );
+    assert!(unknown.starts_with("HTTP/1.1 500"), "{unknown}");
+    assert!(unknown.contains("INTERNAL_ERROR"), "{unknown}");
+}

@@ -8,6 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cycles_core::runtime::runtime;
+use cycles_core::transport::decode::{
+    decode_response as decode_response_core, http_error, Operation,
+};
 use cycles_core::{
     BalanceQuery, CommitRequest, Config, CyclesClient, DecisionRequest, Error, EventCreateRequest,
     ListReservationsQuery, ReleaseRequest, ReservationCreateRequest, ReservationExtendRequest,
@@ -200,6 +203,52 @@ async fn dispatch(client: Arc<CyclesClient>, op: Op, a: Value) -> Result<Out, Er
         Op::GetEvidence => out(c.get_evidence(&string(&a, "evidence_id")?).await?),
         Op::GetEvidenceJwks => out(c.get_evidence_jwks().await?),
     }
+}
+
+/// Decodes one captured response through core's own response path
+/// (`cycles_core::decode_response`), without a network: `(status, request_id, trace_id, 0,
+/// body_json)` of the schema-valid success, or the exception the client would raise.
+/// `operation` is the spec's operationId; `None` (a response that matched no operation)
+/// is only valid for a non-2xx status.
+#[pyfunction]
+#[pyo3(signature = (operation, status, headers, body))]
+pub fn decode_response(
+    operation: Option<&str>,
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: &[u8],
+) -> PyResult<Out> {
+    guard(|| {
+        let headers: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_str()))
+            .collect();
+        let op = match operation {
+            Some(id) => Some(Operation::from_operation_id(id).ok_or_else(|| {
+                core_err(&Error::invalid_argument(format!(
+                    "unknown operation {id:?} (expected a spec operationId)"
+                )))
+            })?),
+            None => None,
+        };
+        let decoded = match op {
+            Some(op) => decode_response_core(op, status, &headers, body),
+            None if !(200..300).contains(&status) => Err(http_error(status, &headers, body)),
+            None => Err(Error::invalid_argument(
+                "a 2xx response needs its operation to be decoded",
+            )),
+        }
+        .map_err(|e| core_err(&e))?;
+        let json = serde_json::to_string(&decoded.body)
+            .map_err(|e| core_err(&Error::internal(format!("cannot encode: {e}"))))?;
+        Ok((
+            decoded.status,
+            decoded.request_id,
+            decoded.trace_id,
+            0,
+            json,
+        ))
+    })
 }
 
 fn ms(v: Option<u64>) -> Option<Duration> {

@@ -56,6 +56,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<lifecycle::NativeLifecycle>()?;
     m.add_class::<lifecycle::NativeActive>()?;
     m.add_function(wrap_pyfunction!(_debug_panic, m)?)?;
+    m.add_function(wrap_pyfunction!(client::decode_response, m)?)?;
     timing::register(m)?;
     journal::register(m)?;
     Ok(())

@@ -22,6 +22,23 @@ pub struct ServerConfig {
     pub idempotency_compare: IdempotencyCompare,
     /// Emit `cycles_evidence` refs and serve signed envelopes plus the JWKS.
     pub evidence: bool,
+    /// Wire dialect: spec-faithful (default) or like the reference server.
+    pub mode: ServerMode,
+}
+
+/// How responses are serialised. Serde: `"spec"` (default) or `"reference"`.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerMode {
+    /// Exactly what the spec declares (what the fidelity check verifies).
+    #[default]
+    #[serde(alias = "Spec")]
+    Spec,
+    /// Like the reference server (runcycles/cycles-server 0.1.25.59) wherever a client can
+    /// see it: explicit nulls for unset subject/action members and last-page cursors, 500 on
+    /// routing errors, 401 reason codes, its header quirks (conformance/server/README.md).
+    #[serde(alias = "Reference")]
+    Reference,
 }
 
 impl Default for ServerConfig {
@@ -34,6 +51,7 @@ impl Default for ServerConfig {
             regime: Regime::default(),
             idempotency_compare: IdempotencyCompare::Exact,
             evidence: true,
+            mode: ServerMode::Spec,
         }
     }
 }

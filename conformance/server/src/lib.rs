@@ -22,6 +22,7 @@ mod http;
 mod inspect;
 mod pipeline;
 mod records;
+mod reference;
 mod routes;
 mod scope;
 mod shared;
@@ -31,7 +32,8 @@ mod trace;
 mod validate;
 
 pub use config::{
-    BudgetSeed, BudgetStatus, ExtendClamp, IdempotencyCompare, Regime, ServerConfig, TenantSeed,
+    BudgetSeed, BudgetStatus, ExtendClamp, IdempotencyCompare, Regime, ServerConfig, ServerMode,
+    TenantSeed,
 };
 pub use evidence::canonical_json;
 pub use faults::{Fault, FaultRule, Malformed, Operation};

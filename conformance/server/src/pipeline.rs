@@ -1,15 +1,17 @@
 //! The per-request pipeline: log arrival, route, apply any matching fault around the handler,
 //! and render the response with the correlation headers every response carries.
 
+use crate::config::ServerMode;
 use crate::error::ApiError;
 use crate::faults::{Fault, Malformed, Operation};
 use crate::http::ConnCtl;
 use crate::records::RequestRecord;
+use crate::reference;
 use crate::routes::{self, Ctx, Outcome, Query};
 use crate::shared::{lock, Shared};
 use axum::body::Body;
 use hyper::body::Incoming;
-use hyper::{Request, Response};
+use hyper::{HeaderMap, Request, Response};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,10 +25,23 @@ struct Rendered {
     replay: bool,
 }
 
-fn render_error(e: &ApiError, request_id: &str, trace_id: &str) -> Rendered {
+/// `reference` carries the request headers in reference mode (401 reason codes depend on
+/// them), `None` in spec mode.
+fn render_error(
+    e: &ApiError,
+    request_id: &str,
+    trace_id: &str,
+    reference: Option<&HeaderMap>,
+) -> Rendered {
     let mut body = e.body(request_id, trace_id);
     if let Some(ev) = &e.evidence {
         body["cycles_evidence"] = (**ev).clone();
+    }
+    if let Some(headers) = reference {
+        if e.status == 401 {
+            body["message"] = Value::String(reference::unauthorized_reason(headers).into());
+        }
+        body = reference::reorder_error(e.status, body);
     }
     Rendered {
         status: e.status,
@@ -99,10 +114,54 @@ fn malform(op: Operation, shape: Malformed, ok: Option<Outcome>) -> Rendered {
     }
 }
 
-fn response(r: Rendered, request_id: &str, trace_id: &str) -> Response<Body> {
+/// Reference-mode response headers: content type of filter-written bodies, the rate-limit
+/// sentinels (`-1` / `0` = not limited; a 429 says `0` / epoch seconds), Cache-Control.
+fn reference_headers(r: &mut Rendered, jwks: bool, now_s: i64) -> &'static str {
+    let has = |r: &Rendered, k: &str| r.headers.iter().any(|(n, _)| *n == k);
+    match r.status {
+        401 => {}
+        429 => {
+            r.headers.push(("x-ratelimit-remaining", "0".into()));
+            if !has(r, "x-ratelimit-reset") {
+                r.headers.push(("x-ratelimit-reset", now_s.to_string()));
+            }
+        }
+        _ => {
+            r.headers.push(("x-ratelimit-remaining", "-1".into()));
+            r.headers.push(("x-ratelimit-reset", "0".into()));
+        }
+    }
+    if jwks && r.status == 200 {
+        r.headers.retain(|(n, _)| *n != "cache-control");
+        r.headers
+            .push(("cache-control", reference::JWKS_CACHE_CONTROL.into()));
+    } else if !has(r, "cache-control") {
+        r.headers
+            .push(("cache-control", reference::CACHE_CONTROL.into()));
+    }
+    if matches!(r.status, 401 | 429) {
+        reference::FILTER_CONTENT_TYPE
+    } else {
+        "application/json"
+    }
+}
+
+fn response(
+    sh: &Shared,
+    path: &str,
+    mut r: Rendered,
+    request_id: &str,
+    trace_id: &str,
+) -> Response<Body> {
+    let content_type = if sh.config.mode == ServerMode::Reference {
+        let jwks = path == "/v1/.well-known/cycles-jwks.json";
+        reference_headers(&mut r, jwks, sh.clock.now_ms() / 1000)
+    } else {
+        "application/json"
+    };
     let mut b = Response::builder()
         .status(r.status)
-        .header("content-type", "application/json")
+        .header("content-type", content_type)
         .header("x-request-id", request_id)
         .header("x-cycles-trace-id", trace_id);
     if let Some(t) = &r.tenant {
@@ -130,9 +189,20 @@ pub(crate) async fn handle(
             .unwrap_or_default();
         return crate::inspect::handle(&sh, &method, &path, &body);
     }
+    let reference = sh.config.mode == ServerMode::Reference;
+    if reference && reference::tomcat_rejects(&path) {
+        return reference::tomcat_bad_request();
+    }
     let headers = req.headers().clone();
+    // Reference mode: the request headers, for the 401 reason codes.
+    let dialect = reference.then(|| headers.clone());
+    let dialect = dialect.as_ref();
     let trace_id = crate::trace::extract(&headers);
-    let request_id = format!("req_{}", uuid::Uuid::new_v4().simple());
+    let request_id = if reference {
+        uuid::Uuid::new_v4().to_string()
+    } else {
+        format!("req_{}", uuid::Uuid::new_v4().simple())
+    };
     let seq = {
         let mut log = lock(&sh.requests);
         let seq = log.len() as u64 + 1;
@@ -165,7 +235,7 @@ pub(crate) async fn handle(
             rec.status = Some(r.status);
             rec.replay = r.replay;
         });
-        response(r, &request_id, &trace_id)
+        response(&sh, &path, r, &request_id, &trace_id)
     };
 
     let body = match axum::body::to_bytes(Body::new(req.into_body()), 1 << 20).await {
@@ -175,24 +245,31 @@ pub(crate) async fn handle(
                 &ApiError::invalid("request body too large or unreadable"),
                 &request_id,
                 &trace_id,
+                dialect,
             ))
         }
     };
     let (op, rid) = match routes::route(&method, &path) {
         Ok(x) => x,
+        // The reference server answers routing errors from its catch-all handler (after auth).
+        Err(_) if reference => {
+            let e = reference_internal_error(&sh, &headers);
+            return finish(render_error(&e, &request_id, &trace_id, dialect));
+        }
         Err(405) => {
             let e = ApiError::new(
                 405,
                 "INVALID_REQUEST",
                 format!("method {method} not allowed on {path}"),
             );
-            return finish(render_error(&e, &request_id, &trace_id));
+            return finish(render_error(&e, &request_id, &trace_id, dialect));
         }
         Err(_) => {
             return finish(render_error(
                 &ApiError::not_found(format!("no route for {path}")),
                 &request_id,
                 &trace_id,
+                dialect,
             ))
         }
     };
@@ -201,6 +278,11 @@ pub(crate) async fn handle(
         .filter(|t| !t.is_empty())
         .map(str::to_string);
     update(&|rec| rec.body = text.clone());
+    // Reference mode: a non-JSON media type is a 500 (Spring's unhandled 415), after auth.
+    if reference && method == "POST" && reference::unsupported_media_type(&headers) {
+        let e = reference_internal_error(&sh, &headers);
+        return finish(render_error(&e, &request_id, &trace_id, dialect));
+    }
     let body_key = crate::body::parse(&body).ok().and_then(|v| {
         v.get("idempotency_key")
             .and_then(Value::as_str)
@@ -234,11 +316,11 @@ pub(crate) async fn handle(
         }
         Some(Fault::ServerError { status }) => {
             let e = ApiError::new(*status, "INTERNAL_ERROR", "injected server error");
-            return finish(render_error(&e, &request_id, &trace_id));
+            return finish(render_error(&e, &request_id, &trace_id, dialect));
         }
         Some(Fault::RateLimited { retry_after }) => {
             let e = ApiError::new(429, "LIMIT_EXCEEDED", "injected rate limit");
-            let mut r = render_error(&e, &request_id, &trace_id);
+            let mut r = render_error(&e, &request_id, &trace_id, dialect);
             if let Some(v) = retry_after {
                 r.headers.push(("retry-after", v.clone()));
                 if let Ok(secs) = v.trim().parse::<i64>() {
@@ -252,13 +334,13 @@ pub(crate) async fn handle(
         }
         Some(Fault::Error { status, code }) => {
             let e = ApiError::new(*status, code, "injected error");
-            return finish(render_error(&e, &request_id, &trace_id));
+            return finish(render_error(&e, &request_id, &trace_id, dialect));
         }
         Some(Fault::EchoApiKey { status, code }) => {
             let key = ctx.headers.get("x-cycles-api-key");
             let key = key.and_then(|v| v.to_str().ok()).unwrap_or_default();
             let e = crate::faults::echo_api_key(*status, code, key);
-            return finish(render_error(&e, &request_id, &trace_id));
+            return finish(render_error(&e, &request_id, &trace_id, dialect));
         }
         Some(Fault::Delay { ms }) => tokio::time::sleep(Duration::from_millis(*ms)).await,
         _ => {}
@@ -278,6 +360,19 @@ pub(crate) async fn handle(
     }
     match result {
         Ok(o) => finish(render_ok(o)),
-        Err(e) => finish(render_error(&e, &request_id, &trace_id)),
+        Err(e) => finish(render_error(&e, &request_id, &trace_id, dialect)),
+    }
+}
+
+/// The reference server's catch-all answer: 401 without a known key, else 500
+/// `INTERNAL_ERROR` (with the caller's tenant header, as authenticated responses carry it).
+fn reference_internal_error(sh: &Shared, headers: &HeaderMap) -> ApiError {
+    match routes::key_principal(sh, headers) {
+        None => ApiError::unauthorized(),
+        Some(tenant) => {
+            let mut e = ApiError::new(500, "INTERNAL_ERROR", "Internal error");
+            e.tenant = tenant;
+            e
+        }
     }
 }

@@ -59,3 +59,21 @@ pub struct DecisionResponse {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cycles_evidence: Option<EvidenceRef>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn explicit_nulls_on_optionals_decode_as_none() {
+        let d: DecisionResponse = serde_json::from_value(json!({
+            "decision": "DENY", "caps": null, "reason_code": "BUDGET_EXCEEDED",
+            "retry_after_ms": null, "affected_scopes": null, "cycles_evidence": null
+        }))
+        .unwrap();
+        assert_eq!(d.reason_code.unwrap(), ReasonCode::BUDGET_EXCEEDED);
+        assert_eq!((d.caps, d.affected_scopes), (None, None));
+        assert!(serde_json::from_value::<DecisionResponse>(json!({"decision": null})).is_err());
+    }
+}

@@ -68,3 +68,22 @@ pub struct EventCreateResponse {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub balances: Option<Vec<Balance>>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn explicit_nulls_on_optionals_decode_as_none() {
+        let e: EventCreateResponse = serde_json::from_value(json!({
+            "status": "APPLIED", "event_id": "e", "charged": null, "balances": null
+        }))
+        .unwrap();
+        assert_eq!((e.charged, e.balances), (None, None));
+        assert!(serde_json::from_value::<EventCreateResponse>(
+            json!({"status": "APPLIED", "event_id": null})
+        )
+        .is_err());
+    }
+}

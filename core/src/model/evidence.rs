@@ -69,3 +69,29 @@ pub struct EvidenceJwk {
     #[serde(flatten)]
     pub extra: Metadata,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn explicit_nulls_on_optionals_decode_as_none() {
+        let k: EvidenceJwks = serde_json::from_value(json!({"keys": [{
+            "kty": "OKP", "crv": "Ed25519", "alg": null, "x": "x", "kid": "k",
+            "cycles_nbf_ms": 0, "cycles_exp_ms": null, "status": null
+        }]}))
+        .unwrap();
+        assert_eq!(
+            (k.keys[0].alg.clone(), k.keys[0].cycles_exp_ms),
+            (None, None)
+        );
+        let e: EvidenceEnvelope = serde_json::from_value(json!({
+            "schema_version": "v", "artifact_type": "reserve", "server_id": "s",
+            "signer_did": "d", "issued_at_ms": 1, "trace_id": null, "payload": {},
+            "evidence_id": "e", "signature": "sig"
+        }))
+        .unwrap();
+        assert_eq!(e.trace_id, None);
+    }
+}

@@ -273,6 +273,19 @@ mod tests {
     }
 
     #[test]
+    fn balance_page_with_null_cursor_is_a_last_page() {
+        let page: BalanceResponse = serde_json::from_value(serde_json::json!({
+            "balances": [], "next_cursor": null, "has_more": false
+        }))
+        .unwrap();
+        assert_eq!((page.next_cursor, page.has_more), (None, Some(false)));
+        assert!(
+            serde_json::from_value::<BalanceResponse>(serde_json::json!({"balances": null}))
+                .is_err()
+        );
+    }
+
+    #[test]
     fn balance_query_pairs() {
         let q = BalanceQuery {
             include_children: Some(true),

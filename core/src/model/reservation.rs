@@ -330,6 +330,73 @@ mod tests {
     }
 
     #[test]
+    fn explicit_nulls_on_optionals_decode_as_none() {
+        // The reference server's row shape (`get.active_minimal`, `list.page_3`).
+        let row = json!({
+            "reservation_id": "r", "status": "ACTIVE", "idempotency_key": null,
+            "subject": {"tenant": "acme", "workspace": null, "app": null, "workflow": null,
+                        "agent": null, "toolset": null, "dimensions": null},
+            "action": {"kind": "llm.completion", "name": "m", "tags": null},
+            "reserved": {"unit": "USD_MICROCENTS", "amount": 1}, "committed": null,
+            "created_at_ms": 1, "expires_at_ms": 2, "finalized_at_ms": null,
+            "scope_path": "tenant:acme", "affected_scopes": ["tenant:acme"],
+            "metadata": null, "committed_metadata": null, "evidence": null
+        });
+        let d: ReservationDetail = serde_json::from_value(row.clone()).unwrap();
+        assert_eq!(d.subject, Subject::tenant("acme"));
+        assert_eq!(d.action, Action::new("llm.completion", "m"));
+        assert_eq!(
+            (d.committed, d.finalized_at_ms, d.evidence),
+            (None, None, None)
+        );
+        let page: ReservationListResponse = serde_json::from_value(
+            json!({"reservations": [row], "next_cursor": null, "has_more": false}),
+        )
+        .unwrap();
+        assert_eq!(page.next_cursor, None);
+        assert_eq!(page.has_more, Some(false));
+
+        let created: ReservationCreateResponse = serde_json::from_value(json!({
+            "decision": "ALLOW_WITH_CAPS", "reservation_id": null, "reserved": null,
+            "expires_at_ms": null, "remaining_ttl_ms": null, "scope_path": null,
+            "affected_scopes": [], "balances": null, "reason_code": null,
+            "retry_after_ms": null, "cycles_evidence": null,
+            "caps": {"max_tokens": null, "max_steps_remaining": 3, "tool_allowlist": null,
+                     "tool_denylist": null, "cooldown_ms": null}
+        }))
+        .unwrap();
+        assert_eq!(created.reservation_id, None);
+        let caps = created.caps.unwrap();
+        assert_eq!((caps.max_tokens, caps.max_steps_remaining), (None, Some(3)));
+        let committed: CommitResponse = serde_json::from_value(json!({
+            "status": "COMMITTED", "charged": {"unit": "TOKENS", "amount": 2},
+            "released": null, "balances": [{"scope": "s", "scope_path": "s",
+                "remaining": {"unit": "TOKENS", "amount": -3}, "reserved": null,
+                "spent": null, "debt": null, "allocated": null, "overdraft_limit": null,
+                "is_over_limit": null}], "cycles_evidence": null
+        }))
+        .unwrap();
+        let b = &committed.balances.unwrap()[0];
+        assert_eq!((b.remaining.amount, b.debt.clone()), (-3, None));
+        let extended: ReservationExtendResponse = serde_json::from_value(json!(
+            {"status": "ACTIVE", "expires_at_ms": 5, "remaining_ttl_ms": null, "balances": null}
+        ))
+        .unwrap();
+        assert_eq!(extended.remaining_ttl_ms, None);
+        let released: ReleaseResponse = serde_json::from_value(json!({
+            "status": "RELEASED", "released": {"unit": "TOKENS", "amount": 1},
+            "balances": null, "cycles_evidence": null
+        }))
+        .unwrap();
+        assert_eq!(released.balances, None);
+        // A null on a REQUIRED field still fails decoding.
+        assert!(serde_json::from_value::<ReleaseResponse>(
+            json!({"status": "RELEASED", "released": null})
+        )
+        .is_err());
+    }
+
+    #[test]
     fn commit_and_extend_requests() {
         let c = CommitRequest::new("c", Amount::new(Unit::Tokens, 3));
         assert_eq!(

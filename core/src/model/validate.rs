@@ -7,6 +7,10 @@
 //! lenient (unknown fields and enum values tolerated), the predicate is strict about what the
 //! schema requires (exact status, required fields, JSON types, closed enums, `minimum: 0`).
 //! Unknown extra fields never fail a predicate: additive server releases must not break users.
+//!
+//! An explicit JSON `null` on an OPTIONAL field counts as absent (the reference server writes
+//! `null` for unset subject/action members and for `next_cursor` on a last page; see
+//! docs/contracts.md, "Null handling"). A `null` on a REQUIRED field still fails.
 
 use serde_json::{Map, Value};
 
@@ -80,13 +84,18 @@ fn string_array(v: &Value, k: &str) -> Check {
     }
 }
 
-/// Runs `f` on the field when present; an explicit `null` is a type error because no
-/// optional field of the runtime schemas is nullable.
+/// Runs `f` on the field when present and not `null`: an explicit `null` on an optional
+/// field means "absent" (what the reference server sends for unset optionals).
 fn opt(o: &Map<String, Value>, k: &str, f: impl Fn(&Value, &str) -> Check) -> Check {
     match o.get(k) {
+        Some(Value::Null) | None => Ok(()),
         Some(v) => f(v, k),
-        None => Ok(()),
     }
+}
+
+/// True when the optional field `k` is present with a non-null value.
+fn has(o: &Map<String, Value>, k: &str) -> bool {
+    !matches!(o.get(k), None | Some(Value::Null))
 }
 
 fn amount_impl(v: &Value, k: &str, min0: bool) -> Check {
@@ -163,7 +172,7 @@ fn subject(v: &Value, k: &str) -> Check {
     for f in std_fields {
         opt(o, f, string)?;
     }
-    if !std_fields.iter().any(|f| o.contains_key(*f)) {
+    if !std_fields.iter().any(|f| has(o, f)) {
         return fail(format!("`{k}` has no standard field"));
     }
     opt(o, "dimensions", |v, k| {
@@ -351,12 +360,14 @@ pub fn get_evidence_jwks(status: u16, body: &Value) -> Check {
         }
         int_any(req(ko, "cycles_nbf_ms")?, "cycles_nbf_ms")?;
         opt(ko, "alg", string)?;
-        // `cycles_exp_ms` is the one nullable field ([integer, null]).
-        if let Some(v) = ko.get("cycles_exp_ms") {
-            if !v.is_null() && !is_int(v) {
-                return fail("`cycles_exp_ms` must be an integer or null");
+        // `cycles_exp_ms` is declared nullable ([integer, null]); `opt` skips `null` anyway.
+        opt(ko, "cycles_exp_ms", |v, _| {
+            if is_int(v) {
+                Ok(())
+            } else {
+                fail("`cycles_exp_ms` must be an integer or null")
             }
-        }
+        })?;
     }
     Ok(())
 }
@@ -411,6 +422,20 @@ mod tests {
         }
         for k in required {
             assert!(p(ok_status, &without(&valid, k)).is_err(), "missing {k}");
+            assert!(
+                p(ok_status, &with(&valid, k, Value::Null)).is_err(),
+                "null {k}"
+            );
+        }
+        // Every optional field of the valid body may be an explicit null (= absent).
+        for k in valid.as_object().unwrap().keys() {
+            if !required.contains(&k.as_str()) {
+                assert_eq!(
+                    p(ok_status, &with(&valid, k, Value::Null)),
+                    Ok(()),
+                    "null {k}"
+                );
+            }
         }
         assert!(p(ok_status, &json!([])).is_err());
         assert!(p(ok_status, &json!("x")).is_err());
@@ -437,7 +462,10 @@ mod tests {
         assert!(create_reservation(200, &with(&v, "expires_at_ms", json!("100"))).is_err());
         assert!(create_reservation(200, &with(&v, "reserved", amt(-1))).is_err());
         assert!(create_reservation(200, &with(&v, "affected_scopes", json!([1]))).is_err());
-        assert!(create_reservation(200, &with(&v, "reservation_id", json!(null))).is_err());
+        // A null optional is absent; a null required field still fails.
+        assert!(create_reservation(200, &with(&v, "reservation_id", json!(null))).is_ok());
+        assert!(create_reservation(200, &with(&v, "decision", json!(null))).is_err());
+        assert!(create_reservation(200, &with(&v, "affected_scopes", json!(null))).is_err());
         // An unknown unit is not a schema violation of the response shape.
         let unk = json!({"unit": "NEW_UNIT", "amount": 5});
         assert!(create_reservation(200, &with(&v, "reserved", unk)).is_ok());
@@ -534,6 +562,60 @@ mod tests {
         assert!(get_reservation(200, &with(&row(), "created_at_ms", json!(-1))).is_ok());
     }
 
+    /// The row as the reference server sends it: every unset subject/action member is `null`.
+    fn reference_row() -> Value {
+        json!({
+            "reservation_id": "r1", "status": "ACTIVE", "idempotency_key": "k",
+            "subject": {"tenant": "a", "workspace": null, "app": null, "workflow": null,
+                        "agent": null, "toolset": null, "dimensions": null},
+            "action": {"kind": "k", "name": "n", "tags": null},
+            "reserved": amt(1), "created_at_ms": 1, "expires_at_ms": 2,
+            "scope_path": "tenant:a", "affected_scopes": ["tenant:a"]
+        })
+    }
+
+    #[test]
+    fn nulls_on_optional_nested_fields_are_absent() {
+        let row = reference_row();
+        assert_eq!(get_reservation(200, &row), Ok(()));
+        let list = json!({"reservations": [row.clone()], "next_cursor": null, "has_more": false});
+        assert_eq!(list_reservations(200, &list), Ok(()));
+        let bals = json!({"balances": [with(&bal(), "debt", Value::Null)], "next_cursor": null});
+        assert_eq!(get_balances(200, &bals), Ok(()));
+        // Tenant-less subject (`get.tenantless_subject`): tenant null, workspace set.
+        let mut tl = row.clone();
+        tl["subject"]["tenant"] = Value::Null;
+        tl["subject"]["workspace"] = json!("shared");
+        assert_eq!(get_reservation(200, &tl), Ok(()));
+        // Every standard field null: the subject has no standard field.
+        let mut none = row.clone();
+        none["subject"]["tenant"] = Value::Null;
+        assert!(get_reservation(200, &none).is_err());
+        // Nulls inside nested optional objects.
+        let caps = json!({"decision": "ALLOW_WITH_CAPS", "affected_scopes": [],
+            "caps": {"max_tokens": null, "tool_allowlist": null, "cooldown_ms": 5}});
+        assert_eq!(create_reservation(200, &caps), Ok(()));
+        let ev = with(
+            &row,
+            "evidence",
+            json!({"reserve": {"evidence_id": "e", "cycles_evidence_url": "u"}, "commit": null}),
+        );
+        assert_eq!(get_reservation(200, &ev), Ok(()));
+        // Required nested fields stay strict.
+        let mut kind_null = row.clone();
+        kind_null["action"]["kind"] = Value::Null;
+        assert!(get_reservation(200, &kind_null).is_err());
+        let mut amount_null = row.clone();
+        amount_null["reserved"]["amount"] = Value::Null;
+        assert!(get_reservation(200, &amount_null).is_err());
+        let null_row = json!({"reservations": [null]});
+        assert!(list_reservations(200, &null_row).is_err());
+        let bal_scope_null = json!({"balances": [with(&bal(), "scope", Value::Null)]});
+        assert!(get_balances(200, &bal_scope_null).is_err());
+        // A null where a non-null type is declared is still a type error when present.
+        assert!(get_reservation(200, &with(&row, "subject", json!({"tenant": 5}))).is_err());
+    }
+
     #[test]
     fn evidence_predicates() {
         let env = json!({
@@ -545,7 +627,16 @@ mod tests {
             get_evidence,
             200,
             env,
-            &["payload", "signature", "issued_at_ms"],
+            &[
+                "schema_version",
+                "artifact_type",
+                "server_id",
+                "signer_did",
+                "evidence_id",
+                "payload",
+                "signature",
+                "issued_at_ms",
+            ],
         );
         let jwks = json!({"keys": [{"kty": "OKP", "crv": "Ed25519", "x": "x", "kid": "k",
                                     "cycles_nbf_ms": 0, "cycles_exp_ms": null}]});

@@ -3,6 +3,7 @@
 //! policy (same idempotency key, 429 floors, expiry fallback) belongs to later layers,
 //! which need to see every attempt and its timing.
 
+pub mod decode;
 pub mod response;
 pub mod retry_after;
 pub mod url;
@@ -15,14 +16,13 @@ use reqwest::Method;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::value::RawValue;
-use serde_json::Value;
 use tokio::sync::Semaphore;
 
 use crate::config::Config;
 use crate::error::{Correlation, Error};
-use crate::model::validate::{self, SchemaViolation};
 use crate::model::*;
 use crate::redact::Redactor;
+use decode::Operation;
 pub use response::{AttemptTiming, Response};
 use url::{check_path_id, BaseUrl};
 
@@ -34,8 +34,6 @@ pub const IDEMPOTENCY_KEY_HEADER: &str = "x-idempotency-key";
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
 /// Response header with the trace id.
 pub const TRACE_ID_HEADER: &str = "x-cycles-trace-id";
-
-type Predicate = fn(u16, &Value) -> Result<(), SchemaViolation>;
 
 /// The Cycles runtime client. Cheap to share by reference; clone the `Arc` around it if
 /// needed. Each method performs exactly one HTTP attempt.
@@ -112,7 +110,7 @@ impl CyclesClient {
         req: &ReservationCreateRequest,
     ) -> Result<Response<ReservationCreateResponse>, Error> {
         let url = self.base.join(&["reservations"], &[]);
-        self.post(url, req, &req.idempotency_key, validate::create_reservation)
+        self.post(url, req, &req.idempotency_key, Operation::CreateReservation)
             .await
     }
 
@@ -124,7 +122,7 @@ impl CyclesClient {
     ) -> Result<Response<CommitResponse>, Error> {
         check_path_id("reservation_id", id)?;
         let url = self.base.join(&["reservations", id, "commit"], &[]);
-        self.post(url, req, &req.idempotency_key, validate::commit_reservation)
+        self.post(url, req, &req.idempotency_key, Operation::CommitReservation)
             .await
     }
 
@@ -140,7 +138,7 @@ impl CyclesClient {
             url,
             req,
             &req.idempotency_key,
-            validate::release_reservation,
+            Operation::ReleaseReservation,
         )
         .await
     }
@@ -176,7 +174,7 @@ impl CyclesClient {
             url,
             bytes,
             &req.idempotency_key,
-            validate::extend_reservation,
+            Operation::ExtendReservation,
             timeout.min(self.config.request_timeout),
         )
         .await
@@ -185,7 +183,7 @@ impl CyclesClient {
     /// `POST /v1/decide` (`decide`).
     pub async fn decide(&self, req: &DecisionRequest) -> Result<Response<DecisionResponse>, Error> {
         let url = self.base.join(&["decide"], &[]);
-        self.post(url, req, &req.idempotency_key, validate::decide)
+        self.post(url, req, &req.idempotency_key, Operation::Decide)
             .await
     }
 
@@ -195,7 +193,7 @@ impl CyclesClient {
         req: &EventCreateRequest,
     ) -> Result<Response<EventCreateResponse>, Error> {
         let url = self.base.join(&["events"], &[]);
-        self.post(url, req, &req.idempotency_key, validate::create_event)
+        self.post(url, req, &req.idempotency_key, Operation::CreateEvent)
             .await
     }
 
@@ -217,7 +215,7 @@ impl CyclesClient {
             url,
             body.get().as_bytes().to_vec(),
             &key,
-            validate::commit_reservation,
+            Operation::CommitReservation,
         )
         .await
     }
@@ -233,7 +231,7 @@ impl CyclesClient {
             url,
             body.get().as_bytes().to_vec(),
             &key,
-            validate::create_event,
+            Operation::CreateEvent,
         )
         .await
     }
@@ -241,7 +239,7 @@ impl CyclesClient {
     /// `GET /v1/balances` (`getBalances`).
     pub async fn get_balances(&self, q: &BalanceQuery) -> Result<Response<BalanceResponse>, Error> {
         let url = self.base.join(&["balances"], &q.to_pairs());
-        self.get(url, true, validate::get_balances).await
+        self.get(url, true, Operation::GetBalances).await
     }
 
     /// `GET /v1/reservations` (`listReservations`), one page.
@@ -250,7 +248,7 @@ impl CyclesClient {
         q: &ListReservationsQuery,
     ) -> Result<Response<ReservationListResponse>, Error> {
         let url = self.base.join(&["reservations"], &q.to_pairs());
-        self.get(url, true, validate::list_reservations).await
+        self.get(url, true, Operation::ListReservations).await
     }
 
     /// Follows `next_cursor` from `q` and returns every row, stopping after `max_pages`
@@ -279,7 +277,7 @@ impl CyclesClient {
     pub async fn get_reservation(&self, id: &str) -> Result<Response<ReservationDetail>, Error> {
         check_path_id("reservation_id", id)?;
         let url = self.base.join(&["reservations", id], &[]);
-        self.get(url, true, validate::get_reservation).await
+        self.get(url, true, Operation::GetReservation).await
     }
 
     /// `GET /v1/evidence/{evidence_id}` (`getEvidence`; public, sent without the API key).
@@ -289,13 +287,13 @@ impl CyclesClient {
     ) -> Result<Response<EvidenceEnvelope>, Error> {
         check_path_id("evidence_id", evidence_id)?;
         let url = self.base.join(&["evidence", evidence_id], &[]);
-        self.get(url, false, validate::get_evidence).await
+        self.get(url, false, Operation::GetEvidence).await
     }
 
     /// `GET /v1/.well-known/cycles-jwks.json` (`getEvidenceJwks`; public).
     pub async fn get_evidence_jwks(&self) -> Result<Response<EvidenceJwks>, Error> {
         let url = self.base.join(&[".well-known", "cycles-jwks.json"], &[]);
-        self.get(url, false, validate::get_evidence_jwks).await
+        self.get(url, false, Operation::GetEvidenceJwks).await
     }
 
     async fn post<B: Serialize, T: DeserializeOwned>(
@@ -303,9 +301,9 @@ impl CyclesClient {
         url: ::url::Url,
         body: &B,
         idempotency_key: &str,
-        predicate: Predicate,
+        op: Operation,
     ) -> Result<Response<T>, Error> {
-        self.post_bytes(url, to_body(body)?, idempotency_key, predicate)
+        self.post_bytes(url, to_body(body)?, idempotency_key, op)
             .await
     }
 
@@ -315,10 +313,10 @@ impl CyclesClient {
         url: ::url::Url,
         bytes: Vec<u8>,
         idempotency_key: &str,
-        predicate: Predicate,
+        op: Operation,
     ) -> Result<Response<T>, Error> {
         let timeout = self.config.request_timeout;
-        self.post_bytes_within(url, bytes, idempotency_key, predicate, timeout)
+        self.post_bytes_within(url, bytes, idempotency_key, op, timeout)
             .await
     }
 
@@ -328,7 +326,7 @@ impl CyclesClient {
         url: ::url::Url,
         bytes: Vec<u8>,
         idempotency_key: &str,
-        predicate: Predicate,
+        op: Operation,
         timeout: Duration,
     ) -> Result<Response<T>, Error> {
         let mut headers = HeaderMap::new();
@@ -340,35 +338,19 @@ impl CyclesClient {
                 headers.insert(HeaderName::from_static(IDEMPOTENCY_KEY_HEADER), v);
             }
         }
-        self.exchange(
-            Method::POST,
-            url,
-            headers,
-            Some(bytes),
-            true,
-            predicate,
-            timeout,
-        )
-        .await
+        self.exchange(Method::POST, url, headers, Some(bytes), true, op, timeout)
+            .await
     }
 
     async fn get<T: DeserializeOwned>(
         &self,
         url: ::url::Url,
         auth: bool,
-        predicate: Predicate,
+        op: Operation,
     ) -> Result<Response<T>, Error> {
         let timeout = self.config.request_timeout;
-        self.exchange(
-            Method::GET,
-            url,
-            HeaderMap::new(),
-            None,
-            auth,
-            predicate,
-            timeout,
-        )
-        .await
+        self.exchange(Method::GET, url, HeaderMap::new(), None, auth, op, timeout)
+            .await
     }
 
     /// One attempt, classified. Every error leaves through here and is redacted: whatever the
@@ -381,12 +363,12 @@ impl CyclesClient {
         headers: HeaderMap,
         body: Option<Vec<u8>>,
         auth: bool,
-        predicate: Predicate,
+        op: Operation,
         timeout: Duration,
     ) -> Result<Response<T>, Error> {
         self.attempt(method, url, headers, body, auth, timeout)
             .await
-            .and_then(|raw| finish(raw, predicate))
+            .and_then(|raw| finish(raw, op))
             .map_err(|e| e.redacted(&self.redactor))
     }
 
@@ -445,16 +427,7 @@ impl CyclesClient {
             .map_err(Error::from_reqwest)?;
         let status = resp.status().as_u16();
         let h = resp.headers();
-        let header = |name: &str| {
-            h.get(name)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string)
-        };
-        let corr = Correlation {
-            request_id: header(REQUEST_ID_HEADER),
-            trace_id: header(TRACE_ID_HEADER),
-        };
-        let retry_after = header("retry-after");
+        let (corr, retry_after) = decode::header_facts(|name| h.get(name)?.to_str().ok());
         let body = resp.bytes().await.map_err(Error::from_reqwest)?;
         let received = Instant::now();
         Ok(Raw {
@@ -484,40 +457,10 @@ fn body_idempotency_key(body: &RawValue) -> String {
         .unwrap_or_default()
 }
 
-/// Classifies a raw attempt: a 2xx must pass the operation's predicate and decode, else it
-/// is `AmbiguousSuccess`; anything else becomes the typed HTTP error.
-fn finish<T: DeserializeOwned>(raw: Raw, predicate: Predicate) -> Result<Response<T>, Error> {
-    if !(200..300).contains(&raw.status) {
-        return Err(Error::from_http(
-            raw.status,
-            &raw.body,
-            raw.corr,
-            raw.retry_after,
-        ));
-    }
-    let value: Value = match serde_json::from_slice(&raw.body) {
-        Ok(v) => v,
-        Err(e) => {
-            return Err(Error::ambiguous(
-                raw.status,
-                format!("body is not JSON ({e})"),
-                raw.corr,
-            ))
-        }
-    };
-    if let Err(v) = predicate(raw.status, &value) {
-        return Err(Error::ambiguous(raw.status, v, raw.corr));
-    }
-    let body: T = match serde_json::from_value(value) {
-        Ok(b) => b,
-        Err(e) => {
-            return Err(Error::ambiguous(
-                raw.status,
-                format!("cannot decode ({e})"),
-                raw.corr,
-            ))
-        }
-    };
+/// Classifies a raw attempt through [`decode::classify`] (the pure path shared with
+/// [`decode::decode_response`]) and attaches the transport facts.
+fn finish<T: DeserializeOwned>(raw: Raw, op: Operation) -> Result<Response<T>, Error> {
+    let body = decode::classify(op, raw.status, &raw.body, raw.corr.clone(), raw.retry_after)?;
     Ok(Response {
         body,
         status: raw.status,
@@ -556,7 +499,7 @@ mod tests {
                 200,
                 r#"{"status":"ACTIVE","expires_at_ms":5,"remaining_ttl_ms":4,"new":1}"#,
             ),
-            validate::extend_reservation,
+            Operation::ExtendReservation,
         )
         .unwrap();
         assert_eq!(ok.body.remaining_ttl_ms, Some(4));
@@ -572,7 +515,7 @@ mod tests {
         ] {
             let e = finish::<ReservationExtendResponse>(
                 raw(status, body),
-                validate::extend_reservation,
+                Operation::ExtendReservation,
             )
             .unwrap_err();
             assert_eq!(e.kind(), &ErrorKind::AmbiguousSuccess, "{status} {body}");
@@ -583,7 +526,7 @@ mod tests {
                 410,
                 r#"{"error":"RESERVATION_EXPIRED","message":"m","request_id":"x"}"#,
             ),
-            validate::extend_reservation,
+            Operation::ExtendReservation,
         )
         .unwrap_err();
         assert_eq!(e.kind(), &ErrorKind::ReservationExpired);

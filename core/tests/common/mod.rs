@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use cycles_core::*;
-use cycles_local_server::{LocalServer, ServerConfig};
+use cycles_local_server::{LocalServer, ServerConfig, ServerMode};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
@@ -13,8 +13,29 @@ use tokio::sync::oneshot;
 pub const KEY: &str = "cycles-local-key";
 pub const ADMIN_KEY: &str = "cycles-local-admin";
 
+/// The local server's wire dialect for this test run: `CYCLES_TEST_SERVER_MODE=reference`
+/// runs the client and lifecycle suites against the reference-server dialect (explicit
+/// nulls, null last-page cursors, ...; scripts/test-all.sh does both), anything else or
+/// unset is the spec-faithful default. An unknown value fails loudly rather than silently
+/// testing the default.
+pub fn server_mode() -> ServerMode {
+    match std::env::var("CYCLES_TEST_SERVER_MODE").as_deref() {
+        Err(_) | Ok("") | Ok("spec") => ServerMode::Spec,
+        Ok("reference") => ServerMode::Reference,
+        Ok(other) => panic!("CYCLES_TEST_SERVER_MODE={other:?}: expected spec or reference"),
+    }
+}
+
+/// The default server configuration in this run's [`server_mode`].
+pub fn server_config() -> ServerConfig {
+    ServerConfig {
+        mode: server_mode(),
+        ..ServerConfig::default()
+    }
+}
+
 pub async fn server() -> LocalServer {
-    LocalServer::start(ServerConfig::default())
+    LocalServer::start(server_config())
         .await
         .expect("start local server")
 }

@@ -2,7 +2,9 @@
 
 use super::query::{decode_cursor, encode_cursor};
 use super::{auth_tenant, Ctx, Outcome};
+use crate::config::ServerMode;
 use crate::error::ApiError;
+use crate::reference;
 use crate::scope::{level_value, LEVELS};
 use crate::shared::Shared;
 use serde_json::{json, Value};
@@ -48,6 +50,9 @@ pub(super) fn balances(sh: &Shared, ctx: &Ctx) -> Result<Outcome, ApiError> {
     let mut body = json!({"balances": page, "has_more": more});
     if more {
         body["next_cursor"] = json!(encode_cursor(offset + limit, None));
+    }
+    if sh.config.mode == ServerMode::Reference {
+        reference::always_cursor(&mut body);
     }
     Ok(Outcome::ok(200, body, Some(tenant)))
 }

@@ -91,7 +91,10 @@ pub(super) fn event(sh: &Shared, ctx: &Ctx) -> Result<Outcome, ApiError> {
         .unwrap_or("ALLOW_IF_AVAILABLE")
         .to_string();
     let (charged, capped) = st.settle(&keys, 0, 0, amount, &policy)?;
-    let event_id = format!("evt_{}", uuid::Uuid::new_v4().simple());
+    let event_id = match sh.config.mode {
+        crate::config::ServerMode::Reference => uuid::Uuid::new_v4().to_string(),
+        crate::config::ServerMode::Spec => format!("evt_{}", uuid::Uuid::new_v4().simple()),
+    };
     st.record(
         "event",
         &tenant,

@@ -2,7 +2,9 @@
 
 use super::query::{decode_cursor, encode_cursor};
 use super::{auth, Ctx, Outcome, Principal};
+use crate::config::ServerMode;
 use crate::error::ApiError;
+use crate::reference;
 use crate::scope::LEVELS;
 use crate::shared::Shared;
 use crate::state::{Reservation, Status};
@@ -112,7 +114,15 @@ pub(super) fn list(sh: &Shared, ctx: &Ctx) -> Result<Outcome, ApiError> {
             .collect();
         hex::encode(&Sha256::digest(tuple.join("\u{1f}").as_bytes())[..8])
     });
-    let offset = decode_cursor(q.get("cursor"), bound.as_deref())?;
+    let reference = sh.config.mode == ServerMode::Reference;
+    let offset = decode_cursor(q.get("cursor"), bound.as_deref()).map_err(|e| {
+        // The reference server hands an undecodable cursor to Redis SCAN, which fails: 500.
+        if reference && e.message == "invalid cursor" {
+            ApiError::new(500, "INTERNAL_ERROR", "Internal error")
+        } else {
+            e
+        }
+    })?;
     let include = q.tokens("include");
     let inc = |t: &str| include.iter().any(|x| x == t);
     let idem = q.non_blank("idempotency_key");
@@ -157,12 +167,21 @@ pub(super) fn list(sh: &Shared, ctx: &Ctx) -> Result<Outcome, ApiError> {
         .iter()
         .skip(offset)
         .take(limit)
-        .map(|r| r.to_json(inc("metadata"), inc("committed_metadata"), inc("evidence")))
+        .map(|r| {
+            let mut row = r.to_json(inc("metadata"), inc("committed_metadata"), inc("evidence"));
+            if reference {
+                reference::fill_row_nulls(&mut row);
+            }
+            row
+        })
         .collect();
     let more = offset.saturating_add(limit) < rows.len();
     let mut body = json!({"reservations": page, "has_more": more});
     if more {
         body["next_cursor"] = json!(encode_cursor(offset + limit, bound.as_deref()));
+    }
+    if reference {
+        reference::always_cursor(&mut body);
     }
     Ok(Outcome::ok(200, body, Some(tenant)))
 }
@@ -195,9 +214,9 @@ pub(super) fn get(sh: &Shared, ctx: &Ctx) -> Result<Outcome, ApiError> {
             format!("Reservation {rid} has expired"),
         ));
     }
-    Ok(Outcome::ok(
-        200,
-        r.to_json(true, true, true),
-        Some(r.tenant.clone()),
-    ))
+    let mut row = r.to_json(true, true, true);
+    if sh.config.mode == ServerMode::Reference {
+        reference::fill_row_nulls(&mut row);
+    }
+    Ok(Outcome::ok(200, row, Some(r.tenant.clone())))
 }

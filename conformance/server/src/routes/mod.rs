@@ -152,6 +152,20 @@ pub(crate) fn auth(sh: &Shared, ctx: &Ctx, admin_ok: bool) -> Result<Principal, 
     Err(ApiError::unauthorized())
 }
 
+/// The caller of a request that matched no operation: `Some(Some(tenant))` for a tenant
+/// key, `Some(None)` for the admin key, `None` when no key is known.
+pub(crate) fn key_principal(sh: &Shared, headers: &HeaderMap) -> Option<Option<String>> {
+    if let Some(k) = header(headers, "x-cycles-api-key") {
+        if let Some(t) = sh.state().api_keys.get(k) {
+            return Some(Some(t.clone()));
+        }
+    }
+    match (header(headers, "x-admin-api-key"), &sh.config.admin_api_key) {
+        (Some(k), Some(admin)) if k == admin => Some(None),
+        _ => None,
+    }
+}
+
 /// Authenticate with a tenant API key only.
 pub(crate) fn auth_tenant(sh: &Shared, ctx: &Ctx) -> Result<String, ApiError> {
     match auth(sh, ctx, false)? {

@@ -106,7 +106,11 @@ pub(super) fn create(sh: &Shared, ctx: &Ctx) -> Result<Outcome, ApiError> {
         ttl = ttl.min(i64::try_from(cap).unwrap_or(i64::MAX));
     }
     let expires = now.saturating_add(ttl);
-    let id = format!("rsv_{}", uuid::Uuid::new_v4().simple());
+    // The reference server's ids are bare UUIDv4 strings.
+    let id = match sh.config.mode {
+        crate::config::ServerMode::Reference => uuid::Uuid::new_v4().to_string(),
+        crate::config::ServerMode::Spec => format!("rsv_{}", uuid::Uuid::new_v4().simple()),
+    };
     st.next_reservation_seq += 1;
     let seq = st.next_reservation_seq;
     let mut res = Reservation {

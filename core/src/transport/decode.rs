@@ -1,0 +1,342 @@
+//! Pure response handling: one operation's HTTP status, headers and body in, the typed
+//! success or the typed [`Error`] out. [`crate::CyclesClient`] runs every response through
+//! here, and so can anything that has a response without a network (captured exchanges,
+//! bindings' tests), so they all see exactly what the client sees.
+//!
+//! A 2xx must be the operation's schema-valid success (the predicates of
+//! [`crate::model::validate`]) and decode; otherwise it is `AMBIGUOUS_SUCCESS` for a write
+//! (it may have applied: retry with the same key) and `INVALID_RESPONSE` for a read (see
+//! [`Operation::has_side_effect`] and the table in [`crate::error`]). Any other status is the
+//! typed HTTP error of [`Error::from_http`].
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::{Correlation, Error};
+use crate::model::validate::{self, SchemaViolation};
+use crate::model::*;
+
+use super::{REQUEST_ID_HEADER, TRACE_ID_HEADER};
+
+type Predicate = fn(u16, &Value) -> Result<(), SchemaViolation>;
+
+/// The eleven runtime operations, named by the spec's operationIds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Operation {
+    /// `decide` (POST, persists nothing).
+    Decide,
+    /// `createReservation`.
+    CreateReservation,
+    /// `listReservations`.
+    ListReservations,
+    /// `getReservation`.
+    GetReservation,
+    /// `commitReservation`.
+    CommitReservation,
+    /// `releaseReservation`.
+    ReleaseReservation,
+    /// `extendReservation`.
+    ExtendReservation,
+    /// `createEvent` (success is 201).
+    CreateEvent,
+    /// `getBalances`.
+    GetBalances,
+    /// `getEvidence` (public).
+    GetEvidence,
+    /// `getEvidenceJwks` (public).
+    GetEvidenceJwks,
+}
+
+impl Operation {
+    /// Every operation, in the spec's order.
+    pub const ALL: [Operation; 11] = [
+        Operation::Decide,
+        Operation::CreateReservation,
+        Operation::ListReservations,
+        Operation::GetReservation,
+        Operation::CommitReservation,
+        Operation::ReleaseReservation,
+        Operation::ExtendReservation,
+        Operation::CreateEvent,
+        Operation::GetBalances,
+        Operation::GetEvidence,
+        Operation::GetEvidenceJwks,
+    ];
+
+    /// The spec's operationId.
+    pub fn operation_id(self) -> &'static str {
+        match self {
+            Operation::Decide => "decide",
+            Operation::CreateReservation => "createReservation",
+            Operation::ListReservations => "listReservations",
+            Operation::GetReservation => "getReservation",
+            Operation::CommitReservation => "commitReservation",
+            Operation::ReleaseReservation => "releaseReservation",
+            Operation::ExtendReservation => "extendReservation",
+            Operation::CreateEvent => "createEvent",
+            Operation::GetBalances => "getBalances",
+            Operation::GetEvidence => "getEvidence",
+            Operation::GetEvidenceJwks => "getEvidenceJwks",
+        }
+    }
+
+    /// The operation of a spec operationId (exact spelling).
+    pub fn from_operation_id(id: &str) -> Option<Operation> {
+        Operation::ALL.into_iter().find(|o| o.operation_id() == id)
+    }
+
+    /// True for the operations that change server state (the writes). Their invalid 2xx is
+    /// `AMBIGUOUS_SUCCESS` (retryable with the same key); a read's is `INVALID_RESPONSE`
+    /// (not retryable). `decide` persists nothing, so it counts as a read.
+    pub fn has_side_effect(self) -> bool {
+        matches!(
+            self,
+            Operation::CreateReservation
+                | Operation::CommitReservation
+                | Operation::ReleaseReservation
+                | Operation::ExtendReservation
+                | Operation::CreateEvent
+        )
+    }
+
+    fn predicate(self) -> Predicate {
+        match self {
+            Operation::Decide => validate::decide,
+            Operation::CreateReservation => validate::create_reservation,
+            Operation::ListReservations => validate::list_reservations,
+            Operation::GetReservation => validate::get_reservation,
+            Operation::CommitReservation => validate::commit_reservation,
+            Operation::ReleaseReservation => validate::release_reservation,
+            Operation::ExtendReservation => validate::extend_reservation,
+            Operation::CreateEvent => validate::create_event,
+            Operation::GetBalances => validate::get_balances,
+            Operation::GetEvidence => validate::get_evidence,
+            Operation::GetEvidenceJwks => validate::get_evidence_jwks,
+        }
+    }
+}
+
+impl std::fmt::Display for Operation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.operation_id())
+    }
+}
+
+/// The typed success body of one operation.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+#[allow(missing_docs)]
+pub enum DecodedBody {
+    Decide(DecisionResponse),
+    CreateReservation(ReservationCreateResponse),
+    ListReservations(ReservationListResponse),
+    // Boxed: by far the largest body (keeps the enum small).
+    GetReservation(Box<ReservationDetail>),
+    CommitReservation(CommitResponse),
+    ReleaseReservation(ReleaseResponse),
+    ExtendReservation(ReservationExtendResponse),
+    CreateEvent(EventCreateResponse),
+    GetBalances(BalanceResponse),
+    GetEvidence(EvidenceEnvelope),
+    GetEvidenceJwks(EvidenceJwks),
+}
+
+/// A schema-valid success decoded without a network (no timing: there was no attempt).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decoded {
+    /// HTTP status.
+    pub status: u16,
+    /// `X-Request-Id` response header.
+    pub request_id: Option<String>,
+    /// `X-Cycles-Trace-Id` response header.
+    pub trace_id: Option<String>,
+    /// The typed body.
+    pub body: DecodedBody,
+}
+
+/// What classification reads from the response headers: correlation ids and `Retry-After`.
+pub(crate) fn header_facts<'a>(
+    lookup: impl Fn(&str) -> Option<&'a str>,
+) -> (Correlation, Option<String>) {
+    let get = |n: &str| lookup(n).map(str::to_string);
+    (
+        Correlation {
+            request_id: get(REQUEST_ID_HEADER),
+            trace_id: get(TRACE_ID_HEADER),
+        },
+        get("retry-after"),
+    )
+}
+
+fn lookup<'a>(headers: &'a [(&str, &str)], name: &str) -> Option<&'a str> {
+    // First occurrence, case-insensitive, like an HTTP client's header map.
+    headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, v)| *v)
+}
+
+/// Classifies one response of `op`: the typed success, or the error the client raises.
+/// This is the client's own path (see the module docs).
+pub(crate) fn classify<T: DeserializeOwned>(
+    op: Operation,
+    status: u16,
+    body: &[u8],
+    corr: Correlation,
+    retry_after: Option<String>,
+) -> Result<T, Error> {
+    if !(200..300).contains(&status) {
+        return Err(Error::from_http(status, body, corr, retry_after));
+    }
+    let bad = |why: String, corr: Correlation| {
+        if op.has_side_effect() {
+            Error::ambiguous(status, why, corr)
+        } else {
+            Error::invalid_response(status, why, corr)
+        }
+    };
+    let value: Value = match serde_json::from_slice(body) {
+        Ok(v) => v,
+        Err(e) => return Err(bad(format!("body is not JSON ({e})"), corr)),
+    };
+    if let Err(v) = (op.predicate())(status, &value) {
+        return Err(bad(v.to_string(), corr));
+    }
+    serde_json::from_value(value).map_err(|e| bad(format!("cannot decode ({e})"), corr))
+}
+
+/// The error of a non-2xx response, whatever the operation (classification of errors does
+/// not depend on it; e.g. a routing error that matched no operation). For a 2xx status this
+/// is still the HTTP classification (`UNEXPECTED_STATUS` family), so call it for non-2xx only.
+pub fn http_error(status: u16, headers: &[(&str, &str)], body: &[u8]) -> Error {
+    let (corr, retry_after) = header_facts(|n| lookup(headers, n));
+    Error::from_http(status, body, corr, retry_after)
+}
+
+/// Decodes one response of `op` from its status, headers (name, value pairs; names are
+/// matched case-insensitively) and body bytes, exactly as [`crate::CyclesClient`] does.
+pub fn decode_response(
+    op: Operation,
+    status: u16,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Result<Decoded, Error> {
+    let (corr, retry_after) = header_facts(|n| lookup(headers, n));
+    let meta = corr.clone();
+    let b = body;
+    let body = match op {
+        Operation::Decide => DecodedBody::Decide(classify(op, status, b, corr, retry_after)?),
+        Operation::CreateReservation => {
+            DecodedBody::CreateReservation(classify(op, status, b, corr, retry_after)?)
+        }
+        Operation::ListReservations => {
+            DecodedBody::ListReservations(classify(op, status, b, corr, retry_after)?)
+        }
+        Operation::GetReservation => {
+            DecodedBody::GetReservation(Box::new(classify(op, status, b, corr, retry_after)?))
+        }
+        Operation::CommitReservation => {
+            DecodedBody::CommitReservation(classify(op, status, b, corr, retry_after)?)
+        }
+        Operation::ReleaseReservation => {
+            DecodedBody::ReleaseReservation(classify(op, status, b, corr, retry_after)?)
+        }
+        Operation::ExtendReservation => {
+            DecodedBody::ExtendReservation(classify(op, status, b, corr, retry_after)?)
+        }
+        Operation::CreateEvent => {
+            DecodedBody::CreateEvent(classify(op, status, b, corr, retry_after)?)
+        }
+        Operation::GetBalances => {
+            DecodedBody::GetBalances(classify(op, status, b, corr, retry_after)?)
+        }
+        Operation::GetEvidence => {
+            DecodedBody::GetEvidence(classify(op, status, b, corr, retry_after)?)
+        }
+        Operation::GetEvidenceJwks => {
+            DecodedBody::GetEvidenceJwks(classify(op, status, b, corr, retry_after)?)
+        }
+    };
+    Ok(Decoded {
+        status,
+        request_id: meta.request_id,
+        trace_id: meta.trace_id,
+        body,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ErrorKind;
+
+    #[test]
+    fn operation_ids_round_trip_and_writes_are_the_five_mutations() {
+        for op in Operation::ALL {
+            assert_eq!(Operation::from_operation_id(op.operation_id()), Some(op));
+        }
+        assert_eq!(Operation::from_operation_id("GetReservation"), None);
+        let writes: Vec<&str> = Operation::ALL
+            .into_iter()
+            .filter(|o| o.has_side_effect())
+            .map(Operation::operation_id)
+            .collect();
+        assert_eq!(
+            writes,
+            [
+                "createReservation",
+                "commitReservation",
+                "releaseReservation",
+                "extendReservation",
+                "createEvent"
+            ]
+        );
+    }
+
+    #[test]
+    fn invalid_2xx_is_ambiguous_for_writes_and_invalid_for_reads() {
+        let h = [("X-Request-Id", "rq"), ("x-cycles-trace-id", "tr")];
+        for op in Operation::ALL {
+            let e = decode_response(op, 200, &h, b"{}").unwrap_err();
+            let want = if op.has_side_effect() {
+                ErrorKind::AmbiguousSuccess
+            } else {
+                ErrorKind::InvalidResponse
+            };
+            assert_eq!(e.kind(), &want, "{op}");
+            assert_eq!(e.retryable(), op.has_side_effect(), "{op}");
+            assert_eq!((e.request_id(), e.trace_id()), (Some("rq"), Some("tr")));
+            let e = decode_response(op, 200, &h, b"<html>").unwrap_err();
+            assert_eq!(e.kind(), &want, "{op} not JSON");
+        }
+    }
+
+    #[test]
+    fn decodes_a_success_and_types_an_error() {
+        let h = [("x-request-id", "rq"), ("Retry-After", "7")];
+        let ok = decode_response(
+            Operation::GetBalances,
+            200,
+            &h,
+            br#"{"balances":[],"has_more":false,"next_cursor":null}"#,
+        )
+        .unwrap();
+        assert_eq!(ok.request_id.as_deref(), Some("rq"));
+        match ok.body {
+            DecodedBody::GetBalances(b) => assert_eq!(b.next_cursor, None),
+            other => panic!("wrong body {other:?}"),
+        }
+        let e = decode_response(
+            Operation::GetBalances,
+            429,
+            &h,
+            br#"{"error":"LIMIT_EXCEEDED","message":"m"}"#,
+        )
+        .unwrap_err();
+        assert_eq!(e.kind(), &ErrorKind::RateLimited);
+        assert_eq!(e.retry_after().unwrap().delta_seconds, Some(7));
+        let e = http_error(500, &h, br#"{"error":"INTERNAL_ERROR","message":"m"}"#);
+        assert_eq!(e.kind(), &ErrorKind::ServerError);
+    }
+}
