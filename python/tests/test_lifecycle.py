@@ -578,3 +578,25 @@ def test_cancel_policy_flags_the_work(server: LocalServer, tmp_path: Path) -> No
         "stopped",
         "permanent",
     )
+
+
+def test_a_lease_too_short_to_keep_alive_is_reported_when_it_starts(
+    server: LocalServer, tmp_path: Path
+) -> None:
+    # docs/heartbeat.md: no enforced timeout keeps a lead below 3 x 1000 ms + 1 alive; the
+    # heartbeat says so as it starts (core's event, forwarded unchanged), naming a ttl that works.
+    got: list[cycles.LifecycleEvent] = []
+    with server.client(journal_dir=tmp_path, on_event=got.append) as client:
+        with client.reserve(100, action=ACTION, ttl_ms=2_000) as short:
+            short.set_actual(1)
+        with client.reserve(100, action=ACTION, ttl_ms=6_000) as keepable:
+            keepable.set_actual(1)
+        client.flush()
+    warned = [e for e in got if e.kind == "heartbeat_lease_too_short"]
+    assert [e.reservation_id for e in warned] == [short.reservation_id]
+    (w,) = warned
+    assert w.level == "warning"
+    assert w.fields["path"] == "primary"
+    assert w.fields["lead_floor_ms"] <= 2_000
+    assert w.fields["min_ttl_ms"] > 3_000
+    assert keepable.settlement is not None and keepable.settlement.status == "committed"
