@@ -1,0 +1,196 @@
+//! The error fields every host exception is built from: core's stable kind (code and name),
+//! the server's facts, and a binding-level `variant` ("closed" for a closed client). Hosts map
+//! `(code, name, variant)` to their exception type; nothing here knows a host.
+
+use std::any::Any;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use cycles_core::{Error, ErrorKind};
+use serde::Serialize;
+use serde_json::Value;
+
+/// Code of a panic caught at the boundary: core's `ErrorKind::Internal` (checked by a test).
+pub const INTERNAL_CODE: u32 = 4;
+/// Name of a panic caught at the boundary: core's `ErrorKind::Internal`.
+pub const INTERNAL_NAME: &str = "INTERNAL";
+
+/// Core's stable `(name, code)` table, in `ErrorKind::all()` order: hosts build their
+/// exception hierarchy from it instead of repeating it.
+pub fn error_codes() -> Vec<(&'static str, u32)> {
+    ErrorKind::all()
+        .iter()
+        .map(|k| (k.name(), k.code()))
+        .collect()
+}
+
+/// One error as a host sees it. The field names are the boundary's (docs/bindings.md).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ErrorFields {
+    /// Core's stable numeric code of the kind.
+    pub code: u32,
+    /// Core's stable name of the kind (`ErrorKind::name`).
+    pub name: String,
+    /// Human-readable message (the API key already redacted by core).
+    pub message: String,
+    /// HTTP status, when a response was received.
+    pub http_status: Option<u16>,
+    /// The server's `error` code, when its body had one.
+    pub error_code: Option<String>,
+    /// The server's `X-Request-Id`.
+    pub request_id: Option<String>,
+    /// The server's trace id.
+    pub trace_id: Option<String>,
+    /// Whether core classifies the failure as retryable.
+    pub retryable: bool,
+    /// `Retry-After` exactly as received.
+    pub retry_after_raw: Option<String>,
+    /// `Retry-After` as delta seconds, when it was one.
+    pub retry_after_seconds: Option<u64>,
+    /// The server's `details` object, as JSON text.
+    pub details_json: Option<String>,
+    /// A binding-level refinement of the kind ("closed" for a closed client).
+    pub variant: Option<&'static str>,
+}
+
+impl From<&Error> for ErrorFields {
+    fn from(e: &Error) -> ErrorFields {
+        ErrorFields {
+            code: e.code(),
+            name: e.kind().name().to_string(),
+            message: e.message().to_string(),
+            http_status: e.http_status(),
+            error_code: e.server_code().map(str::to_string),
+            request_id: e.request_id().map(str::to_string),
+            trace_id: e.trace_id().map(str::to_string),
+            retryable: e.retryable(),
+            retry_after_raw: e.retry_after().map(|r| r.raw.clone()),
+            retry_after_seconds: e.retry_after().and_then(|r| r.delta_seconds),
+            details_json: e.details().and_then(|d| serde_json::to_string(d).ok()),
+            variant: None,
+        }
+    }
+}
+
+impl From<Error> for ErrorFields {
+    fn from(e: Error) -> ErrorFields {
+        ErrorFields::from(&e)
+    }
+}
+
+impl ErrorFields {
+    /// The error of a call on a closed client or lifecycle (RUNTIME, variant "closed").
+    pub fn closed() -> ErrorFields {
+        let kind = ErrorKind::Runtime;
+        ErrorFields {
+            code: kind.code(),
+            name: kind.name().to_string(),
+            message: "the client is closed".into(),
+            variant: Some("closed"),
+            ..ErrorFields::default()
+        }
+    }
+
+    /// An INTERNAL error (a panic caught at the boundary, or a bug).
+    pub fn internal(message: impl Into<String>) -> ErrorFields {
+        ErrorFields {
+            code: INTERNAL_CODE,
+            name: INTERNAL_NAME.to_string(),
+            message: message.into(),
+            ..ErrorFields::default()
+        }
+    }
+
+    /// An INVALID_ARGUMENT error (core's kind).
+    pub fn invalid(message: impl Into<String>) -> ErrorFields {
+        ErrorFields::from(Error::invalid_argument(message))
+    }
+
+    /// The fields as one JSON object (for hosts that take errors as JSON text).
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+/// A human-readable panic payload.
+pub fn panic_message(payload: &(dyn Any + Send)) -> String {
+    let what = payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic payload".to_string());
+    format!("internal error in the cycles native module (a bug; please report it): {what}")
+}
+
+/// Runs `f`, turning a panic into an INTERNAL error: a panic never crosses into a host.
+pub fn catch<T>(f: impl FnOnce() -> Result<T, ErrorFields>) -> Result<T, ErrorFields> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(payload) => Err(ErrorFields::internal(panic_message(payload.as_ref()))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn internal_code_is_cores() {
+        let k = ErrorKind::Internal;
+        assert_eq!((INTERNAL_CODE, INTERNAL_NAME), (k.code(), k.name()));
+    }
+
+    #[test]
+    fn codes_follow_core_table() {
+        let codes = error_codes();
+        assert_eq!(codes.len(), ErrorKind::all().len());
+        assert!(codes.contains(&("INVALID_ARGUMENT", ErrorKind::InvalidArgument.code())));
+        assert!(codes.contains(&(INTERNAL_NAME, INTERNAL_CODE)));
+    }
+
+    #[test]
+    fn closed_is_runtime_with_variant() {
+        let f = ErrorFields::closed();
+        assert_eq!((f.code, f.name.as_str()), (3, "RUNTIME"));
+        assert_eq!(f.variant, Some("closed"));
+        assert_eq!(f.message, "the client is closed");
+    }
+
+    #[test]
+    fn core_error_fields_and_json_shape() {
+        let f = ErrorFields::invalid("bad amount");
+        assert_eq!(f.name, "INVALID_ARGUMENT");
+        assert_eq!(f.code, ErrorKind::InvalidArgument.code());
+        assert_eq!(f.message, "bad amount");
+        assert!(!f.retryable);
+        let j = f.to_json();
+        let keys: Vec<&str> = j.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "code",
+                "name",
+                "message",
+                "http_status",
+                "error_code",
+                "request_id",
+                "trace_id",
+                "retryable",
+                "retry_after_raw",
+                "retry_after_seconds",
+                "details_json",
+                "variant"
+            ]
+        );
+        assert_eq!(j["http_status"], Value::Null);
+    }
+
+    #[test]
+    fn panics_become_internal() {
+        let r: Result<(), ErrorFields> = catch(|| panic!("boom"));
+        let f = r.unwrap_err();
+        assert_eq!(f.name, INTERNAL_NAME);
+        assert!(f.message.ends_with(": boom"), "{}", f.message);
+        let owned: Result<(), ErrorFields> = catch(|| panic!("{}", String::from("owned")));
+        assert!(owned.unwrap_err().message.ends_with(": owned"));
+    }
+}

@@ -1,0 +1,277 @@
+//! Guard specs in, results out, as JSON: the shapes `python/cycles/lifecycle.py` consumes and
+//! every binding shares (docs/bindings.md). Behaviour is core's; this only translates.
+
+use cycles_core::events::Event;
+use cycles_core::guard::{Finished, GuardSpec};
+use cycles_core::lease::{FailurePolicy, LeaseReport};
+use cycles_core::settle::{DrainReport, SettleOutcome};
+use cycles_core::Error;
+use serde::de::DeserializeOwned;
+use serde_json::{json, Value};
+
+fn decode<T: DeserializeOwned>(v: Option<&Value>, what: &str) -> Result<T, Error> {
+    let v = v.ok_or_else(|| Error::invalid_argument(format!("missing {what}")))?;
+    serde_json::from_value(v.clone())
+        .map_err(|e| Error::invalid_argument(format!("invalid {what}: {e}")))
+}
+
+fn opt<T: DeserializeOwned>(v: &Value, name: &str) -> Result<Option<T>, Error> {
+    match v.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(x) => decode(Some(x), name).map(Some),
+    }
+}
+
+/// The heartbeat failure policy of its boundary name.
+pub fn policy(name: &str) -> Result<FailurePolicy, Error> {
+    Ok(match name {
+        "warn" => FailurePolicy::Warn,
+        "fail_on_finalize" => FailurePolicy::FailOnFinalize,
+        "cancel" => FailurePolicy::Cancel,
+        other => {
+            return Err(Error::invalid_argument(format!(
+                "heartbeat policy must be warn, fail_on_finalize or cancel, not {other:?}"
+            )))
+        }
+    })
+}
+
+/// A guard spec of its JSON: `idempotency_key`, `subject`, `action`, `estimate` required (core's
+/// wire types); `ttl_ms`, `grace_period_ms`, `overage_policy`, `metadata`, `heartbeat`,
+/// `policy` optional (absent or null keeps core's default).
+pub fn parse_spec(json: &str) -> Result<GuardSpec, Error> {
+    let v: Value = serde_json::from_str(json)
+        .map_err(|e| Error::invalid_argument(format!("guard spec: {e}")))?;
+    let mut spec = GuardSpec::new(
+        decode::<String>(v.get("idempotency_key"), "idempotency_key")?,
+        decode(v.get("subject"), "subject")?,
+        decode(v.get("action"), "action")?,
+        decode(v.get("estimate"), "estimate")?,
+    );
+    if let Some(ttl) = opt::<i64>(&v, "ttl_ms")? {
+        spec.ttl_ms = ttl;
+    }
+    spec.grace_period_ms = opt(&v, "grace_period_ms")?;
+    spec.overage_policy = opt(&v, "overage_policy")?;
+    spec.metadata = opt(&v, "metadata")?;
+    if let Some(hb) = opt::<bool>(&v, "heartbeat")? {
+        spec.heartbeat = hb;
+    }
+    if let Some(p) = opt::<String>(&v, "policy")? {
+        spec.policy = policy(&p)?;
+    }
+    Ok(spec)
+}
+
+/// One settlement outcome: `status` is committed, recovered_via_event, pending or rejected.
+pub fn outcome_json(o: &SettleOutcome) -> Value {
+    match o {
+        SettleOutcome::Committed(r) => json!({
+            "status": "committed",
+            "charged": o.charged(),
+            "body": serde_json::to_value(r).unwrap_or(Value::Null),
+        }),
+        SettleOutcome::RecoveredViaEvent(r) => json!({
+            "status": "recovered_via_event",
+            "charged": o.charged(),
+            "body": serde_json::to_value(&r.response).unwrap_or(Value::Null),
+        }),
+        SettleOutcome::Pending {
+            reason,
+            last_error,
+            journaled,
+            not_before_ms,
+        } => json!({
+            "status": "pending",
+            "reason": reason,
+            "error_kind": last_error.as_ref().map(|k| k.name()),
+            "journaled": journaled,
+            "not_before_ms": not_before_ms,
+        }),
+        SettleOutcome::Rejected(r) => json!({
+            "status": "rejected",
+            "error_kind": r.kind.name(),
+            "reason": r.message,
+            "http_status": r.http_status,
+            "error_code": r.server_code,
+        }),
+    }
+}
+
+/// The heartbeat's report, or null when there was no heartbeat.
+pub fn lease_json(l: Option<&LeaseReport>) -> Value {
+    l.map_or(Value::Null, |l| {
+        json!({
+            "extensions": l.extensions,
+            "failures": l.failures,
+            "path": format!("{:?}", l.path).to_ascii_lowercase(),
+            "stopped_early": l.stopped_early(),
+            "end": format!("{:?}", l.end),
+            "last_error": l.last_error.as_ref().map(|(k, m)| json!([k, m])),
+        })
+    })
+}
+
+/// Core's `Finished`: `outcome` is settled, work_failed, missing_actual, invalid_actual or
+/// heartbeat_lapsed.
+pub fn finished_json(f: &Finished) -> Value {
+    match f {
+        Finished::Settled {
+            reservation_id,
+            actual,
+            settlement,
+            lease,
+        } => json!({
+            "outcome": "settled",
+            "reservation_id": reservation_id,
+            "actual": actual.amount,
+            "settlement": outcome_json(settlement),
+            "lease": lease_json(lease.as_ref()),
+        }),
+        Finished::WorkFailed {
+            reservation_id,
+            settlement,
+            release_error,
+            lease,
+        } => json!({
+            "outcome": "work_failed",
+            "reservation_id": reservation_id,
+            "settlement": settlement.as_ref().map(outcome_json),
+            "release_error": release_error.as_ref().map(|e| json!({"error_kind": e.kind().name(), "message": e.message()})),
+            "lease": lease_json(lease.as_ref()),
+        }),
+        Finished::MissingActual {
+            reservation_id,
+            lease,
+        } => json!({
+            "outcome": "missing_actual",
+            "reservation_id": reservation_id,
+            "lease": lease_json(lease.as_ref()),
+        }),
+        Finished::InvalidActual {
+            reservation_id,
+            actual,
+        } => json!({
+            "outcome": "invalid_actual",
+            "reservation_id": reservation_id,
+            "actual": actual,
+        }),
+        Finished::HeartbeatLapsed { lapse, settlement } => json!({
+            "outcome": "heartbeat_lapsed",
+            "reservation_id": lapse.reservation_id,
+            "reason": format!("{:?}", lapse.reason),
+            "message": lapse.to_string(),
+            "settlement": outcome_json(settlement),
+        }),
+    }
+}
+
+/// A drain (or flush, or close) report as JSON text: `outcomes`, `remaining`, `quarantined`.
+pub fn drain_json(r: &DrainReport) -> String {
+    json!({
+        "outcomes": r.outcomes.iter().map(|(id, o)| json!({"reservation_id": id, "settlement": outcome_json(o)})).collect::<Vec<_>>(),
+        "remaining": r.remaining.iter().map(|p| json!({
+            "reservation_id": p.reservation_id,
+            "mode": p.mode.to_string(),
+            "recorded_at_ms": p.recorded_at_ms,
+            "not_before_ms": p.not_before_ms,
+            "file": p.file,
+        })).collect::<Vec<_>>(),
+        "quarantined": r.quarantined,
+    })
+    .to_string()
+}
+
+/// One event as JSON text: core's stable event object (`Event::to_json`, docs/events.md).
+pub fn event_json(e: &Event) -> String {
+    e.to_json().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cycles_core::ErrorKind;
+
+    const SPEC: &str = r#"{"idempotency_key":"k1","subject":{"tenant":"acme"},
+        "action":{"kind":"llm.completion","name":"gpt"},"estimate":{"unit":"USD_MICROCENTS","amount":100}}"#;
+
+    #[test]
+    fn spec_defaults_and_options() {
+        let s = parse_spec(SPEC).unwrap();
+        assert_eq!(s.idempotency_key, "k1");
+        assert!(s.heartbeat);
+        let with: Value = {
+            let mut v: Value = serde_json::from_str(SPEC).unwrap();
+            v["ttl_ms"] = json!(5000);
+            v["heartbeat"] = json!(false);
+            v["policy"] = json!("cancel");
+            v["grace_period_ms"] = Value::Null;
+            v
+        };
+        let s = parse_spec(&with.to_string()).unwrap();
+        assert_eq!(s.ttl_ms, 5000);
+        assert!(!s.heartbeat);
+        assert_eq!(s.policy, FailurePolicy::Cancel);
+        assert_eq!(s.grace_period_ms, None);
+    }
+
+    #[test]
+    fn spec_errors_are_invalid_argument() {
+        let e = parse_spec("[").unwrap_err();
+        assert_eq!(*e.kind(), ErrorKind::InvalidArgument);
+        assert!(e.message().starts_with("guard spec: "));
+        let e = parse_spec(r#"{"subject":{}}"#).unwrap_err();
+        assert_eq!(e.message(), "missing idempotency_key");
+        let mut v: Value = serde_json::from_str(SPEC).unwrap();
+        v["policy"] = json!("ignore");
+        let e = parse_spec(&v.to_string()).unwrap_err();
+        assert_eq!(
+            e.message(),
+            "heartbeat policy must be warn, fail_on_finalize or cancel, not \"ignore\""
+        );
+    }
+
+    #[test]
+    fn pending_outcome_shape() {
+        let o = SettleOutcome::Pending {
+            reason: "server error".into(),
+            last_error: Some(ErrorKind::ServerError),
+            journaled: true,
+            not_before_ms: Some(7),
+        };
+        assert_eq!(
+            outcome_json(&o),
+            json!({"status": "pending", "reason": "server error", "error_kind": "SERVER_ERROR",
+                   "journaled": true, "not_before_ms": 7})
+        );
+    }
+
+    #[test]
+    fn finished_shapes_without_network() {
+        let f = Finished::MissingActual {
+            reservation_id: "r1".into(),
+            lease: None,
+        };
+        assert_eq!(
+            finished_json(&f),
+            json!({"outcome": "missing_actual", "reservation_id": "r1", "lease": null})
+        );
+        let f = Finished::InvalidActual {
+            reservation_id: "r2".into(),
+            actual: -5,
+        };
+        assert_eq!(
+            finished_json(&f),
+            json!({"outcome": "invalid_actual", "reservation_id": "r2", "actual": -5})
+        );
+    }
+
+    #[test]
+    fn empty_drain_shape() {
+        let j: Value = serde_json::from_str(&drain_json(&DrainReport::default())).unwrap();
+        assert_eq!(
+            j,
+            json!({"outcomes": [], "remaining": [], "quarantined": []})
+        );
+    }
+}

@@ -1,0 +1,28 @@
+//! `cycles-bridge`: everything a cycles binding needs that is not host syntax.
+//!
+//! Every binding (Python today; C, Node and the JVM next) is a thin layer of host translation
+//! over this crate, which is itself a thin layer over `cycles-core`: behaviour stays in core,
+//! the bridge fixes the boundary's shapes once (docs/bindings.md).
+//!
+//! - [`error`]: the error fields every host exception is built from (core's stable kinds).
+//! - [`ops`]: the operation table, request JSON in, response JSON plus transport facts out.
+//! - [`guard`]: guard specs in, finished / settlement / drain JSON out.
+//! - [`lifecycle`]: the guarded lifecycle handle and the event pump (the host-callback channel).
+//! - [`task`]: running work on core's runtime and waiting for it from a host thread.
+//!
+//! Threading rule: a host is never called from a tokio worker or under a core lock. Core's
+//! event callback only pushes JSON into a channel; the host drains it on its own thread.
+
+// ErrorFields is large (a dozen host-facing fields) but only travels on the cold error path,
+// once per failed call, straight to the host: boxing it would only add an allocation.
+#![allow(clippy::result_large_err, clippy::large_enum_variant)]
+
+pub mod error;
+pub mod guard;
+pub mod lifecycle;
+pub mod ops;
+pub mod task;
+
+pub use error::{error_codes, panic_message, ErrorFields, INTERNAL_CODE, INTERNAL_NAME};
+pub use lifecycle::{Active, EventPump, Lifecycle};
+pub use ops::{decode_captured, ClientHandle, ClientOptions, Op, Reply};

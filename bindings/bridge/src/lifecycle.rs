@@ -1,0 +1,263 @@
+//! The guarded lifecycle of one client (core's `Guard`, the durable `Settler` and its
+//! background replay) and the event pump.
+//!
+//! Events: core calls the `EventSink` callback on a runtime worker, sometimes under its own
+//! locks; the callback only pushes the event (as JSON) into a channel. A host thread of the
+//! binding's own drains it with [`Lifecycle::next_events`] (its interpreter lock released) and
+//! calls the host's listeners there: a host is never called from a tokio worker.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use cycles_core::events::EventSink;
+use cycles_core::guard::{ActiveGuard, Guard, Usage};
+use cycles_core::runtime::runtime;
+use cycles_core::settle::{DrainReport, ReplayHandle, SettleConfig, Settler};
+use cycles_core::{Config, CyclesClient};
+
+use crate::error::ErrorFields;
+use crate::guard::{drain_json, event_json, finished_json, parse_spec};
+
+/// The host-callback channel: an `EventSink` whose callback only queues event JSON, and the
+/// queue a host thread drains.
+pub struct EventPump {
+    rx: Mutex<Receiver<String>>,
+}
+
+impl EventPump {
+    /// A pump and the sink that feeds it.
+    pub fn new() -> (EventPump, EventSink) {
+        let (tx, rx) = mpsc::channel::<String>();
+        // Runs on a runtime worker: only a channel send, never the host.
+        let sink = EventSink::with_callback(move |e| {
+            let _ = tx.send(event_json(e));
+        });
+        (EventPump { rx: Mutex::new(rx) }, sink)
+    }
+
+    /// Events queued so far, waiting up to `timeout` for the first (blocking: call it with the
+    /// host's lock released). When `finished` (no event can follow), hands over what is queued
+    /// without waiting and `None` once nothing is left; `None` too when every sink is gone.
+    pub fn next(&self, timeout: Duration, finished: bool) -> Option<Vec<String>> {
+        let rx = self.rx.lock().unwrap_or_else(|p| p.into_inner());
+        let mut out = Vec::new();
+        if finished {
+            out.extend(rx.try_iter());
+            return (!out.is_empty()).then_some(out);
+        }
+        match rx.recv_timeout(timeout) {
+            Ok(e) => out.push(e),
+            Err(RecvTimeoutError::Timeout) => return Some(out),
+            Err(RecvTimeoutError::Disconnected) => return None,
+        }
+        out.extend(rx.try_iter());
+        Some(out)
+    }
+}
+
+/// The guarded lifecycle of one client: guard, settler, background replay, event pump.
+pub struct Lifecycle {
+    guard: Guard,
+    replay: Mutex<Option<ReplayHandle>>,
+    events: EventPump,
+    closed: AtomicBool,
+    /// Set when `close` has finished draining: no event can follow, so the host's forwarding
+    /// thread may stop once the queue is empty (`closed` alone is set before the drain's events).
+    drained: Arc<AtomicBool>,
+}
+
+/// Sets the flag when dropped: when the close future completes, panics or is dropped.
+struct SetOnDrop(Arc<AtomicBool>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+impl Lifecycle {
+    /// The lifecycle of `client` with `config`'s journal; starts the background replay on
+    /// core's runtime. `max_attempts` (at least 1) and `replay_interval_ms` (at least 1)
+    /// override core's settle defaults.
+    pub fn new(
+        client: Arc<CyclesClient>,
+        config: &Config,
+        max_attempts: Option<u32>,
+        replay_interval_ms: Option<u64>,
+    ) -> Result<Lifecycle, ErrorFields> {
+        let (events, sink) = EventPump::new();
+        let mut settings = SettleConfig {
+            events: sink.clone(),
+            ..SettleConfig::default()
+        };
+        if let Some(n) = max_attempts {
+            settings.max_attempts = n.max(1);
+        }
+        if let Some(ms) = replay_interval_ms {
+            settings.replay_interval = Duration::from_millis(ms.max(1));
+        }
+        let settler = Settler::new(config, settings)?;
+        let rt = runtime()?;
+        let replay = {
+            let _entered = rt.enter();
+            settler.start_replay()
+        };
+        Ok(Lifecycle {
+            guard: Guard::new(client, settler, sink),
+            replay: Mutex::new(Some(replay)),
+            events,
+            closed: AtomicBool::new(false),
+            drained: Arc::new(AtomicBool::new(false)),
+        })
+    }
+
+    /// Phase one: checks the lifecycle is open and parses the spec now, then returns the
+    /// reserve-and-heartbeat work to run on core's runtime.
+    pub fn begin(
+        &self,
+        spec_json: &str,
+    ) -> Result<impl Future<Output = Result<Active, ErrorFields>> + Send + 'static, ErrorFields>
+    {
+        if self.is_closed() {
+            return Err(ErrorFields::closed());
+        }
+        let spec = parse_spec(spec_json)?;
+        let g = self.guard.clone();
+        Ok(async move { Ok(Active::new(g.begin(spec).await?)) })
+    }
+
+    /// Replays every pending settlement once; the drain report JSON.
+    pub fn flush(&self) -> impl Future<Output = String> + Send + 'static {
+        let s = self.guard.settler().clone();
+        async move { drain_json(&s.flush().await) }
+    }
+
+    /// Replays until the journal is empty or `timeout` passed; the drain report JSON.
+    pub fn drain(&self, timeout: Duration) -> impl Future<Output = String> + Send + 'static {
+        let s = self.guard.settler().clone();
+        async move { drain_json(&s.drain(timeout).await) }
+    }
+
+    /// Closes now (later `begin` calls fail with the closed error) and returns the rest: stop
+    /// the background replay, then drain for at most `timeout` (zero: no drain, the report
+    /// lists what remains). Idempotent. When the returned work ends (or is dropped),
+    /// [`Lifecycle::next_events`] stops waiting once the queue is empty.
+    pub fn close(&self, timeout: Duration) -> impl Future<Output = String> + Send + 'static {
+        self.closed.store(true, Ordering::SeqCst);
+        let replay = self.replay.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let s = self.guard.settler().clone();
+        let done = SetOnDrop(self.drained.clone());
+        async move {
+            let _done = done;
+            if let Some(r) = replay {
+                r.stop().await;
+            }
+            if timeout.is_zero() {
+                drain_json(&DrainReport {
+                    remaining: s.pending().await,
+                    ..DrainReport::default()
+                })
+            } else {
+                drain_json(&s.drain(timeout).await)
+            }
+        }
+    }
+
+    /// Whether `close` was called.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    /// Events delivered so far (waits up to `timeout` for the first; blocking, call it with
+    /// the host's lock released); `None` once the lifecycle is closed and nothing is left.
+    pub fn next_events(&self, timeout: Duration) -> Option<Vec<String>> {
+        let finished = self.drained.load(Ordering::SeqCst);
+        self.events.next(timeout, finished)
+    }
+}
+
+/// A running guarded action (core's `ActiveGuard`) and its `Usage`.
+pub struct Active {
+    reservation_id: String,
+    usage: Usage,
+    active: Mutex<Option<ActiveGuard>>,
+}
+
+impl Active {
+    fn new(a: ActiveGuard) -> Active {
+        Active {
+            reservation_id: a.reservation_id().to_string(),
+            usage: a.usage().clone(),
+            active: Mutex::new(Some(a)),
+        }
+    }
+
+    /// The reservation.
+    pub fn reservation_id(&self) -> &str {
+        &self.reservation_id
+    }
+
+    /// What the work reports (actual, metrics, metadata) and its cancellation.
+    pub fn usage(&self) -> &Usage {
+        &self.usage
+    }
+
+    /// Whether `finish` was called.
+    pub fn is_finished(&self) -> bool {
+        self.active
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_none()
+    }
+
+    /// Phase two: takes the action (INVALID_ARGUMENT when already finished) and returns the
+    /// settle-or-release work, whose output is the finished JSON.
+    pub fn finish(
+        &self,
+        work_succeeded: bool,
+    ) -> Result<impl Future<Output = String> + Send + 'static, ErrorFields> {
+        let a = self
+            .active
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .ok_or_else(|| ErrorFields::invalid("this guarded action has already finished"))?;
+        Ok(async move { finished_json(&a.finish(work_succeeded).await).to_string() })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cycles_core::events::Event;
+
+    fn migrated() -> Event {
+        Event::JournalMigrated {
+            reservation_id: "r1".into(),
+        }
+    }
+
+    #[test]
+    fn pump_queues_and_ends() {
+        let (pump, sink) = EventPump::new();
+        assert_eq!(pump.next(Duration::from_millis(1), false), Some(vec![]));
+        sink.emit(migrated());
+        sink.emit(migrated());
+        let got = pump.next(Duration::from_millis(100), false).unwrap();
+        assert_eq!(got.len(), 2);
+        let v: serde_json::Value = serde_json::from_str(&got[0]).unwrap();
+        assert_eq!(v, migrated().to_json());
+        // Finished: what is queued, then the end without waiting.
+        sink.emit(migrated());
+        assert_eq!(
+            pump.next(Duration::from_secs(60), true).map(|v| v.len()),
+            Some(1)
+        );
+        assert_eq!(pump.next(Duration::from_secs(60), true), None);
+        drop(sink);
+        assert_eq!(pump.next(Duration::from_secs(60), false), None);
+    }
+}

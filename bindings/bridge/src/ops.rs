@@ -1,0 +1,567 @@
+//! The operation table of the runtime plane: a host names an operation and passes its
+//! arguments as JSON; the bridge decodes them with core's own serde model, runs core, and
+//! returns the response body as JSON plus the transport facts ([`Reply`]). All behaviour is
+//! core's; this only routes arguments.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use cycles_core::transport::decode::{decode_response, http_error, Operation};
+use cycles_core::{
+    BalanceQuery, CommitRequest, Config, CyclesClient, DecisionRequest, Error, EventCreateRequest,
+    ListReservationsQuery, ReleaseRequest, ReservationCreateRequest, ReservationExtendRequest,
+    Response,
+};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::ErrorFields;
+
+/// One schema-valid success: status, the server's ids, the attempt's round trip and the body.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reply {
+    /// HTTP status.
+    pub status: u16,
+    /// The server's `X-Request-Id`.
+    pub request_id: Option<String>,
+    /// The server's trace id.
+    pub trace_id: Option<String>,
+    /// Round trip of the attempt in microseconds (0 when not one request).
+    pub rtt_us: u64,
+    /// The response body as JSON text.
+    pub body: String,
+}
+
+impl Reply {
+    /// `(status, request_id, trace_id, rtt_us, body)`: the tuple the Python layer takes.
+    pub fn into_tuple(self) -> (u16, Option<String>, Option<String>, u64, String) {
+        (
+            self.status,
+            self.request_id,
+            self.trace_id,
+            self.rtt_us,
+            self.body,
+        )
+    }
+}
+
+/// The operations of the runtime plane, by their boundary names (the Python method names).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// `create_reservation`: the whole `ReservationCreateRequest` as arguments.
+    CreateReservation,
+    /// `commit_reservation`: `{"reservation_id", "request"}`.
+    CommitReservation,
+    /// `release_reservation`: `{"reservation_id", "request"}`.
+    ReleaseReservation,
+    /// `extend_reservation`: `{"reservation_id", "request"}`.
+    ExtendReservation,
+    /// `decide`: the whole `DecisionRequest`.
+    Decide,
+    /// `create_event`: the whole `EventCreateRequest`.
+    CreateEvent,
+    /// `get_balances`: the query fields.
+    GetBalances,
+    /// `list_reservations`: the query fields.
+    ListReservations,
+    /// `list_reservations_all`: the query fields plus `max_pages` (default 100).
+    ListReservationsAll,
+    /// `get_reservation`: `{"reservation_id"}`.
+    GetReservation,
+    /// `get_evidence`: `{"evidence_id"}`.
+    GetEvidence,
+    /// `get_evidence_jwks`: no arguments.
+    GetEvidenceJwks,
+}
+
+impl Op {
+    /// Every operation, in table order.
+    pub const ALL: [Op; 12] = [
+        Op::CreateReservation,
+        Op::CommitReservation,
+        Op::ReleaseReservation,
+        Op::ExtendReservation,
+        Op::Decide,
+        Op::CreateEvent,
+        Op::GetBalances,
+        Op::ListReservations,
+        Op::ListReservationsAll,
+        Op::GetReservation,
+        Op::GetEvidence,
+        Op::GetEvidenceJwks,
+    ];
+
+    /// The boundary name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::CreateReservation => "create_reservation",
+            Op::CommitReservation => "commit_reservation",
+            Op::ReleaseReservation => "release_reservation",
+            Op::ExtendReservation => "extend_reservation",
+            Op::Decide => "decide",
+            Op::CreateEvent => "create_event",
+            Op::GetBalances => "get_balances",
+            Op::ListReservations => "list_reservations",
+            Op::ListReservationsAll => "list_reservations_all",
+            Op::GetReservation => "get_reservation",
+            Op::GetEvidence => "get_evidence",
+            Op::GetEvidenceJwks => "get_evidence_jwks",
+        }
+    }
+
+    /// The operation of a boundary name; INVALID_ARGUMENT for any other name.
+    pub fn parse(name: &str) -> Result<Op, Error> {
+        Op::ALL
+            .into_iter()
+            .find(|op| op.name() == name)
+            .ok_or_else(|| Error::invalid_argument(format!("unknown operation {name:?}")))
+    }
+}
+
+fn decode<T: DeserializeOwned>(v: &Value, what: &str) -> Result<T, Error> {
+    serde_json::from_value(v.clone())
+        .map_err(|e| Error::invalid_argument(format!("invalid {what}: {e}")))
+}
+
+fn field<'a>(args: &'a Value, name: &str) -> Result<&'a Value, Error> {
+    args.get(name)
+        .ok_or_else(|| Error::invalid_argument(format!("missing argument {name}")))
+}
+
+fn string(args: &Value, name: &str) -> Result<String, Error> {
+    field(args, name)?
+        .as_str()
+        .map(str::to_string)
+        .ok_or_else(|| Error::invalid_argument(format!("{name} must be a string")))
+}
+
+fn opt_string(args: &Value, name: &str) -> Result<Option<String>, Error> {
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(Error::invalid_argument(format!("{name} must be a string"))),
+    }
+}
+
+fn opt_u32(args: &Value, name: &str) -> Result<Option<u32>, Error> {
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .map(Some)
+            .ok_or_else(|| Error::invalid_argument(format!("{name} must be a small integer"))),
+    }
+}
+
+/// The `get_balances` query of a JSON object (absent and null fields are unset).
+pub fn balance_query(a: &Value) -> Result<BalanceQuery, Error> {
+    Ok(BalanceQuery {
+        tenant: opt_string(a, "tenant")?,
+        workspace: opt_string(a, "workspace")?,
+        app: opt_string(a, "app")?,
+        workflow: opt_string(a, "workflow")?,
+        agent: opt_string(a, "agent")?,
+        toolset: opt_string(a, "toolset")?,
+        include_children: match a.get("include_children") {
+            None | Some(Value::Null) => None,
+            Some(Value::Bool(b)) => Some(*b),
+            Some(_) => return Err(Error::invalid_argument("include_children must be a bool")),
+        },
+        limit: opt_u32(a, "limit")?,
+        cursor: opt_string(a, "cursor")?,
+    })
+}
+
+/// The `list_reservations` query of a JSON object (absent and null fields are unset).
+pub fn list_query(a: &Value) -> Result<ListReservationsQuery, Error> {
+    let include = match a.get("include") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(v) => decode::<Vec<String>>(v, "include")?,
+    };
+    Ok(ListReservationsQuery {
+        idempotency_key: opt_string(a, "idempotency_key")?,
+        status: opt_string(a, "status")?.map(Into::into),
+        tenant: opt_string(a, "tenant")?,
+        workspace: opt_string(a, "workspace")?,
+        app: opt_string(a, "app")?,
+        workflow: opt_string(a, "workflow")?,
+        agent: opt_string(a, "agent")?,
+        toolset: opt_string(a, "toolset")?,
+        from: opt_string(a, "from")?,
+        to: opt_string(a, "to")?,
+        expires_from: opt_string(a, "expires_from")?,
+        expires_to: opt_string(a, "expires_to")?,
+        finalized_from: opt_string(a, "finalized_from")?,
+        finalized_to: opt_string(a, "finalized_to")?,
+        sort_by: opt_string(a, "sort_by")?.map(Into::into),
+        sort_dir: opt_string(a, "sort_dir")?.map(Into::into),
+        include,
+        limit: opt_u32(a, "limit")?,
+        cursor: opt_string(a, "cursor")?,
+    })
+}
+
+fn reply<T: Serialize>(r: Response<T>) -> Result<Reply, Error> {
+    let body = serde_json::to_string(&r.body)
+        .map_err(|e| Error::invalid_argument(format!("cannot encode the response: {e}")))?;
+    let rtt_us = u64::try_from(r.timing.rtt().as_micros()).unwrap_or(u64::MAX);
+    Ok(Reply {
+        status: r.status,
+        request_id: r.request_id,
+        trace_id: r.trace_id,
+        rtt_us,
+        body,
+    })
+}
+
+/// Runs one operation on core with its JSON arguments.
+pub async fn dispatch(client: &CyclesClient, op: Op, a: Value) -> Result<Reply, Error> {
+    let c = client;
+    match op {
+        Op::CreateReservation => {
+            let req: ReservationCreateRequest = decode(&a, "reservation request")?;
+            reply(c.create_reservation(&req).await?)
+        }
+        Op::CommitReservation => {
+            let id = string(&a, "reservation_id")?;
+            let req: CommitRequest = decode(field(&a, "request")?, "commit request")?;
+            reply(c.commit_reservation(&id, &req).await?)
+        }
+        Op::ReleaseReservation => {
+            let id = string(&a, "reservation_id")?;
+            let req: ReleaseRequest = decode(field(&a, "request")?, "release request")?;
+            reply(c.release_reservation(&id, &req).await?)
+        }
+        Op::ExtendReservation => {
+            let id = string(&a, "reservation_id")?;
+            let req: ReservationExtendRequest = decode(field(&a, "request")?, "extend request")?;
+            reply(c.extend_reservation(&id, &req).await?)
+        }
+        Op::Decide => {
+            let req: DecisionRequest = decode(&a, "decision request")?;
+            reply(c.decide(&req).await?)
+        }
+        Op::CreateEvent => {
+            let req: EventCreateRequest = decode(&a, "event request")?;
+            reply(c.create_event(&req).await?)
+        }
+        Op::GetBalances => reply(c.get_balances(&balance_query(&a)?).await?),
+        Op::ListReservations => reply(c.list_reservations(&list_query(&a)?).await?),
+        Op::ListReservationsAll => {
+            let max_pages = opt_u32(&a, "max_pages")?.unwrap_or(100) as usize;
+            let rows = c.list_reservations_all(&list_query(&a)?, max_pages).await?;
+            let body = serde_json::to_string(&rows)
+                .map_err(|e| Error::invalid_argument(format!("cannot encode the rows: {e}")))?;
+            Ok(Reply {
+                status: 200,
+                request_id: None,
+                trace_id: None,
+                rtt_us: 0,
+                body,
+            })
+        }
+        Op::GetReservation => reply(c.get_reservation(&string(&a, "reservation_id")?).await?),
+        Op::GetEvidence => reply(c.get_evidence(&string(&a, "evidence_id")?).await?),
+        Op::GetEvidenceJwks => reply(c.get_evidence_jwks().await?),
+    }
+}
+
+/// Decodes one captured response through core's own response path, without a network: the
+/// schema-valid success (`rtt_us` 0) or the error the client would raise. `operation` is the
+/// spec's operationId; `None` (a response that matched no operation) is only valid for a
+/// non-2xx status. Bindings run the reference-server corpus through this.
+pub fn decode_captured(
+    operation: Option<&str>,
+    status: u16,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Result<Reply, ErrorFields> {
+    let op = match operation {
+        Some(id) => Some(Operation::from_operation_id(id).ok_or_else(|| {
+            ErrorFields::invalid(format!(
+                "unknown operation {id:?} (expected a spec operationId)"
+            ))
+        })?),
+        None => None,
+    };
+    let decoded = match op {
+        Some(op) => decode_response(op, status, headers, body),
+        None if !(200..300).contains(&status) => Err(http_error(status, headers, body)),
+        None => Err(Error::invalid_argument(
+            "a 2xx response needs its operation to be decoded",
+        )),
+    }?;
+    let body = serde_json::to_string(&decoded.body)
+        .map_err(|e| ErrorFields::from(Error::internal(format!("cannot encode: {e}"))))?;
+    Ok(Reply {
+        status: decoded.status,
+        request_id: decoded.request_id,
+        trace_id: decoded.trace_id,
+        rtt_us: 0,
+        body,
+    })
+}
+
+/// Client settings a host passes at construction; unset fields keep core's defaults.
+#[derive(Clone, Debug, Default)]
+pub struct ClientOptions {
+    /// Base URL of the Cycles server.
+    pub base_url: String,
+    /// API key (sent as `X-Cycles-API-Key`; redacted everywhere by core).
+    pub api_key: String,
+    /// Default tenant.
+    pub tenant: Option<String>,
+    /// Per-attempt request timeout.
+    pub request_timeout_ms: Option<u64>,
+    /// Connect timeout.
+    pub connect_timeout_ms: Option<u64>,
+    /// Journal directory.
+    pub journal_dir: Option<PathBuf>,
+    /// Whether settlements are journaled.
+    pub journal_enabled: Option<bool>,
+    /// Bound on concurrent requests.
+    pub max_concurrent_requests: Option<usize>,
+}
+
+impl ClientOptions {
+    /// Core's `Config` of these options.
+    pub fn into_config(self) -> Config {
+        let mut config = Config::new(self.base_url, self.api_key);
+        if let Some(n) = self.max_concurrent_requests {
+            config = config.with_max_concurrent_requests(n);
+        }
+        config = with_journal(config, self.journal_dir, self.journal_enabled);
+        if let Some(t) = self.tenant {
+            config = config.with_tenant(t);
+        }
+        if let Some(ms) = self.request_timeout_ms {
+            config = config.with_request_timeout(Duration::from_millis(ms));
+        }
+        if let Some(ms) = self.connect_timeout_ms {
+            config = config.with_connect_timeout(Duration::from_millis(ms));
+        }
+        config
+    }
+}
+
+/// `config` with explicit journal settings applied over it.
+pub fn with_journal(mut config: Config, dir: Option<PathBuf>, enabled: Option<bool>) -> Config {
+    if let Some(d) = dir {
+        config = config.with_journal_dir(d);
+    }
+    if let Some(e) = enabled {
+        config = config.with_journal_enabled(e);
+    }
+    config
+}
+
+/// One host client: core's `CyclesClient` until `close`, and the config it was built from.
+/// Calls in flight keep their own reference and complete; later calls fail with
+/// [`ErrorFields::closed`].
+pub struct ClientHandle {
+    client: Mutex<Option<Arc<CyclesClient>>>,
+    config: Config,
+}
+
+impl ClientHandle {
+    /// A client of `config` (core validates it).
+    pub fn new(config: Config) -> Result<ClientHandle, ErrorFields> {
+        let client = CyclesClient::new(config.clone())?;
+        Ok(ClientHandle {
+            client: Mutex::new(Some(Arc::new(client))),
+            config,
+        })
+    }
+
+    /// A client of the `CYCLES_*` environment, explicit journal settings overriding it.
+    pub fn from_env(
+        journal_dir: Option<PathBuf>,
+        journal_enabled: Option<bool>,
+    ) -> Result<ClientHandle, ErrorFields> {
+        let config = with_journal(Config::from_env()?, journal_dir, journal_enabled);
+        ClientHandle::new(config)
+    }
+
+    /// The config the client was built from.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Request timeout in whole milliseconds.
+    pub fn request_timeout_ms(&self) -> u64 {
+        u64::try_from(self.config.request_timeout.as_millis()).unwrap_or(0)
+    }
+
+    /// Connect timeout in whole milliseconds.
+    pub fn connect_timeout_ms(&self) -> u64 {
+        u64::try_from(self.config.connect_timeout.as_millis()).unwrap_or(0)
+    }
+
+    /// The live core client, or the closed error.
+    pub fn live(&self) -> Result<Arc<CyclesClient>, ErrorFields> {
+        let guard = self.client.lock().unwrap_or_else(|p| p.into_inner());
+        guard.clone().ok_or_else(ErrorFields::closed)
+    }
+
+    /// Whether `close` was called.
+    pub fn is_closed(&self) -> bool {
+        self.client
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_none()
+    }
+
+    /// Drops this handle's reference to the core client. Idempotent.
+    pub fn close(&self) {
+        self.client.lock().unwrap_or_else(|p| p.into_inner()).take();
+    }
+
+    /// Checks everything that can fail before any work is spawned (closed client, unknown
+    /// operation, malformed JSON) and returns the call, ready to run on the runtime.
+    pub fn prepare(&self, op: &str, args: &str) -> Result<Call, ErrorFields> {
+        let client = self.live()?;
+        let op = Op::parse(op)?;
+        let args: Value = serde_json::from_str(args)
+            .map_err(|e| ErrorFields::invalid(format!("arguments: {e}")))?;
+        Ok(Call { client, op, args })
+    }
+}
+
+/// One prepared operation.
+pub struct Call {
+    client: Arc<CyclesClient>,
+    op: Op,
+    args: Value,
+}
+
+impl Call {
+    /// Runs it on core (call from the runtime: `task::spawn` or `task::joined`).
+    pub async fn run(self) -> Result<Reply, ErrorFields> {
+        Ok(dispatch(&self.client, self.op, self.args).await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn op_names_round_trip() {
+        for op in Op::ALL {
+            assert_eq!(Op::parse(op.name()).unwrap(), op);
+        }
+        let e = Op::parse("createReservation").unwrap_err();
+        assert_eq!(e.kind().name(), "INVALID_ARGUMENT");
+        assert_eq!(e.message(), "unknown operation \"createReservation\"");
+    }
+
+    #[test]
+    fn balance_query_fields_and_errors() {
+        let q = balance_query(
+            &json!({"tenant": "t", "include_children": true, "limit": 5, "app": null}),
+        )
+        .unwrap();
+        assert_eq!(q.tenant.as_deref(), Some("t"));
+        assert_eq!(q.include_children, Some(true));
+        assert_eq!(q.limit, Some(5));
+        assert_eq!(q.app, None);
+        let e = balance_query(&json!({"include_children": "yes"})).unwrap_err();
+        assert_eq!(e.message(), "include_children must be a bool");
+        let e = balance_query(&json!({"limit": 1u64 << 40})).unwrap_err();
+        assert_eq!(e.message(), "limit must be a small integer");
+        let e = balance_query(&json!({"tenant": 3})).unwrap_err();
+        assert_eq!(e.message(), "tenant must be a string");
+    }
+
+    #[test]
+    fn list_query_fields_and_errors() {
+        let q = list_query(&json!({"status": "ACTIVE", "include": ["a"], "cursor": "c"})).unwrap();
+        assert_eq!(q.include, vec!["a".to_string()]);
+        assert_eq!(q.cursor.as_deref(), Some("c"));
+        assert!(q.status.is_some());
+        let e = list_query(&json!({"include": "a"})).unwrap_err();
+        assert!(
+            e.message().starts_with("invalid include: "),
+            "{}",
+            e.message()
+        );
+    }
+
+    #[test]
+    fn options_become_config() {
+        let c = ClientOptions {
+            base_url: "http://127.0.0.1:1".into(),
+            api_key: "k".into(),
+            tenant: Some("t".into()),
+            request_timeout_ms: Some(1500),
+            connect_timeout_ms: Some(250),
+            journal_enabled: Some(false),
+            ..ClientOptions::default()
+        }
+        .into_config();
+        assert_eq!(c.tenant.as_deref(), Some("t"));
+        assert_eq!(c.request_timeout, Duration::from_millis(1500));
+        assert_eq!(c.connect_timeout, Duration::from_millis(250));
+        assert!(!c.journal.enabled);
+    }
+
+    #[test]
+    fn prepare_checks_before_spawning() {
+        let h = ClientHandle::new(
+            ClientOptions {
+                base_url: "http://127.0.0.1:1".into(),
+                api_key: "k".into(),
+                journal_enabled: Some(false),
+                ..ClientOptions::default()
+            }
+            .into_config(),
+        )
+        .unwrap();
+        assert_eq!(
+            h.request_timeout_ms(),
+            u64::try_from(h.config().request_timeout.as_millis()).unwrap()
+        );
+        assert!(h
+            .prepare("nope", "{}")
+            .err()
+            .unwrap()
+            .message
+            .contains("unknown operation"));
+        let bad = h.prepare("decide", "{").err().unwrap();
+        assert_eq!(bad.name, "INVALID_ARGUMENT");
+        assert!(bad.message.starts_with("arguments: "));
+        assert!(h.prepare("decide", "{}").is_ok());
+        h.close();
+        h.close();
+        assert!(h.is_closed());
+        assert_eq!(h.prepare("decide", "{}").err(), Some(ErrorFields::closed()));
+    }
+
+    #[test]
+    fn captured_responses_decode_through_core() {
+        let body = br#"{"error":"NOT_FOUND","message":"no such reservation","request_id":"r1"}"#;
+        let e = decode_captured(
+            Some("getReservation"),
+            404,
+            &[("content-type", "application/json"), ("x-request-id", "r1")],
+            body,
+        )
+        .unwrap_err();
+        assert_eq!(e.name, "NOT_FOUND");
+        assert_eq!(e.http_status, Some(404));
+        assert_eq!(e.error_code.as_deref(), Some("NOT_FOUND"));
+        let unmatched = decode_captured(None, 500, &[], b"oops").unwrap_err();
+        assert_eq!(unmatched.http_status, Some(500));
+        let no_op = decode_captured(None, 200, &[], b"{}").unwrap_err();
+        assert_eq!(
+            no_op.message,
+            "a 2xx response needs its operation to be decoded"
+        );
+        let unknown = decode_captured(Some("get_reservation"), 200, &[], b"{}").unwrap_err();
+        assert!(unknown.message.contains("expected a spec operationId"));
+    }
+}

@@ -1,0 +1,143 @@
+//! Running work on core's one runtime and waiting for it from a host thread.
+//!
+//! A blocking host call spawns the work ([`Spawned`]) and waits in short slices
+//! ([`Spawned::wait`]) with its interpreter lock released, so it can check for signals between
+//! slices and abort. An async host awaits [`joined`] from its own event-loop glue. Either way a
+//! panic in the work becomes an INTERNAL error, never an unwinding host frame.
+
+use std::future::Future;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::Duration;
+
+use cycles_core::runtime::runtime;
+use tokio::task::JoinHandle;
+
+use crate::error::{panic_message, ErrorFields};
+
+/// What one wait slice saw.
+#[derive(Debug)]
+pub enum Wait<T> {
+    /// The work finished with this value.
+    Ready(T),
+    /// Still running after the slice.
+    Pending,
+    /// The work ended without a value (it panicked): an INTERNAL error.
+    Failed(ErrorFields),
+}
+
+/// Work running on core's runtime, its result delivered through a channel.
+pub struct Spawned<T> {
+    task: JoinHandle<()>,
+    rx: Receiver<T>,
+}
+
+/// Spawns `fut` on core's runtime (fails with RUNTIME when the runtime is unusable).
+pub fn spawn<T: Send + 'static>(
+    fut: impl Future<Output = T> + Send + 'static,
+) -> Result<Spawned<T>, ErrorFields> {
+    let rt = runtime()?;
+    let (tx, rx) = mpsc::channel();
+    let task = rt.spawn(async move {
+        let _ = tx.send(fut.await);
+    });
+    Ok(Spawned { task, rx })
+}
+
+impl<T> Spawned<T> {
+    /// Waits at most `slice` for the result. Call it with the host's lock released; never from
+    /// a runtime worker.
+    pub fn wait(&mut self, slice: Duration) -> Wait<T> {
+        match self.rx.recv_timeout(slice) {
+            Ok(v) => Wait::Ready(v),
+            Err(RecvTimeoutError::Timeout) => Wait::Pending,
+            // The task ended without sending: it panicked (or was aborted).
+            Err(RecvTimeoutError::Disconnected) => Wait::Failed(match runtime() {
+                Ok(rt) => match rt.block_on(&mut self.task) {
+                    Err(join) if join.is_panic() => {
+                        ErrorFields::internal(panic_message(join.into_panic().as_ref()))
+                    }
+                    _ => ErrorFields::internal("the operation ended without a result"),
+                },
+                Err(e) => ErrorFields::from(e),
+            }),
+        }
+    }
+
+    /// Aborts the work (a host interrupt): its outcome is unknown, like a timeout's.
+    pub fn abort(&self) {
+        self.task.abort();
+    }
+}
+
+/// Runs `fut` as its own task on core's runtime and awaits it: a panic becomes INTERNAL.
+/// Async hosts await this from their event-loop glue.
+pub async fn joined<T: Send + 'static>(
+    fut: impl Future<Output = Result<T, ErrorFields>> + Send + 'static,
+) -> Result<T, ErrorFields> {
+    let rt = runtime()?;
+    match rt.spawn(fut).await {
+        Ok(r) => r,
+        Err(join) if join.is_panic() => Err(ErrorFields::internal(panic_message(
+            join.into_panic().as_ref(),
+        ))),
+        Err(_) => Err(ErrorFields::internal("the operation was cancelled")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn until_done<T>(s: &mut Spawned<T>) -> Result<T, ErrorFields> {
+        loop {
+            match s.wait(Duration::from_millis(20)) {
+                Wait::Ready(v) => return Ok(v),
+                Wait::Pending => {}
+                Wait::Failed(f) => return Err(f),
+            }
+        }
+    }
+
+    #[test]
+    fn spawned_value_arrives() {
+        let mut s = spawn(async { 41 + 1 }).unwrap();
+        assert_eq!(until_done(&mut s).unwrap(), 42);
+    }
+
+    #[test]
+    fn spawned_panic_is_internal() {
+        let mut s = spawn(async {
+            if true {
+                panic!("worker panic");
+            }
+            0
+        })
+        .unwrap();
+        let f = until_done(&mut s).unwrap_err();
+        assert_eq!(f.name, "INTERNAL");
+        assert!(f.message.ends_with(": worker panic"), "{}", f.message);
+    }
+
+    #[test]
+    fn pending_then_abort() {
+        let mut s = spawn(std::future::pending::<()>()).unwrap();
+        assert!(matches!(s.wait(Duration::from_millis(5)), Wait::Pending));
+        s.abort();
+        let f = until_done(&mut s).unwrap_err();
+        assert_eq!(f.message, "the operation ended without a result");
+    }
+
+    #[test]
+    fn joined_maps_panics() {
+        let rt = runtime().unwrap();
+        let ok = rt.block_on(joined(async { Ok::<_, ErrorFields>(7) }));
+        assert_eq!(ok.unwrap(), 7);
+        let bad = rt.block_on(joined(async {
+            if true {
+                panic!("async panic");
+            }
+            Ok::<u8, ErrorFields>(0)
+        }));
+        assert!(bad.unwrap_err().message.ends_with(": async panic"));
+    }
+}
