@@ -5,6 +5,7 @@
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use cycles_core::journal::ParseError;
 use cycles_core::{Error, ErrorKind};
 use serde::Serialize;
 use serde_json::Value;
@@ -105,6 +106,18 @@ impl ErrorFields {
         ErrorFields::from(Error::invalid_argument(message))
     }
 
+    /// A journal file that is not a usable record (core's `ParseError`): INVALID_ARGUMENT
+    /// whose `details` is `{"journal_error": "corrupt" | "unsupported"}`.
+    pub fn journal_parse(e: &ParseError) -> ErrorFields {
+        let kind = match e {
+            ParseError::Corrupt(_) => "corrupt",
+            ParseError::Unsupported(_) => "unsupported",
+        };
+        let mut f = ErrorFields::invalid(e.to_string());
+        f.details_json = Some(serde_json::json!({ "journal_error": kind }).to_string());
+        f
+    }
+
     /// The fields as one JSON object (for hosts that take errors as JSON text).
     pub fn to_json(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)
@@ -182,6 +195,22 @@ mod tests {
             ]
         );
         assert_eq!(j["http_status"], Value::Null);
+    }
+
+    #[test]
+    fn journal_parse_errors_carry_their_kind() {
+        let f = ErrorFields::journal_parse(&ParseError::Unsupported("version 2".into()));
+        assert_eq!(f.name, "INVALID_ARGUMENT");
+        assert_eq!(f.message, "unsupported record: version 2");
+        assert_eq!(
+            f.details_json.as_deref(),
+            Some(r#"{"journal_error":"unsupported"}"#)
+        );
+        let f = ErrorFields::journal_parse(&ParseError::Corrupt("bad".into()));
+        assert_eq!(
+            f.details_json.as_deref(),
+            Some(r#"{"journal_error":"corrupt"}"#)
+        );
     }
 
     #[test]

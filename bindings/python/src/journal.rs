@@ -7,21 +7,15 @@
 
 use std::path::Path;
 
+use cycles_bridge::ErrorFields;
 use cycles_core::journal::{identity, names, Journal, ParseError, Record};
-use cycles_core::Error;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::errors::{guard, to_pyerr, Fields};
+use crate::errors::{guard, to_pyerr};
 
 fn parse_err(e: &ParseError) -> PyErr {
-    let kind = match e {
-        ParseError::Corrupt(_) => "corrupt",
-        ParseError::Unsupported(_) => "unsupported",
-    };
-    let mut f = Fields::from(&Error::invalid_argument(e.to_string()));
-    f.details_json = Some(serde_json::json!({ "journal_error": kind }).to_string());
-    to_pyerr(f)
+    to_pyerr(ErrorFields::journal_parse(e))
 }
 
 fn io_err(what: &str, e: &std::io::Error) -> PyErr {

@@ -1,7 +1,8 @@
 //! `cycles._native`: the pyo3 module behind the `cycles` Python package.
 //!
-//! Rules (ARCHITECTURE.md, "Rules for the bindings"): every behaviour lives in `cycles-core`;
-//! this crate translates types, errors and async only. One tokio runtime (core's), the GIL
+//! Rules (ARCHITECTURE.md, "Rules for the bindings"; docs/bindings.md): every behaviour lives
+//! in `cycles-core`, every host-neutral boundary shape in `cycles-bridge`; this crate
+//! translates types, errors and async only. One tokio runtime (core's), the GIL
 //! released while Python waits on it, fork detected by core's pid check, one exception
 //! hierarchy (`cycles.errors`), panics caught at every exported function.
 
@@ -30,9 +31,9 @@ fn _debug_panic(sync: bool, py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
                     .await
                 {
                     Ok(()) => Ok(()),
-                    Err(join) if join.is_panic() => Err(errors::internal(errors::panic_message(
-                        join.into_panic().as_ref(),
-                    ))),
+                    Err(join) if join.is_panic() => Err(errors::internal(
+                        cycles_bridge::panic_message(join.into_panic().as_ref()),
+                    )),
                     Err(_) => Err(errors::internal("cancelled")),
                 }
             })
@@ -43,14 +44,10 @@ fn _debug_panic(sync: bool, py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    m.add("INTERNAL_CODE", errors::INTERNAL_CODE)?;
+    m.add("INTERNAL_CODE", cycles_bridge::INTERNAL_CODE)?;
     // Core's stable (name, code) table: the Python exception hierarchy is built from it.
-    let codes: Vec<(&'static str, u32)> = cycles_core::ErrorKind::all()
-        .iter()
-        .map(|k| (k.name(), k.code()))
-        .collect();
-    m.add("ERROR_CODES", codes)?;
-    m.add("INTERNAL_NAME", errors::INTERNAL_NAME)?;
+    m.add("ERROR_CODES", cycles_bridge::error_codes())?;
+    m.add("INTERNAL_NAME", cycles_bridge::INTERNAL_NAME)?;
     m.add_class::<client::NativeClient>()?;
     m.add_class::<server::NativeLocalServer>()?;
     m.add_class::<lifecycle::NativeLifecycle>()?;
