@@ -9,6 +9,7 @@
 //! - [`guard`]: guard specs in, finished / settlement / drain JSON out.
 //! - [`lifecycle`]: the guarded lifecycle handle and the event pump (the host-callback channel).
 //! - [`task`]: running work on core's runtime and waiting for it from a host thread.
+//! - [`timing`]: the boundary names of core's pure timing types (regimes, failures, keys).
 //!
 //! Threading rule: a host is never called from a tokio worker or under a core lock. Core's
 //! event callback only pushes JSON into a channel; the host drains it on its own thread.
@@ -22,6 +23,7 @@ pub mod guard;
 pub mod lifecycle;
 pub mod ops;
 pub mod task;
+pub mod timing;
 
 pub use error::{error_codes, panic_message, ErrorFields, INTERNAL_CODE, INTERNAL_NAME};
 pub use lifecycle::{Active, EventPump, Lifecycle};

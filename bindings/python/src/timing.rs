@@ -6,15 +6,18 @@
 
 use std::sync::Mutex;
 
-use cycles_core::timing::fallback::{self, FallbackPlanner, FallbackRegime};
+use cycles_bridge::timing::{
+    key_use_name, parse_failure, parse_regime, regime_name, retry_after_kind,
+};
+use cycles_core::timing::fallback::{self, FallbackPlanner};
 use cycles_core::timing::primary;
 use cycles_core::timing::retry::{self, RetryAfter};
 use cycles_core::timing::timeout;
-use cycles_core::timing::{Decision, ExtendFailure, KeyUse, Millis, SignedMillis, StopReason};
+use cycles_core::timing::{Decision, Millis, SignedMillis, StopReason};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
-use crate::errors::{guard, invalid};
+use crate::errors::{core_err, guard, invalid};
 
 fn millis_in(v: &Bound<'_, PyAny>, name: &str) -> PyResult<Millis> {
     if let Ok(n) = v.extract::<u64>() {
@@ -64,21 +67,10 @@ fn signed_out(py: Python<'_>, m: SignedMillis) -> PyResult<Py<PyAny>> {
     })
 }
 
-fn retry_after_kind(r: RetryAfter) -> (&'static str, Option<u64>) {
-    match r {
-        RetryAfter::Missing => ("missing", None),
-        RetryAfter::Invalid => ("invalid", None),
-        RetryAfter::Seconds(s) => ("seconds", Some(s)),
-    }
-}
-
 fn decision_out(py: Python<'_>, d: &Decision) -> PyResult<Py<PyAny>> {
     match d {
         Decision::Extend { delay, key } => {
-            let key = match key {
-                KeyUse::Fresh => "fresh",
-                KeyUse::Same => "same",
-            };
+            let key = key_use_name(*key);
             let t = PyTuple::new(
                 py,
                 [
@@ -128,45 +120,6 @@ fn decision_out(py: Python<'_>, d: &Decision) -> PyResult<Py<PyAny>> {
             Ok(t.into_any().unbind())
         }
     }
-}
-
-fn failure_in(
-    kind: &str,
-    retry_after: Option<&str>,
-    status: Option<u16>,
-    code: Option<&str>,
-) -> PyResult<ExtendFailure> {
-    match kind {
-        "transient" => Ok(ExtendFailure::Transient),
-        "rate_limited" => Ok(ExtendFailure::RateLimited(RetryAfter::parse(retry_after))),
-        "error" => {
-            let status =
-                status.ok_or_else(|| invalid("an 'error' failure needs its HTTP status"))?;
-            Ok(ExtendFailure::from_error_code(status, code))
-        }
-        other => Err(invalid(format!(
-            "failure kind must be 'transient', 'rate_limited' or 'error', not {other:?}"
-        ))),
-    }
-}
-
-fn regime_name(r: FallbackRegime) -> &'static str {
-    match r {
-        FallbackRegime::Unknown => "unknown",
-        FallbackRegime::Normal => "normal",
-        FallbackRegime::GrantClamped => "grant_clamped",
-        FallbackRegime::MaxLeadClamped => "max_lead_clamped",
-    }
-}
-
-fn regime_in(name: &str) -> PyResult<FallbackRegime> {
-    Ok(match name {
-        "unknown" => FallbackRegime::Unknown,
-        "normal" => FallbackRegime::Normal,
-        "grant_clamped" => FallbackRegime::GrantClamped,
-        "max_lead_clamped" => FallbackRegime::MaxLeadClamped,
-        other => return Err(invalid(format!("unknown fallback regime {other:?}"))),
-    })
 }
 
 /// `Millis::from_micros_ceil`: microseconds rounded up to whole milliseconds.
@@ -385,7 +338,11 @@ fn cadence(
     guard(|| {
         millis_out(
             py,
-            fallback::cadence(regime_in(regime)?, last_grant_ms, requested_ttl_ms),
+            fallback::cadence(
+                parse_regime(regime).map_err(|e| core_err(&e))?,
+                last_grant_ms,
+                requested_ttl_ms,
+            ),
         )
     })
 }
@@ -540,7 +497,7 @@ impl PyPrimaryPlanner {
         code: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
         guard(|| {
-            let f = failure_in(kind, retry_after, status, code)?;
+            let f = parse_failure(kind, retry_after, status, code).map_err(|e| core_err(&e))?;
             let d = lock(&self.inner).on_failure(now_us, &f);
             decision_out(py, &d)
         })
@@ -625,7 +582,7 @@ impl PyFallbackPlanner {
         code: Option<&str>,
     ) -> PyResult<Py<PyAny>> {
         guard(|| {
-            let f = failure_in(kind, retry_after, status, code)?;
+            let f = parse_failure(kind, retry_after, status, code).map_err(|e| core_err(&e))?;
             let d = lock(&self.inner).on_failure(now_us, &f);
             decision_out(py, &d)
         })
