@@ -260,3 +260,43 @@ def test_metadata_that_is_not_json_is_a_clear_error(server: LocalServer, tmp_pat
                 with client.reserve(500, action=ACTION) as r:
                     r.set_metadata(bad)
             assert r.released
+
+
+def test_every_call_sends_metadata_exactly_as_given(server: LocalServer, tmp_path: Path) -> None:
+    # The typed calls and the guard's reserve-time metadata take the same exact path as
+    # set_metadata: nothing passes through a 64-bit number on the way to the wire.
+    metadata = {"big": 10**30, "neg_zero": -0.0, "p": 0.1, "s": "ab\ud800", "10": -(2**70)}
+    meta_text = json.dumps(metadata, separators=(",", ":"))
+    custom = {"huge": 10**40}
+    custom_text = json.dumps(custom, separators=(",", ":"))
+    with server.client(journal_dir=tmp_path) as client:
+        created = client.create_reservation(
+            idempotency_key="exact-create", action=ACTION, estimate=500, metadata=metadata
+        )
+        rid = created.reservation_id
+        assert rid is not None
+        client.extend_reservation(
+            rid, idempotency_key="exact-extend", extend_by_ms=1_000, metadata=metadata
+        )
+        client.commit_reservation(
+            rid,
+            idempotency_key="exact-commit",
+            actual=400,
+            metrics={"custom": custom},
+            metadata=metadata,
+        )
+        client.decide(idempotency_key="exact-decide", action=ACTION, estimate=1, metadata=metadata)
+        client.create_event(
+            idempotency_key="exact-event", action=ACTION, actual=1, metadata=metadata
+        )
+        with client.reserve(500, action=ACTION, metadata=metadata) as r:
+            r.set_actual(1)
+    sent = {q.operation: q.body for q in server.requests() if q.status is not None}
+    ops = ("createReservation", "extendReservation", "commitReservation", "decide", "createEvent")
+    for op in ops:
+        assert f'"metadata":{meta_text}' in (sent[op] or ""), (op, sent[op])
+    assert f'"custom":{custom_text}' in (sent["commitReservation"] or "")
+    creates = [q.body or "" for q in server.requests() if q.operation == "createReservation"]
+    assert len(creates) == 2  # the typed call's and the guard's
+    assert all(f'"metadata":{meta_text}' in body for body in creates), creates
+    assert r.settlement is not None and r.settlement.status == "committed"

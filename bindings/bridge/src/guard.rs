@@ -6,21 +6,9 @@ use cycles_core::guard::{Finished, GuardSpec};
 use cycles_core::lease::{FailurePolicy, LeaseReport};
 use cycles_core::settle::{DrainReport, SettleOutcome};
 use cycles_core::Error;
-use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
-fn decode<T: DeserializeOwned>(v: Option<&Value>, what: &str) -> Result<T, Error> {
-    let v = v.ok_or_else(|| Error::invalid_argument(format!("missing {what}")))?;
-    serde_json::from_value(v.clone())
-        .map_err(|e| Error::invalid_argument(format!("invalid {what}: {e}")))
-}
-
-fn opt<T: DeserializeOwned>(v: &Value, name: &str) -> Result<Option<T>, Error> {
-    match v.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(x) => decode(Some(x), name).map(Some),
-    }
-}
+use crate::args::Args;
 
 /// The heartbeat failure policy of its boundary name.
 pub fn policy(name: &str) -> Result<FailurePolicy, Error> {
@@ -40,24 +28,24 @@ pub fn policy(name: &str) -> Result<FailurePolicy, Error> {
 /// wire types); `ttl_ms`, `grace_period_ms`, `overage_policy`, `metadata`, `heartbeat`,
 /// `policy` optional (absent or null keeps core's default).
 pub fn parse_spec(json: &str) -> Result<GuardSpec, Error> {
-    let v: Value = serde_json::from_str(json)
-        .map_err(|e| Error::invalid_argument(format!("guard spec: {e}")))?;
+    // Member by member from the exact text: reserve-time metadata reaches the wire as given.
+    let v = Args::parse(json, "guard spec")?;
     let mut spec = GuardSpec::new(
-        decode::<String>(v.get("idempotency_key"), "idempotency_key")?,
-        decode(v.get("subject"), "subject")?,
-        decode(v.get("action"), "action")?,
-        decode(v.get("estimate"), "estimate")?,
+        v.required::<String>("idempotency_key", "idempotency_key")?,
+        v.required("subject", "subject")?,
+        v.required("action", "action")?,
+        v.required("estimate", "estimate")?,
     );
-    if let Some(ttl) = opt::<i64>(&v, "ttl_ms")? {
+    if let Some(ttl) = v.optional::<i64>("ttl_ms")? {
         spec.ttl_ms = ttl;
     }
-    spec.grace_period_ms = opt(&v, "grace_period_ms")?;
-    spec.overage_policy = opt(&v, "overage_policy")?;
-    spec.metadata = opt(&v, "metadata")?;
-    if let Some(hb) = opt::<bool>(&v, "heartbeat")? {
+    spec.grace_period_ms = v.optional("grace_period_ms")?;
+    spec.overage_policy = v.optional("overage_policy")?;
+    spec.metadata = v.optional("metadata")?;
+    if let Some(hb) = v.optional::<bool>("heartbeat")? {
         spec.heartbeat = hb;
     }
-    if let Some(p) = opt::<String>(&v, "policy")? {
+    if let Some(p) = v.optional::<String>("policy")? {
         spec.policy = policy(&p)?;
     }
     Ok(spec)

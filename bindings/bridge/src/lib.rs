@@ -4,6 +4,7 @@
 //! over this crate, which is itself a thin layer over `cycles-core`: behaviour stays in core,
 //! the bridge fixes the boundary's shapes once (docs/bindings.md).
 //!
+//! - [`args`]: JSON arguments read member by member from their exact text.
 //! - [`error`]: the error fields every host exception is built from (core's stable kinds).
 //! - [`ops`]: the operation table, request JSON in, response JSON plus transport facts out.
 //! - [`guard`]: guard specs in, finished / settlement / drain JSON out.
@@ -18,6 +19,7 @@
 // once per failed call, straight to the host: boxing it would only add an allocation.
 #![allow(clippy::result_large_err, clippy::large_enum_variant)]
 
+pub mod args;
 pub mod error;
 pub mod guard;
 pub mod lifecycle;

@@ -17,6 +17,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::args::Args;
 use crate::error::ErrorFields;
 
 /// One schema-valid success: status, the server's ids, the attempt's round trip and the body.
@@ -125,16 +126,12 @@ fn decode<T: DeserializeOwned>(v: &Value, what: &str) -> Result<T, Error> {
         .map_err(|e| Error::invalid_argument(format!("invalid {what}: {e}")))
 }
 
-fn field<'a>(args: &'a Value, name: &str) -> Result<&'a Value, Error> {
-    args.get(name)
-        .ok_or_else(|| Error::invalid_argument(format!("missing argument {name}")))
-}
-
-fn string(args: &Value, name: &str) -> Result<String, Error> {
-    field(args, name)?
-        .as_str()
-        .map(str::to_string)
-        .ok_or_else(|| Error::invalid_argument(format!("{name} must be a string")))
+fn string(args: &Args, name: &str) -> Result<String, Error> {
+    match args.raw(name) {
+        None => Err(Error::invalid_argument(format!("missing argument {name}"))),
+        Some(raw) => serde_json::from_str(raw.get())
+            .map_err(|_| Error::invalid_argument(format!("{name} must be a string"))),
+    }
 }
 
 fn opt_string(args: &Value, name: &str) -> Result<Option<String>, Error> {
@@ -217,42 +214,44 @@ fn reply<T: Serialize>(r: Response<T>) -> Result<Reply, Error> {
     })
 }
 
-/// Runs one operation on core with its JSON arguments.
-pub async fn dispatch(client: &CyclesClient, op: Op, a: Value) -> Result<Reply, Error> {
+/// Runs one operation on core with its JSON arguments. Requests are decoded from the
+/// arguments' exact text ([`Args`]), so their metadata reaches the wire as given.
+pub async fn dispatch(client: &CyclesClient, op: Op, a: &Args) -> Result<Reply, Error> {
     let c = client;
     match op {
         Op::CreateReservation => {
-            let req: ReservationCreateRequest = decode(&a, "reservation request")?;
+            let req: ReservationCreateRequest = a.whole("reservation request")?;
             reply(c.create_reservation(&req).await?)
         }
         Op::CommitReservation => {
-            let id = string(&a, "reservation_id")?;
-            let req: CommitRequest = decode(field(&a, "request")?, "commit request")?;
+            let id = string(a, "reservation_id")?;
+            let req: CommitRequest = a.required("request", "commit request")?;
             reply(c.commit_reservation(&id, &req).await?)
         }
         Op::ReleaseReservation => {
-            let id = string(&a, "reservation_id")?;
-            let req: ReleaseRequest = decode(field(&a, "request")?, "release request")?;
+            let id = string(a, "reservation_id")?;
+            let req: ReleaseRequest = a.required("request", "release request")?;
             reply(c.release_reservation(&id, &req).await?)
         }
         Op::ExtendReservation => {
-            let id = string(&a, "reservation_id")?;
-            let req: ReservationExtendRequest = decode(field(&a, "request")?, "extend request")?;
+            let id = string(a, "reservation_id")?;
+            let req: ReservationExtendRequest = a.required("request", "extend request")?;
             reply(c.extend_reservation(&id, &req).await?)
         }
         Op::Decide => {
-            let req: DecisionRequest = decode(&a, "decision request")?;
+            let req: DecisionRequest = a.whole("decision request")?;
             reply(c.decide(&req).await?)
         }
         Op::CreateEvent => {
-            let req: EventCreateRequest = decode(&a, "event request")?;
+            let req: EventCreateRequest = a.whole("event request")?;
             reply(c.create_event(&req).await?)
         }
-        Op::GetBalances => reply(c.get_balances(&balance_query(&a)?).await?),
-        Op::ListReservations => reply(c.list_reservations(&list_query(&a)?).await?),
+        Op::GetBalances => reply(c.get_balances(&balance_query(&a.value()?)?).await?),
+        Op::ListReservations => reply(c.list_reservations(&list_query(&a.value()?)?).await?),
         Op::ListReservationsAll => {
-            let max_pages = opt_u32(&a, "max_pages")?.unwrap_or(100) as usize;
-            let rows = c.list_reservations_all(&list_query(&a)?, max_pages).await?;
+            let v = a.value()?;
+            let max_pages = opt_u32(&v, "max_pages")?.unwrap_or(100) as usize;
+            let rows = c.list_reservations_all(&list_query(&v)?, max_pages).await?;
             let body = serde_json::to_string(&rows)
                 .map_err(|e| Error::invalid_argument(format!("cannot encode the rows: {e}")))?;
             Ok(Reply {
@@ -263,8 +262,8 @@ pub async fn dispatch(client: &CyclesClient, op: Op, a: Value) -> Result<Reply, 
                 body,
             })
         }
-        Op::GetReservation => reply(c.get_reservation(&string(&a, "reservation_id")?).await?),
-        Op::GetEvidence => reply(c.get_evidence(&string(&a, "evidence_id")?).await?),
+        Op::GetReservation => reply(c.get_reservation(&string(a, "reservation_id")?).await?),
+        Op::GetEvidence => reply(c.get_evidence(&string(a, "evidence_id")?).await?),
         Op::GetEvidenceJwks => reply(c.get_evidence_jwks().await?),
     }
 }
@@ -424,8 +423,7 @@ impl ClientHandle {
     pub fn prepare(&self, op: &str, args: &str) -> Result<Call, ErrorFields> {
         let client = self.live()?;
         let op = Op::parse(op)?;
-        let args: Value = serde_json::from_str(args)
-            .map_err(|e| ErrorFields::invalid(format!("arguments: {e}")))?;
+        let args = Args::parse(args, "arguments")?;
         Ok(Call { client, op, args })
     }
 }
@@ -434,13 +432,13 @@ impl ClientHandle {
 pub struct Call {
     client: Arc<CyclesClient>,
     op: Op,
-    args: Value,
+    args: Args,
 }
 
 impl Call {
     /// Runs it on core (call from the runtime: `task::spawn` or `task::joined`).
     pub async fn run(self) -> Result<Reply, ErrorFields> {
-        Ok(dispatch(&self.client, self.op, self.args).await?)
+        Ok(dispatch(&self.client, self.op, &self.args).await?)
     }
 }
 

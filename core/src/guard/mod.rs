@@ -36,7 +36,7 @@ use crate::error::{Error, ErrorKind};
 use crate::events::EventSink;
 use crate::lease::{FailurePolicy, Heartbeat, HeartbeatConfig, HeartbeatLapse, LeaseReport};
 use crate::model::{
-    Action, Amount, CommitRequest, Metadata, OveragePolicy, ReleaseRequest,
+    Action, Amount, CommitRequest, JsonObject, OveragePolicy, ReleaseRequest,
     ReservationCreateRequest, ReservationCreateResponse, Subject,
 };
 use crate::settle::{EventFallback, SettleOutcome, Settlement, Settler};
@@ -59,8 +59,8 @@ pub struct GuardSpec {
     pub grace_period_ms: Option<i64>,
     /// Overage policy (server default when `None`); the event fallback carries it too.
     pub overage_policy: Option<OveragePolicy>,
-    /// Reserve-time metadata.
-    pub metadata: Option<Metadata>,
+    /// Reserve-time metadata, sent exactly as given.
+    pub metadata: Option<JsonObject>,
     /// Whether to heartbeat the lease while the work runs (default true).
     pub heartbeat: bool,
     /// What a heartbeat failure does to the work (default warn).

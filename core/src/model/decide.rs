@@ -2,7 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{Action, Amount, Caps, Decision, EvidenceRef, Metadata, ReasonCode, Subject};
+use super::common::{Action, Amount, Caps, Decision, EvidenceRef, ReasonCode, Subject};
+use super::json_object::JsonObject;
 
 /// Body of `POST /v1/decide` (`DecisionRequest`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -15,9 +16,9 @@ pub struct DecisionRequest {
     pub action: Action,
     /// Estimated amount.
     pub estimate: Amount,
-    /// Free-form metadata.
+    /// Free-form metadata, sent exactly as given (see [`JsonObject`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metadata: Option<Metadata>,
+    pub metadata: Option<JsonObject>,
 }
 
 impl DecisionRequest {

@@ -31,9 +31,9 @@ pub struct ReservationCreateRequest {
     /// Shadow-mode evaluation: nothing is persisted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dry_run: Option<bool>,
-    /// Reserve-time metadata.
+    /// Reserve-time metadata, sent exactly as given (see [`JsonObject`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metadata: Option<Metadata>,
+    pub metadata: Option<JsonObject>,
 }
 
 impl ReservationCreateRequest {
@@ -184,9 +184,9 @@ pub struct ReservationExtendRequest {
     pub idempotency_key: String,
     /// Extension relative to the current `expires_at_ms` (1..=86_400_000).
     pub extend_by_ms: i64,
-    /// Debugging/audit metadata.
+    /// Debugging/audit metadata, sent exactly as given (see [`JsonObject`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metadata: Option<Metadata>,
+    pub metadata: Option<JsonObject>,
 }
 
 impl ReservationExtendRequest {
