@@ -53,7 +53,8 @@ where
     T: for<'a> IntoPyObject<'a> + Send + 'static,
 {
     let rt = pinned().map_err(|e| core_err(&e))?;
-    // Borrow core's runtime; Err only means it was already set (to the same one).
+    // Core's runtime, pinned for the process (pyo3-async-runtimes needs it 'static, so
+    // Python never calls runtime::shutdown); Err only means it was already set (to it).
     let _ = pyo3_async_runtimes::tokio::init_with_runtime(rt);
     pyo3_async_runtimes::tokio::future_into_py(py, async move {
         task::joined(fut).await.map_err(to_pyerr)
