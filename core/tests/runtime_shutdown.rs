@@ -11,7 +11,7 @@ mod common;
 
 use std::path::Path;
 use std::process::Command;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -165,32 +165,80 @@ fn leaves_an_unsettled_record_in_the_journal_when_the_server_is_down() {
     );
 }
 
+/// How each heartbeat ended, by reservation (its `HeartbeatEnded` event).
+type Ends = Arc<Mutex<Vec<(String, events::HeartbeatEnd)>>>;
+
+/// A 4 s lease heartbeating on `on` (a 500 ms request timeout keeps it beating: the lead
+/// stays above the retry reserve, docs/heartbeat.md), its end recorded in `ends`.
+fn start_heartbeat(
+    on: &tokio::runtime::Handle,
+    server: &LocalServer,
+    ends: &Ends,
+) -> (Heartbeat, String) {
+    let cfg = Config::new(server.url(), KEY).with_request_timeout(Duration::from_millis(500));
+    // Its own client: a connection opened on core's runtime dies with it.
+    let c = Arc::new(CyclesClient::new(cfg).unwrap());
+    let mut req = reserve_req(1000);
+    req.ttl_ms = Some(4000);
+    let created = on.block_on(c.create_reservation(&req)).unwrap();
+    let id = created.body.reservation_id.clone().unwrap();
+    let seen = ends.clone();
+    let config = HeartbeatConfig {
+        events: events::EventSink::with_callback(move |e| {
+            if let events::Event::HeartbeatEnded {
+                reservation_id,
+                end,
+                ..
+            } = e
+            {
+                seen.lock()
+                    .unwrap()
+                    .push((reservation_id.clone(), end.clone()));
+            }
+        }),
+        ..HeartbeatConfig::new(4000)
+    };
+    let _in = on.enter();
+    (Heartbeat::start(c, &id, &created, config), id)
+}
+
 #[test]
-fn stops_a_live_heartbeat() {
-    in_child("stops_a_live_heartbeat", || {
-        let (_srv_rt, server) = local_server();
-        let c = Arc::new(client(&server));
-        let h = runtime::handle().unwrap();
-        let mut req = reserve_req(1000);
-        req.ttl_ms = Some(1000);
-        let created = h.block_on(c.create_reservation(&req)).unwrap();
-        let id = created.body.reservation_id.clone().unwrap();
-        let hb = {
-            let _in = h.enter();
-            Heartbeat::start(c.clone(), &id, &created, HeartbeatConfig::new(1000))
-        };
+fn stops_every_live_heartbeat() {
+    in_child("stops_every_live_heartbeat", || {
+        let (srv_rt, server) = local_server();
+        let ends: Ends = Arc::default();
+        // One lease on core's runtime, one on a runtime of the caller's: both stop.
+        let (on_core, core_id) = start_heartbeat(&runtime::handle().unwrap(), &server, &ends);
+        let (on_own, own_id) = start_heartbeat(srv_rt.handle(), &server, &ends);
+        let extends = |id: &str| requests(&server, Operation::ExtendReservation, id);
         let waited = Instant::now();
-        while requests(&server, Operation::ExtendReservation, &id) == 0 {
+        while extends(&core_id) < 1 || extends(&own_id) < 1 {
             assert!(waited.elapsed() < Duration::from_secs(5), "no extend seen");
             std::thread::sleep(Duration::from_millis(20));
         }
+        assert!(ends.lock().unwrap().is_empty(), "both still beating");
 
         runtime::shutdown(Duration::ZERO).unwrap();
-        let seen = requests(&server, Operation::ExtendReservation, &id);
-        // Two whole TTLs: a running heartbeat would have extended at least twice.
-        std::thread::sleep(Duration::from_secs(2));
-        assert_eq!(requests(&server, Operation::ExtendReservation, &id), seen);
-        drop(hb);
+        let (seen_core, seen_own) = (extends(&core_id), extends(&own_id));
+        // The lease on the caller's runtime, which shutdown does not touch, was stopped (not
+        // ended on its own: that would be `Stopped(reason)`), promptly.
+        let waited = Instant::now();
+        while !ends.lock().unwrap().iter().any(|(id, _)| *id == own_id) {
+            assert!(waited.elapsed() < Duration::from_secs(2), "not stopped");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let own_end = ends
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|(id, _)| *id == own_id)
+            .cloned();
+        assert_eq!(own_end.unwrap().1, events::HeartbeatEnd::Finished);
+        // Core's lease had its task dropped with the runtime: nothing runs it any more.
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(extends(&core_id), seen_core);
+        assert_eq!(extends(&own_id), seen_own);
+        drop((on_core, on_own));
     });
 }
 
