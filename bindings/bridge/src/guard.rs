@@ -4,7 +4,7 @@
 use cycles_core::events::Event;
 use cycles_core::guard::{Finished, GuardSpec};
 use cycles_core::lease::{FailurePolicy, LeaseReport};
-use cycles_core::settle::{DrainReport, SettleOutcome};
+use cycles_core::settle::{DrainReport, PendingRecord, SettleOutcome};
 use cycles_core::Error;
 use serde_json::{json, Value};
 
@@ -158,16 +158,21 @@ pub fn finished_json(f: &Finished) -> Value {
 pub fn drain_json(r: &DrainReport) -> String {
     json!({
         "outcomes": r.outcomes.iter().map(|(id, o)| json!({"reservation_id": id, "settlement": outcome_json(o)})).collect::<Vec<_>>(),
-        "remaining": r.remaining.iter().map(|p| json!({
-            "reservation_id": p.reservation_id,
-            "mode": p.mode.to_string(),
-            "recorded_at_ms": p.recorded_at_ms,
-            "not_before_ms": p.not_before_ms,
-            "file": p.file,
-        })).collect::<Vec<_>>(),
+        "remaining": r.remaining.iter().map(pending_json).collect::<Vec<_>>(),
         "quarantined": r.quarantined,
     })
     .to_string()
+}
+
+/// One journal record still pending, as the drain and shutdown reports list it.
+pub fn pending_json(p: &PendingRecord) -> Value {
+    json!({
+        "reservation_id": p.reservation_id,
+        "mode": p.mode.to_string(),
+        "recorded_at_ms": p.recorded_at_ms,
+        "not_before_ms": p.not_before_ms,
+        "file": p.file,
+    })
 }
 
 /// One event as JSON text: core's stable event object (`Event::to_json`, docs/events.md).

@@ -9,6 +9,7 @@
 //! - [`ops`]: the operation table, request JSON in, response JSON plus transport facts out.
 //! - [`guard`]: guard specs in, finished / settlement / drain JSON out.
 //! - [`lifecycle`]: the guarded lifecycle handle and the event pump (the host-callback channel).
+//! - [`process`]: the process-exit call (core's terminal runtime shutdown).
 //! - [`task`]: running work on core's runtime and waiting for it from a host thread.
 //! - [`timing`]: the boundary names of core's pure timing types (regimes, failures, keys).
 //!
@@ -24,6 +25,7 @@ pub mod error;
 pub mod guard;
 pub mod lifecycle;
 pub mod ops;
+pub mod process;
 pub mod task;
 pub mod timing;
 

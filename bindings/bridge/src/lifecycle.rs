@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use cycles_core::events::EventSink;
 use cycles_core::guard::{ActiveGuard, Guard, Usage};
-use cycles_core::runtime::runtime;
+use cycles_core::runtime;
 use cycles_core::settle::{DrainReport, ReplayHandle, SettleConfig, Settler};
 use cycles_core::{Config, CyclesClient};
 
@@ -100,7 +100,7 @@ impl Lifecycle {
             settings.replay_interval = Duration::from_millis(ms.max(1));
         }
         let settler = Settler::new(config, settings)?;
-        let rt = runtime()?;
+        let rt = runtime::handle()?;
         let replay = {
             let _entered = rt.enter();
             settler.start_replay()

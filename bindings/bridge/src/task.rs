@@ -9,7 +9,7 @@ use std::future::Future;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::Duration;
 
-use cycles_core::runtime::runtime;
+use cycles_core::runtime;
 use tokio::task::JoinHandle;
 
 use crate::error::{panic_message, ErrorFields};
@@ -35,7 +35,7 @@ pub struct Spawned<T> {
 pub fn spawn<T: Send + 'static>(
     fut: impl Future<Output = T> + Send + 'static,
 ) -> Result<Spawned<T>, ErrorFields> {
-    let rt = runtime()?;
+    let rt = runtime::handle()?;
     let (tx, rx) = mpsc::channel();
     let task = rt.spawn(async move {
         let _ = tx.send(fut.await);
@@ -51,7 +51,7 @@ impl<T> Spawned<T> {
             Ok(v) => Wait::Ready(v),
             Err(RecvTimeoutError::Timeout) => Wait::Pending,
             // The task ended without sending: it panicked (or was aborted).
-            Err(RecvTimeoutError::Disconnected) => Wait::Failed(match runtime() {
+            Err(RecvTimeoutError::Disconnected) => Wait::Failed(match runtime::handle() {
                 Ok(rt) => match rt.block_on(&mut self.task) {
                     Err(join) if join.is_panic() => {
                         ErrorFields::internal(panic_message(join.into_panic().as_ref()))
@@ -74,7 +74,7 @@ impl<T> Spawned<T> {
 pub async fn joined<T: Send + 'static>(
     fut: impl Future<Output = Result<T, ErrorFields>> + Send + 'static,
 ) -> Result<T, ErrorFields> {
-    let rt = runtime()?;
+    let rt = runtime::handle()?;
     match rt.spawn(fut).await {
         Ok(r) => r,
         Err(join) if join.is_panic() => Err(ErrorFields::internal(panic_message(
@@ -129,7 +129,7 @@ mod tests {
 
     #[test]
     fn joined_maps_panics() {
-        let rt = runtime().unwrap();
+        let rt = runtime::handle().unwrap();
         let ok = rt.block_on(joined(async { Ok::<_, ErrorFields>(7) }));
         assert_eq!(ok.unwrap(), 7);
         let bad = rt.block_on(joined(async {

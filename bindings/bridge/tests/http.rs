@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use cycles_bridge::task::{self, Wait};
 use cycles_bridge::{ClientHandle, ClientOptions, ErrorFields, Lifecycle};
-use cycles_core::runtime::runtime;
+use cycles_core::runtime;
 use cycles_local_server::{LocalServer, ServerConfig};
 use serde_json::{json, Value};
 
@@ -31,7 +31,7 @@ struct Setup {
 }
 
 fn setup() -> Setup {
-    let rt = runtime().unwrap();
+    let rt = runtime::handle().unwrap();
     let server = rt
         .block_on(LocalServer::start(ServerConfig::default()))
         .unwrap();

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use cycles_bridge::task::{self, Wait};
 use cycles_bridge::{decode_captured, ClientHandle, ClientOptions, ErrorFields};
-use cycles_core::runtime::runtime;
+use cycles_core::runtime::pinned;
 use pyo3::prelude::*;
 
 use crate::errors::{core_err, guard, to_pyerr};
@@ -52,8 +52,9 @@ pub fn awaitable<'py, T>(
 where
     T: for<'a> IntoPyObject<'a> + Send + 'static,
 {
-    let rt = runtime().map_err(|e| core_err(&e))?;
-    // Borrow core's runtime; Err only means it was already set (to the same one).
+    let rt = pinned().map_err(|e| core_err(&e))?;
+    // Core's runtime, pinned for the process (pyo3-async-runtimes needs it 'static, so
+    // Python never calls runtime::shutdown); Err only means it was already set (to it).
     let _ = pyo3_async_runtimes::tokio::init_with_runtime(rt);
     pyo3_async_runtimes::tokio::future_into_py(py, async move {
         task::joined(fut).await.map_err(to_pyerr)

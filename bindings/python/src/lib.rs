@@ -23,7 +23,7 @@ fn _debug_panic(sync: bool, py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
         errors::guard(|| -> PyResult<Bound<'_, PyAny>> { panic!("deliberate test panic") })
     } else {
         errors::guard(|| {
-            let rt = cycles_core::runtime::runtime().map_err(|e| errors::core_err(&e))?;
+            let rt = cycles_core::runtime::pinned().map_err(|e| errors::core_err(&e))?;
             let _ = pyo3_async_runtimes::tokio::init_with_runtime(rt);
             pyo3_async_runtimes::tokio::future_into_py(py, async move {
                 match rt

@@ -2,7 +2,7 @@
 
 use std::sync::Mutex;
 
-use cycles_core::runtime::runtime;
+use cycles_core::runtime;
 use cycles_local_server::{FaultRule, LocalServer, ServerConfig};
 use pyo3::prelude::*;
 
@@ -42,7 +42,7 @@ impl NativeLocalServer {
                     .map_err(|e| invalid(format!("invalid server config: {e}")))?,
                 None => ServerConfig::default(),
             };
-            let rt = runtime().map_err(|e| core_err(&e))?;
+            let rt = runtime::handle().map_err(|e| core_err(&e))?;
             let server = py
                 .detach(|| rt.block_on(LocalServer::start(config)))
                 .map_err(|e| invalid(format!("cannot start the local server: {e}")))?;
@@ -107,7 +107,7 @@ impl NativeLocalServer {
         guard(|| {
             let server = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
             if let Some(server) = server {
-                match runtime() {
+                match runtime::handle() {
                     Ok(rt) => py.detach(|| rt.block_on(server.shutdown())),
                     // After fork() the runtime's threads are gone: just forget the handle.
                     Err(_) => std::mem::forget(server),

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use cycles_bridge::task::{self, Wait};
 use cycles_bridge::{ClientHandle, ClientOptions};
-use cycles_core::runtime::runtime;
+use cycles_core::runtime;
 use cycles_core::{Action, Amount, CyclesClient, ReservationCreateRequest, Subject, Unit};
 use cycles_local_server::{LocalServer, ServerConfig};
 
@@ -74,7 +74,7 @@ fn main() {
     let config = options.into_config();
     let core = CyclesClient::new(config.clone()).expect("client");
     let handle = ClientHandle::new(config).expect("bridge client");
-    let rt = runtime().expect("core runtime");
+    let rt = runtime::handle().expect("core runtime");
 
     let created = rt
         .block_on(core.create_reservation(&ReservationCreateRequest::new(

@@ -440,7 +440,7 @@ impl Drop for ActiveGuard {
         let usage = self.usage.clone();
         let handle = tokio::runtime::Handle::try_current()
             .ok()
-            .or_else(|| crate::runtime::runtime().ok().map(|rt| rt.handle().clone()));
+            .or_else(|| crate::runtime::handle().ok());
         tracing::warn!(
             target: "cycles::guard",
             reservation_id = %reservation_id,

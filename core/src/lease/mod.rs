@@ -132,7 +132,8 @@ impl LeaseReport {
 }
 
 /// A running heartbeat for one reservation. Stop it with [`Heartbeat::finish`] when the
-/// guarded work ends; dropping it also stops it (without a report).
+/// guarded work ends; dropping it also stops it (without a report), and so does
+/// [`crate::runtime::shutdown`].
 #[derive(Debug)]
 pub struct Heartbeat {
     reservation_id: String,
@@ -152,7 +153,8 @@ impl Heartbeat {
         config: HeartbeatConfig,
     ) -> Heartbeat {
         let reservation_id = reservation_id.into();
-        let stop = CancellationToken::new();
+        // Also cancelled when core's runtime shuts down: a lease never outlives core.
+        let stop = crate::runtime::stop_token();
         let cancel_work = CancellationToken::new();
         let report = Arc::new(Mutex::new(None));
         let task = tokio::spawn(driver::run(driver::Lease {

@@ -2,7 +2,7 @@
 //! background replayer, `flush` and `drain`.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use serde_json::value::RawValue;
@@ -28,6 +28,24 @@ use crate::timing::Millis;
 
 /// Longest pause between two failed background replays of one record.
 const MAX_REPLAY_BACKOFF: Duration = Duration::from_secs(300);
+
+/// Every settler alive in the process, weakly, so [`crate::runtime::shutdown`] can drain them.
+static SETTLERS: Mutex<Vec<Weak<Inner>>> = Mutex::new(Vec::new());
+
+fn register(inner: &Arc<Inner>) {
+    let mut all = SETTLERS.lock().unwrap_or_else(|p| p.into_inner());
+    all.retain(|w| w.strong_count() > 0);
+    all.push(Arc::downgrade(inner));
+}
+
+/// The settlers still alive (for the shutdown drain).
+pub(crate) fn registered_settlers() -> Vec<Settler> {
+    let all = SETTLERS.lock().unwrap_or_else(|p| p.into_inner());
+    all.iter()
+        .filter_map(Weak::upgrade)
+        .map(|inner| Settler { inner })
+        .collect()
+}
 
 /// The durable settlement engine for one server and credential. Cheap to clone (shared state).
 #[derive(Clone)]
@@ -122,17 +140,17 @@ impl Settler {
             )
         });
         let permits = Arc::new(Semaphore::new(settings.replay_concurrency.max(1)));
-        Ok(Settler {
-            inner: Arc::new(Inner {
-                wire,
-                base_url: config.base_url.clone(),
-                journal,
-                cfg: settings,
-                permits,
-                replay_backoff: Mutex::new(HashMap::new()),
-                file_work: TaskTracker::new(),
-            }),
-        })
+        let inner = Arc::new(Inner {
+            wire,
+            base_url: config.base_url.clone(),
+            journal,
+            cfg: settings,
+            permits,
+            replay_backoff: Mutex::new(HashMap::new()),
+            file_work: TaskTracker::new(),
+        });
+        register(&inner);
+        Ok(Settler { inner })
     }
 
     /// The journal partition in use, when journaling is enabled.
@@ -810,9 +828,10 @@ impl Settler {
         }
     }
 
-    /// Starts the continuous background replayer on the current tokio runtime.
+    /// Starts the continuous background replayer on the current tokio runtime. It also stops
+    /// when [`crate::runtime::shutdown`] begins.
     pub fn start_replay(&self) -> ReplayHandle {
-        let token = CancellationToken::new();
+        let token = crate::runtime::stop_token();
         let t = token.clone();
         let me = self.clone();
         let interval = self.inner.cfg.replay_interval;

@@ -26,6 +26,7 @@ mod wire;
 use std::time::Duration;
 
 pub use bodies::{commit_body, event_fallback_body, EventFallback};
+pub(crate) use engine::registered_settlers;
 pub use engine::{ReplayHandle, Settler};
 
 use crate::error::ErrorKind;
