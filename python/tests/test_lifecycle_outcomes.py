@@ -10,6 +10,7 @@ import logging
 from pathlib import Path
 
 import pytest
+from conftest import usd
 
 import cycles
 from cycles.testing import LocalServer
@@ -271,7 +272,7 @@ def test_every_call_sends_metadata_exactly_as_given(server: LocalServer, tmp_pat
     custom_text = json.dumps(custom, separators=(",", ":"))
     with server.client(journal_dir=tmp_path) as client:
         created = client.create_reservation(
-            idempotency_key="exact-create", action=ACTION, estimate=500, metadata=metadata
+            idempotency_key="exact-create", action=ACTION, estimate=usd(500), metadata=metadata
         )
         rid = created.reservation_id
         assert rid is not None
@@ -281,13 +282,15 @@ def test_every_call_sends_metadata_exactly_as_given(server: LocalServer, tmp_pat
         client.commit_reservation(
             rid,
             idempotency_key="exact-commit",
-            actual=400,
+            actual=usd(400),
             metrics={"custom": custom},
             metadata=metadata,
         )
-        client.decide(idempotency_key="exact-decide", action=ACTION, estimate=1, metadata=metadata)
+        client.decide(
+            idempotency_key="exact-decide", action=ACTION, estimate=usd(1), metadata=metadata
+        )
         client.create_event(
-            idempotency_key="exact-event", action=ACTION, actual=1, metadata=metadata
+            idempotency_key="exact-event", action=ACTION, actual=usd(1), metadata=metadata
         )
         with client.reserve(500, action=ACTION, metadata=metadata) as r:
             r.set_actual(1)
