@@ -82,6 +82,18 @@ struct Lease {
     seen: Arc<Mutex<Vec<Event>>>,
 }
 
+/// Starts `config`'s heartbeat on the reservation, recording every event it emits.
+fn start_recorded(
+    client: &Arc<CyclesClient>,
+    id: &str,
+    created: &Response<ReservationCreateResponse>,
+    config: HeartbeatConfig,
+) -> (Heartbeat, Arc<Mutex<Vec<Event>>>) {
+    let (events, seen) = recorder();
+    let config = HeartbeatConfig { events, ..config };
+    (Heartbeat::start(client.clone(), id, created, config), seen)
+}
+
 /// Starts a server with `regime` (and `injected` on the first extend), a client with a
 /// `timeout_ms` request timeout, a reservation with `ttl_ms`, and its heartbeat under
 /// `policy`, recording every event.
@@ -98,13 +110,11 @@ async fn start(
         server.add_fault(fault(Operation::ExtendReservation, f));
     }
     let (id, created) = create(&client, ttl_ms).await;
-    let (events, seen) = recorder();
     let config = HeartbeatConfig {
-        events,
         policy,
         ..HeartbeatConfig::new(ttl_ms)
     };
-    let hb = Heartbeat::start(client.clone(), &id, &created, config);
+    let (hb, seen) = start_recorded(&client, &id, &created, config);
     Lease {
         server,
         client,
@@ -593,16 +603,7 @@ async fn default_timeout_keeps_a_six_second_lease_alive_over_fourteen_seconds() 
         "the default timeout"
     );
     let (id, created) = create_without_grace(&client, 6000).await;
-    let (events, seen) = recorder();
-    let hb = Heartbeat::start(
-        client.clone(),
-        &id,
-        &created,
-        HeartbeatConfig {
-            events,
-            ..HeartbeatConfig::new(6000)
-        },
-    );
+    let (hb, seen) = start_recorded(&client, &id, &created, HeartbeatConfig::new(6000));
     tokio::time::sleep(Duration::from_millis(14_000)).await; // the guarded work
     let report = hb.finish().await;
     assert_eq!(report.end, HeartbeatEnd::Finished, "{report:?}");
@@ -659,16 +660,7 @@ async fn the_derived_timeout_is_enforced_on_the_extend_attempt() {
     ));
     let client = client_with_timeout(&server, 10_000);
     let (id, created) = create_without_grace(&client, 6000).await;
-    let (events, seen) = recorder();
-    let hb = Heartbeat::start(
-        client.clone(),
-        &id,
-        &created,
-        HeartbeatConfig {
-            events,
-            ..HeartbeatConfig::new(6000)
-        },
-    );
+    let (hb, seen) = start_recorded(&client, &id, &created, HeartbeatConfig::new(6000));
     eventually("a successful retry after the cut-off", || {
         seen.lock()
             .unwrap()
@@ -726,16 +718,7 @@ async fn a_lease_too_short_to_keep_alive_is_reported_when_the_heartbeat_starts()
     .await;
     let client = client_with_timeout(&server, 10_000);
     let (id, created) = create(&client, 2000).await;
-    let (events, seen) = recorder();
-    let hb = Heartbeat::start(
-        client.clone(),
-        &id,
-        &created,
-        HeartbeatConfig {
-            events,
-            ..HeartbeatConfig::new(2000)
-        },
-    );
+    let (hb, seen) = start_recorded(&client, &id, &created, HeartbeatConfig::new(2000));
     eventually("the heartbeat stops", || {
         seen.lock()
             .unwrap()
@@ -782,17 +765,11 @@ async fn without_derivation_the_warning_names_a_timeout_that_would_work() {
     let server = server_with(Regime::default()).await;
     let client = client_with_timeout(&server, 10_000);
     let (id, created) = create(&client, 6000).await;
-    let (events, seen) = recorder();
-    let hb = Heartbeat::start(
-        client.clone(),
-        &id,
-        &created,
-        HeartbeatConfig {
-            events,
-            derive_timeout: false,
-            ..HeartbeatConfig::new(6000)
-        },
-    );
+    let config = HeartbeatConfig {
+        derive_timeout: false,
+        ..HeartbeatConfig::new(6000)
+    };
+    let (hb, seen) = start_recorded(&client, &id, &created, config);
     eventually("the warning", || !seen.lock().unwrap().is_empty()).await;
     hb.finish().await;
     let events = seen.lock().unwrap();
