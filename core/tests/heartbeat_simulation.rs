@@ -429,13 +429,14 @@ fn keepable_regime(margin: u64, rtt_max: u64) -> impl Strategy<Value = (Clamp, u
         // A capped grant g restores lead >= g + margin - 1.5 x rtt after a late retry.
         (0u64..60_000, 0u64..60_000)
             .prop_map(move |(g, spare)| (Clamp::GrantCap(3 * margin + g), min_lead + spare)),
-        // Every extension re-anchors the lead at max_lead minus transit; a lost response's
-        // same-key replay reports it minus the retry's delay too (up to one budget, at most
-        // max(margin, max_lead / 4 - margin / 2) when the create's lead is max_lead too),
-        // hence one more margin. (A create lead far above max_lead derives a longer budget
-        // that a lost response can cost; the zero-delay beat after it is best effort.)
+        // Every extension re-anchors the lead at max_lead minus transit. A lost response's
+        // same-key replay reports it minus what the failed attempt consumed: up to one whole
+        // timeout T, and the configured timeout is kept whenever it gives a positive delay, so
+        // T can reach floor((max_lead - margin - 1) / 2). The replayed lead, at least
+        // max_lead - T - 1.5 x rtt - 1, must still hold 3 x margin + 1 for the next beat (a
+        // zero-delay beat is best effort): max_lead >= 5 x margin + 3 x rtt + 3.
         (0u64..60_000).prop_map(move |l| {
-            let max_lead = 4 * margin + 2 * rtt_max + 10 + l;
+            let max_lead = 5 * margin + 3 * rtt_max + 10 + l;
             (Clamp::MaxLead(max_lead), max_lead)
         }),
     ]
