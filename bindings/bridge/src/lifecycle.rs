@@ -6,7 +6,6 @@
 //! binding's own drains it with [`Lifecycle::next_events`] (its interpreter lock released) and
 //! calls the host's listeners there: a host is never called from a tokio worker.
 
-use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
@@ -20,6 +19,7 @@ use cycles_core::{Config, CyclesClient};
 
 use crate::error::ErrorFields;
 use crate::guard::{drain_json, event_json, finished_json, parse_spec};
+use crate::task::Work;
 
 /// The host-callback channel: an `EventSink` whose callback only queues event JSON, and the
 /// queue a host thread drains.
@@ -116,41 +116,39 @@ impl Lifecycle {
 
     /// Phase one: checks the lifecycle is open and parses the spec now, then returns the
     /// reserve-and-heartbeat work to run on core's runtime.
-    pub fn begin(
-        &self,
-        spec_json: &str,
-    ) -> Result<impl Future<Output = Result<Active, ErrorFields>> + Send + 'static, ErrorFields>
-    {
+    pub fn begin(&self, spec_json: &str) -> Result<Work<Result<Active, ErrorFields>>, ErrorFields> {
         if self.is_closed() {
             return Err(ErrorFields::closed());
         }
         let spec = parse_spec(spec_json)?;
         let g = self.guard.clone();
-        Ok(async move { Ok(Active::new(g.begin(spec).await?)) })
+        Ok(Box::pin(
+            async move { Ok(Active::new(g.begin(spec).await?)) },
+        ))
     }
 
     /// Replays every pending settlement once; the drain report JSON.
-    pub fn flush(&self) -> impl Future<Output = String> + Send + 'static {
+    pub fn flush(&self) -> Work<String> {
         let s = self.guard.settler().clone();
-        async move { drain_json(&s.flush().await) }
+        Box::pin(async move { drain_json(&s.flush().await) })
     }
 
     /// Replays until the journal is empty or `timeout` passed; the drain report JSON.
-    pub fn drain(&self, timeout: Duration) -> impl Future<Output = String> + Send + 'static {
+    pub fn drain(&self, timeout: Duration) -> Work<String> {
         let s = self.guard.settler().clone();
-        async move { drain_json(&s.drain(timeout).await) }
+        Box::pin(async move { drain_json(&s.drain(timeout).await) })
     }
 
     /// Closes now (later `begin` calls fail with the closed error) and returns the rest: stop
     /// the background replay, then drain for at most `timeout` (zero: no drain, the report
     /// lists what remains). Idempotent. When the returned work ends (or is dropped),
     /// [`Lifecycle::next_events`] stops waiting once the queue is empty.
-    pub fn close(&self, timeout: Duration) -> impl Future<Output = String> + Send + 'static {
+    pub fn close(&self, timeout: Duration) -> Work<String> {
         self.closed.store(true, Ordering::SeqCst);
         let replay = self.replay.lock().unwrap_or_else(|p| p.into_inner()).take();
         let s = self.guard.settler().clone();
         let done = SetOnDrop(self.drained.clone());
-        async move {
+        Box::pin(async move {
             let _done = done;
             if let Some(r) = replay {
                 r.stop().await;
@@ -163,7 +161,7 @@ impl Lifecycle {
             } else {
                 drain_json(&s.drain(timeout).await)
             }
-        }
+        })
     }
 
     /// Whether `close` was called.
@@ -215,17 +213,16 @@ impl Active {
 
     /// Phase two: takes the action (INVALID_ARGUMENT when already finished) and returns the
     /// settle-or-release work, whose output is the finished JSON.
-    pub fn finish(
-        &self,
-        work_succeeded: bool,
-    ) -> Result<impl Future<Output = String> + Send + 'static, ErrorFields> {
+    pub fn finish(&self, work_succeeded: bool) -> Result<Work<String>, ErrorFields> {
         let a = self
             .active
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take()
             .ok_or_else(|| ErrorFields::invalid("this guarded action has already finished"))?;
-        Ok(async move { finished_json(&a.finish(work_succeeded).await).to_string() })
+        Ok(Box::pin(async move {
+            finished_json(&a.finish(work_succeeded).await).to_string()
+        }))
     }
 }
 

@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use crate::args::Args;
 use crate::error::ErrorFields;
+use crate::task::Work;
 
 /// One schema-valid success: status, the server's ids, the attempt's round trip and the body.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -437,8 +438,8 @@ pub struct Call {
 
 impl Call {
     /// Runs it on core (call from the runtime: `task::spawn` or `task::joined`).
-    pub async fn run(self) -> Result<Reply, ErrorFields> {
-        Ok(dispatch(&self.client, self.op, &self.args).await?)
+    pub fn run(self) -> Work<Result<Reply, ErrorFields>> {
+        Box::pin(async move { Ok(dispatch(&self.client, self.op, &self.args).await?) })
     }
 }
 
