@@ -186,7 +186,10 @@ class DrainReport:
 
 @dataclass(frozen=True)
 class LeaseInfo:
-    """What the heartbeat did (core's ``LeaseReport``)."""
+    """What the heartbeat did (core's ``LeaseReport``). ``path`` is ``primary`` or
+    ``fallback``; ``end`` is ``finished`` (stopped with its work) or ``stopped`` (by the
+    planner), and a stop names its ``stop_reason`` (``no_safe_retry_window``, ``permanent``,
+    ...) and ``stop_detail`` exactly as the ``heartbeat_failed`` event does (docs/events.md)."""
 
     extensions: int
     failures: int
@@ -194,6 +197,8 @@ class LeaseInfo:
     stopped_early: bool
     end: str
     last_error: tuple[str, str] | None
+    stop_reason: str | None = None
+    stop_detail: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -254,6 +259,8 @@ class HeartbeatLapsedError(CyclesError):
     _default_name = "HEARTBEAT_LAPSED"
     reservation_id: str | None = None
     settlement: Settlement | None = None
+    #: Why the heartbeat stopped: the stop reason's stable name (``no_safe_retry_window``, ...).
+    reason: str | None = None
 
 
 _CURRENT: contextvars.ContextVar[GuardedReservation | None] = contextvars.ContextVar(
@@ -286,6 +293,8 @@ def _lease(d: Mapping[str, Any] | None) -> LeaseInfo | None:
         stopped_early=d["stopped_early"],
         end=d["end"],
         last_error=None if last is None else (last[0], last[1]),
+        stop_reason=d.get("stop_reason"),
+        stop_detail=d.get("stop_detail"),
     )
 
 
@@ -412,6 +421,7 @@ class GuardedReservation:
             h = HeartbeatLapsedError(d.get("message") or "the heartbeat lapsed")
             h.reservation_id = rid
             h.settlement = self.settlement
+            h.reason = d.get("reason")
             raise h
 
     def __repr__(self) -> str:

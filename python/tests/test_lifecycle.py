@@ -310,6 +310,7 @@ def test_heartbeat_keeps_a_short_lease_alive(server: LocalServer, tmp_path: Path
             r.set_actual(900)
     assert r.lease is not None and r.lease.extensions >= 1
     assert not r.lease.stopped_early
+    assert (r.lease.path, r.lease.end, r.lease.stop_reason) == ("primary", "finished", None)
     assert r.settlement is not None
     # Committed (not recovered through an event): the reservation never expired.
     assert r.settlement.status == "committed"
@@ -546,6 +547,9 @@ def test_fail_on_finalize_settles_then_raises(server: LocalServer, tmp_path: Pat
     assert info.value.reservation_id == r.reservation_id
     assert info.value.settlement is not None and info.value.settlement.status == "committed"
     assert r.outcome == "heartbeat_lapsed"
+    # Stable names, never Rust debug text: the stop reason, and the lease report's end.
+    assert info.value.reason == "permanent"
+    assert "finished: permanent (last error: " in str(info.value)
     assert ("commit", 40) in ledger(server)
 
 
@@ -562,6 +566,11 @@ def test_cancel_policy_flags_the_work(server: LocalServer, tmp_path: Path) -> No
             assert r.cancelled
             r.set_actual(9)
     assert r.lease is not None and r.lease.stopped_early
+    assert (r.lease.end, r.lease.stop_reason, r.lease.stop_detail) == (
+        "stopped",
+        "permanent",
+        {"code": "RESERVATION_FINALIZED"},
+    )
     assert r.settlement is not None and r.settlement.status == "committed"
     # core's stable event object (docs/events.md): the stop names its reason and details.
     (failed,) = [e for e in got if e.kind == "heartbeat_failed"]

@@ -1,10 +1,11 @@
 //! Guard specs in, results out, as JSON: the shapes `python/cycles/lifecycle.py` consumes and
 //! every binding shares (docs/bindings.md). Behaviour is core's; this only translates.
 
-use cycles_core::events::Event;
+use cycles_core::events::{Event, HeartbeatEnd};
 use cycles_core::guard::{Finished, GuardSpec};
 use cycles_core::lease::{FailurePolicy, LeaseReport};
 use cycles_core::settle::{DrainReport, PendingRecord, SettleOutcome};
+use cycles_core::timing::StopReason;
 use cycles_core::Error;
 use serde_json::{json, Value};
 
@@ -86,15 +87,25 @@ pub fn outcome_json(o: &SettleOutcome) -> Value {
     }
 }
 
-/// The heartbeat's report, or null when there was no heartbeat.
+fn stop_reason(end: &HeartbeatEnd) -> Option<&StopReason> {
+    match end {
+        HeartbeatEnd::Finished => None,
+        HeartbeatEnd::Stopped(r) => Some(r),
+    }
+}
+
+/// The heartbeat's report, or null when there was no heartbeat. `end` is `finished` or
+/// `stopped`; a stop names its `stop_reason` and `stop_detail` as events do.
 pub fn lease_json(l: Option<&LeaseReport>) -> Value {
     l.map_or(Value::Null, |l| {
         json!({
             "extensions": l.extensions,
             "failures": l.failures,
-            "path": format!("{:?}", l.path).to_ascii_lowercase(),
+            "path": l.path.name(),
             "stopped_early": l.stopped_early(),
-            "end": format!("{:?}", l.end),
+            "end": l.end.name(),
+            "stop_reason": stop_reason(&l.end).map(StopReason::name),
+            "stop_detail": stop_reason(&l.end).map(StopReason::detail_json),
             "last_error": l.last_error.as_ref().map(|(k, m)| json!([k, m])),
         })
     })
@@ -147,7 +158,8 @@ pub fn finished_json(f: &Finished) -> Value {
         Finished::HeartbeatLapsed { lapse, settlement } => json!({
             "outcome": "heartbeat_lapsed",
             "reservation_id": lapse.reservation_id,
-            "reason": format!("{:?}", lapse.reason),
+            "reason": lapse.reason.name(),
+            "stop_detail": lapse.reason.detail_json(),
             "message": lapse.to_string(),
             "settlement": outcome_json(settlement),
         }),
@@ -236,6 +248,50 @@ mod tests {
             outcome_json(&o),
             json!({"status": "pending", "reason": "server error", "error_kind": "SERVER_ERROR",
                    "journaled": true, "not_before_ms": 7})
+        );
+    }
+
+    #[test]
+    fn lease_and_lapse_use_stable_names() {
+        use cycles_core::lease::HeartbeatLapse;
+        use cycles_core::timing::SignedMillis;
+        let reason = StopReason::NoSafeRetryWindow {
+            retry_window: SignedMillis::Finite(-353),
+        };
+        let report = LeaseReport {
+            reservation_id: "r1".into(),
+            extensions: 3,
+            failures: 1,
+            path: cycles_core::events::HeartbeatPath::Primary,
+            end: HeartbeatEnd::Stopped(reason.clone()),
+            last_error: Some(("TIMEOUT".into(), "timed out".into())),
+            policy: FailurePolicy::Warn,
+        };
+        assert_eq!(
+            lease_json(Some(&report)),
+            json!({"extensions": 3, "failures": 1, "path": "primary", "stopped_early": true,
+                   "end": "stopped", "stop_reason": "no_safe_retry_window",
+                   "stop_detail": {"retry_window_ms": -353},
+                   "last_error": ["TIMEOUT", "timed out"]})
+        );
+        let finished = LeaseReport {
+            end: HeartbeatEnd::Finished,
+            ..report
+        };
+        let v = lease_json(Some(&finished));
+        assert_eq!(
+            (v["end"].as_str(), &v["stop_reason"]),
+            (Some("finished"), &Value::Null)
+        );
+        let lapse = HeartbeatLapse {
+            reservation_id: "r1".into(),
+            reason,
+            last_error: Some(("TIMEOUT".into(), "timed out".into())),
+        };
+        assert_eq!(
+            lapse.to_string(),
+            "the heartbeat of reservation r1 stopped before the work finished: \
+             no_safe_retry_window (last error: TIMEOUT: timed out)"
         );
     }
 

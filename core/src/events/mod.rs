@@ -211,8 +211,9 @@ impl fmt::Display for Event {
         match self {
             Event::HeartbeatExtended { reservation_id, expires_at_ms, remaining_ttl_ms, next_delay, path } => write!(
                 f,
-                "heartbeat extended {reservation_id}: expires_at_ms {expires_at_ms}, remaining_ttl_ms {}, next beat in {next_delay} ({path:?})",
-                remaining_ttl_ms.map_or("absent".to_string(), |v| v.to_string())
+                "heartbeat extended {reservation_id}: expires_at_ms {expires_at_ms}, remaining_ttl_ms {}, next beat in {next_delay} ({})",
+                remaining_ttl_ms.map_or("absent".to_string(), |v| v.to_string()),
+                path.name()
             ),
             Event::HeartbeatFailed { reservation_id, error_kind, error, disposition } => match disposition {
                 Disposition::RetryAfter { delay } => write!(
@@ -221,7 +222,7 @@ impl fmt::Display for Event {
                 ),
                 Disposition::Stopped(reason) => write!(
                     f,
-                    "heartbeat failure on {reservation_id}: {error_kind}: {error}; stopped: {reason:?}"
+                    "heartbeat failure on {reservation_id}: {error_kind}: {error}; stopped: {reason}"
                 ),
             },
             Event::HeartbeatLeaseTooShort { reservation_id, lead_floor, min_ttl, timeout, working_timeout, .. } => {
@@ -236,7 +237,7 @@ impl fmt::Display for Event {
                 }
             }
             Event::HeartbeatEnded { reservation_id, end, extensions } => {
-                write!(f, "heartbeat ended for {reservation_id} after {extensions} extension(s): {end:?}")
+                write!(f, "heartbeat ended for {reservation_id} after {extensions} extension(s): {end}")
             }
             Event::SettlementSettled { reservation_id, via, attempts } => {
                 write!(f, "settled {reservation_id} via {via} after {attempts} attempt(s)")

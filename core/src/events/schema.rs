@@ -77,14 +77,63 @@ fn stop_detail(reason: &StopReason) -> Map<String, Value> {
 }
 
 fn path_name(path: HeartbeatPath) -> &'static str {
-    match path {
-        HeartbeatPath::Primary => "primary",
-        HeartbeatPath::Fallback => "fallback",
+    path.name()
+}
+
+impl HeartbeatPath {
+    /// Stable snake_case name: `primary` or `fallback`.
+    pub fn name(self) -> &'static str {
+        match self {
+            HeartbeatPath::Primary => "primary",
+            HeartbeatPath::Fallback => "fallback",
+        }
     }
 }
 
 fn stopped(reason: &StopReason) -> Value {
     json!({"disposition": "stopped", "stop_reason": reason.name(), "stop_detail": stop_detail(reason)})
+}
+
+impl StopReason {
+    /// The reason's details as a flat JSON object, the `stop_detail` of events and of every
+    /// binding's lease report: `retry_window_ms`, `retry_after_kind` / `retry_after_seconds`,
+    /// `code`, `status` (empty for reasons without any; see docs/events.md).
+    pub fn detail_json(&self) -> Map<String, Value> {
+        stop_detail(self)
+    }
+}
+
+/// `name`, then the details when there are any: `permanent {"code":"RESERVATION_FINALIZED"}`.
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let detail = self.detail_json();
+        if detail.is_empty() {
+            f.write_str(self.name())
+        } else {
+            write!(f, "{} {}", self.name(), Value::Object(detail))
+        }
+    }
+}
+
+/// `finished`, or `stopped: ` and the reason.
+impl std::fmt::Display for HeartbeatEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HeartbeatEnd::Finished => f.write_str("finished"),
+            HeartbeatEnd::Stopped(r) => write!(f, "stopped: {r}"),
+        }
+    }
+}
+
+impl HeartbeatEnd {
+    /// Stable snake_case name: `finished` (stopped by its owner) or `stopped` (by the
+    /// planner; see the [`StopReason`]).
+    pub fn name(&self) -> &'static str {
+        match self {
+            HeartbeatEnd::Finished => "finished",
+            HeartbeatEnd::Stopped(_) => "stopped",
+        }
+    }
 }
 
 impl Event {

@@ -100,7 +100,11 @@ pub struct LeaseReport {
 /// The heartbeat's terminal failure, returned by [`LeaseReport::check`] under
 /// [`FailurePolicy::FailOnFinalize`].
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("the heartbeat of reservation {reservation_id} stopped before the work finished: {reason:?} (last error: {last_error:?})")]
+#[error(
+    "the heartbeat of reservation {reservation_id} stopped before the work finished: {} (last error: {})",
+    reason.name(),
+    last_error.as_ref().map_or_else(|| "none".to_string(), |(k, m)| format!("{k}: {m}"))
+)]
 pub struct HeartbeatLapse {
     /// The reservation.
     pub reservation_id: String,
