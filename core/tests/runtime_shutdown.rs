@@ -1,6 +1,7 @@
 //! `cycles_core::runtime::shutdown`: the bounded drain, the journal keeping what the drain
 //! could not settle, heartbeats stopping, threads joined, later calls failing with RUNTIME, a
-//! second call being a no-op, and the refusals (inside a runtime, pinned runtime).
+//! second call being a no-op, a background replay stopping (even on the caller's runtime), and
+//! the refusals (inside a runtime, pinned runtime).
 //!
 //! Shutdown ends core for the whole process, so every scenario runs in a child process of its
 //! own: each test re-runs this test binary filtered to itself with [`CHILD`] set, and the child
@@ -292,5 +293,55 @@ fn a_pinned_runtime_refuses_shutdown() {
         assert!(e.message().contains("pinned"), "{}", e.message());
         assert_eq!(rt.block_on(async { 3 }), 3);
         assert!(runtime::handle().is_ok());
+    });
+}
+
+/// A background replay running on the CALLER's runtime (which shutdown does not end) stops
+/// too: only core's process-wide stop token can stop it.
+#[test]
+fn stops_a_background_replay_on_the_callers_runtime() {
+    in_child("stops_a_background_replay_on_the_callers_runtime", || {
+        let (srv_rt, server) = local_server();
+        let own = srv_rt.handle().clone();
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = Config::new(server.url(), KEY)
+            .with_request_timeout(Duration::from_secs(2))
+            .with_journal_dir(tmp.path());
+        let settings = SettleConfig {
+            max_attempts: 1,
+            replay_interval: Duration::from_millis(20),
+            ..SettleConfig::default()
+        };
+        let s = Settler::new(&cfg, settings).unwrap();
+        let id = own.block_on(reserve(&client(&server), 1000));
+        // Every commit fails until the process ends: the replay keeps trying.
+        server.add_fault(FaultRule {
+            operation: Operation::CommitReservation,
+            reservation_id: None,
+            skip: 0,
+            times: u32::MAX,
+            fault: Fault::ServerError { status: 503 },
+        });
+        assert!(own.block_on(s.settle(settlement(&id))).is_pending());
+        let replay = {
+            let _entered = own.enter();
+            s.start_replay()
+        };
+        let commits = || requests(&server, Operation::CommitReservation, &id);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while commits() < 4 {
+            assert!(Instant::now() < deadline, "the replay never retried");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+
+        let report = runtime::shutdown(Duration::from_millis(100)).unwrap();
+        assert_eq!(report.remaining.len(), 1, "{report:?}");
+        // Ten replay intervals later nothing more was sent although the runtime the replay
+        // ran on is alive; the record is still journaled for the next process.
+        let after = commits();
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(commits(), after, "the replay went on after shutdown");
+        assert_eq!(journaled(&s), 1);
+        own.block_on(replay.stop());
     });
 }
