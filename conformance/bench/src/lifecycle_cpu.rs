@@ -1,0 +1,221 @@
+//! Client CPU of one guarded lifecycle in core (reserve, heartbeat armed, actual set, commit;
+//! journal off) against a bare reqwest create + commit pair, in the same run, against one
+//! `cycles serve` child process (so the server's CPU is not counted).
+//!
+//! - core: `Guard::begin` (create, heartbeat started; the 60 s lease needs no beat), `Usage::set_actual`,
+//!   `ActiveGuard::finish(true)` (commit through the Settler, heartbeat stopped);
+//! - bare: one `reqwest::Client` posting the create body and the commit body as JSON and reading
+//!   each response into a `serde_json::Value` (the id taken from the create's).
+//!
+//! Both run one lifecycle at a time on core's runtime. Rounds alternate the paths; CPU is this
+//! process's user + system time (`/proc/self/stat`) over a round, divided by its lifecycles.
+//! Run: `cargo run --release -p cycles-bench --bin lifecycle-cpu -- --cycles-bin
+//! target/release/cycles` (see docs/benchmarks.md).
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use clap::Parser;
+use cycles_core::events::EventSink;
+use cycles_core::guard::{Guard, GuardSpec};
+use cycles_core::runtime;
+use cycles_core::settle::{SettleConfig, Settler};
+use cycles_core::{Action, Amount, Config, CyclesClient, Subject, Unit};
+use serde_json::{json, Value};
+
+#[derive(Parser, Debug)]
+#[command(about = "Client CPU of a core guarded lifecycle against a bare reqwest pair")]
+struct Args {
+    /// The `cycles` CLI binary (its `serve` is the server).
+    #[arg(long)]
+    cycles_bin: PathBuf,
+    /// Rounds (each times both paths once).
+    #[arg(long, default_value_t = 7)]
+    rounds: usize,
+    /// Lifecycles per path per round.
+    #[arg(long, default_value_t = 1000)]
+    lifecycles: usize,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+const KEY: &str = "cycles-local-key";
+
+static SEQ: AtomicU64 = AtomicU64::new(0);
+
+fn unique(prefix: &str) -> String {
+    format!(
+        "{prefix}-{}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// This process's user + system CPU in microseconds.
+fn cpu_us() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
+    // Fields after the parenthesised command name; utime and stime are the 14th and 15th.
+    let rest = &stat[stat.rfind(')').expect("comm") + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = f[11].parse::<f64>().expect("utime") + f[12].parse::<f64>().expect("stime");
+    // Linux reports these in USER_HZ, 100 per second on every supported architecture.
+    ticks * 10_000.0
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+struct Server(Child, String);
+
+impl Server {
+    fn start(bin: &PathBuf) -> Server {
+        let mut child = Command::new(bin)
+            .args([
+                "serve",
+                "--port",
+                "0",
+                "--budget",
+                "tenant:acme=USD_MICROCENTS:1000000000000000",
+            ])
+            .stdout(Stdio::piped())
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("cycles serve");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("first line");
+        let url = line
+            .split("listening on ")
+            .nth(1)
+            .expect("listening line")
+            .trim()
+            .to_string();
+        Server(child, url)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+async fn core_lifecycle(guard: &Guard) {
+    let spec = GuardSpec::new(
+        unique("bench-cpu"),
+        Subject::tenant("acme"),
+        Action::new("llm.completion", "bench"),
+        Amount::new(Unit::UsdMicrocents, 1_000),
+    );
+    let active = guard.begin(spec).await.expect("begin");
+    active.usage().set_actual(800);
+    let done = active.finish(true).await;
+    assert!(
+        matches!(done, cycles_core::guard::Finished::Settled { .. }),
+        "{done:?}"
+    );
+}
+
+async fn bare_lifecycle(http: &reqwest::Client, url: &str) {
+    let created: Value = http
+        .post(format!("{url}/v1/reservations"))
+        .header("X-Cycles-API-Key", KEY)
+        .json(&json!({
+            "idempotency_key": unique("bench-bare"),
+            "subject": {"tenant": "acme"},
+            "action": {"kind": "llm.completion", "name": "bench"},
+            "estimate": {"unit": "USD_MICROCENTS", "amount": 1000},
+            "ttl_ms": 60000,
+        }))
+        .send()
+        .await
+        .expect("create")
+        .json()
+        .await
+        .expect("create body");
+    let id = created["reservation_id"].as_str().expect("id");
+    let committed: Value = http
+        .post(format!("{url}/v1/reservations/{id}/commit"))
+        .header("X-Cycles-API-Key", KEY)
+        .json(&json!({
+            "idempotency_key": unique("bench-bare-commit"),
+            "actual": {"unit": "USD_MICROCENTS", "amount": 800},
+        }))
+        .send()
+        .await
+        .expect("commit")
+        .json()
+        .await
+        .expect("commit body");
+    assert_eq!(committed["status"], "COMMITTED", "{committed}");
+}
+
+fn main() {
+    let args = Args::parse();
+    let server = Server::start(&args.cycles_bin);
+    let url = server.1.clone();
+    let rt = runtime::handle().expect("core runtime");
+    let config = Config::new(url.clone(), KEY).with_journal_enabled(false);
+    let client = Arc::new(CyclesClient::new(config.clone()).expect("client"));
+    let settler = Settler::new(&config, SettleConfig::default()).expect("settler");
+    let guard = Guard::new(client, settler, EventSink::default());
+    let http = reqwest::Client::new();
+
+    // Warm both (connection pools, allocator, server state).
+    rt.block_on(async {
+        for _ in 0..100 {
+            core_lifecycle(&guard).await;
+            bare_lifecycle(&http, &url).await;
+        }
+    });
+    let (mut core_cpu, mut bare_cpu, mut core_wall, mut bare_wall) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let n = args.lifecycles as f64;
+    for _ in 0..args.rounds {
+        let (c0, t0) = (cpu_us(), Instant::now());
+        rt.block_on(async {
+            for _ in 0..args.lifecycles {
+                core_lifecycle(&guard).await;
+            }
+        });
+        core_wall.push(t0.elapsed().as_secs_f64() * 1e6 / n);
+        core_cpu.push((cpu_us() - c0) / n);
+        let (c0, t0) = (cpu_us(), Instant::now());
+        rt.block_on(async {
+            for _ in 0..args.lifecycles {
+                bare_lifecycle(&http, &url).await;
+            }
+        });
+        bare_wall.push(t0.elapsed().as_secs_f64() * 1e6 / n);
+        bare_cpu.push((cpu_us() - c0) / n);
+    }
+    let (cc, bc) = (median(core_cpu), median(bare_cpu));
+    let (cw, bw) = (median(core_wall), median(bare_wall));
+    if args.json {
+        println!(
+            "{}",
+            json!({"rounds": args.rounds, "lifecycles": args.lifecycles,
+                "core_cpu_us": cc, "bare_cpu_us": bc, "cpu_ratio": cc / bc,
+                "core_wall_us": cw, "bare_wall_us": bw, "wall_ratio": cw / bw})
+        );
+        return;
+    }
+    println!(
+        "lifecycle-cpu: {} rounds x {} lifecycles per path, medians, server in a child process",
+        args.rounds, args.lifecycles
+    );
+    println!("| path | client CPU µs per lifecycle | wall µs per lifecycle |");
+    println!("|---|---:|---:|");
+    println!("| core guarded lifecycle | {cc:.0} | {cw:.0} |");
+    println!("| bare reqwest create + commit | {bc:.0} | {bw:.0} |");
+    println!("| ratio core / bare | {:.2}x | {:.2}x |", cc / bc, cw / bw);
+}
