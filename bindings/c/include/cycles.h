@@ -48,19 +48,19 @@ typedef enum cycles_status {
   /**
    * The server could not be reached.
    */
-  CYCLES_CONNECT = 10,
+  CYCLES_TRANSPORT_CONNECT = 10,
   /**
    * The request timed out.
    */
-  CYCLES_TIMEOUT = 11,
+  CYCLES_TRANSPORT_TIMEOUT = 11,
   /**
    * The connection was reset.
    */
-  CYCLES_CONNECTION_RESET = 12,
+  CYCLES_TRANSPORT_RESET = 12,
   /**
    * Another transport failure.
    */
-  CYCLES_TRANSPORT = 13,
+  CYCLES_TRANSPORT_OTHER = 13,
   /**
    * 429 from the server.
    */

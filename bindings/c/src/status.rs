@@ -23,13 +23,13 @@ pub enum cycles_status {
     /// The heartbeat lapsed (the lease could not be kept).
     CYCLES_HEARTBEAT_LAPSED = 6,
     /// The server could not be reached.
-    CYCLES_CONNECT = 10,
+    CYCLES_TRANSPORT_CONNECT = 10,
     /// The request timed out.
-    CYCLES_TIMEOUT = 11,
+    CYCLES_TRANSPORT_TIMEOUT = 11,
     /// The connection was reset.
-    CYCLES_CONNECTION_RESET = 12,
+    CYCLES_TRANSPORT_RESET = 12,
     /// Another transport failure.
-    CYCLES_TRANSPORT = 13,
+    CYCLES_TRANSPORT_OTHER = 13,
     /// 429 from the server.
     CYCLES_RATE_LIMITED = 20,
     /// 5xx from the server.
@@ -95,10 +95,10 @@ pub const ALL: [cycles_status; 33] = {
         CYCLES_INTERNAL,
         CYCLES_MISSING_ACTUAL,
         CYCLES_HEARTBEAT_LAPSED,
-        CYCLES_CONNECT,
-        CYCLES_TIMEOUT,
-        CYCLES_CONNECTION_RESET,
-        CYCLES_TRANSPORT,
+        CYCLES_TRANSPORT_CONNECT,
+        CYCLES_TRANSPORT_TIMEOUT,
+        CYCLES_TRANSPORT_RESET,
+        CYCLES_TRANSPORT_OTHER,
         CYCLES_RATE_LIMITED,
         CYCLES_SERVER_ERROR,
         CYCLES_AMBIGUOUS_SUCCESS,
