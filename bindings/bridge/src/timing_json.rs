@@ -236,7 +236,8 @@ pub fn call(name: &str, args_json: &str) -> Result<String, Error> {
             };
             let parsed = RetryAfter::parse(raw);
             let (kind, secs) = retry_after_kind(parsed);
-            json!({"kind": kind, "seconds": secs, "ms": parsed.to_millis()})
+            let ms = parsed.to_millis().map(|m| int_out(i128::from(m)));
+            json!({"kind": kind, "seconds": secs.map(|s| int_out(i128::from(s))), "ms": ms})
         }
         "extend_timeout" => {
             let lead = millis_arg(&a, "lead_floor_ms")?;
