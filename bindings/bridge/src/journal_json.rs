@@ -87,10 +87,16 @@ mod tests {
     fn corrupt_records_carry_their_kind_and_missing_dirs_are_empty() {
         let e = parse_record(b"{").unwrap_err();
         assert_eq!(e.name, "INVALID_ARGUMENT");
-        assert_eq!(e.details_json.as_deref(), Some(r#"{"journal_error":"corrupt"}"#));
+        assert_eq!(
+            e.details_json.as_deref(),
+            Some(r#"{"journal_error":"corrupt"}"#)
+        );
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("missing");
-        assert_eq!(pending(missing.to_str().unwrap(), None, None, None).unwrap(), "[]");
+        assert_eq!(
+            pending(missing.to_str().unwrap(), None, None, None).unwrap(),
+            "[]"
+        );
         assert!(pending("x", Some("http://h"), None, None).is_err());
     }
 }

@@ -37,7 +37,12 @@ pub fn millis_in(v: &Value, name: &str) -> Result<Millis, Error> {
     int_text(v)
         .and_then(|t| t.parse::<u64>().ok())
         .map(Millis::ms)
-        .ok_or_else(|| bad(name, "a non-negative integer (milliseconds) or \"infinite\""))
+        .ok_or_else(|| {
+            bad(
+                name,
+                "a non-negative integer (milliseconds) or \"infinite\"",
+            )
+        })
 }
 
 fn opt_millis_in(args: &Value, name: &str) -> Result<Option<Millis>, Error> {
@@ -148,8 +153,8 @@ pub fn decision_json(d: &Decision) -> Value {
 }
 
 fn parse(text: &str, what: &str) -> Result<Value, Error> {
-    let v: Value = serde_json::from_str(text)
-        .map_err(|e| Error::invalid_argument(format!("{what}: {e}")))?;
+    let v: Value =
+        serde_json::from_str(text).map_err(|e| Error::invalid_argument(format!("{what}: {e}")))?;
     if v.is_object() {
         Ok(v)
     } else {
@@ -242,7 +247,8 @@ pub fn call(name: &str, args_json: &str) -> Result<String, Error> {
         "extend_timeout" => {
             let lead = millis_arg(&a, "lead_floor_ms")?;
             let max_rtt = opt_millis_in(&a, "max_rtt_ms")?;
-            let t = timeout::extend_timeout(lead, max_rtt, millis_arg(&a, "configured_timeout_ms")?);
+            let t =
+                timeout::extend_timeout(lead, max_rtt, millis_arg(&a, "configured_timeout_ms")?);
             json!({
                 "timeout_ms": millis_out(t.timeout),
                 "source": t.source.name(),
@@ -362,7 +368,11 @@ pub struct FallbackJson(FallbackPlanner);
 impl FallbackJson {
     /// A planner of a reservation created with `requested_ttl_ms`, received at
     /// `reserve_received_us`, expiring at `expires_at_ms`.
-    pub fn new(requested_ttl_ms: u64, reserve_received_us: u64, expires_at_ms: i64) -> FallbackJson {
+    pub fn new(
+        requested_ttl_ms: u64,
+        reserve_received_us: u64,
+        expires_at_ms: i64,
+    ) -> FallbackJson {
         FallbackJson(FallbackPlanner::new(
             requested_ttl_ms,
             reserve_received_us,
@@ -403,11 +413,23 @@ mod tests {
     #[test]
     fn encoding_round_trips_big_and_infinite() {
         assert_eq!(millis_out(Millis::Infinite), json!("infinite"));
-        assert_eq!(millis_out(Millis::ms(u64::MAX)), json!(u64::MAX.to_string()));
+        assert_eq!(
+            millis_out(Millis::ms(u64::MAX)),
+            json!(u64::MAX.to_string())
+        );
         assert_eq!(millis_out(Millis::ms(5)), json!(5));
-        assert_eq!(millis_in(&json!("18446744073709551615"), "x").unwrap(), Millis::ms(u64::MAX));
-        assert_eq!(signed_in(&json!("-infinite"), "x").unwrap(), SignedMillis::NegInfinite);
-        assert!(millis_in(&json!(-1), "x").unwrap_err().message().starts_with("x must be"));
+        assert_eq!(
+            millis_in(&json!("18446744073709551615"), "x").unwrap(),
+            Millis::ms(u64::MAX)
+        );
+        assert_eq!(
+            signed_in(&json!("-infinite"), "x").unwrap(),
+            SignedMillis::NegInfinite
+        );
+        assert!(millis_in(&json!(-1), "x")
+            .unwrap_err()
+            .message()
+            .starts_with("x must be"));
     }
 
     #[test]
@@ -422,7 +444,10 @@ mod tests {
         assert_eq!(v["next_delay_ms"], json!(37000));
         let e = call("nope", "{}").unwrap_err();
         assert_eq!(e.message(), "unknown timing function \"nope\"");
-        assert_eq!(call("lead_floor", "{}").unwrap_err().message(), "missing remaining_ttl_ms");
+        assert_eq!(
+            call("lead_floor", "{}").unwrap_err().message(),
+            "missing remaining_ttl_ms"
+        );
     }
 
     #[test]
@@ -439,7 +464,10 @@ mod tests {
         assert_eq!(p.attempt_timeout(), "10000");
         assert!(p.step(r#"{"event":"oops","at_us":0}"#).is_err());
         let f = FallbackJson::new(60000, 0, 60000);
-        assert_eq!(f.first_beat(true), r#"{"extend":{"delay_ms":0,"key":"fresh"}}"#);
+        assert_eq!(
+            f.first_beat(true),
+            r#"{"extend":{"delay_ms":0,"key":"fresh"}}"#
+        );
         assert_eq!(f.regime(), "unknown");
     }
 }

@@ -8,7 +8,7 @@ use std::ptr;
 use cycles_bridge::ErrorFields;
 
 use crate::panic::{abort_free, or_default};
-use crate::status::{of_code, cycles_status};
+use crate::status::{cycles_status, of_code};
 use crate::strings::c_string;
 
 /// The details of one failure (opaque). Created by a failing call when its `err` argument is

@@ -273,7 +273,9 @@ pub unsafe extern "C" fn cycles_guard_begin(
     err: *mut *mut cycles_error,
 ) -> cycles_status {
     guard(err, || {
-        let r = r.as_ref().ok_or_else(|| ErrorFields::invalid("reserve is NULL"))?;
+        let r = r
+            .as_ref()
+            .ok_or_else(|| ErrorFields::invalid("reserve is NULL"))?;
         begin(c, |c| spec_json(c, r), out)
     })
 }
@@ -294,7 +296,8 @@ pub unsafe extern "C" fn cycles_guard_begin_json(
 }
 
 unsafe fn active<'a>(g: *const cycles_guard) -> Result<&'a cycles_guard, ErrorFields> {
-    g.as_ref().ok_or_else(|| ErrorFields::invalid("guard is NULL"))
+    g.as_ref()
+        .ok_or_else(|| ErrorFields::invalid("guard is NULL"))
 }
 
 /// The reservation id; owned by the guard (valid until `cycles_guard_free`). NULL for NULL.

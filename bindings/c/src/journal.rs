@@ -51,7 +51,13 @@ pub unsafe extern "C" fn cycles_journal_file_name(
     err: *mut *mut cycles_error,
 ) -> cycles_status {
     guard(err, || {
-        put(out, Ok(names::record_file_name(arg(reservation_id, "reservation_id")?)))
+        put(
+            out,
+            Ok(names::record_file_name(arg(
+                reservation_id,
+                "reservation_id",
+            )?)),
+        )
     })
 }
 
@@ -63,7 +69,13 @@ pub unsafe extern "C" fn cycles_journal_legacy_file_name(
     err: *mut *mut cycles_error,
 ) -> cycles_status {
     guard(err, || {
-        put(out, Ok(names::legacy_file_name(arg(reservation_id, "reservation_id")?)))
+        put(
+            out,
+            Ok(names::legacy_file_name(arg(
+                reservation_id,
+                "reservation_id",
+            )?)),
+        )
     })
 }
 

@@ -5,8 +5,8 @@ use std::ffi::{c_char, CString};
 use std::ptr;
 use std::sync::Mutex;
 
-use cycles_bridge::ErrorFields;
 use ::cycles_local_server::{FaultRule, LocalServer, ServerConfig};
+use cycles_bridge::ErrorFields;
 
 use crate::error::cycles_error;
 use crate::panic::{abort_free, block, guard, or_default};
@@ -59,7 +59,10 @@ pub unsafe extern "C" fn cycles_local_server_start(
     })
 }
 
-unsafe fn text(s: *const cycles_local_server, f: impl FnOnce(&cycles_local_server) -> *const c_char) -> *const c_char {
+unsafe fn text(
+    s: *const cycles_local_server,
+    f: impl FnOnce(&cycles_local_server) -> *const c_char,
+) -> *const c_char {
     match s.as_ref() {
         Some(s) => or_default(|| f(s)),
         None => ptr::null(),

@@ -156,7 +156,10 @@ mod tests {
         ours.dedup();
         let mut theirs: Vec<u32> = core.iter().map(|(_, c)| *c).collect();
         theirs.sort_unstable();
-        assert_eq!(ours, theirs, "cycles_status drifted from core's ErrorKind table");
+        assert_eq!(
+            ours, theirs,
+            "cycles_status drifted from core's ErrorKind table"
+        );
         for (n, c) in core {
             let s = of_code(c);
             assert_eq!(s as u32, c);

@@ -15,7 +15,10 @@ use crate::panic::{abort_free, guard, or_default};
 use crate::status::cycles_status;
 use crate::strings::{arg, into_raw};
 
-unsafe fn put(out: *mut *mut c_char, s: Result<String, cycles_core::Error>) -> Result<(), ErrorFields> {
+unsafe fn put(
+    out: *mut *mut c_char,
+    s: Result<String, cycles_core::Error>,
+) -> Result<(), ErrorFields> {
     if out.is_null() {
         return Err(ErrorFields::invalid("out_json is NULL"));
     }
@@ -61,7 +64,10 @@ pub unsafe extern "C" fn cycles_primary_planner_new(
             return Err(ErrorFields::invalid("out is NULL"));
         }
         *out = ptr::null_mut();
-        let p = PrimaryJson::new(arg(request_timeout_json, "request_timeout_json")?, derive_timeout)?;
+        let p = PrimaryJson::new(
+            arg(request_timeout_json, "request_timeout_json")?,
+            derive_timeout,
+        )?;
         *out = Box::into_raw(Box::new(cycles_primary_planner(Mutex::new(p))));
         Ok(())
     })
@@ -79,7 +85,9 @@ pub unsafe extern "C" fn cycles_primary_planner_step(
     err: *mut *mut cycles_error,
 ) -> cycles_status {
     guard(err, || {
-        let p = p.as_ref().ok_or_else(|| ErrorFields::invalid("planner is NULL"))?;
+        let p = p
+            .as_ref()
+            .ok_or_else(|| ErrorFields::invalid("planner is NULL"))?;
         let step = arg(step_json, "step_json")?;
         let r = p.0.lock().unwrap_or_else(|e| e.into_inner()).step(step);
         put(out_json, r)
@@ -94,8 +102,13 @@ pub unsafe extern "C" fn cycles_primary_planner_attempt_timeout(
     err: *mut *mut cycles_error,
 ) -> cycles_status {
     guard(err, || {
-        let p = p.as_ref().ok_or_else(|| ErrorFields::invalid("planner is NULL"))?;
-        let t = p.0.lock().unwrap_or_else(|e| e.into_inner()).attempt_timeout();
+        let p = p
+            .as_ref()
+            .ok_or_else(|| ErrorFields::invalid("planner is NULL"))?;
+        let t =
+            p.0.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .attempt_timeout();
         put(out_json, Ok(t))
     })
 }
@@ -131,8 +144,11 @@ pub unsafe extern "C" fn cycles_fallback_planner_new(
     })
 }
 
-unsafe fn fallback<'a>(p: *const cycles_fallback_planner) -> Result<&'a cycles_fallback_planner, ErrorFields> {
-    p.as_ref().ok_or_else(|| ErrorFields::invalid("planner is NULL"))
+unsafe fn fallback<'a>(
+    p: *const cycles_fallback_planner,
+) -> Result<&'a cycles_fallback_planner, ErrorFields> {
+    p.as_ref()
+        .ok_or_else(|| ErrorFields::invalid("planner is NULL"))
 }
 
 /// The first beat's decision JSON (`prime`: extend at once).
@@ -144,7 +160,11 @@ pub unsafe extern "C" fn cycles_fallback_planner_first_beat(
     err: *mut *mut cycles_error,
 ) -> cycles_status {
     guard(err, || {
-        let d = fallback(p)?.0.lock().unwrap_or_else(|e| e.into_inner()).first_beat(prime);
+        let d = fallback(p)?
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .first_beat(prime);
         put(out_json, Ok(d))
     })
 }
@@ -195,7 +215,10 @@ pub unsafe extern "C" fn cycles_fallback_planner_lead_min_ms(
 ) -> bool {
     match (p.as_ref(), out.is_null()) {
         (Some(p), false) => or_default(|| {
-            let v = p.0.lock().unwrap_or_else(|e| e.into_inner()).lead_min_ms(now_us);
+            let v =
+                p.0.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .lead_min_ms(now_us);
             match i64::try_from(v) {
                 Ok(v) => {
                     *out = v;
