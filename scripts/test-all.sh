@@ -59,6 +59,8 @@ else
   exit 1
 fi
 
+step "C: libcycles header drift, installed tree, CTest plain / valgrind / ASAN+UBSan, quick start"; bash bindings/c/scripts/test.sh
+
 step "local server fidelity against the OpenAPI spec (schemathesis)"
 bash conformance/fidelity/run.sh
 

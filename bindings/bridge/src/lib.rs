@@ -12,6 +12,8 @@
 //! - [`process`]: the process-exit call (core's terminal runtime shutdown).
 //! - [`task`]: running work on core's runtime and waiting for it from a host thread.
 //! - [`timing`]: the boundary names of core's pure timing types (regimes, failures, keys).
+//! - [`timing_json`]: core's pure heartbeat math as JSON in, JSON out (the vectors' encoding).
+//! - [`journal_json`]: journal records and the pending scan as JSON.
 //!
 //! Threading rule: a host is never called from a tokio worker or under a core lock. Core's
 //! event callback only pushes JSON into a channel; the host drains it on its own thread.
@@ -23,11 +25,13 @@
 pub mod args;
 pub mod error;
 pub mod guard;
+pub mod journal_json;
 pub mod lifecycle;
 pub mod ops;
 pub mod process;
 pub mod task;
 pub mod timing;
+pub mod timing_json;
 
 pub use error::{error_codes, panic_message, ErrorFields, INTERNAL_CODE, INTERNAL_NAME};
 pub use lifecycle::{Active, EventPump, Lifecycle};

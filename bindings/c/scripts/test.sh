@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The C binding's tests: build libcycles, install it into a temp prefix (scripts/package.sh),
+# check the committed header against cbindgen, compile the header as C11 and C++, then run the
+# CTest suite (every program shared and static) plain, under valgrind and under ASAN+UBSan,
+# each asserting how many tests ran; then the docs/c.md quick start, extracted, compiled through
+# pkg-config and run under valgrind. Cargo builds in $CARGO_TARGET_DIR.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/../../.." && pwd)"
+C="$ROOT/bindings/c"
+log() { printf '== c: %s\n' "$*" >&2; }
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/cycles-c-test.XXXXXX")"
+trap 'rm -rf "$WORK"' EXIT
+EXPECTED_TESTS=4
+
+log "header: regenerate with the pinned cbindgen and compare"
+bash "$C/scripts/header.sh" --check
+
+log "build and install (debug profile) into $WORK/prefix"
+(cd "$ROOT" && cargo build -q -p cycles-c --locked)
+CYCLES_PACKAGE_PROFILE=dev "$ROOT/scripts/package.sh" "$WORK/prefix" c
+export PKG_CONFIG_PATH="$WORK/prefix/c/lib/pkgconfig"
+LIB="$WORK/prefix/c/lib"
+readelf -d "$LIB/libcycles.so" | grep -q 'SONAME.*\[libcycles.so.0\]' || { echo "SONAME is not libcycles.so.0" >&2; exit 1; }
+exported="$(nm -D --defined-only "$LIB/libcycles.so" | awk '$2 == "T" {print $3}' | grep -vc '^cycles_' || true)"
+[[ "$exported" == 0 ]] || { echo "libcycles.so exports $exported non-cycles_ functions" >&2; exit 1; }
+
+log "header compiles as C11 (-Wall -Wextra -Werror -pedantic) and as C++"
+printf '#include <cycles.h>\nint main(void) { return CYCLES_OK; }\n' >"$WORK/h.c"
+cp "$WORK/h.c" "$WORK/h.cpp"
+cc -std=c11 -Wall -Wextra -Werror -pedantic $(pkg-config --cflags cycles) -c "$WORK/h.c" -o "$WORK/h.o"
+c++ -std=c++17 -Wall -Wextra -Werror -pedantic $(pkg-config --cflags cycles) -c "$WORK/h.cpp" -o "$WORK/hpp.o"
+
+run_ctest() { # name build-dir cmake-args...
+    local name="$1" dir="$2"
+    shift 2
+    log "ctest ($name)"
+    cmake -S "$C/tests" -B "$dir" -DCYCLES_VECTORS="$ROOT/conformance/vectors" "$@" >/dev/null
+    cmake --build "$dir" -j2 >/dev/null
+    (cd "$dir" && ctest --output-on-failure --no-tests=error -j2) | tee "$dir/ctest.log"
+    grep -q "100% tests passed, 0 tests failed out of $EXPECTED_TESTS" "$dir/ctest.log" ||
+        { echo "expected $EXPECTED_TESTS tests to pass ($name)" >&2; exit 1; }
+}
+
+VALGRIND="valgrind;--quiet;--suppressions=$C/tests/valgrind.supp;--error-exitcode=1;--leak-check=full;--errors-for-leak-kinds=definite,possible;--show-leak-kinds=definite,possible"
+run_ctest plain "$WORK/build"
+run_ctest valgrind "$WORK/build-valgrind" -DCYCLES_WRAPPER="$VALGRIND"
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 \
+    run_ctest asan "$WORK/build-asan" -DCMAKE_C_FLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -g"
+
+log "docs/c.md quick start: extracted, compiled through pkg-config (shared and static), run under valgrind"
+awk '/^```c$/{on=1; next} /^```$/{on=0} on' "$ROOT/docs/c.md" >"$WORK/quickstart.c"
+[[ -s "$WORK/quickstart.c" ]] || { echo "no c block in docs/c.md" >&2; exit 1; }
+cc "$WORK/quickstart.c" $(pkg-config --cflags --libs cycles) -Wl,-rpath,"$(pkg-config --variable=libdir cycles)" -o "$WORK/quickstart"
+cc "$WORK/quickstart.c" $(pkg-config --static --cflags cycles) "$LIB/libcycles.a" \
+    $(pkg-config --static --libs-only-l cycles | sed 's/-lcycles//') -o "$WORK/quickstart-static"
+out="$(valgrind --quiet --suppressions="$C/tests/valgrind.supp" --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,possible "$WORK/quickstart")"
+grep -q '^charged 420000$' <<<"$out" || { echo "quick start printed: $out" >&2; exit 1; }
+"$WORK/quickstart-static" | grep -q '^charged 420000$'
+log "ok"

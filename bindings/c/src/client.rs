@@ -1,0 +1,341 @@
+//! `cycles_client`: one bridge `ClientHandle` (core's `CyclesClient`), its guarded lifecycle
+//! (created on first use: guard, settler, background replay) and its event thread.
+//! Operations go through the bridge's table as JSON in, JSON out.
+
+use std::ffi::{c_char, c_void};
+use std::path::PathBuf;
+use std::ptr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use cycles_bridge::args::Args;
+use cycles_bridge::{ClientHandle, ClientOptions, ErrorFields, Lifecycle};
+use serde_json::json;
+
+use crate::error::cycles_error;
+use crate::events::{self, cycles_event_cb, Callback, Pump, Slot};
+use crate::panic::{abort_free, block, guard, or_default};
+use crate::status::cycles_status;
+use crate::strings::{arg, into_raw, opt_arg};
+
+/// A client of one Cycles server (opaque). Thread-safe: every function taking a
+/// `cycles_client *` may be called from any thread concurrently, except `cycles_client_free`.
+pub struct cycles_client {
+    handle: ClientHandle,
+    max_attempts: Option<u32>,
+    replay_interval_ms: Option<u64>,
+    life: Mutex<Option<Arc<Life>>>,
+    callback: Slot,
+}
+
+/// The lifecycle and its event thread.
+pub struct Life {
+    /// The bridge lifecycle.
+    pub lifecycle: Arc<Lifecycle>,
+    pump: Pump,
+}
+
+/// Options shared by both constructors (JSON object, every member optional).
+struct Extra {
+    journal_dir: Option<PathBuf>,
+    journal_enabled: Option<bool>,
+    max_attempts: Option<u32>,
+    replay_interval_ms: Option<u64>,
+}
+
+fn extra(a: &Args) -> Result<Extra, ErrorFields> {
+    Ok(Extra {
+        journal_dir: a.optional::<String>("journal_dir")?.map(PathBuf::from),
+        journal_enabled: a.optional("journal_enabled")?,
+        max_attempts: a.optional("settle_max_attempts")?,
+        replay_interval_ms: a.optional("replay_interval_ms")?,
+    })
+}
+
+fn options(json: Option<&str>) -> Result<Args, ErrorFields> {
+    Ok(Args::parse(json.unwrap_or("{}"), "options")?)
+}
+
+impl cycles_client {
+    fn new(handle: ClientHandle, x: &Extra) -> cycles_client {
+        cycles_client {
+            handle,
+            max_attempts: x.max_attempts,
+            replay_interval_ms: x.replay_interval_ms,
+            life: Mutex::new(None),
+            callback: events::slot(),
+        }
+    }
+
+    /// The bridge handle.
+    pub fn handle(&self) -> &ClientHandle {
+        &self.handle
+    }
+
+    /// The lifecycle, created on first use (the closed error once the client is closed).
+    pub fn life(&self) -> Result<Arc<Life>, ErrorFields> {
+        let mut slot = self.life.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(l) = slot.as_ref() {
+            return Ok(l.clone());
+        }
+        let client = self.handle.live()?;
+        let lifecycle = Arc::new(Lifecycle::new(
+            client,
+            self.handle.config(),
+            self.max_attempts,
+            self.replay_interval_ms,
+        )?);
+        let pump = Pump::start(lifecycle.clone(), self.callback.clone())?;
+        let l = Arc::new(Life { lifecycle, pump });
+        *slot = Some(l.clone());
+        Ok(l)
+    }
+
+    fn existing_life(&self) -> Option<Arc<Life>> {
+        self.life.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+unsafe fn out_client(
+    out: *mut *mut cycles_client,
+    make: impl FnOnce() -> Result<cycles_client, ErrorFields>,
+) -> Result<(), ErrorFields> {
+    if out.is_null() {
+        return Err(ErrorFields::invalid("out is NULL"));
+    }
+    *out = ptr::null_mut();
+    *out = Box::into_raw(Box::new(make()?));
+    Ok(())
+}
+
+/// Creates a client of `base_url` with `api_key`; `tenant` (NULL: none) is the default
+/// subject tenant. `options_json` (NULL: none) is a JSON object of optional settings:
+/// `request_timeout_ms`, `connect_timeout_ms`, `journal_dir`, `journal_enabled`,
+/// `max_concurrent_requests`, `settle_max_attempts`, `replay_interval_ms`.
+/// On success `*out` is a new client owned by the caller (free with `cycles_client_free`).
+/// Does not block (no request is sent).
+#[no_mangle]
+pub unsafe extern "C" fn cycles_client_new(
+    base_url: *const c_char,
+    api_key: *const c_char,
+    tenant: *const c_char,
+    options_json: *const c_char,
+    out: *mut *mut cycles_client,
+    err: *mut *mut cycles_error,
+) -> cycles_status {
+    guard(err, || {
+        out_client(out, || {
+            let a = options(opt_arg(options_json, "options_json")?)?;
+            let x = extra(&a)?;
+            let config = ClientOptions {
+                base_url: arg(base_url, "base_url")?.to_string(),
+                api_key: arg(api_key, "api_key")?.to_string(),
+                tenant: opt_arg(tenant, "tenant")?.map(str::to_string),
+                request_timeout_ms: a.optional("request_timeout_ms")?,
+                connect_timeout_ms: a.optional("connect_timeout_ms")?,
+                journal_dir: x.journal_dir.clone(),
+                journal_enabled: x.journal_enabled,
+                max_concurrent_requests: a.optional("max_concurrent_requests")?,
+            }
+            .into_config();
+            Ok(cycles_client::new(ClientHandle::new(config)?, &x))
+        })
+    })
+}
+
+/// Creates a client from the `CYCLES_*` environment variables (core's `Config::from_env`:
+/// `CYCLES_BASE_URL`, `CYCLES_API_KEY`, `CYCLES_TENANT`, timeouts, `CYCLES_JOURNAL_DIR`,
+/// `CYCLES_JOURNAL_ENABLED`). `options_json` (NULL: none) may override `journal_dir`,
+/// `journal_enabled` and set `settle_max_attempts`, `replay_interval_ms`. A missing or bad
+/// variable is `CYCLES_CONFIG`. `*out` is owned by the caller.
+#[no_mangle]
+pub unsafe extern "C" fn cycles_client_from_env(
+    options_json: *const c_char,
+    out: *mut *mut cycles_client,
+    err: *mut *mut cycles_error,
+) -> cycles_status {
+    guard(err, || {
+        out_client(out, || {
+            let x = extra(&options(opt_arg(options_json, "options_json")?)?)?;
+            let handle = ClientHandle::from_env(x.journal_dir.clone(), x.journal_enabled)?;
+            Ok(cycles_client::new(handle, &x))
+        })
+    })
+}
+
+unsafe fn client<'a>(c: *const cycles_client) -> Result<&'a cycles_client, ErrorFields> {
+    c.as_ref()
+        .ok_or_else(|| ErrorFields::invalid("client is NULL"))
+}
+
+unsafe fn out_string(out: *mut *mut c_char, s: &str) {
+    if !out.is_null() {
+        *out = into_raw(s);
+    }
+}
+
+unsafe fn clear(out: *mut *mut c_char) {
+    if !out.is_null() {
+        *out = ptr::null_mut();
+    }
+}
+
+/// Runs one operation of the runtime plane (blocking): `op` is its name
+/// (`create_reservation`, `commit_reservation`, `release_reservation`, `extend_reservation`,
+/// `decide`, `create_event`, `get_balances`, `list_reservations`, `list_reservations_all`,
+/// `get_reservation`, `get_evidence`, `get_evidence_jwks`) and `args_json` its arguments
+/// (docs/bindings.md, "Operations"). On success `*out_json` (NULL: not wanted) is
+/// `{"status", "request_id", "trace_id", "rtt_us", "body"}` with the response body as a JSON
+/// value; the caller frees it with `cycles_string_free`. Honours the client's timeouts.
+/// Any thread; `CYCLES_RUNTIME` from an event callback or a runtime thread.
+#[no_mangle]
+pub unsafe extern "C" fn cycles_client_call(
+    c: *const cycles_client,
+    op: *const c_char,
+    args_json: *const c_char,
+    out_json: *mut *mut c_char,
+    err: *mut *mut cycles_error,
+) -> cycles_status {
+    clear(out_json);
+    guard(err, || {
+        let c = client(c)?;
+        let call = c
+            .handle
+            .prepare(arg(op, "op")?, arg(args_json, "args_json")?)?;
+        let reply = block(call.run())??;
+        // The body is spliced in as the exact text core produced (big integers kept).
+        let text = format!(
+            r#"{{"status":{},"request_id":{},"trace_id":{},"rtt_us":{},"body":{}}}"#,
+            reply.status,
+            json!(reply.request_id),
+            json!(reply.trace_id),
+            reply.rtt_us,
+            reply.body
+        );
+        out_string(out_json, &text);
+        Ok(())
+    })
+}
+
+/// Registers the event callback of this client (NULL `cb`: none), replacing any earlier
+/// one. `user_data` is passed back unchanged; it must stay valid until another callback is
+/// registered or the client is freed. Events (docs/events.md) arrive on the client's event
+/// thread (see `cycles_event_cb`); starts the client's lifecycle if it has not started.
+/// Any thread.
+#[no_mangle]
+pub unsafe extern "C" fn cycles_client_set_event_callback(
+    c: *const cycles_client,
+    cb: cycles_event_cb,
+    user_data: *mut c_void,
+    err: *mut *mut cycles_error,
+) -> cycles_status {
+    guard(err, || {
+        let c = client(c)?;
+        *c.callback.lock().unwrap_or_else(|p| p.into_inner()) = Callback::new(cb, user_data);
+        c.life()?;
+        Ok(())
+    })
+}
+
+/// Replays every pending settlement of this client's journal once (blocking). `*out_json`
+/// (NULL: not wanted) is the drain report (docs/bindings.md); free it with
+/// `cycles_string_free`.
+#[no_mangle]
+pub unsafe extern "C" fn cycles_client_flush(
+    c: *const cycles_client,
+    out_json: *mut *mut c_char,
+    err: *mut *mut cycles_error,
+) -> cycles_status {
+    clear(out_json);
+    guard(err, || {
+        let l = client(c)?.life()?;
+        let report = block(l.lifecycle.flush())?;
+        out_string(out_json, &report);
+        Ok(())
+    })
+}
+
+/// Replays pending settlements until none is left or `timeout_ms` passed (blocking);
+/// `*out_json` as `cycles_client_flush`.
+#[no_mangle]
+pub unsafe extern "C" fn cycles_client_drain(
+    c: *const cycles_client,
+    timeout_ms: u64,
+    out_json: *mut *mut c_char,
+    err: *mut *mut cycles_error,
+) -> cycles_status {
+    clear(out_json);
+    guard(err, || {
+        let l = client(c)?.life()?;
+        let report = block(l.lifecycle.drain(Duration::from_millis(timeout_ms)))?;
+        out_string(out_json, &report);
+        Ok(())
+    })
+}
+
+fn close_now(c: &cycles_client, timeout: Duration, wait: bool) -> Result<String, ErrorFields> {
+    let report = match c.existing_life() {
+        Some(l) => {
+            let work = l.lifecycle.close(timeout);
+            let report = if wait {
+                block(work)
+            } else {
+                // Dropping the work marks the lifecycle drained: the event thread ends.
+                drop(work);
+                Ok(String::new())
+            };
+            l.pump.join();
+            report?
+        }
+        None => json!({"outcomes": [], "remaining": [], "quarantined": []}).to_string(),
+    };
+    c.handle.close();
+    Ok(report)
+}
+
+/// Closes the client (blocking, idempotent): later calls fail with `CYCLES_RUNTIME`
+/// (variant `"closed"`); the background replay stops, pending settlements are drained for
+/// at most `timeout_ms` (0: none; they stay journaled for the next process), the event thread
+/// delivers what is queued and ends. `*out_json` (NULL: not wanted) is the drain report.
+/// Call from your own thread (not from the event callback). The client must still be freed.
+#[no_mangle]
+pub unsafe extern "C" fn cycles_client_close(
+    c: *const cycles_client,
+    timeout_ms: u64,
+    out_json: *mut *mut c_char,
+    err: *mut *mut cycles_error,
+) -> cycles_status {
+    clear(out_json);
+    guard(err, || {
+        let c = client(c)?;
+        crate::panic::may_block()?;
+        let report = close_now(c, Duration::from_millis(timeout_ms), true)?;
+        out_string(out_json, &report);
+        Ok(())
+    })
+}
+
+/// Whether the client is closed; false for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn cycles_client_is_closed(c: *const cycles_client) -> bool {
+    match c.as_ref() {
+        Some(c) => or_default(|| c.handle.is_closed()),
+        None => false,
+    }
+}
+
+/// Frees a client (NULL: no-op). Closes it first without a drain when it is open (pending
+/// settlements stay journaled) and joins its event thread. Guards begun on it stay valid and
+/// must be freed on their own. Not concurrently with other calls on the same client.
+#[no_mangle]
+pub unsafe extern "C" fn cycles_client_free(c: *mut cycles_client) {
+    if c.is_null() {
+        return;
+    }
+    abort_free(|| {
+        let b = Box::from_raw(c);
+        let wait = crate::panic::may_block().is_ok() && cycles_core::runtime::handle().is_ok();
+        let _ = close_now(&b, Duration::ZERO, wait);
+        drop(b);
+    });
+}

@@ -1,0 +1,430 @@
+//! `cycles_guard`: one guarded action (the bridge's `Active`: core's reserve, heartbeat,
+//! usage and settle-or-release), begun from typed C arguments or a JSON spec.
+
+use std::ffi::{c_char, CString};
+use std::ptr;
+
+use cycles_bridge::{Active, ErrorFields};
+use serde_json::{json, Map, Value};
+
+use crate::client::cycles_client;
+use crate::error::cycles_error;
+use crate::panic::{abort_free, block, guard, or_default};
+use crate::status::cycles_status;
+use crate::strings::{arg, c_string, into_raw, opt_arg};
+
+/// What the heartbeat does when it cannot keep the lease (core's `FailurePolicy`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum cycles_heartbeat_policy {
+    /// Report it (events) and settle as usual (the default).
+    CYCLES_HEARTBEAT_WARN = 0,
+    /// Settle, then report the lapse in the outcome (`CYCLES_OUTCOME_HEARTBEAT_LAPSED`).
+    CYCLES_HEARTBEAT_FAIL_ON_FINALIZE = 1,
+    /// Mark the work cancelled (`cycles_guard_cancelled`) as soon as the lease is lost.
+    CYCLES_HEARTBEAT_CANCEL = 2,
+}
+
+/// The subject of a reservation: each member NULL when unset. An all-NULL subject uses the
+/// client's tenant.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cycles_subject {
+    /// Tenant.
+    pub tenant: *const c_char,
+    /// Workspace.
+    pub workspace: *const c_char,
+    /// App.
+    pub app: *const c_char,
+    /// Workflow.
+    pub workflow: *const c_char,
+    /// Agent.
+    pub agent: *const c_char,
+    /// Toolset.
+    pub toolset: *const c_char,
+}
+
+/// A reservation to guard. Zero-initialise it (`cycles_reserve r = {0};`) and set what you
+/// need: every zero or NULL member keeps its default. Only read during `cycles_guard_begin`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cycles_reserve {
+    /// Idempotency key of the reservation; NULL: a fresh `cycles-<uuid>`. Settlement uses
+    /// `<key>:commit` / `<key>:release`.
+    pub idempotency_key: *const c_char,
+    /// Who spends.
+    pub subject: cycles_subject,
+    /// Action kind (required), e.g. `"llm.completion"`.
+    pub action_kind: *const c_char,
+    /// Action name (required), e.g. `"openai:gpt-4o-mini"`.
+    pub action_name: *const c_char,
+    /// Unit; NULL: `"USD_MICROCENTS"`.
+    pub unit: *const c_char,
+    /// The estimate to reserve, in `unit`.
+    pub estimate: i64,
+    /// Lease TTL in ms; 0: core's default (60 000).
+    pub ttl_ms: i64,
+    /// True: no heartbeat (the lease is not extended).
+    pub no_heartbeat: bool,
+    /// Heartbeat failure policy.
+    pub policy: cycles_heartbeat_policy,
+    /// Reservation metadata as a JSON object (kept exactly as written), or NULL.
+    pub metadata_json: *const c_char,
+}
+
+/// A guarded action in progress (opaque). Thread-safe: usage may be reported from any thread
+/// while the heartbeat runs by itself on core's runtime. Free with `cycles_guard_free`.
+pub struct cycles_guard {
+    active: Active,
+    reservation_id: CString,
+}
+
+/// How a guarded action ended (core's `Finished`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum cycles_outcome_kind {
+    /// The actual amount was settled (see `settlement`).
+    CYCLES_OUTCOME_SETTLED = 0,
+    /// The work failed: the reservation was released.
+    CYCLES_OUTCOME_WORK_FAILED = 1,
+    /// The work succeeded without reporting an actual: nothing was sent.
+    CYCLES_OUTCOME_MISSING_ACTUAL = 2,
+    /// The reported actual is invalid (negative): nothing was sent.
+    CYCLES_OUTCOME_INVALID_ACTUAL = 3,
+    /// Settled, but the heartbeat lapsed (`CYCLES_HEARTBEAT_FAIL_ON_FINALIZE`).
+    CYCLES_OUTCOME_HEARTBEAT_LAPSED = 4,
+}
+
+/// What became of a settlement.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum cycles_settlement_status {
+    /// No settlement (missing or invalid actual, or a release).
+    CYCLES_SETTLEMENT_NONE = 0,
+    /// Committed.
+    CYCLES_SETTLEMENT_COMMITTED = 1,
+    /// Recorded through the event fallback after the reservation expired.
+    CYCLES_SETTLEMENT_RECOVERED_VIA_EVENT = 2,
+    /// Not settled yet: journaled, replayed later (this process or the next).
+    CYCLES_SETTLEMENT_PENDING = 3,
+    /// Rejected by the server.
+    CYCLES_SETTLEMENT_REJECTED = 4,
+}
+
+/// The outcome of `cycles_guard_finish` as a struct (the full detail is its JSON).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cycles_outcome {
+    /// How the action ended.
+    pub kind: cycles_outcome_kind,
+    /// What became of the settlement.
+    pub settlement: cycles_settlement_status,
+    /// Whether `actual` is set.
+    pub has_actual: bool,
+    /// The actual amount reported by the work.
+    pub actual: i64,
+    /// Whether `charged` is set (committed or recovered).
+    pub has_charged: bool,
+    /// The amount the server applied.
+    pub charged: i64,
+    /// Lease extensions the heartbeat made.
+    pub extensions: u64,
+    /// Failed extend attempts.
+    pub heartbeat_failures: u64,
+}
+
+impl Default for cycles_outcome {
+    fn default() -> Self {
+        cycles_outcome {
+            kind: cycles_outcome_kind::CYCLES_OUTCOME_SETTLED,
+            settlement: cycles_settlement_status::CYCLES_SETTLEMENT_NONE,
+            has_actual: false,
+            actual: 0,
+            has_charged: false,
+            charged: 0,
+            extensions: 0,
+            heartbeat_failures: 0,
+        }
+    }
+}
+
+/// The struct of the bridge's finished JSON (docs/bindings.md, "Guarded lifecycle").
+fn outcome_of(v: &Value) -> cycles_outcome {
+    use cycles_outcome_kind::*;
+    use cycles_settlement_status::*;
+    let kind = match v["outcome"].as_str() {
+        Some("work_failed") => CYCLES_OUTCOME_WORK_FAILED,
+        Some("missing_actual") => CYCLES_OUTCOME_MISSING_ACTUAL,
+        Some("invalid_actual") => CYCLES_OUTCOME_INVALID_ACTUAL,
+        Some("heartbeat_lapsed") => CYCLES_OUTCOME_HEARTBEAT_LAPSED,
+        _ => CYCLES_OUTCOME_SETTLED,
+    };
+    let s = &v["settlement"];
+    let settlement = match s["status"].as_str() {
+        Some("committed") => CYCLES_SETTLEMENT_COMMITTED,
+        Some("recovered_via_event") => CYCLES_SETTLEMENT_RECOVERED_VIA_EVENT,
+        Some("pending") => CYCLES_SETTLEMENT_PENDING,
+        Some("rejected") => CYCLES_SETTLEMENT_REJECTED,
+        _ => CYCLES_SETTLEMENT_NONE,
+    };
+    let actual = v["actual"].as_i64();
+    let charged = s["charged"]["amount"].as_i64();
+    cycles_outcome {
+        kind,
+        settlement,
+        has_actual: actual.is_some(),
+        actual: actual.unwrap_or(0),
+        has_charged: charged.is_some(),
+        charged: charged.unwrap_or(0),
+        extensions: v["lease"]["extensions"].as_u64().unwrap_or(0),
+        heartbeat_failures: v["lease"]["failures"].as_u64().unwrap_or(0),
+    }
+}
+
+/// The bridge's guard spec of a `cycles_reserve`.
+unsafe fn spec_json(c: &cycles_client, r: &cycles_reserve) -> Result<String, ErrorFields> {
+    let s = &r.subject;
+    let mut subject = Map::new();
+    for (name, p) in [
+        ("tenant", s.tenant),
+        ("workspace", s.workspace),
+        ("app", s.app),
+        ("workflow", s.workflow),
+        ("agent", s.agent),
+        ("toolset", s.toolset),
+    ] {
+        if let Some(v) = opt_arg(p, &format!("subject.{name}"))? {
+            subject.insert(name.into(), json!(v));
+        }
+    }
+    if subject.is_empty() {
+        // As Python's client: an empty subject is the client's tenant.
+        let t = c.handle().config().tenant.clone().ok_or_else(|| {
+            ErrorFields::invalid("subject is required (or configure a tenant on the client)")
+        })?;
+        subject.insert("tenant".into(), json!(t));
+    }
+    let key = match opt_arg(r.idempotency_key, "idempotency_key")? {
+        Some(k) => k.to_string(),
+        None => format!("cycles-{}", uuid::Uuid::new_v4()),
+    };
+    let policy = match r.policy {
+        cycles_heartbeat_policy::CYCLES_HEARTBEAT_WARN => "warn",
+        cycles_heartbeat_policy::CYCLES_HEARTBEAT_FAIL_ON_FINALIZE => "fail_on_finalize",
+        cycles_heartbeat_policy::CYCLES_HEARTBEAT_CANCEL => "cancel",
+    };
+    let mut spec = json!({
+        "idempotency_key": key,
+        "subject": subject,
+        "action": {"kind": arg(r.action_kind, "action_kind")?, "name": arg(r.action_name, "action_name")?},
+        "estimate": {"unit": opt_arg(r.unit, "unit")?.unwrap_or("USD_MICROCENTS"), "amount": r.estimate},
+        "heartbeat": !r.no_heartbeat,
+        "policy": policy,
+    });
+    if r.ttl_ms != 0 {
+        spec["ttl_ms"] = json!(r.ttl_ms);
+    }
+    let mut text = spec.to_string();
+    if let Some(m) = opt_arg(r.metadata_json, "metadata_json")? {
+        // Spliced in as written: metadata reaches the wire exactly (big integers, escapes).
+        serde_json::from_str::<&serde_json::value::RawValue>(m)
+            .map_err(|e| ErrorFields::invalid(format!("metadata_json: {e}")))?;
+        text.pop();
+        text.push_str(&format!(",\"metadata\":{m}}}"));
+    }
+    Ok(text)
+}
+
+unsafe fn begin(
+    c: *const cycles_client,
+    spec: impl FnOnce(&cycles_client) -> Result<String, ErrorFields>,
+    out: *mut *mut cycles_guard,
+) -> Result<(), ErrorFields> {
+    if out.is_null() {
+        return Err(ErrorFields::invalid("out is NULL"));
+    }
+    *out = ptr::null_mut();
+    let c = c
+        .as_ref()
+        .ok_or_else(|| ErrorFields::invalid("client is NULL"))?;
+    let spec = spec(c)?;
+    crate::panic::may_block()?;
+    let life = c.life()?;
+    let work = life.lifecycle.begin(&spec)?;
+    let active = block(work)??;
+    let reservation_id = c_string(active.reservation_id());
+    *out = Box::into_raw(Box::new(cycles_guard {
+        active,
+        reservation_id,
+    }));
+    Ok(())
+}
+
+/// Reserves `r->estimate` and starts the heartbeat (blocking: one reservation request). On
+/// success `*out` is a new guard owned by the caller: report usage, then
+/// `cycles_guard_finish`, then `cycles_guard_free`. A denial is its error
+/// (`CYCLES_BUDGET_EXCEEDED`, ...), `*out` stays NULL. Any thread; `CYCLES_RUNTIME` from an
+/// event callback or on a closed client.
+#[no_mangle]
+pub unsafe extern "C" fn cycles_guard_begin(
+    c: *const cycles_client,
+    r: *const cycles_reserve,
+    out: *mut *mut cycles_guard,
+    err: *mut *mut cycles_error,
+) -> cycles_status {
+    guard(err, || {
+        let r = r
+            .as_ref()
+            .ok_or_else(|| ErrorFields::invalid("reserve is NULL"))?;
+        begin(c, |c| spec_json(c, r), out)
+    })
+}
+
+/// `cycles_guard_begin` with the spec as JSON (docs/bindings.md, "Guarded lifecycle": also
+/// `grace_period_ms` and `overage_policy`). `*out` as `cycles_guard_begin`.
+#[no_mangle]
+pub unsafe extern "C" fn cycles_guard_begin_json(
+    c: *const cycles_client,
+    spec_json: *const c_char,
+    out: *mut *mut cycles_guard,
+    err: *mut *mut cycles_error,
+) -> cycles_status {
+    guard(err, || {
+        let spec = arg(spec_json, "spec_json")?;
+        begin(c, |_| Ok(spec.to_string()), out)
+    })
+}
+
+unsafe fn active<'a>(g: *const cycles_guard) -> Result<&'a cycles_guard, ErrorFields> {
+    g.as_ref()
+        .ok_or_else(|| ErrorFields::invalid("guard is NULL"))
+}
+
+/// The reservation id; owned by the guard (valid until `cycles_guard_free`). NULL for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn cycles_guard_reservation_id(g: *const cycles_guard) -> *const c_char {
+    match g.as_ref() {
+        Some(g) => or_default(|| g.reservation_id.as_ptr()),
+        None => ptr::null(),
+    }
+}
+
+/// Sets the actual amount (replaces earlier reports). Any thread; does not block.
+#[no_mangle]
+pub unsafe extern "C" fn cycles_guard_set_actual(
+    g: *const cycles_guard,
+    amount: i64,
+    err: *mut *mut cycles_error,
+) -> cycles_status {
+    guard(err, || {
+        active(g)?.active.usage().set_actual(amount);
+        Ok(())
+    })
+}
+
+/// Adds to the actual amount (streaming usage). Any thread; does not block.
+#[no_mangle]
+pub unsafe extern "C" fn cycles_guard_add(
+    g: *const cycles_guard,
+    amount: i64,
+    err: *mut *mut cycles_error,
+) -> cycles_status {
+    guard(err, || {
+        active(g)?.active.usage().add(amount);
+        Ok(())
+    })
+}
+
+/// The actual reported so far: true and `*out` when one was reported.
+#[no_mangle]
+pub unsafe extern "C" fn cycles_guard_actual(g: *const cycles_guard, out: *mut i64) -> bool {
+    match (g.as_ref(), out.is_null()) {
+        (Some(g), false) => or_default(|| match g.active.usage().actual() {
+            Some(a) => {
+                *out = a;
+                true
+            }
+            None => false,
+        }),
+        _ => false,
+    }
+}
+
+/// Sets the commit's `metrics` (JSON object, kept exactly as written).
+#[no_mangle]
+pub unsafe extern "C" fn cycles_guard_set_metrics_json(
+    g: *const cycles_guard,
+    json: *const c_char,
+    err: *mut *mut cycles_error,
+) -> cycles_status {
+    guard(err, || {
+        let g = active(g)?;
+        Ok(g.active.usage().set_metrics_json(arg(json, "json")?)?)
+    })
+}
+
+/// Sets the commit's `metadata` (JSON object, kept exactly as written).
+#[no_mangle]
+pub unsafe extern "C" fn cycles_guard_set_metadata_json(
+    g: *const cycles_guard,
+    json: *const c_char,
+    err: *mut *mut cycles_error,
+) -> cycles_status {
+    guard(err, || {
+        let g = active(g)?;
+        Ok(g.active.usage().set_metadata_json(arg(json, "json")?)?)
+    })
+}
+
+/// True once the heartbeat cancelled the work (`CYCLES_HEARTBEAT_CANCEL`); poll it in long
+/// work. False for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn cycles_guard_cancelled(g: *const cycles_guard) -> bool {
+    match g.as_ref() {
+        Some(g) => or_default(|| g.active.usage().cancellation().is_cancelled()),
+        None => false,
+    }
+}
+
+/// Ends the action (blocking): stops the heartbeat, then commits the actual when
+/// `work_succeeded` (journaled first; retried; replayed later when the server is away) or
+/// releases the reservation when not. `*out` (NULL: not wanted) receives the outcome struct,
+/// `*out_json` (NULL: not wanted) the full outcome JSON (free with `cycles_string_free`).
+/// A second call is `CYCLES_INVALID_ARGUMENT`. Returns `CYCLES_OK` whatever the outcome:
+/// read `kind` and `settlement`.
+#[no_mangle]
+pub unsafe extern "C" fn cycles_guard_finish(
+    g: *const cycles_guard,
+    work_succeeded: bool,
+    out: *mut cycles_outcome,
+    out_json: *mut *mut c_char,
+    err: *mut *mut cycles_error,
+) -> cycles_status {
+    if !out_json.is_null() {
+        *out_json = ptr::null_mut();
+    }
+    guard(err, || {
+        let g = active(g)?;
+        crate::panic::may_block()?;
+        let work = g.active.finish(work_succeeded)?;
+        let text = block(work)?;
+        if !out.is_null() {
+            let v: Value = serde_json::from_str(&text)
+                .map_err(|e| ErrorFields::internal(format!("cannot read the outcome: {e}")))?;
+            *out = outcome_of(&v);
+        }
+        if !out_json.is_null() {
+            *out_json = into_raw(&text);
+        }
+        Ok(())
+    })
+}
+
+/// Frees a guard (NULL: no-op). A guard never finished is left to core, which releases or
+/// settles it as its drop does (docs/lifecycle.md). Not concurrently with other calls on it.
+#[no_mangle]
+pub unsafe extern "C" fn cycles_guard_free(g: *mut cycles_guard) {
+    if !g.is_null() {
+        abort_free(|| drop(Box::from_raw(g)));
+    }
+}

@@ -1,0 +1,227 @@
+//! `cycles_local_server`: `cycles-local-server` in-process on core's runtime, for users' own
+//! tests (as Python's `cycles.testing.LocalServer`). Loopback only; not for production.
+
+use std::ffi::{c_char, CString};
+use std::ptr;
+use std::sync::Mutex;
+
+use ::cycles_local_server::{FaultRule, LocalServer, ServerConfig};
+use cycles_bridge::ErrorFields;
+
+use crate::error::cycles_error;
+use crate::panic::{abort_free, block, guard, or_default};
+use crate::status::cycles_status;
+use crate::strings::{arg, c_string, into_raw, opt_arg};
+
+/// A running local Cycles server (opaque). Thread-safe. Free with `cycles_local_server_free`.
+pub struct cycles_local_server {
+    inner: Mutex<Option<LocalServer>>,
+    url: CString,
+    api_key: CString,
+    tenant: CString,
+}
+
+/// Starts a local server on 127.0.0.1 (blocking; an ephemeral port unless `config_json`
+/// sets `bind`). `config_json` (NULL: defaults: tenant `acme`, key `cycles-local-key`, a
+/// `tenant:acme` budget of 10 000 000 000 USD_MICROCENTS) is the server's `ServerConfig`
+/// (conformance/server/README.md); omitted fields keep their defaults. `*out` is owned by the
+/// caller.
+#[no_mangle]
+pub unsafe extern "C" fn cycles_local_server_start(
+    config_json: *const c_char,
+    out: *mut *mut cycles_local_server,
+    err: *mut *mut cycles_error,
+) -> cycles_status {
+    guard(err, || {
+        if out.is_null() {
+            return Err(ErrorFields::invalid("out is NULL"));
+        }
+        *out = ptr::null_mut();
+        let config: ServerConfig = match opt_arg(config_json, "config_json")? {
+            Some(j) => serde_json::from_str(j)
+                .map_err(|e| ErrorFields::invalid(format!("invalid server config: {e}")))?,
+            None => ServerConfig::default(),
+        };
+        let first = config.tenants.first();
+        let tenant = first.map(|t| t.id.clone()).unwrap_or_default();
+        let api_key = first
+            .and_then(|t| t.api_keys.first().cloned())
+            .unwrap_or_default();
+        let server = block(LocalServer::start(config))?
+            .map_err(|e| ErrorFields::invalid(format!("cannot start the local server: {e}")))?;
+        *out = Box::into_raw(Box::new(cycles_local_server {
+            url: c_string(&server.url()),
+            api_key: c_string(&api_key),
+            tenant: c_string(&tenant),
+            inner: Mutex::new(Some(server)),
+        }));
+        Ok(())
+    })
+}
+
+unsafe fn text(
+    s: *const cycles_local_server,
+    f: impl FnOnce(&cycles_local_server) -> *const c_char,
+) -> *const c_char {
+    match s.as_ref() {
+        Some(s) => or_default(|| f(s)),
+        None => ptr::null(),
+    }
+}
+
+/// `http://127.0.0.1:PORT` (no trailing slash); owned by the server. NULL for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn cycles_local_server_url(s: *const cycles_local_server) -> *const c_char {
+    text(s, |s| s.url.as_ptr())
+}
+
+/// The API key of the first configured tenant; owned by the server.
+#[no_mangle]
+pub unsafe extern "C" fn cycles_local_server_api_key(
+    s: *const cycles_local_server,
+) -> *const c_char {
+    text(s, |s| s.api_key.as_ptr())
+}
+
+/// The first configured tenant; owned by the server.
+#[no_mangle]
+pub unsafe extern "C" fn cycles_local_server_tenant(
+    s: *const cycles_local_server,
+) -> *const c_char {
+    text(s, |s| s.tenant.as_ptr())
+}
+
+unsafe fn with<T>(
+    s: *const cycles_local_server,
+    f: impl FnOnce(&LocalServer) -> Result<T, ErrorFields>,
+) -> Result<T, ErrorFields> {
+    let s = s
+        .as_ref()
+        .ok_or_else(|| ErrorFields::invalid("server is NULL"))?;
+    let guard = s.inner.lock().unwrap_or_else(|p| p.into_inner());
+    match guard.as_ref() {
+        Some(s) => f(s),
+        None => Err(ErrorFields::invalid("the local server is stopped")),
+    }
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> Result<String, ErrorFields> {
+    serde_json::to_string(v).map_err(|e| ErrorFields::internal(format!("cannot encode: {e}")))
+}
+
+/// The server's ledger (every applied mutation, `LedgerEntry[]`) as JSON; `*out_json` is
+/// freed with `cycles_string_free`.
+#[no_mangle]
+pub unsafe extern "C" fn cycles_local_server_ledger(
+    s: *const cycles_local_server,
+    out_json: *mut *mut c_char,
+    err: *mut *mut cycles_error,
+) -> cycles_status {
+    guard(err, || {
+        if out_json.is_null() {
+            return Err(ErrorFields::invalid("out_json is NULL"));
+        }
+        let text = with(s, |s| to_json(&s.ledger()))?;
+        *out_json = into_raw(&text);
+        Ok(())
+    })
+}
+
+/// The requests the server received (`RequestRecord[]`) as JSON; freed by the caller.
+#[no_mangle]
+pub unsafe extern "C" fn cycles_local_server_requests(
+    s: *const cycles_local_server,
+    out_json: *mut *mut c_char,
+    err: *mut *mut cycles_error,
+) -> cycles_status {
+    guard(err, || {
+        if out_json.is_null() {
+            return Err(ErrorFields::invalid("out_json is NULL"));
+        }
+        let text = with(s, |s| to_json(&s.requests()))?;
+        *out_json = into_raw(&text);
+        Ok(())
+    })
+}
+
+/// Adds a scripted fault (a `FaultRule` as JSON, conformance/server/README.md).
+#[no_mangle]
+pub unsafe extern "C" fn cycles_local_server_add_fault(
+    s: *const cycles_local_server,
+    rule_json: *const c_char,
+    err: *mut *mut cycles_error,
+) -> cycles_status {
+    guard(err, || {
+        let rule: FaultRule = serde_json::from_str(arg(rule_json, "rule_json")?)
+            .map_err(|e| ErrorFields::invalid(format!("invalid fault rule: {e}")))?;
+        with(s, |s| {
+            s.add_fault(rule);
+            Ok(())
+        })
+    })
+}
+
+/// Removes every fault rule.
+#[no_mangle]
+pub unsafe extern "C" fn cycles_local_server_clear_faults(
+    s: *const cycles_local_server,
+    err: *mut *mut cycles_error,
+) -> cycles_status {
+    guard(err, || {
+        with(s, |s| {
+            s.clear_faults();
+            Ok(())
+        })
+    })
+}
+
+/// Moves the server's clock forward by `ms` (lease expiry without waiting).
+#[no_mangle]
+pub unsafe extern "C" fn cycles_local_server_advance_clock(
+    s: *const cycles_local_server,
+    ms: u64,
+    err: *mut *mut cycles_error,
+) -> cycles_status {
+    guard(err, || {
+        with(s, |s| {
+            s.advance_clock(ms);
+            Ok(())
+        })
+    })
+}
+
+fn stop(s: &cycles_local_server, wait: bool) -> Result<(), ErrorFields> {
+    let server = s.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
+    if let Some(server) = server {
+        if wait {
+            block(server.shutdown())?;
+        }
+    }
+    Ok(())
+}
+
+/// Stops the server (blocking; idempotent): it closes its connections and stops accepting.
+#[no_mangle]
+pub unsafe extern "C" fn cycles_local_server_stop(
+    s: *const cycles_local_server,
+    err: *mut *mut cycles_error,
+) -> cycles_status {
+    guard(err, || {
+        let s = s
+            .as_ref()
+            .ok_or_else(|| ErrorFields::invalid("server is NULL"))?;
+        stop(s, true)
+    })
+}
+
+/// Frees the server (NULL: no-op), stopping it first when it still runs.
+#[no_mangle]
+pub unsafe extern "C" fn cycles_local_server_free(s: *mut cycles_local_server) {
+    if !s.is_null() {
+        abort_free(|| {
+            let b = Box::from_raw(s);
+            let wait = crate::panic::may_block().is_ok() && cycles_core::runtime::handle().is_ok();
+            let _ = stop(&b, wait);
+        });
+    }
+}
