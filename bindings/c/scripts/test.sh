@@ -12,6 +12,18 @@ WORK="$(mktemp -d "${TMPDIR:-/tmp}/cycles-c-test.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 EXPECTED_TESTS=4
 
+# The C toolchain the suite needs; CI images normally have it, a bare one gets it from apt.
+missing=()
+for tool in cc c++ cmake valgrind pkg-config nm readelf; do
+    command -v "$tool" >/dev/null || missing+=("$tool")
+done
+if [[ ${#missing[@]} -gt 0 ]]; then
+    log "installing the C toolchain (missing: ${missing[*]})"
+    SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    $SUDO apt-get install -y -qq build-essential cmake valgrind pkg-config binutils >/dev/null
+fi
+
 log "header: regenerate with the pinned cbindgen and compare"
 bash "$C/scripts/header.sh" --check
 
