@@ -1,0 +1,162 @@
+// The guarded lifecycle over real HTTP: guarded/wrap/reserve settle what the work reports,
+// failures release or settle known usage, a short lease is kept alive, currentReservation()
+// nests across awaits and concurrent tasks, events reach listeners.
+import assert from "node:assert/strict";
+import { setTimeout as sleep } from "node:timers/promises";
+import { after, before, test } from "node:test";
+
+import { InvalidArgumentError, MissingActualError, currentReservation } from "cycles-sdk";
+import { ACTION, journalDir, ops, startServer } from "./support.mjs";
+
+let server;
+let client;
+const events = [];
+
+before(() => {
+  server = startServer();
+  client = server.client({ journalDir: journalDir(), onEvent: (e) => events.push(e) });
+});
+after(async () => {
+  await client.close();
+  server.stop();
+});
+
+const committed = (rid) => server.ledger().find((e) => e.kind === "commit" && e.reservation_id === rid);
+
+test("guarded settles the actual of the result; the ledger shows it", async () => {
+  let rid;
+  const out = await client.guarded({ estimate: 500_000, action: ACTION, actual: (reply) => reply.cost }, async (r) => {
+    rid = r.reservationId;
+    await sleep(5);
+    return { answer: "42", cost: 420_000 };
+  });
+  assert.deepEqual(out, { answer: "42", cost: 420_000 });
+  assert.equal(committed(rid).amount, 420_000);
+});
+
+test("reserve + finish, and Symbol.asyncDispose settles what is known", async () => {
+  const r = await client.reserve({ estimate: 200_000, action: ACTION, metadata: { step: 1 } });
+  r.setActual(150_000);
+  r.setMetadata({ note: "done" });
+  await r.finish();
+  assert.equal(r.outcome, "settled");
+  assert.equal(r.settlement.status, "committed");
+  assert.deepEqual(r.settlement.charged, { unit: "USD_MICROCENTS", amount: 150_000 });
+  assert.equal(committed(r.reservationId).amount, 150_000);
+  await r.finish(); // idempotent
+
+  const d = await client.reserve({ estimate: 1000, action: ACTION });
+  d.add(10);
+  d.add(15n);
+  await d[Symbol.asyncDispose]();
+  assert.equal(d.settlement.status, "committed");
+  assert.equal(committed(d.reservationId).amount, 25);
+
+  const none = await client.reserve({ estimate: 1000, action: ACTION });
+  await none[Symbol.asyncDispose]();
+  assert.equal(none.outcome, "work_failed");
+  assert.equal(none.released, true);
+  assert.ok(server.ledger().some((e) => e.kind === "release" && e.reservation_id === none.reservationId));
+});
+
+test("wrap: estimate from the arguments, actual as a value", async () => {
+  const ask = client.wrap({ estimate: (q) => q.length * 100, action: ACTION, actual: 7 }, async (q) => `echo ${q}`);
+  assert.equal(await ask("hello"), "echo hello");
+  const last = server.ledger().filter((e) => e.kind === "reserve").at(-1);
+  assert.equal(last.amount, 500);
+  assert.equal(committed(last.reservation_id).amount, 7);
+});
+
+test("a failing body releases, or settles known usage; its error propagates unchanged", async () => {
+  const boom = new Error("boom");
+  let rid;
+  await assert.rejects(client.guarded({ estimate: 1000, action: ACTION }, async (r) => { rid = r.reservationId; throw boom; }), (e) => e === boom);
+  assert.ok(server.ledger().some((e) => e.kind === "release" && e.reservation_id === rid));
+  await assert.rejects(client.guarded({ estimate: 1000, action: ACTION }, async (r) => { rid = r.reservationId; r.add(300); throw boom; }), (e) => e === boom);
+  assert.equal(committed(rid).amount, 300);
+});
+
+test("no actual raises MissingActualError; bad amounts are InvalidArgumentError", async () => {
+  await assert.rejects(client.guarded({ estimate: 1000, action: ACTION }, async () => "x"), (e) => e instanceof MissingActualError && e.errorName === "MISSING_ACTUAL" && e.reservationId.length > 0);
+  await assert.rejects(client.guarded({ estimate: 1000, action: ACTION }, async (r) => r.setActual(1.5)), InvalidArgumentError);
+  await assert.rejects(client.reserve({ estimate: 1000, action: ACTION, heartbeatPolicy: "ignore" }), InvalidArgumentError);
+  await assert.rejects(client.reserve({ estimate: 2 ** 60, action: ACTION }), InvalidArgumentError);
+});
+
+test("a short lease is kept alive while the work runs", async () => {
+  const c = server.client({ journalDir: journalDir(), requestTimeoutMs: 500 });
+  const before = ops(server).filter((o) => o === "extendReservation").length;
+  const r = await c.reserve({ estimate: 1000, action: ACTION, ttlMs: 3500 });
+  await sleep(4500);
+  r.setActual(900);
+  await r.finish();
+  await c.close();
+  assert.ok(r.lease.extensions >= 1, JSON.stringify(r.lease));
+  assert.equal(r.lease.stoppedEarly, false);
+  assert.deepEqual([r.lease.path, r.lease.end, r.lease.stopReason], ["primary", "finished", null]);
+  assert.equal(r.settlement.status, "committed", "never expired, so no event fallback");
+  assert.ok(ops(server).filter((o) => o === "extendReservation").length > before);
+});
+
+test("currentReservation nests across awaits and concurrent tasks", async () => {
+  assert.equal(currentReservation(), null);
+  const seen = {};
+  await client.guarded({ estimate: 1000, action: ACTION, actual: 1 }, async (outer) => {
+    assert.equal(currentReservation(), outer);
+    await sleep(1);
+    const task = async (name, delay) =>
+      client.guarded({ estimate: 1000, action: ACTION, actual: 2 }, async (inner) => {
+        await sleep(delay);
+        seen[name] = currentReservation() === inner && inner.outer === outer;
+        await sleep(delay);
+        return name;
+      });
+    const names = await Promise.all([task("a", 15), task("b", 5), task("c", 10)]);
+    assert.deepEqual(names, ["a", "b", "c"]);
+    assert.equal(currentReservation(), outer, "back to the outer one after the inner guards");
+  });
+  assert.deepEqual(seen, { a: true, b: true, c: true });
+  assert.equal(currentReservation(), null);
+});
+
+test("settlement does not depend on currentReservation: a task outliving its guard", async () => {
+  let late;
+  let rid;
+  await client.guarded({ estimate: 1000, action: ACTION, actual: 3 }, async (r) => {
+    rid = r.reservationId;
+    late = (async () => {
+      await sleep(20);
+      return currentReservation();
+    })();
+  });
+  assert.equal(await late, null, "a finished guard is not current any more");
+  assert.equal(committed(rid).amount, 3);
+});
+
+test("events reach listeners, camelCase, with the stable kinds", async () => {
+  const seen = [];
+  const listener = (e) => seen.push(e);
+  client.on("event", listener);
+  const r = await client.reserve({ estimate: 1000, action: ACTION });
+  r.setActual(5);
+  await r.finish();
+  for (let i = 0; i < 100 && !seen.some((e) => e.kind === "settlement_settled" && e.reservationId === r.reservationId); i++) await sleep(10);
+  client.off("event", listener);
+  const settled = seen.find((e) => e.kind === "settlement_settled" && e.reservationId === r.reservationId);
+  assert.ok(settled, JSON.stringify(seen.map((e) => e.kind)));
+  assert.equal(settled.level, "info");
+  assert.equal(settled.mode, "commit");
+  assert.equal(typeof settled.message, "string");
+  assert.ok(events.includes(settled), "the onEvent option listener got it too");
+});
+
+test("flush, drain and close return drain reports", async () => {
+  const c = server.client({ journalDir: journalDir() });
+  const f = await c.flush();
+  assert.deepEqual([f.outcomes, f.remaining, f.quarantined, f.clean], [[], [], [], true]);
+  const d = await c.drain(100);
+  assert.equal(d.clean, true);
+  const closed = await c.close();
+  assert.equal(closed.clean, true);
+  assert.equal(await c.close(), closed, "idempotent");
+});
