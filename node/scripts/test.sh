@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The Node package's whole check: build (addon, loader, TypeScript), the generated-surface
+# drift check, the node:test suite with its test count checked, the install check.
+# Honours CARGO_TARGET_DIR. Usage: node/scripts/test.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# node --test passes silently when nothing matches: the suite must run exactly this many.
+EXPECTED_TESTS=28
+
+bash scripts/build.sh
+
+# The generated loader and .d.ts are committed: a build that changes them fails here.
+if git rev-parse --git-dir >/dev/null 2>&1; then
+  if ! git diff --exit-code -- native/native.js native/native.d.ts; then
+    echo "node/native/native.{js,d.ts} drifted from the addon: commit the regenerated files" >&2
+    exit 1
+  fi
+fi
+
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+set +e
+node --test --test-reporter=tap test/*.test.mjs >"$log" 2>&1
+status=$?
+set -e
+grep -E '^(not ok|# (tests|pass|fail|skipped|todo|cancelled) )' "$log" || true
+pass="$(sed -n 's/^# pass //p' "$log" | tail -1)"
+fail="$(sed -n 's/^# fail //p' "$log" | tail -1)"
+if [ "$status" -ne 0 ] || [ "${fail:-1}" != 0 ]; then
+  cat "$log" >&2
+  echo "node tests failed" >&2
+  exit 1
+fi
+if [ "${pass:-0}" != "$EXPECTED_TESTS" ]; then
+  echo "expected $EXPECTED_TESTS node tests to pass, $pass did" >&2
+  exit 1
+fi
+
+bash scripts/install-check.sh
+echo "${pass} passed, 0 failed"
