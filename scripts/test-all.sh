@@ -59,6 +59,9 @@ else
   exit 1
 fi
 
+step "Node: build the addon, tsc, node:test suite (count checked), drift check, install check"
+bash node/scripts/test.sh
+
 step "local server fidelity against the OpenAPI spec (schemathesis)"
 bash conformance/fidelity/run.sh
 

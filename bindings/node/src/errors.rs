@@ -12,7 +12,10 @@ pub const MARKER: &str = "CYCLES_ERROR:";
 
 /// The JavaScript error of `fields`.
 pub fn to_js(fields: ErrorFields) -> Error {
-    Error::new(Status::GenericFailure, format!("{MARKER}{}", fields.to_json()))
+    Error::new(
+        Status::GenericFailure,
+        format!("{MARKER}{}", fields.to_json()),
+    )
 }
 
 /// The JavaScript error of a core error.

@@ -17,7 +17,7 @@ use napi::bindgen_prelude::Object;
 use napi::Env;
 use napi_derive::napi;
 
-pub use client::{NativeClient, NativeClientOptions};
+pub use client::{decode_captured_response, NativeClient, NativeClientOptions};
 pub use lifecycle::{NativeActive, NativeLifecycle};
 pub use server::NativeLocalServer;
 
