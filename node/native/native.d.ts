@@ -69,6 +69,17 @@ export declare class NativeClient {
   lifecycle(maxAttempts: number | undefined | null, replayIntervalMs: number | undefined | null, listener: (batch: string | null) => void): NativeLifecycle
 }
 
+/** Core's fallback heartbeat planner (no `remaining_ttl_ms` from the server). */
+export declare class NativeFallbackPlanner {
+  /** `[requested_ttl_ms, reserve_received_us, expires_at_ms]`. */
+  constructor(argsJson: string)
+  /**
+   * `first_beat [prime]`, `on_success [received_us, expires_at_ms]`, `on_failure [now_us,
+   * kind, retry_after, status, code]`, `regime []`, `last_grant_ms []`, `lead_min_ms [now_us]`.
+   */
+  call(method: string, argsJson: string): string
+}
+
 /** The native half of a client's guarded lifecycle. */
 export declare class NativeLifecycle {
   /** Phase one: reserve and start the heartbeat; resolves with the running action. */
@@ -115,6 +126,18 @@ export declare class NativeLocalServer {
   stop(): void
 }
 
+/** Core's primary heartbeat planner; methods take and return JSON in the vectors' encoding. */
+export declare class NativePrimaryPlanner {
+  /** `[request_timeout_ms, derive_timeout]`. */
+  constructor(argsJson: string)
+  /**
+   * `on_success [received_us, remaining_ttl_ms, rtt_ms]`, `on_failure [now_us, kind,
+   * retry_after, status, code]`, `observe_rtt [rtt_ms]`, `attempt_timeout_ms []`,
+   * `max_rtt_ms []`, `failure_math [now_us]`.
+   */
+  call(method: string, argsJson: string): string
+}
+
 /**
  * A promise whose task is aborted before it settles, so tests can prove the drop guard
  * rejects it instead of leaving Node waiting for ever.
@@ -142,6 +165,27 @@ export declare function errorCodesJson(): string
 /** The message prefix of every error this addon throws or rejects with. */
 export declare function errorMarker(): string
 
+/** The record file name of a reservation. */
+export declare function journalFileName(reservationId: string): string
+
+/** The identity partition (fp16) of a server URL, API key and tenant. */
+export declare function journalFingerprint(baseUrl: string, apiKey: string, tenant?: string | undefined | null): string
+
+/** The legacy record file name of a reservation (still read). */
+export declare function journalLegacyFileName(reservationId: string): string
+
+/**
+ * One record file parsed as core parses it (JSON; bodies as their exact wire text), or
+ * INVALID_ARGUMENT with `details.journal_error` `corrupt` / `unsupported`.
+ */
+export declare function journalParseRecord(data: Buffer): string
+
+/**
+ * The pending records under `journal_dir` (JSON array): one identity's partition when
+ * `base_url` and `api_key` are given, every partition when neither is.
+ */
+export declare function journalPending(journalDir: string, baseUrl?: string | undefined | null, apiKey?: string | undefined | null, tenant?: string | undefined | null): string
+
 /** Client settings; unset fields keep core's defaults. */
 export interface NativeClientOptions {
   /** Base URL of the Cycles server. */
@@ -164,6 +208,9 @@ export interface NativeClientOptions {
 
 /** Whether core's runtime is usable in this process. */
 export declare function runtimeOk(): boolean
+
+/** One pure timing function by name, its arguments a JSON array; the result as JSON. */
+export declare function timingCall(name: string, argsJson: string): string
 
 /** The addon's version (the crate's). */
 export declare function version(): string

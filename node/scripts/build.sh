@@ -14,4 +14,4 @@ npx napi build --platform --release --strip \
   -o native --js native.js --dts native.d.ts
 rm -rf dist
 npx tsc -p .
-node scripts/esm.mjs index testing
+node scripts/esm.mjs index testing timing journal

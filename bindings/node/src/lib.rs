@@ -6,18 +6,20 @@
 //! its promise ([`promise::Settle`]); every export catches panics ([`errors::guard`]);
 //! listeners are weak threadsafe functions.
 
-mod client;
+pub mod client;
 mod errors;
-mod lifecycle;
+pub mod journal;
+pub mod lifecycle;
 mod promise;
-mod server;
+pub mod server;
+pub mod timing;
 
 use cycles_core::runtime;
 use napi::bindgen_prelude::Object;
 use napi::Env;
 use napi_derive::napi;
 
-pub use client::{decode_captured_response, NativeClient, NativeClientOptions};
+pub use client::{NativeClient, NativeClientOptions};
 pub use lifecycle::{NativeActive, NativeLifecycle};
 pub use server::NativeLocalServer;
 
