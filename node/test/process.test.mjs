@@ -68,3 +68,56 @@ console.log("done-pending", g.settlement.status, g.settlement.journaled);
 `);
   assertExits(r, /done-pending pending true/);
 });
+
+const CJS = join(NODE_DIR, "dist", "index.js");
+const CJS_TESTING = join(NODE_DIR, "dist", "testing.js");
+const WORKER = `
+const { parentPort } = require("node:worker_threads");
+const { Client } = require(${JSON.stringify(CJS)});
+const { LocalServer } = require(${JSON.stringify(CJS_TESTING)});
+const server = new LocalServer();
+const client = new Client({ baseUrl: server.url, apiKey: server.apiKey, tenant: "acme", journalEnabled: false, onEvent: () => {} });
+(async () => {
+  for (let n = 1; ; n++) {
+    await client.guarded({ estimate: 10, action: { kind: "k", name: "n" }, actual: 1 }, async () => {
+      if (n === 3) parentPort.postMessage("busy");
+    });
+  }
+})();
+`;
+
+test("worker_threads: 4 workers terminated mid-flight; the main thread lives on and exits", () => {
+  const r = runScript(`
+import { Worker } from "node:worker_threads";
+${PRELUDE}
+const worker = ${JSON.stringify(WORKER)};
+const done = [];
+for (let i = 0; i < 4; i++) {
+  const w = new Worker(worker, { eval: true });
+  done.push(new Promise((resolve, reject) => {
+    w.on("message", () => w.terminate().then(resolve, reject));
+    w.on("error", reject);
+  }));
+}
+await Promise.all(done);
+const client = server.client({ journalEnabled: false });
+await client.guarded({ estimate: 10, action: ACTION, actual: 2 }, async () => 1);
+await client.close();
+console.log("done-workers");
+`);
+  assertExits(r, /done-workers/);
+});
+
+test("worker_threads: the addon loaded only in workers; the process exits", () => {
+  const r = runScript(`
+import { Worker } from "node:worker_threads";
+const worker = ${JSON.stringify(WORKER)};
+await new Promise((resolve, reject) => {
+  const w = new Worker(worker, { eval: true });
+  w.on("message", () => w.terminate().then(resolve, reject));
+  w.on("error", reject);
+});
+console.log("done-worker-only");
+`);
+  assertExits(r, /done-worker-only/);
+});
