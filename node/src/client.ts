@@ -77,6 +77,12 @@ export interface ReserveOptions {
   heartbeat?: boolean;
   /** What a lost heartbeat does: `warn` (default), `fail_on_finalize` or `cancel`. */
   heartbeatPolicy?: "warn" | "fail_on_finalize" | "cancel";
+  /**
+   * Aborts the reservation: already aborted, nothing is sent; aborted while reserving, the
+   * reservation is released as soon as it exists; aborted while the work runs, the work's
+   * `r.signal` aborts. A settlement is never aborted.
+   */
+  signal?: AbortSignal;
 }
 
 /** What {@link Client.guarded} takes: {@link ReserveOptions} plus the actual. */
@@ -333,10 +339,18 @@ export class Client implements AsyncDisposable {
    * available: it settles on every exit path and sets {@link currentReservation}.
    */
   async reserve(options: ReserveOptions): Promise<GuardedReservation> {
+    const signal = options.signal;
+    signal?.throwIfAborted();
     const { spec, unit } = this.spec(options);
     const lc = this.lifecycle();
     const active = await awaitNative(call(() => lc.begin(spec)));
-    return new GuardedReservation(active, unit, currentReservation());
+    const r = new GuardedReservation(active, unit, currentReservation(), signal);
+    if (signal?.aborted) {
+      // Aborted while reserving: the reservation exists now, so give it back at once.
+      await r.fail();
+      throw signal.reason;
+    }
+    return r;
   }
 
   /**
@@ -360,6 +374,35 @@ export class Client implements AsyncDisposable {
     }
     await r.finish();
     return result;
+  }
+
+  /**
+   * Meters a stream: reserves on the first pull, yields every item of `source` while adding
+   * `usage(item)` to the actual (starting from 0), and settles when the stream ends — also
+   * when the consumer stops early (`break`) or the source throws (what was added so far is
+   * settled; the source's error propagates). `onReservation` receives the reservation once
+   * it exists, so its `settlement` can be read after the loop.
+   */
+  async *stream<T>(
+    options: ReserveOptions & { onReservation?: (r: GuardedReservation) => void },
+    source: AsyncIterable<T> | Iterable<T>,
+    usage: (item: T) => number | bigint | M.Amount,
+  ): AsyncGenerator<T, void, undefined> {
+    const r = await this.reserve(options);
+    options.onReservation?.(r);
+    r.setActual(0);
+    let ok = false;
+    try {
+      for await (const item of source) {
+        r.add(usage(item));
+        yield item;
+      }
+      ok = true;
+    } finally {
+      // A consumer's break lands here too (ok stays false): settle what was used either way.
+      if (ok) await r.finish();
+      else await r.fail();
+    }
   }
 
   /** `fn` wrapped so every call runs {@link guarded} (the estimate may be a function of the arguments). */

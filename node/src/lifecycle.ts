@@ -184,6 +184,8 @@ export class GuardedReservation implements AsyncDisposable {
   /** `[errorKind, message]` when a release after failed work failed. */
   releaseError: [string, string] | null = null;
   private finishing: Promise<void> | null = null;
+  private readonly abort = new AbortController();
+  private readonly unlink: () => void = () => undefined;
 
   /** @internal */
   constructor(
@@ -192,7 +194,27 @@ export class GuardedReservation implements AsyncDisposable {
     readonly unit: string,
     /** The reservation current when this one started. @internal */
     readonly outer: GuardedReservation | null,
-  ) {}
+    signal?: AbortSignal,
+  ) {
+    if (signal) {
+      const forward = (): void => this.abort.abort(signal.reason);
+      if (signal.aborted) forward();
+      else {
+        signal.addEventListener("abort", forward, { once: true });
+        // Dropped when the reservation ends, so a long-lived signal holds no finished one.
+        this.unlink = () => signal.removeEventListener("abort", forward);
+      }
+    }
+  }
+
+  /**
+   * Aborts when the `signal` given to `reserve`/`guarded` aborts while the work runs: long
+   * work should watch it (pass it to `fetch`, check `aborted`). The settlement that follows
+   * is never aborted.
+   */
+  get signal(): AbortSignal {
+    return this.abort.signal;
+  }
 
   /** The server's reservation id. */
   get reservationId(): string {
@@ -285,6 +307,7 @@ export class GuardedReservation implements AsyncDisposable {
   }
 
   private async settle(succeeded: boolean): Promise<void> {
+    this.unlink();
     const text = await awaitNative(call(() => this.native.finish(succeeded)));
     this.apply(JSON.parse(text) as Raw, succeeded);
   }

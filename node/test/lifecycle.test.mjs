@@ -160,3 +160,62 @@ test("flush, drain and close return drain reports", async () => {
   assert.equal(closed.clean, true);
   assert.equal(await c.close(), closed, "idempotent");
 });
+
+test("AbortSignal: aborted before the call sends nothing", async () => {
+  const sent = server.requests().length;
+  const ac = new AbortController();
+  ac.abort(new Error("stop"));
+  await assert.rejects(client.guarded({ estimate: 1000, action: ACTION, signal: ac.signal }, async () => 1), /stop/);
+  await assert.rejects(client.reserve({ estimate: 1000, action: ACTION, signal: AbortSignal.abort() }), (e) => e.name === "AbortError");
+  assert.equal(server.requests().length, sent, "no request reached the server");
+});
+
+test("AbortSignal: aborting the work aborts r.signal; known usage is still settled", async () => {
+  const ac = new AbortController();
+  let rid;
+  await assert.rejects(
+    client.guarded({ estimate: 1000, action: ACTION, signal: ac.signal }, async (r) => {
+      rid = r.reservationId;
+      r.add(5);
+      setTimeout(() => ac.abort(new Error("user gave up")), 5);
+      await new Promise((resolve, reject) => r.signal.addEventListener("abort", () => reject(r.signal.reason), { once: true }));
+    }),
+    /user gave up/,
+  );
+  assert.equal(committed(rid).amount, 5, "the settlement was not aborted");
+});
+
+test("AbortSignal: aborted while reserving releases the reservation at once", async () => {
+  const ac = new AbortController();
+  const p = client.reserve({ estimate: 1000, action: ACTION, signal: ac.signal });
+  ac.abort(new Error("too late"));
+  await assert.rejects(p, /too late/);
+  const last = server.ledger().filter((e) => e.kind === "reserve").at(-1);
+  assert.ok(server.ledger().some((e) => e.kind === "release" && e.reservation_id === last.reservation_id));
+});
+
+test("stream: usage accumulates per item and settles at the end, on break, and on error", async () => {
+  async function* tokens(n, failAt = -1) {
+    for (let i = 0; i < n; i++) {
+      if (i === failAt) throw new Error("source broke");
+      await sleep(1);
+      yield { text: `t${i}`, tokens: 10 };
+    }
+  }
+  let r;
+  const got = [];
+  for await (const chunk of client.stream({ estimate: 1000, action: ACTION, onReservation: (x) => (r = x) }, tokens(4), (c) => c.tokens)) got.push(chunk.text);
+  assert.deepEqual(got, ["t0", "t1", "t2", "t3"]);
+  assert.equal(r.settlement.status, "committed");
+  assert.equal(committed(r.reservationId).amount, 40);
+
+  for await (const chunk of client.stream({ estimate: 1000, action: ACTION, onReservation: (x) => (r = x) }, tokens(10), (c) => c.tokens)) {
+    if (chunk.text === "t1") break;
+  }
+  assert.equal(committed(r.reservationId).amount, 20, "a consumer's break settles what was used");
+
+  await assert.rejects(async () => {
+    for await (const _ of client.stream({ estimate: 1000, action: ACTION, onReservation: (x) => (r = x) }, tokens(5, 3), (c) => c.tokens)) void _;
+  }, /source broke/);
+  assert.equal(committed(r.reservationId).amount, 30);
+});
