@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 if [ ! -d node_modules/@napi-rs/cli ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   npm ci --no-audit --no-fund --prefer-offline
 fi
-npx napi build --platform --release --strip \
+npx napi build --platform --release \
   --manifest-path ../bindings/node/Cargo.toml --package-json-path package.json \
   -o native --js native.js --dts native.d.ts
 rm -rf dist
