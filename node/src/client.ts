@@ -344,7 +344,8 @@ export class Client implements AsyncDisposable {
     const { spec, unit } = this.spec(options);
     const lc = this.lifecycle();
     const active = await awaitNative(call(() => lc.begin(spec)));
-    const r = new GuardedReservation(active, unit, currentReservation(), signal);
+    const cancel = options.heartbeatPolicy === "cancel" && options.heartbeat !== false;
+    const r = new GuardedReservation(active, unit, currentReservation(), signal, cancel);
     if (signal?.aborted) {
       // Aborted while reserving: the reservation exists now, so give it back at once.
       await r.fail();

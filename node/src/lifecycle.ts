@@ -125,6 +125,17 @@ function leaseOf(d: Raw | null | undefined): LeaseInfo | null {
 
 const CURRENT = new AsyncLocalStorage<GuardedReservation>();
 
+/** How often a `cancel`-policy reservation checks core's cancellation flag. */
+const CANCEL_POLL_MS = 50;
+
+/** The reason of `r.signal` when the heartbeat lost the lease under the `cancel` policy. */
+export class CancelledByHeartbeatError extends Error {
+  constructor(readonly reservationId: string) {
+    super(`the heartbeat of reservation ${reservationId} stopped: the work is cancelled (cancel policy)`);
+    this.name = "CancelledByHeartbeatError";
+  }
+}
+
 /**
  * The guarded reservation whose callback is running in this async context
  * (`client.guarded` / `client.wrap`), or null. Nested guards see the innermost; concurrent
@@ -186,6 +197,7 @@ export class GuardedReservation implements AsyncDisposable {
   private finishing: Promise<void> | null = null;
   private readonly abort = new AbortController();
   private readonly unlink: () => void = () => undefined;
+  private watch: NodeJS.Timeout | null = null;
 
   /** @internal */
   constructor(
@@ -195,7 +207,19 @@ export class GuardedReservation implements AsyncDisposable {
     /** The reservation current when this one started. @internal */
     readonly outer: GuardedReservation | null,
     signal?: AbortSignal,
+    watchCancel = false,
   ) {
+    if (watchCancel) {
+      // Under the `cancel` policy a lost lease sets core's cancellation flag; polled here
+      // (unref'd: it never keeps the process alive) so `signal` aborts with it.
+      this.watch = setInterval(() => {
+        if (this.native.cancelled) {
+          this.stopWatch();
+          this.abort.abort(new CancelledByHeartbeatError(this.reservationId));
+        }
+      }, CANCEL_POLL_MS);
+      this.watch.unref();
+    }
     if (signal) {
       const forward = (): void => this.abort.abort(signal.reason);
       if (signal.aborted) forward();
@@ -208,9 +232,10 @@ export class GuardedReservation implements AsyncDisposable {
   }
 
   /**
-   * Aborts when the `signal` given to `reserve`/`guarded` aborts while the work runs: long
-   * work should watch it (pass it to `fetch`, check `aborted`). The settlement that follows
-   * is never aborted.
+   * Aborts when the `signal` given to `reserve`/`guarded` aborts while the work runs, or
+   * (under the `cancel` heartbeat policy) when the lease is lost, with a
+   * {@link CancelledByHeartbeatError}: long work should watch it (pass it to `fetch`, check
+   * `aborted`). The settlement that follows is never aborted.
    */
   get signal(): AbortSignal {
     return this.abort.signal;
@@ -306,8 +331,14 @@ export class GuardedReservation implements AsyncDisposable {
     return this.finishing;
   }
 
+  private stopWatch(): void {
+    if (this.watch !== null) clearInterval(this.watch);
+    this.watch = null;
+  }
+
   private async settle(succeeded: boolean): Promise<void> {
     this.unlink();
+    this.stopWatch();
     const text = await awaitNative(call(() => this.native.finish(succeeded)));
     this.apply(JSON.parse(text) as Raw, succeeded);
   }

@@ -219,3 +219,61 @@ test("stream: usage accumulates per item and settles at the end, on break, and o
   }, /source broke/);
   assert.equal(committed(r.reservationId).amount, 30);
 });
+
+test("cancel policy: a lost lease aborts r.signal; what was used is still settled", async () => {
+  const seen = [];
+  const c = server.client({ journalDir: journalDir(), requestTimeoutMs: 500, onEvent: (e) => seen.push(e) });
+  server.addFault({ operation: "extendReservation", fault: { kind: "error", status: 409, code: "RESERVATION_FINALIZED" }, times: 0 });
+  try {
+    let r;
+    await assert.rejects(
+      c.guarded({ estimate: 100, action: ACTION, ttlMs: 2000, heartbeatPolicy: "cancel" }, async (g) => {
+        r = g;
+        g.add(9);
+        await new Promise((resolve, reject) => {
+          const t = setTimeout(() => resolve("not cancelled"), 3000);
+          g.signal.addEventListener("abort", () => (clearTimeout(t), reject(g.signal.reason)), { once: true });
+        });
+      }),
+      (e) => e.name === "CancelledByHeartbeatError" && e.reservationId === r.reservationId,
+    );
+    assert.equal(r.cancelled, true);
+    assert.equal(r.lease.stoppedEarly, true);
+    assert.deepEqual([r.lease.end, r.lease.stopReason, r.lease.stopDetail], ["stopped", "permanent", { code: "RESERVATION_FINALIZED" }]);
+    assert.equal(r.settlement.status, "committed");
+    assert.equal(committed(r.reservationId).amount, 9);
+  } finally {
+    server.clearFaults();
+    await c.close();
+  }
+  const failed = seen.find((e) => e.kind === "heartbeat_failed");
+  assert.ok(failed, JSON.stringify(seen.map((e) => e.kind)));
+  assert.equal(failed.level, "error");
+});
+
+test("fail_on_finalize: settles, then throws HeartbeatLapsedError", async () => {
+  const c = server.client({ journalDir: journalDir(), requestTimeoutMs: 500 });
+  server.addFault({ operation: "extendReservation", fault: { kind: "error", status: 409, code: "RESERVATION_FINALIZED" }, times: 0 });
+  try {
+    let r;
+    await assert.rejects(
+      c.guarded({ estimate: 100, action: ACTION, ttlMs: 2000, heartbeatPolicy: "fail_on_finalize", actual: 40 }, async (g) => {
+        r = g;
+        await sleep(1600);
+      }),
+      (e) => {
+        assert.equal(e.name, "HeartbeatLapsedError");
+        assert.equal(e.errorName, "HEARTBEAT_LAPSED");
+        assert.equal(e.reservationId, r.reservationId);
+        assert.equal(e.reason, "permanent");
+        assert.equal(e.settlement.status, "committed");
+        return true;
+      },
+    );
+    assert.equal(r.outcome, "heartbeat_lapsed");
+    assert.equal(committed(r.reservationId).amount, 40);
+  } finally {
+    server.clearFaults();
+    await c.close();
+  }
+});
