@@ -61,6 +61,9 @@ fi
 
 step "C: libcycles header drift, installed tree, CTest plain / valgrind / ASAN+UBSan, quick start"; bash bindings/c/scripts/test.sh
 
+step "Node: build the addon, tsc, node:test suite (count checked), drift check, install check"
+bash node/scripts/test.sh
+
 step "local server fidelity against the OpenAPI spec (schemathesis)"
 bash conformance/fidelity/run.sh
 

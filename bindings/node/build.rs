@@ -1,0 +1,4 @@
+//! napi's link setup (Node symbols resolved at load time).
+fn main() {
+    napi_build::setup();
+}

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The Node package's whole check: build (addon, loader, TypeScript), the generated-surface
+# drift check, the node:test suite with its test count checked, the install check.
+# Honours CARGO_TARGET_DIR. Usage: node/scripts/test.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# node --test passes silently when nothing matches: the suite must run exactly this many.
+EXPECTED_TESTS=50
+# The client and lifecycle suites again against the local server's reference mode.
+REFERENCE_SUITES=(test/operations.test.mjs test/lifecycle.test.mjs)
+EXPECTED_REFERENCE_TESTS=25
+
+bash scripts/build.sh
+
+# The generated loader and .d.ts are committed: a build that changes them fails here.
+if git rev-parse --git-dir >/dev/null 2>&1; then
+  if ! git diff --exit-code -- native/native.js native/native.d.ts; then
+    echo "node/native/native.{js,d.ts} drifted from the addon: commit the regenerated files" >&2
+    exit 1
+  fi
+fi
+
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+
+# Runs node --test on the given files; fails unless exactly $1 tests ran and all passed.
+run_suite() {
+  local expected="$1"
+  shift
+  set +e
+  node --test --test-reporter=tap "$@" >"$log" 2>&1
+  local status=$?
+  set -e
+  grep -E '^(not ok|# (tests|pass|fail|skipped|todo|cancelled) )' "$log" || true
+  pass="$(sed -n 's/^# pass //p' "$log" | tail -1)"
+  local fail
+  fail="$(sed -n 's/^# fail //p' "$log" | tail -1)"
+  if [ "$status" -ne 0 ] || [ "${fail:-1}" != 0 ]; then
+    cat "$log" >&2
+    echo "node tests failed" >&2
+    exit 1
+  fi
+  if [ "${pass:-0}" != "$expected" ]; then
+    echo "expected $expected node tests to pass, ${pass:-0} did" >&2
+    exit 1
+  fi
+}
+
+run_suite "$EXPECTED_TESTS" test/*.test.mjs
+total="$pass"
+echo "-- again against the local server's reference mode"
+CYCLES_TEST_SERVER_MODE=reference run_suite "$EXPECTED_REFERENCE_TESTS" "${REFERENCE_SUITES[@]}"
+total=$((total + pass))
+
+bash scripts/install-check.sh
+echo "${total} passed, 0 failed"

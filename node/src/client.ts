@@ -1,0 +1,470 @@
+/**
+ * {@link Client}: every runtime operation of the Cycles protocol, and the guarded
+ * lifecycle (reserve, heartbeat, settle) on core's runtime.
+ * @module
+ */
+import { randomUUID } from "node:crypto";
+
+import { InvalidArgumentError, awaitNative, call } from "./errors";
+import { DrainReport, GuardedReservation, currentReservation, drainReportOf, runWith } from "./lifecycle";
+import type * as M from "./models";
+import { fromWire, toWire } from "./models";
+import { native, type NativeClient, type NativeLifecycle } from "./native";
+
+/** One event of core's stable schema (docs/events.md), keys in camelCase. */
+export interface CyclesEvent {
+  /** `reservation_created`, `heartbeat_extended`, `settlement_settled`, ... */
+  kind: string;
+  /** `debug`, `info`, `warning` or `error`. */
+  level: string;
+  message: string;
+  reservationId?: string;
+  [field: string]: unknown;
+}
+
+/** A listener of {@link CyclesEvent}s. It never keeps the process alive. */
+export type EventListener = (event: CyclesEvent) => void;
+
+/** Settings of a {@link Client}; unset ones keep core's defaults. */
+export interface ClientOptions {
+  /** Server root (without `/v1`). */
+  baseUrl: string;
+  /** API key: sent as `X-Cycles-API-Key`, redacted from everything the server sends back. */
+  apiKey: string;
+  /** Default tenant of guarded reservations. */
+  tenant?: string;
+  /** Per-attempt request timeout. */
+  requestTimeoutMs?: number;
+  /** Connect timeout. */
+  connectTimeoutMs?: number;
+  /** Directory of the durable settlement journal. */
+  journalDir?: string;
+  /** Whether settlements are journaled before they are sent (default true). */
+  journalEnabled?: boolean;
+  /** Bound on concurrent requests. */
+  maxConcurrentRequests?: number;
+  /** Settlement attempts before a settlement stays pending. */
+  maxAttempts?: number;
+  /** How often the background replay retries pending settlements. */
+  replayIntervalMs?: number;
+  /** Bound on the drain of `close()` and of the exit hook (default 5000). */
+  closeTimeoutMs?: number;
+  /** A listener of every event (same as `client.on("event", listener)`). */
+  onEvent?: EventListener;
+}
+
+/** Options of {@link Client.fromEnv}: the `CYCLES_*` variables give the rest. */
+export type FromEnvOptions = Pick<ClientOptions, "journalDir" | "journalEnabled" | "maxAttempts" | "replayIntervalMs" | "closeTimeoutMs" | "onEvent">;
+
+/** What {@link Client.reserve} takes. */
+export interface ReserveOptions {
+  /** The estimate: an amount in `unit` (default `USD_MICROCENTS`), or an {@link M.Amount}. */
+  estimate: number | bigint | M.Amount;
+  /** What is being done. */
+  action: M.Action;
+  /** Unit of a numeric estimate. */
+  unit?: string;
+  /** Who spends (default: the client's tenant). */
+  subject?: M.Subject;
+  /** Idempotency key of the reservation (default: a fresh UUID); settlement keys derive from it. */
+  idempotencyKey?: string;
+  /** Lease length; the heartbeat extends it by this while the work runs (default 60000). */
+  ttlMs?: number;
+  gracePeriodMs?: number;
+  overagePolicy?: string;
+  metadata?: Record<string, unknown>;
+  /** Keep the lease alive while the work runs (default true). */
+  heartbeat?: boolean;
+  /** What a lost heartbeat does: `warn` (default), `fail_on_finalize` or `cancel`. */
+  heartbeatPolicy?: "warn" | "fail_on_finalize" | "cancel";
+  /**
+   * Aborts the reservation: already aborted, nothing is sent; aborted while reserving, the
+   * reservation is released as soon as it exists; aborted while the work runs, the work's
+   * `r.signal` aborts. A settlement is never aborted.
+   */
+  signal?: AbortSignal;
+}
+
+/** What {@link Client.guarded} takes: {@link ReserveOptions} plus the actual. */
+export interface GuardOptions<T> extends ReserveOptions {
+  /**
+   * The amount to settle when the work returns: a value, or a function of its result.
+   * Omitted: the work reports it itself (`r.setActual(...)` / `currentReservation()`).
+   */
+  actual?: number | bigint | M.Amount | ((result: T) => number | bigint | M.Amount);
+}
+
+/** What {@link Client.wrap} takes: the estimate may depend on the call's arguments. */
+export interface WrapOptions<A extends unknown[], T> extends Omit<GuardOptions<T>, "estimate"> {
+  estimate: number | bigint | M.Amount | ((...args: A) => number | bigint | M.Amount);
+}
+
+const DEFAULT_CLOSE_TIMEOUT_MS = 5000;
+/** How long close() waits for the last events after the drain. */
+const EVENTS_END_WAIT_MS = 1000;
+
+const POLICIES = new Set(["warn", "fail_on_finalize", "cancel"]);
+
+// Clients with a lifecycle, closed within their bound when the event loop empties.
+const OPEN = new Set<Client>();
+let hooked = false;
+
+function hookExit(): void {
+  if (hooked) return;
+  hooked = true;
+  // beforeExit runs when the loop is empty (not on process.exit() or signals): a bounded
+  // courtesy drain; the journal keeps whatever it could not settle for the next process.
+  process.on("beforeExit", () => {
+    for (const c of OPEN) void c.close().catch(() => undefined);
+  });
+}
+
+function intOrAmount(v: number | bigint | M.Amount, unit: string): M.Amount {
+  if (typeof v === "object" && v !== null) return v;
+  if (typeof v === "bigint") {
+    if (v > BigInt(Number.MAX_SAFE_INTEGER) || v < 0n) throw new InvalidArgumentError("estimate must be a safe non-negative integer");
+    return { unit, amount: Number(v) };
+  }
+  if (typeof v !== "number" || !Number.isSafeInteger(v)) {
+    throw new InvalidArgumentError("estimate must be a safe integer, a bigint or an Amount");
+  }
+  return { unit, amount: v };
+}
+
+/**
+ * A client of one Cycles server. Every operation returns a promise; the guarded lifecycle
+ * ({@link reserve}, {@link guarded}, {@link wrap}) reserves, keeps the lease alive on
+ * core's runtime, and settles through the durable journal.
+ *
+ * Nothing it runs in the background keeps the process alive; {@link close} (or the exit
+ * hook, within `closeTimeoutMs`) drains pending settlements.
+ */
+export class Client implements AsyncDisposable {
+  private readonly native: NativeClient;
+  private lc: NativeLifecycle | null = null;
+  private readonly listeners = new Set<EventListener>();
+  private readonly maxAttempts: number | undefined;
+  private readonly replayIntervalMs: number | undefined;
+  private readonly closeTimeoutMs: number;
+  private eventsEnded: Promise<void> | null = null;
+  private endEvents: (() => void) | null = null;
+  private closing: Promise<DrainReport | null> | null = null;
+
+  /** A client of explicit settings. */
+  constructor(options: ClientOptions);
+  /** @internal */
+  constructor(options: ClientOptions, nativeClient: NativeClient);
+  constructor(options: ClientOptions, nativeClient?: NativeClient) {
+    this.native =
+      nativeClient ??
+      call(
+        () =>
+          new native.NativeClient({
+            baseUrl: options.baseUrl,
+            apiKey: options.apiKey,
+            tenant: options.tenant,
+            requestTimeoutMs: options.requestTimeoutMs,
+            connectTimeoutMs: options.connectTimeoutMs,
+            journalDir: options.journalDir,
+            journalEnabled: options.journalEnabled,
+            maxConcurrentRequests: options.maxConcurrentRequests,
+          }),
+      );
+    this.maxAttempts = options.maxAttempts;
+    this.replayIntervalMs = options.replayIntervalMs;
+    this.closeTimeoutMs = options.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS;
+    if (options.onEvent) this.listeners.add(options.onEvent);
+  }
+
+  /** A client of the `CYCLES_*` environment variables (`CYCLES_BASE_URL`, `CYCLES_API_KEY`, ...). */
+  static fromEnv(options: FromEnvOptions = {}): Client {
+    const n = call(() => native.NativeClient.fromEnv(options.journalDir, options.journalEnabled));
+    return new Client({ ...options, baseUrl: n.baseUrl, apiKey: "" }, n);
+  }
+
+  /** Server root. */
+  get baseUrl(): string {
+    return this.native.baseUrl;
+  }
+  /** Default tenant. */
+  get tenant(): string | null {
+    return this.native.tenant;
+  }
+  /** Journal directory in use. */
+  get journalDir(): string {
+    return this.native.journalDir;
+  }
+  /** Whether settlements are journaled. */
+  get journalEnabled(): boolean {
+    return this.native.journalEnabled;
+  }
+  /** Per-attempt request timeout. */
+  get requestTimeoutMs(): number {
+    return this.native.requestTimeoutMs;
+  }
+  /** Whether {@link close} was called. */
+  get closed(): boolean {
+    return this.native.closed;
+  }
+
+  /** Adds an event listener. Listener errors are reported as process warnings. */
+  on(event: "event", listener: EventListener): this {
+    if (event !== "event") throw new InvalidArgumentError(`unknown event ${String(event)}`);
+    this.listeners.add(listener);
+    return this;
+  }
+
+  /** Removes an event listener. */
+  off(event: "event", listener: EventListener): this {
+    if (event === "event") this.listeners.delete(listener);
+    return this;
+  }
+
+  private dispatch(batch: string | null): void {
+    if (batch === null) {
+      this.endEvents?.();
+      return;
+    }
+    for (const raw of JSON.parse(batch) as unknown[]) {
+      const e = fromWire<CyclesEvent>(raw);
+      for (const l of this.listeners) {
+        try {
+          l(e);
+        } catch (err) {
+          process.emitWarning(`a cycles event listener threw: ${String(err)}`);
+        }
+      }
+    }
+  }
+
+  private lifecycle(): NativeLifecycle {
+    if (this.lc === null) {
+      this.eventsEnded = new Promise((resolve) => (this.endEvents = resolve));
+      this.lc = call(() =>
+        this.native.lifecycle(this.maxAttempts, this.replayIntervalMs, (batch) => this.dispatch(batch)),
+      );
+      OPEN.add(this);
+      hookExit();
+    }
+    return this.lc;
+  }
+
+  private async op<T>(name: string, args: unknown): Promise<T> {
+    const text = await awaitNative(call(() => this.native.call(name, JSON.stringify(args))));
+    const env = JSON.parse(text) as { status: number; request_id: string | null; trace_id: string | null; rtt_us: number; body: unknown };
+    const body = fromWire<Record<string, unknown>>(env.body);
+    if (Array.isArray(body)) return body as T; // list_reservations_all: the rows
+    const meta: M.ResponseMeta = { status: env.status, requestId: env.request_id, traceId: env.trace_id, rttUs: env.rtt_us };
+    return { ...body, meta } as T;
+  }
+
+  /** Reserves budget (`POST /v1/reservations`). A DENY is a result, not an error. */
+  createReservation(request: M.ReservationCreateRequest): Promise<M.ReservationCreated> {
+    return this.op("create_reservation", toWire(request));
+  }
+  /** Commits the actual amount of a reservation. */
+  commitReservation(reservationId: string, request: M.CommitRequest): Promise<M.CommitResult> {
+    return this.op("commit_reservation", { reservation_id: reservationId, request: toWire(request) });
+  }
+  /** Releases a reservation. */
+  releaseReservation(reservationId: string, request: M.ReleaseRequest): Promise<M.ReleaseResult> {
+    return this.op("release_reservation", { reservation_id: reservationId, request: toWire(request) });
+  }
+  /** Extends a reservation's lease. */
+  extendReservation(reservationId: string, request: M.ExtendRequest): Promise<M.ExtendResult> {
+    return this.op("extend_reservation", { reservation_id: reservationId, request: toWire(request) });
+  }
+  /** Asks for a decision without reserving. */
+  decide(request: M.DecisionRequest): Promise<M.DecisionResult> {
+    return this.op("decide", toWire(request));
+  }
+  /** Records spend without a reservation. */
+  createEvent(request: M.EventCreateRequest): Promise<M.EventResult> {
+    return this.op("create_event", toWire(request));
+  }
+  /** Balances of the scopes matching a query. */
+  getBalances(query: M.BalanceQuery): Promise<M.BalancesResult> {
+    return this.op("get_balances", toWire(query));
+  }
+  /** One page of reservations. */
+  listReservations(query: M.ListReservationsQuery = {}): Promise<M.ReservationPage> {
+    return this.op("list_reservations", toWire(query));
+  }
+  /** Every page of reservations (at most `maxPages`, default 100), as one array. */
+  async listAllReservations(query: M.ListReservationsQuery & { maxPages?: number } = {}): Promise<M.Reservation[]> {
+    return this.op<M.Reservation[]>("list_reservations_all", toWire(query));
+  }
+  /** One reservation. */
+  getReservation(reservationId: string): Promise<M.ReservationResult> {
+    return this.op("get_reservation", { reservation_id: reservationId });
+  }
+  /** One signed evidence envelope. */
+  getEvidence(evidenceId: string): Promise<M.EvidenceEnvelope> {
+    return this.op("get_evidence", { evidence_id: evidenceId });
+  }
+  /** The server's evidence signing keys. */
+  getEvidenceJwks(): Promise<M.EvidenceJwks> {
+    return this.op("get_evidence_jwks", {});
+  }
+
+  private spec(o: ReserveOptions): { spec: string; unit: string } {
+    const policy = o.heartbeatPolicy ?? "warn";
+    if (!POLICIES.has(policy)) {
+      throw new InvalidArgumentError(`heartbeatPolicy must be warn, fail_on_finalize or cancel, not ${JSON.stringify(policy)}`);
+    }
+    if (!o.action || typeof o.action !== "object") throw new InvalidArgumentError("action is required ({kind, name})");
+    const estimate = intOrAmount(o.estimate, o.unit ?? "USD_MICROCENTS");
+    if (o.unit !== undefined && estimate.unit !== o.unit) throw new InvalidArgumentError("unit differs from the estimate's unit");
+    const subject = o.subject ?? (this.tenant !== null ? { tenant: this.tenant } : undefined);
+    if (subject === undefined) throw new InvalidArgumentError("a subject is required when the client has no tenant");
+    const spec = {
+      idempotency_key: o.idempotencyKey ?? `cycles-${randomUUID()}`,
+      subject: toWire(subject),
+      action: toWire(o.action),
+      estimate,
+      ttl_ms: o.ttlMs,
+      grace_period_ms: o.gracePeriodMs,
+      overage_policy: o.overagePolicy,
+      metadata: o.metadata,
+      heartbeat: o.heartbeat ?? true,
+      policy,
+    };
+    return { spec: JSON.stringify(spec), unit: estimate.unit };
+  }
+
+  /**
+   * Reserves `estimate` and starts the heartbeat; resolves with the running
+   * {@link GuardedReservation}. Settle it with `await using r = await client.reserve(...)`,
+   * or `await r.finish()` / `await r.fail()`. Prefer {@link guarded} where `using` is not
+   * available: it settles on every exit path and sets {@link currentReservation}.
+   */
+  async reserve(options: ReserveOptions): Promise<GuardedReservation> {
+    const signal = options.signal;
+    signal?.throwIfAborted();
+    const { spec, unit } = this.spec(options);
+    const lc = this.lifecycle();
+    const active = await awaitNative(call(() => lc.begin(spec)));
+    const cancel = options.heartbeatPolicy === "cancel" && options.heartbeat !== false;
+    const r = new GuardedReservation(active, unit, currentReservation(), signal, cancel);
+    if (signal?.aborted) {
+      // Aborted while reserving: the reservation exists now, so give it back at once.
+      await r.fail();
+      throw signal.reason;
+    }
+    return r;
+  }
+
+  /**
+   * Runs `work` guarded: reserve, heartbeat while it runs, then settle the actual
+   * (`options.actual`, or what the work reported) — or, when the work throws, settle what is
+   * known or release, and rethrow the work's error unchanged. Inside, {@link currentReservation}
+   * is the reservation (also across awaits and in tasks the work starts).
+   */
+  async guarded<T>(options: GuardOptions<T>, work: (r: GuardedReservation) => T | Promise<T>): Promise<T> {
+    const r = await this.reserve(options);
+    let result: T;
+    try {
+      result = await runWith(r, () => work(r));
+      if (options.actual !== undefined) {
+        const a = options.actual;
+        r.setActual(typeof a === "function" ? a(result) : a);
+      }
+    } catch (e) {
+      await r.fail();
+      throw e;
+    }
+    await r.finish();
+    return result;
+  }
+
+  /**
+   * Meters a stream: reserves on the first pull, yields every item of `source` while adding
+   * `usage(item)` to the actual (starting from 0), and settles when the stream ends — also
+   * when the consumer stops early (`break`) or the source throws (what was added so far is
+   * settled; the source's error propagates). `onReservation` receives the reservation once
+   * it exists, so its `settlement` can be read after the loop.
+   */
+  async *stream<T>(
+    options: ReserveOptions & { onReservation?: (r: GuardedReservation) => void },
+    source: AsyncIterable<T> | Iterable<T>,
+    usage: (item: T) => number | bigint | M.Amount,
+  ): AsyncGenerator<T, void, undefined> {
+    const r = await this.reserve(options);
+    options.onReservation?.(r);
+    r.setActual(0);
+    let ok = false;
+    try {
+      for await (const item of source) {
+        r.add(usage(item));
+        yield item;
+      }
+      ok = true;
+    } finally {
+      // A consumer's break lands here too (ok stays false): settle what was used either way.
+      if (ok) await r.finish();
+      else await r.fail();
+    }
+  }
+
+  /** `fn` wrapped so every call runs {@link guarded} (the estimate may be a function of the arguments). */
+  wrap<A extends unknown[], T>(options: WrapOptions<A, T>, fn: (...args: A) => T | Promise<T>): (...args: A) => Promise<T> {
+    return (...args: A) => {
+      const e = options.estimate;
+      const estimate = typeof e === "function" ? e(...args) : e;
+      return this.guarded({ ...options, estimate }, () => fn(...args));
+    };
+  }
+
+  /** Replays every pending settlement of this client's server once, now. */
+  async flush(): Promise<DrainReport> {
+    const lc = this.lifecycle();
+    return drainReportOf(await awaitNative(call(() => lc.flush())));
+  }
+
+  /** Replays pending settlements until none is left or `timeoutMs` passed. */
+  async drain(timeoutMs: number): Promise<DrainReport> {
+    const lc = this.lifecycle();
+    return drainReportOf(await awaitNative(call(() => lc.drain(timeoutMs))));
+  }
+
+  /**
+   * Closes the client: stops the background replay, settles what is pending for at most
+   * `timeoutMs` (default `closeTimeoutMs`), delivers the last events; later calls throw
+   * `ClientClosedError`. Resolves with the drain report (null when the lifecycle was never
+   * used). Idempotent; what stays pending remains journaled for the next process.
+   */
+  close(timeoutMs?: number): Promise<DrainReport | null> {
+    if (this.closing === null) this.closing = this.doClose(timeoutMs ?? this.closeTimeoutMs);
+    return this.closing;
+  }
+
+  private async doClose(timeoutMs: number): Promise<DrainReport | null> {
+    OPEN.delete(this);
+    let report: DrainReport | null = null;
+    try {
+      if (this.lc !== null) {
+        const lc = this.lc;
+        report = drainReportOf(await awaitNative(call(() => lc.close(timeoutMs))));
+        // The event thread's end marker follows the drain's last events (bounded wait).
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([
+          this.eventsEnded,
+          new Promise<void>((resolve) => {
+            // Ref'd on purpose: the marker comes through a weak function, and this
+            // bounded wait is what keeps the loop turning until it arrives.
+            timer = setTimeout(resolve, EVENTS_END_WAIT_MS);
+          }),
+        ]);
+        clearTimeout(timer);
+      }
+    } finally {
+      this.native.close();
+    }
+    return report;
+  }
+
+  /** `await using client = new Client(...)`: {@link close}. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+}

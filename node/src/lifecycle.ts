@@ -1,0 +1,376 @@
+/**
+ * The guarded lifecycle's results: {@link GuardedReservation} (a running reservation and,
+ * after it finished, how it was settled), {@link Settlement}, {@link DrainReport},
+ * {@link LeaseInfo}, and {@link currentReservation} (AsyncLocalStorage).
+ * @module
+ */
+import { AsyncLocalStorage } from "node:async_hooks";
+
+import { HeartbeatLapsedError, InvalidActualError, InvalidArgumentError, MissingActualError, awaitNative, call } from "./errors";
+import type { Amount } from "./models";
+import type { NativeActive } from "./native";
+
+/** How a settlement ended (core's `SettleOutcome`). */
+export interface Settlement {
+  /**
+   * `committed` (the commit applied), `recovered_via_event` (the reservation had expired;
+   * an event recorded the spend), `pending` (not settled yet: when `journaled`, the
+   * background replay, `flush()` and `drain()` retry it with the same key) or `rejected`
+   * (a terminal rejection: `errorKind`, `httpStatus`, `errorCode` say why).
+   */
+  status: "committed" | "recovered_via_event" | "pending" | "rejected";
+  reservationId: string;
+  /** The amount applied to the budget (commit or event alike); null unless settled. */
+  charged: Amount | null;
+  reason: string | null;
+  errorKind: string | null;
+  journaled: boolean | null;
+  notBeforeMs: number | null;
+  httpStatus: number | null;
+  errorCode: string | null;
+  /** The server's response as received (wire keys). */
+  body: Record<string, unknown> | null;
+  /** True when committed or recovered via event. */
+  settled: boolean;
+}
+
+/** A settlement still pending in the journal. */
+export interface PendingSettlement {
+  reservationId: string;
+  mode: string;
+  recordedAtMs: number;
+  notBeforeMs: number | null;
+  file: string;
+}
+
+/** What a flush, drain or close did. */
+export interface DrainReport {
+  outcomes: Settlement[];
+  remaining: PendingSettlement[];
+  quarantined: string[];
+  /** How many outcomes settled. */
+  settled: number;
+  /** Nothing remains and nothing was quarantined. */
+  clean: boolean;
+}
+
+/** What the heartbeat did. */
+export interface LeaseInfo {
+  extensions: number;
+  failures: number;
+  /** `primary` or `fallback`. */
+  path: string;
+  stoppedEarly: boolean;
+  /** `finished` (stopped with its work) or `stopped` (by the planner). */
+  end: string;
+  stopReason: string | null;
+  stopDetail: Record<string, unknown> | null;
+  lastError: [string, string] | null;
+}
+
+type Raw = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+/** @internal */
+export function settlementOf(reservationId: string, d: Raw): Settlement {
+  const c = d.charged as Raw | null | undefined;
+  return {
+    status: d.status,
+    reservationId,
+    charged: c ? { unit: c.unit, amount: c.amount } : null,
+    reason: d.reason ?? null,
+    errorKind: d.error_kind ?? null,
+    journaled: d.journaled ?? null,
+    notBeforeMs: d.not_before_ms ?? null,
+    httpStatus: d.http_status ?? null,
+    errorCode: d.error_code ?? null,
+    body: d.body ?? null,
+    settled: d.status === "committed" || d.status === "recovered_via_event",
+  };
+}
+
+/** @internal */
+export function drainReportOf(text: string): DrainReport {
+  const d = JSON.parse(text) as Raw;
+  const outcomes = (d.outcomes as Raw[]).map((o) => settlementOf(o.reservation_id, o.settlement));
+  const remaining = (d.remaining as Raw[]).map((p) => ({
+    reservationId: p.reservation_id,
+    mode: p.mode,
+    recordedAtMs: p.recorded_at_ms,
+    notBeforeMs: p.not_before_ms ?? null,
+    file: p.file,
+  }));
+  const quarantined = d.quarantined as string[];
+  return {
+    outcomes,
+    remaining,
+    quarantined,
+    settled: outcomes.filter((o) => o.settled).length,
+    clean: remaining.length === 0 && quarantined.length === 0,
+  };
+}
+
+function leaseOf(d: Raw | null | undefined): LeaseInfo | null {
+  if (!d) return null;
+  return {
+    extensions: d.extensions,
+    failures: d.failures,
+    path: d.path,
+    stoppedEarly: d.stopped_early,
+    end: d.end,
+    stopReason: d.stop_reason ?? null,
+    stopDetail: d.stop_detail ?? null,
+    lastError: d.last_error ?? null,
+  };
+}
+
+const CURRENT = new AsyncLocalStorage<GuardedReservation>();
+
+/** How often a `cancel`-policy reservation checks core's cancellation flag. */
+const CANCEL_POLL_MS = 50;
+
+/** The reason of `r.signal` when the heartbeat lost the lease under the `cancel` policy. */
+export class CancelledByHeartbeatError extends Error {
+  constructor(readonly reservationId: string) {
+    super(`the heartbeat of reservation ${reservationId} stopped: the work is cancelled (cancel policy)`);
+    this.name = "CancelledByHeartbeatError";
+  }
+}
+
+/**
+ * The guarded reservation whose callback is running in this async context
+ * (`client.guarded` / `client.wrap`), or null. Nested guards see the innermost; concurrent
+ * tasks each see their own. Settlement never depends on it.
+ */
+export function currentReservation(): GuardedReservation | null {
+  let r = CURRENT.getStore() ?? null;
+  // A task started inside a guard may outlive it: skip finished ones.
+  while (r !== null && r.finished) r = r.outer;
+  return r;
+}
+
+/** Runs `fn` with `r` as the current reservation. @internal */
+export function runWith<T>(r: GuardedReservation, fn: () => T): T {
+  return CURRENT.run(r, fn);
+}
+
+/** @internal */
+export function currentStore(): GuardedReservation | null {
+  return currentReservation();
+}
+
+function exactAmount(amount: number | bigint | Amount, unit: string): number {
+  let n: number | bigint;
+  if (typeof amount === "object" && amount !== null) {
+    if (amount.unit !== unit) {
+      throw new InvalidArgumentError(`actual unit ${amount.unit} differs from the estimate's ${unit}`);
+    }
+    n = amount.amount;
+  } else {
+    n = amount;
+  }
+  if (typeof n === "bigint") {
+    if (n > BigInt(Number.MAX_SAFE_INTEGER) || n < BigInt(Number.MIN_SAFE_INTEGER)) {
+      throw new InvalidArgumentError("an actual amount must be within ±(2^53 - 1)");
+    }
+    return Number(n);
+  }
+  if (typeof n !== "number" || !Number.isSafeInteger(n)) {
+    throw new InvalidArgumentError("an actual amount must be a safe integer (a number, a bigint or an Amount)");
+  }
+  return n;
+}
+
+/**
+ * A reservation whose work is running. Report usage with {@link setActual} or {@link add};
+ * after it finished, {@link outcome}, {@link settlement} and {@link lease} tell what
+ * happened. With `await using` it settles when the scope ends.
+ */
+export class GuardedReservation implements AsyncDisposable {
+  /** `settled`, `work_failed`, `missing_actual`, `invalid_actual` or `heartbeat_lapsed` (null while running). */
+  outcome: string | null = null;
+  /** The settlement (null while running, after a release, or when nothing was sent). */
+  settlement: Settlement | null = null;
+  /** What the heartbeat did (null while running or when disabled). */
+  lease: LeaseInfo | null = null;
+  /** `[errorKind, message]` when a release after failed work failed. */
+  releaseError: [string, string] | null = null;
+  private finishing: Promise<void> | null = null;
+  private readonly abort = new AbortController();
+  private readonly unlink: () => void = () => undefined;
+  private watch: NodeJS.Timeout | null = null;
+
+  /** @internal */
+  constructor(
+    private readonly native: NativeActive,
+    /** The unit of the estimate; actual amounts are in it. */
+    readonly unit: string,
+    /** The reservation current when this one started. @internal */
+    readonly outer: GuardedReservation | null,
+    signal?: AbortSignal,
+    watchCancel = false,
+  ) {
+    if (watchCancel) {
+      // Under the `cancel` policy a lost lease sets core's cancellation flag; polled here
+      // (unref'd: it never keeps the process alive) so `signal` aborts with it.
+      this.watch = setInterval(() => {
+        if (this.native.cancelled) {
+          this.stopWatch();
+          this.abort.abort(new CancelledByHeartbeatError(this.reservationId));
+        }
+      }, CANCEL_POLL_MS);
+      this.watch.unref();
+    }
+    if (signal) {
+      const forward = (): void => this.abort.abort(signal.reason);
+      if (signal.aborted) forward();
+      else {
+        signal.addEventListener("abort", forward, { once: true });
+        // Dropped when the reservation ends, so a long-lived signal holds no finished one.
+        this.unlink = () => signal.removeEventListener("abort", forward);
+      }
+    }
+  }
+
+  /**
+   * Aborts when the `signal` given to `reserve`/`guarded` aborts while the work runs, or
+   * (under the `cancel` heartbeat policy) when the lease is lost, with a
+   * {@link CancelledByHeartbeatError}: long work should watch it (pass it to `fetch`, check
+   * `aborted`). The settlement that follows is never aborted.
+   */
+  get signal(): AbortSignal {
+    return this.abort.signal;
+  }
+
+  /** The server's reservation id. */
+  get reservationId(): string {
+    return this.native.reservationId;
+  }
+
+  /** The actual amount reported so far, if any. */
+  get actual(): number | null {
+    return this.native.actual();
+  }
+
+  /** True once the heartbeat stopped abnormally under the `cancel` policy: stop the work. */
+  get cancelled(): boolean {
+    return this.native.cancelled;
+  }
+
+  /** True once finished. */
+  get finished(): boolean {
+    return this.native.finished;
+  }
+
+  /** True when the work failed before any actual and the reservation was released. */
+  get released(): boolean {
+    return this.outcome === "work_failed" && this.settlement === null && this.releaseError === null;
+  }
+
+  /** Sets the actual amount (in the estimate's unit), replacing anything before. */
+  setActual(amount: number | bigint | Amount): void {
+    const n = exactAmount(amount, this.unit);
+    call(() => this.native.setActual(n));
+  }
+
+  /** Adds to the actual amount (streaming); whatever is known when it ends is settled. */
+  add(amount: number | bigint | Amount): void {
+    const n = exactAmount(amount, this.unit);
+    call(() => this.native.add(n));
+  }
+
+  /** Metrics sent with the commit (camelCase standard metrics; `custom` kept as given). */
+  setMetrics(metrics: import("./models").StandardMetrics): void {
+    const m = {
+      tokens_input: metrics.tokensInput,
+      tokens_output: metrics.tokensOutput,
+      latency_ms: metrics.latencyMs,
+      model_version: metrics.modelVersion,
+      custom: metrics.custom,
+    };
+    call(() => this.native.setMetrics(JSON.stringify(m)));
+  }
+
+  /** Commit-time metadata (a JSON-serialisable object), sent exactly as `JSON.stringify` writes it. */
+  setMetadata(metadata: Record<string, unknown>): void {
+    if (metadata === null || typeof metadata !== "object" || Array.isArray(metadata)) {
+      throw new InvalidArgumentError("metadata must be an object");
+    }
+    call(() => this.native.setMetadata(JSON.stringify(metadata)));
+  }
+
+  /**
+   * Ends the work as succeeded: settles the known actual (journaled first). Throws
+   * {@link MissingActualError} when no actual was reported, {@link InvalidActualError} for a
+   * negative one, {@link HeartbeatLapsedError} under `fail_on_finalize`. Idempotent.
+   */
+  async finish(): Promise<void> {
+    return this.end(true);
+  }
+
+  /**
+   * Ends the work as failed: the known actual is still settled, otherwise the reservation
+   * is released. Never throws for the work's sake. Idempotent.
+   */
+  async fail(): Promise<void> {
+    return this.end(false);
+  }
+
+  /**
+   * `await using`: a disposer cannot see whether its scope threw, so a known actual is
+   * settled and a reservation without one is released (call {@link finish} to get
+   * {@link MissingActualError} instead).
+   */
+  async [Symbol.asyncDispose](): Promise<void> {
+    if (this.finishing === null) await this.end(this.actual !== null);
+    else await this.finishing.catch(() => undefined);
+  }
+
+  /** @internal */
+  end(succeeded: boolean): Promise<void> {
+    if (this.finishing === null) this.finishing = this.settle(succeeded);
+    return this.finishing;
+  }
+
+  private stopWatch(): void {
+    if (this.watch !== null) clearInterval(this.watch);
+    this.watch = null;
+  }
+
+  private async settle(succeeded: boolean): Promise<void> {
+    this.unlink();
+    this.stopWatch();
+    const text = await awaitNative(call(() => this.native.finish(succeeded)));
+    this.apply(JSON.parse(text) as Raw, succeeded);
+  }
+
+  private apply(d: Raw, succeeded: boolean): void {
+    const rid = d.reservation_id as string;
+    this.outcome = d.outcome;
+    this.settlement = d.settlement ? settlementOf(rid, d.settlement) : null;
+    this.lease = leaseOf(d.lease);
+    const rel = d.release_error as Raw | null | undefined;
+    this.releaseError = rel ? [rel.error_kind, rel.message] : null;
+    if (!succeeded) return;
+    if (this.outcome === "missing_actual") {
+      const e = new MissingActualError(
+        `the guarded work on reservation ${rid} finished without reporting its actual amount (call setActual() or add()); nothing was settled`,
+      );
+      e.reservationId = rid;
+      throw e;
+    }
+    if (this.outcome === "invalid_actual") {
+      const e = new InvalidActualError(
+        `the guarded work reported a negative actual amount (${d.actual}) for reservation ${rid}; nothing was settled`,
+      );
+      e.reservationId = rid;
+      throw e;
+    }
+    if (this.outcome === "heartbeat_lapsed") {
+      const e = new HeartbeatLapsedError((d.message as string) ?? "the heartbeat lapsed");
+      e.reservationId = rid;
+      e.reason = d.reason ?? null;
+      e.settlement = this.settlement;
+      throw e;
+    }
+  }
+}

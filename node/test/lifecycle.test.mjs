@@ -1,0 +1,279 @@
+// The guarded lifecycle over real HTTP: guarded/wrap/reserve settle what the work reports,
+// failures release or settle known usage, a short lease is kept alive, currentReservation()
+// nests across awaits and concurrent tasks, events reach listeners.
+import assert from "node:assert/strict";
+import { setTimeout as sleep } from "node:timers/promises";
+import { after, before, test } from "node:test";
+
+import { InvalidArgumentError, MissingActualError, currentReservation } from "cycles-sdk";
+import { ACTION, journalDir, ops, startServer } from "./support.mjs";
+
+let server;
+let client;
+const events = [];
+
+before(() => {
+  server = startServer();
+  client = server.client({ journalDir: journalDir(), onEvent: (e) => events.push(e) });
+});
+after(async () => {
+  await client.close();
+  server.stop();
+});
+
+const committed = (rid) => server.ledger().find((e) => e.kind === "commit" && e.reservation_id === rid);
+
+test("guarded settles the actual of the result; the ledger shows it", async () => {
+  let rid;
+  const out = await client.guarded({ estimate: 500_000, action: ACTION, actual: (reply) => reply.cost }, async (r) => {
+    rid = r.reservationId;
+    await sleep(5);
+    return { answer: "42", cost: 420_000 };
+  });
+  assert.deepEqual(out, { answer: "42", cost: 420_000 });
+  assert.equal(committed(rid).amount, 420_000);
+});
+
+test("reserve + finish, and Symbol.asyncDispose settles what is known", async () => {
+  const r = await client.reserve({ estimate: 200_000, action: ACTION, metadata: { step: 1 } });
+  r.setActual(150_000);
+  r.setMetadata({ note: "done" });
+  await r.finish();
+  assert.equal(r.outcome, "settled");
+  assert.equal(r.settlement.status, "committed");
+  assert.deepEqual(r.settlement.charged, { unit: "USD_MICROCENTS", amount: 150_000 });
+  assert.equal(committed(r.reservationId).amount, 150_000);
+  await r.finish(); // idempotent
+
+  const d = await client.reserve({ estimate: 1000, action: ACTION });
+  d.add(10);
+  d.add(15n);
+  await d[Symbol.asyncDispose]();
+  assert.equal(d.settlement.status, "committed");
+  assert.equal(committed(d.reservationId).amount, 25);
+
+  const none = await client.reserve({ estimate: 1000, action: ACTION });
+  await none[Symbol.asyncDispose]();
+  assert.equal(none.outcome, "work_failed");
+  assert.equal(none.released, true);
+  assert.ok(server.ledger().some((e) => e.kind === "release" && e.reservation_id === none.reservationId));
+});
+
+test("wrap: estimate from the arguments, actual as a value", async () => {
+  const ask = client.wrap({ estimate: (q) => q.length * 100, action: ACTION, actual: 7 }, async (q) => `echo ${q}`);
+  assert.equal(await ask("hello"), "echo hello");
+  const last = server.ledger().filter((e) => e.kind === "reserve").at(-1);
+  assert.equal(last.amount, 500);
+  assert.equal(committed(last.reservation_id).amount, 7);
+});
+
+test("a failing body releases, or settles known usage; its error propagates unchanged", async () => {
+  const boom = new Error("boom");
+  let rid;
+  await assert.rejects(client.guarded({ estimate: 1000, action: ACTION }, async (r) => { rid = r.reservationId; throw boom; }), (e) => e === boom);
+  assert.ok(server.ledger().some((e) => e.kind === "release" && e.reservation_id === rid));
+  await assert.rejects(client.guarded({ estimate: 1000, action: ACTION }, async (r) => { rid = r.reservationId; r.add(300); throw boom; }), (e) => e === boom);
+  assert.equal(committed(rid).amount, 300);
+});
+
+test("no actual raises MissingActualError; bad amounts are InvalidArgumentError", async () => {
+  await assert.rejects(client.guarded({ estimate: 1000, action: ACTION }, async () => "x"), (e) => e instanceof MissingActualError && e.errorName === "MISSING_ACTUAL" && e.reservationId.length > 0);
+  await assert.rejects(client.guarded({ estimate: 1000, action: ACTION }, async (r) => r.setActual(1.5)), InvalidArgumentError);
+  await assert.rejects(client.reserve({ estimate: 1000, action: ACTION, heartbeatPolicy: "ignore" }), InvalidArgumentError);
+  await assert.rejects(client.reserve({ estimate: 2 ** 60, action: ACTION }), InvalidArgumentError);
+});
+
+test("a short lease is kept alive while the work runs", async () => {
+  const c = server.client({ journalDir: journalDir(), requestTimeoutMs: 500 });
+  const before = ops(server).filter((o) => o === "extendReservation").length;
+  const r = await c.reserve({ estimate: 1000, action: ACTION, ttlMs: 3500 });
+  await sleep(4500);
+  r.setActual(900);
+  await r.finish();
+  await c.close();
+  assert.ok(r.lease.extensions >= 1, JSON.stringify(r.lease));
+  assert.equal(r.lease.stoppedEarly, false);
+  assert.deepEqual([r.lease.path, r.lease.end, r.lease.stopReason], ["primary", "finished", null]);
+  assert.equal(r.settlement.status, "committed", "never expired, so no event fallback");
+  assert.ok(ops(server).filter((o) => o === "extendReservation").length > before);
+});
+
+test("currentReservation nests across awaits and concurrent tasks", async () => {
+  assert.equal(currentReservation(), null);
+  const seen = {};
+  await client.guarded({ estimate: 1000, action: ACTION, actual: 1 }, async (outer) => {
+    assert.equal(currentReservation(), outer);
+    await sleep(1);
+    const task = async (name, delay) =>
+      client.guarded({ estimate: 1000, action: ACTION, actual: 2 }, async (inner) => {
+        await sleep(delay);
+        seen[name] = currentReservation() === inner && inner.outer === outer;
+        await sleep(delay);
+        return name;
+      });
+    const names = await Promise.all([task("a", 15), task("b", 5), task("c", 10)]);
+    assert.deepEqual(names, ["a", "b", "c"]);
+    assert.equal(currentReservation(), outer, "back to the outer one after the inner guards");
+  });
+  assert.deepEqual(seen, { a: true, b: true, c: true });
+  assert.equal(currentReservation(), null);
+});
+
+test("settlement does not depend on currentReservation: a task outliving its guard", async () => {
+  let late;
+  let rid;
+  await client.guarded({ estimate: 1000, action: ACTION, actual: 3 }, async (r) => {
+    rid = r.reservationId;
+    late = (async () => {
+      await sleep(20);
+      return currentReservation();
+    })();
+  });
+  assert.equal(await late, null, "a finished guard is not current any more");
+  assert.equal(committed(rid).amount, 3);
+});
+
+test("events reach listeners, camelCase, with the stable kinds", async () => {
+  const seen = [];
+  const listener = (e) => seen.push(e);
+  client.on("event", listener);
+  const r = await client.reserve({ estimate: 1000, action: ACTION });
+  r.setActual(5);
+  await r.finish();
+  for (let i = 0; i < 100 && !seen.some((e) => e.kind === "settlement_settled" && e.reservationId === r.reservationId); i++) await sleep(10);
+  client.off("event", listener);
+  const settled = seen.find((e) => e.kind === "settlement_settled" && e.reservationId === r.reservationId);
+  assert.ok(settled, JSON.stringify(seen.map((e) => e.kind)));
+  assert.equal(settled.level, "info");
+  assert.equal(settled.mode, "commit");
+  assert.equal(typeof settled.message, "string");
+  assert.ok(events.includes(settled), "the onEvent option listener got it too");
+});
+
+test("flush, drain and close return drain reports", async () => {
+  const c = server.client({ journalDir: journalDir() });
+  const f = await c.flush();
+  assert.deepEqual([f.outcomes, f.remaining, f.quarantined, f.clean], [[], [], [], true]);
+  const d = await c.drain(100);
+  assert.equal(d.clean, true);
+  const closed = await c.close();
+  assert.equal(closed.clean, true);
+  assert.equal(await c.close(), closed, "idempotent");
+});
+
+test("AbortSignal: aborted before the call sends nothing", async () => {
+  const sent = server.requests().length;
+  const ac = new AbortController();
+  ac.abort(new Error("stop"));
+  await assert.rejects(client.guarded({ estimate: 1000, action: ACTION, signal: ac.signal }, async () => 1), /stop/);
+  await assert.rejects(client.reserve({ estimate: 1000, action: ACTION, signal: AbortSignal.abort() }), (e) => e.name === "AbortError");
+  assert.equal(server.requests().length, sent, "no request reached the server");
+});
+
+test("AbortSignal: aborting the work aborts r.signal; known usage is still settled", async () => {
+  const ac = new AbortController();
+  let rid;
+  await assert.rejects(
+    client.guarded({ estimate: 1000, action: ACTION, signal: ac.signal }, async (r) => {
+      rid = r.reservationId;
+      r.add(5);
+      setTimeout(() => ac.abort(new Error("user gave up")), 5);
+      await new Promise((resolve, reject) => r.signal.addEventListener("abort", () => reject(r.signal.reason), { once: true }));
+    }),
+    /user gave up/,
+  );
+  assert.equal(committed(rid).amount, 5, "the settlement was not aborted");
+});
+
+test("AbortSignal: aborted while reserving releases the reservation at once", async () => {
+  const ac = new AbortController();
+  const p = client.reserve({ estimate: 1000, action: ACTION, signal: ac.signal });
+  ac.abort(new Error("too late"));
+  await assert.rejects(p, /too late/);
+  const last = server.ledger().filter((e) => e.kind === "reserve").at(-1);
+  assert.ok(server.ledger().some((e) => e.kind === "release" && e.reservation_id === last.reservation_id));
+});
+
+test("stream: usage accumulates per item and settles at the end, on break, and on error", async () => {
+  async function* tokens(n, failAt = -1) {
+    for (let i = 0; i < n; i++) {
+      if (i === failAt) throw new Error("source broke");
+      await sleep(1);
+      yield { text: `t${i}`, tokens: 10 };
+    }
+  }
+  let r;
+  const got = [];
+  for await (const chunk of client.stream({ estimate: 1000, action: ACTION, onReservation: (x) => (r = x) }, tokens(4), (c) => c.tokens)) got.push(chunk.text);
+  assert.deepEqual(got, ["t0", "t1", "t2", "t3"]);
+  assert.equal(r.settlement.status, "committed");
+  assert.equal(committed(r.reservationId).amount, 40);
+
+  for await (const chunk of client.stream({ estimate: 1000, action: ACTION, onReservation: (x) => (r = x) }, tokens(10), (c) => c.tokens)) {
+    if (chunk.text === "t1") break;
+  }
+  assert.equal(committed(r.reservationId).amount, 20, "a consumer's break settles what was used");
+
+  await assert.rejects(async () => {
+    for await (const _ of client.stream({ estimate: 1000, action: ACTION, onReservation: (x) => (r = x) }, tokens(5, 3), (c) => c.tokens)) void _;
+  }, /source broke/);
+  assert.equal(committed(r.reservationId).amount, 30);
+});
+
+test("cancel policy: a lost lease aborts r.signal; what was used is still settled", async () => {
+  const seen = [];
+  const c = server.client({ journalDir: journalDir(), requestTimeoutMs: 500, onEvent: (e) => seen.push(e) });
+  server.addFault({ operation: "extendReservation", fault: { kind: "error", status: 409, code: "RESERVATION_FINALIZED" }, times: 0 });
+  try {
+    let r;
+    await assert.rejects(
+      c.guarded({ estimate: 100, action: ACTION, ttlMs: 2000, heartbeatPolicy: "cancel" }, async (g) => {
+        r = g;
+        g.add(9);
+        await new Promise((resolve, reject) => {
+          const t = setTimeout(() => resolve("not cancelled"), 3000);
+          g.signal.addEventListener("abort", () => (clearTimeout(t), reject(g.signal.reason)), { once: true });
+        });
+      }),
+      (e) => e.name === "CancelledByHeartbeatError" && e.reservationId === r.reservationId,
+    );
+    assert.equal(r.cancelled, true);
+    assert.equal(r.lease.stoppedEarly, true);
+    assert.deepEqual([r.lease.end, r.lease.stopReason, r.lease.stopDetail], ["stopped", "permanent", { code: "RESERVATION_FINALIZED" }]);
+    assert.equal(r.settlement.status, "committed");
+    assert.equal(committed(r.reservationId).amount, 9);
+  } finally {
+    server.clearFaults();
+    await c.close();
+  }
+  const failed = seen.find((e) => e.kind === "heartbeat_failed");
+  assert.ok(failed, JSON.stringify(seen.map((e) => e.kind)));
+  assert.equal(failed.level, "error");
+});
+
+test("fail_on_finalize: settles, then throws HeartbeatLapsedError", async () => {
+  const c = server.client({ journalDir: journalDir(), requestTimeoutMs: 500 });
+  server.addFault({ operation: "extendReservation", fault: { kind: "error", status: 409, code: "RESERVATION_FINALIZED" }, times: 0 });
+  try {
+    let r;
+    await assert.rejects(
+      c.guarded({ estimate: 100, action: ACTION, ttlMs: 2000, heartbeatPolicy: "fail_on_finalize", actual: 40 }, async (g) => {
+        r = g;
+        await sleep(1600);
+      }),
+      (e) => {
+        assert.equal(e.name, "HeartbeatLapsedError");
+        assert.equal(e.errorName, "HEARTBEAT_LAPSED");
+        assert.equal(e.reservationId, r.reservationId);
+        assert.equal(e.reason, "permanent");
+        assert.equal(e.settlement.status, "committed");
+        return true;
+      },
+    );
+    assert.equal(r.outcome, "heartbeat_lapsed");
+    assert.equal(committed(r.reservationId).amount, 40);
+  } finally {
+    server.clearFaults();
+    await c.close();
+  }
+});

@@ -1,0 +1,163 @@
+// Every runtime operation against the local server over real HTTP, with typed camelCase
+// results, and errors with their fields.
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+
+import {
+  Client,
+  ClientClosedError,
+  CyclesError,
+  InvalidArgumentError,
+  NotFoundError,
+  ReservationFinalizedError,
+  TransportConnectError,
+  UnauthorizedError,
+} from "cycles-sdk";
+import { ACTION, journalDir, startServer } from "./support.mjs";
+
+let server;
+let client;
+const SUBJECT = { tenant: "acme", agent: "planner" };
+const EST = { unit: "USD_MICROCENTS", amount: 1000 };
+
+before(() => {
+  server = startServer();
+  client = server.client({ journalDir: journalDir() });
+});
+after(async () => {
+  await client.close();
+  server.stop();
+});
+
+let n = 0;
+const key = (p) => `${p}-${process.pid}-${++n}`;
+
+test("createReservation, getReservation, commitReservation", async () => {
+  const created = await client.createReservation({ idempotencyKey: key("r"), subject: SUBJECT, action: ACTION, estimate: EST, ttlMs: 30000, metadata: { run_id: "x-1" } });
+  assert.equal(created.decision, "ALLOW");
+  assert.match(created.reservationId, /.+/);
+  assert.deepEqual(created.reserved, EST);
+  assert.equal(created.meta.status, 200);
+  assert.ok(created.meta.requestId);
+  assert.ok(created.remainingTtlMs > 0 && created.remainingTtlMs <= 30000);
+  const got = await client.getReservation(created.reservationId);
+  assert.equal(got.status, "ACTIVE");
+  assert.equal(got.reservationId, created.reservationId);
+  assert.deepEqual(got.metadata, { run_id: "x-1" }, "metadata keys are not renamed");
+  const committed = await client.commitReservation(created.reservationId, { idempotencyKey: key("c"), actual: { unit: "USD_MICROCENTS", amount: 640 }, metrics: { tokensInput: 5, latencyMs: 12 } });
+  assert.equal(committed.status, "COMMITTED");
+  assert.deepEqual(committed.charged, { unit: "USD_MICROCENTS", amount: 640 });
+  const entry = server.ledger().find((e) => e.kind === "commit" && e.reservation_id === created.reservationId);
+  assert.equal(entry.amount, 640);
+});
+
+test("extendReservation and releaseReservation", async () => {
+  const created = await client.createReservation({ idempotencyKey: key("r"), subject: SUBJECT, action: ACTION, estimate: EST, ttlMs: 10000 });
+  const extended = await client.extendReservation(created.reservationId, { idempotencyKey: key("e"), extendByMs: 5000 });
+  assert.equal(extended.status, "ACTIVE");
+  assert.ok(extended.expiresAtMs > created.expiresAtMs);
+  const released = await client.releaseReservation(created.reservationId, { idempotencyKey: key("rel"), reason: "done" });
+  assert.equal(released.status, "RELEASED");
+  assert.deepEqual(released.released, EST);
+  await assert.rejects(
+    client.commitReservation(created.reservationId, { idempotencyKey: key("c"), actual: EST }),
+    (e) => e instanceof ReservationFinalizedError && e.httpStatus === 409 && e.serverCode === "RESERVATION_FINALIZED" && !e.retryable,
+  );
+});
+
+test("decide and createEvent", async () => {
+  const d = await client.decide({ idempotencyKey: key("d"), subject: SUBJECT, action: ACTION, estimate: EST });
+  assert.equal(d.decision, "ALLOW");
+  assert.ok(d.affectedScopes.includes("tenant:acme"));
+  const ev = await client.createEvent({ idempotencyKey: key("ev"), subject: SUBJECT, action: ACTION, actual: { unit: "USD_MICROCENTS", amount: 77 } });
+  assert.equal(ev.status, "APPLIED");
+  assert.match(ev.eventId, /.+/);
+  assert.ok(server.ledger().some((e) => e.kind === "event" && e.amount === 77));
+});
+
+test("getBalances, listReservations, listAllReservations", async () => {
+  const b = await client.getBalances({ tenant: "acme" });
+  assert.ok(b.balances.length >= 1);
+  const bal = b.balances.find((x) => x.scopePath === "tenant:acme");
+  assert.ok(bal, JSON.stringify(b.balances));
+  assert.equal(bal.remaining.unit, "USD_MICROCENTS");
+  const page = await client.listReservations({ tenant: "acme", limit: 2 });
+  assert.ok(page.reservations.length >= 1 && page.reservations.length <= 2);
+  assert.ok(page.reservations[0].reservationId);
+  const all = await client.listAllReservations({ tenant: "acme", limit: 1 });
+  assert.ok(Array.isArray(all));
+  assert.ok(all.length >= 2, `${all.length}`);
+  assert.ok(all.every((r) => typeof r.reservationId === "string"));
+});
+
+test("getEvidence and getEvidenceJwks", async () => {
+  const created = await client.createReservation({ idempotencyKey: key("r"), subject: SUBJECT, action: ACTION, estimate: EST });
+  assert.ok(created.cyclesEvidence, "the local server signs evidence");
+  const env = await client.getEvidence(created.cyclesEvidence.evidenceId);
+  assert.equal(typeof env.schemaVersion, "string");
+  assert.equal(typeof env.signerDid, "string");
+  assert.ok(env.payload);
+  const jwks = await client.getEvidenceJwks();
+  assert.ok(Array.isArray(jwks.keys) && jwks.keys.length >= 1);
+});
+
+test("errors carry their fields: NOT_FOUND", async () => {
+  await assert.rejects(client.getReservation("rsv_missing"), (e) => {
+    assert.ok(e instanceof NotFoundError && e instanceof CyclesError && e instanceof Error);
+    assert.equal(e.name, "NotFoundError");
+    assert.equal(e.errorName, "NOT_FOUND");
+    assert.equal(e.code, 103);
+    assert.equal(e.httpStatus, 404);
+    assert.equal(e.serverCode, "NOT_FOUND");
+    assert.ok(e.requestId);
+    assert.equal(e.retryable, false);
+    return true;
+  });
+});
+
+test("errors: unauthorized never shows the key; connect failure; bad arguments", async () => {
+  const secret = "sk-node-secret-123";
+  const bad = new Client({ baseUrl: server.url, apiKey: secret, tenant: "acme", journalEnabled: false });
+  await assert.rejects(bad.getBalances({ tenant: "acme" }), (e) => {
+    assert.ok(e instanceof UnauthorizedError);
+    assert.equal(e.httpStatus, 401);
+    assert.ok(!JSON.stringify({ ...e, m: e.message }).includes(secret));
+    return true;
+  });
+  await bad.close();
+  const nowhere = new Client({ baseUrl: "http://127.0.0.1:1", apiKey: "k", journalEnabled: false, connectTimeoutMs: 500 });
+  await assert.rejects(nowhere.decide({ idempotencyKey: "k", subject: SUBJECT, action: ACTION, estimate: EST }), (e) => e instanceof TransportConnectError && e.retryable && e.httpStatus === null);
+  await nowhere.close();
+  await assert.rejects(client.commitReservation("r", { idempotencyKey: "k" }), (e) => e instanceof InvalidArgumentError && /commit request/.test(e.message));
+  assert.throws(() => new Client({ baseUrl: "not a url", apiKey: "k" }), (e) => e instanceof CyclesError && e.errorName === "CONFIG");
+});
+
+test("a closed client throws ClientClosedError", async () => {
+  const c = server.client({ journalDir: journalDir() });
+  await c.close();
+  await c.close();
+  assert.equal(c.closed, true);
+  await assert.rejects(c.decide({ idempotencyKey: "k", subject: SUBJECT, action: ACTION, estimate: EST }), (e) => {
+    assert.ok(e instanceof ClientClosedError);
+    assert.equal(e.errorName, "RUNTIME");
+    assert.equal(e.code, 3);
+    return true;
+  });
+});
+
+test("Client.fromEnv reads CYCLES_* variables", async () => {
+  const saved = { ...process.env };
+  try {
+    process.env.CYCLES_BASE_URL = server.url;
+    process.env.CYCLES_API_KEY = server.apiKey;
+    process.env.CYCLES_TENANT = "acme";
+    const c = Client.fromEnv({ journalEnabled: false });
+    assert.equal(c.baseUrl, server.url);
+    assert.equal(c.tenant, "acme");
+    const d = await c.decide({ idempotencyKey: key("d"), subject: SUBJECT, action: ACTION, estimate: EST });
+    assert.equal(d.decision, "ALLOW");
+    await c.close();
+  } finally {
+    process.env = saved;
+  }
+});
