@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds what users install, into OUT/<language>/:
 #
-#   scripts/package.sh OUT [python] [c] ...      # no language: every language
+#   scripts/package.sh OUT [python] [c] [node] ...   # no language: every language
 #
 #   OUT/python/cycles_sdk-*.whl        the portable abi3 manylinux2014 wheel (maturin + zig, as
 #                                      python/scripts/test.sh builds it)
@@ -9,16 +9,17 @@
 #   OUT/c/lib/libcycles.so.0.X.Y       + libcycles.so.0 (SONAME) and libcycles.so symlinks
 #   OUT/c/lib/libcycles.a              the static library
 #   OUT/c/lib/pkgconfig/cycles.pc      prefix=OUT/c; Libs.private from rustc's native-static-libs
+#   OUT/node/cycles-sdk-*.tgz          the npm package with the linux-x64-gnu addon (npm pack)
 #
 # Release builds by default; CYCLES_PACKAGE_PROFILE=dev builds the debug profile (the C tests
 # use it: much faster, same ABI). Cargo builds in $CARGO_TARGET_DIR (default target/).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-[[ $# -ge 1 ]] || { echo "usage: scripts/package.sh OUT [python] [c] ..." >&2; exit 2; }
+[[ $# -ge 1 ]] || { echo "usage: scripts/package.sh OUT [python] [c] [node] ..." >&2; exit 2; }
 OUT="$(mkdir -p "$1" && cd "$1" && pwd)"
 shift
 LANGS=("$@")
-[[ ${#LANGS[@]} -gt 0 ]] || LANGS=(python c)
+[[ ${#LANGS[@]} -gt 0 ]] || LANGS=(python c node)
 PROFILE="${CYCLES_PACKAGE_PROFILE:-release}"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 log() { printf '== package: %s\n' "$*" >&2; }
@@ -75,10 +76,17 @@ package_python() {
     log "Python: $(ls "$OUT"/python/*.whl)"
 }
 
+package_node() {
+    log "Node: npm tarball (release addon for linux-x64-gnu)"
+    bash "$ROOT/node/scripts/pack.sh" "$OUT/node"
+    log "Node: $(ls "$OUT"/node/*.tgz)"
+}
+
 for lang in "${LANGS[@]}"; do
     case "$lang" in
         c) package_c ;;
         python) package_python ;;
-        *) echo "unknown language: $lang (python, c)" >&2; exit 2 ;;
+        node) package_node ;;
+        *) echo "unknown language: $lang (python, c, node)" >&2; exit 2 ;;
     esac
 done

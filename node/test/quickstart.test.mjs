@@ -1,5 +1,5 @@
-// docs/node.md's quick start, run verbatim as a plain ES module in its own node process:
-// it must print its results and exit by itself.
+// README.md's Node quick start (docs/node.md keeps an identical copy), run verbatim as a plain
+// ES module in its own node process: it must print its results and exit by itself.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -8,10 +8,12 @@ import { test } from "node:test";
 
 import { NODE_DIR, REPO } from "./support.mjs";
 
-test("the docs/node.md quick start runs verbatim and exits by itself", () => {
-  const doc = readFileSync(join(REPO, "docs", "node.md"), "utf8");
-  const blocks = [...doc.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]);
-  assert.equal(blocks.length, 1, "docs/node.md has exactly one js block");
+test("the README.md quick start runs verbatim and exits by itself", () => {
+  const jsBlocks = (file) =>
+    [...readFileSync(file, "utf8").matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]);
+  const blocks = jsBlocks(join(REPO, "README.md"));
+  assert.equal(blocks.length, 1, "README.md has exactly one js block");
+  assert.deepEqual(jsBlocks(join(REPO, "docs", "node.md")), blocks, "docs/node.md's copy differs");
   // Inside the package folder, so `import "cycles-sdk"` resolves to this package by name.
   const dir = join(NODE_DIR, ".quickstart");
   mkdirSync(dir, { recursive: true });
