@@ -61,6 +61,8 @@ fi
 
 step "C: libcycles header drift, installed tree, CTest plain / valgrind / ASAN+UBSan, quick start"; bash bindings/c/scripts/test.sh
 
+step "JVM: jar with libcycles_jvm, JUnit suite (-Xcheck:jni, both server modes), exit test and quick start with plain java"; bash java/scripts/test.sh
+
 step "local server fidelity against the OpenAPI spec (schemathesis)"
 bash conformance/fidelity/run.sh
 

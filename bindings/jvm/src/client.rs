@@ -9,7 +9,9 @@ use std::time::Duration;
 use cycles_bridge::args::Args;
 use cycles_bridge::ops::Call;
 use cycles_bridge::task::Work;
-use cycles_bridge::{error_codes, Active, ClientHandle, ClientOptions, ErrorFields, Lifecycle, Reply};
+use cycles_bridge::{
+    error_codes, Active, ClientHandle, ClientOptions, ErrorFields, Lifecycle, Reply,
+};
 use jni::objects::{JClass, JString};
 use jni::sys::{jboolean, jlong, jstring, JNI_FALSE, JNI_TRUE};
 use jni::JNIEnv;
@@ -117,7 +119,7 @@ pub extern "system" fn Java_dev_cycles_internal_Native_clientNew<'l>(
             handle,
             max_attempts: a.optional("settle_max_attempts")?,
             replay_interval_ms: a.optional("replay_interval_ms")?,
-        life: Mutex::new(None),
+            life: Mutex::new(None),
         }))
     })
 }
@@ -152,9 +154,10 @@ pub extern "system" fn Java_dev_cycles_internal_Native_clientCall<'l>(
     args: JString<'l>,
 ) -> jstring {
     entry(&mut env, std::ptr::null_mut(), |env| {
-        let call = client(id)?
-            .handle
-            .prepare(&string(env, &op, "operation")?, &string(env, &args, "arguments")?)?;
+        let call = client(id)?.handle.prepare(
+            &string(env, &op, "operation")?,
+            &string(env, &args, "arguments")?,
+        )?;
         let out = block(call_work(call))??;
         jstr(env, &out)
     })
@@ -171,9 +174,10 @@ pub extern "system" fn Java_dev_cycles_internal_Native_clientCallAsync<'l>(
     future: jlong,
 ) {
     entry(&mut env, (), |env| {
-        let call = client(id)?
-            .handle
-            .prepare(&string(env, &op, "operation")?, &string(env, &args, "arguments")?)?;
+        let call = client(id)?.handle.prepare(
+            &string(env, &op, "operation")?,
+            &string(env, &args, "arguments")?,
+        )?;
         completions::submit(future, call_work(call))
     })
 }

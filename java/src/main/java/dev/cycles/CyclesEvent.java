@@ -27,7 +27,7 @@ public record CyclesEvent(String kind, String level, String reservationId, Strin
         }
         return switch (level) {
             case "error" -> System.Logger.Level.ERROR;
-            case "warn" -> System.Logger.Level.WARNING;
+            case "warning", "warn" -> System.Logger.Level.WARNING;
             case "debug" -> System.Logger.Level.DEBUG;
             case "trace" -> System.Logger.Level.TRACE;
             default -> System.Logger.Level.INFO;

@@ -16,7 +16,7 @@ final class Fixture implements AutoCloseable {
 
     Fixture() {
         boolean reference = "reference".equals(System.getProperty("cycles.test.server.mode"));
-        server = reference ? LocalServer.start("{\"reference_mode\":true}") : LocalServer.start();
+        server = reference ? LocalServer.start("{\"mode\":\"reference\"}") : LocalServer.start();
         try {
             journal = Files.createTempDirectory("cycles-jvm-test-");
         } catch (IOException e) {
