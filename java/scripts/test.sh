@@ -55,7 +55,8 @@ JAR="$(ls "$WORK"/out/java/cycles-sdk-*[0-9].jar)"
 for extra in sources javadoc; do
     ls "$WORK"/out/java/cycles-sdk-*-"$extra".jar >/dev/null
 done
-unzip -l "$JAR" | grep -q "native/linux-x86_64/libcycles_jvm.so" || { echo "the jar has no native library" >&2; exit 1; }
+jar tf "$JAR" >"$WORK/jar-list"
+grep -qx "native/linux-x86_64/libcycles_jvm.so" "$WORK/jar-list" || { echo "the jar has no native library" >&2; exit 1; }
 
 log "client and lifecycle suites against the local server's reference mode"
 rm -rf "$J/target/surefire-reports"

@@ -450,8 +450,9 @@ pub extern "system" fn Java_dev_cycles_internal_Native_activeFinishAsync<'l>(
     })
 }
 
-/// Frees any id (idempotent). An unfinished guarded action freed here is settled by core's
-/// drop (released); a client is closed without a drain.
+/// Frees any id (idempotent). An unfinished guarded action freed here is finished by core's
+/// drop (its known usage settled, journal first; otherwise released); a client freed here is
+/// dropped without a drain (its journal keeps what is pending).
 #[no_mangle]
 pub extern "system" fn Java_dev_cycles_internal_Native_free<'l>(
     mut env: JNIEnv<'l>,

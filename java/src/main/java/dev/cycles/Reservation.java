@@ -36,7 +36,7 @@ public final class Reservation implements AutoCloseable {
     private volatile Outcome outcome;
     private Reservation previous;
 
-    /** Frees the native action if the Reservation is dropped unfinished (core releases it). */
+    /** Frees the native action if the Reservation is dropped unfinished (core then settles its known usage, else releases). */
     private static final class State implements Runnable {
         final long id;
 
