@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds what users install, into OUT/<language>/:
 #
-#   scripts/package.sh OUT [python] [c] [node] ...   # no language: every language
+#   scripts/package.sh OUT [python] [c] [node] [java] ...   # no language: every language
 #
 #   OUT/python/cycles_sdk-*.whl        the portable abi3 manylinux2014 wheel (maturin + zig, as
 #                                      python/scripts/test.sh builds it)
@@ -10,16 +10,19 @@
 #   OUT/c/lib/libcycles.a              the static library
 #   OUT/c/lib/pkgconfig/cycles.pc      prefix=OUT/c; Libs.private from rustc's native-static-libs
 #   OUT/node/cycles-sdk-*.tgz          the npm package with the linux-x64-gnu addon (npm pack)
+#   OUT/java/cycles-sdk-X.Y.Z.jar      dev.cycles:cycles-sdk with native/<os>-<arch>/libcycles_jvm.so
+#                                      (+ -sources.jar, -javadoc.jar); Maven runs the JUnit suite
+#                                      unless CYCLES_PACKAGE_SKIP_TESTS=1
 #
 # Release builds by default; CYCLES_PACKAGE_PROFILE=dev builds the debug profile (the C tests
 # use it: much faster, same ABI). Cargo builds in $CARGO_TARGET_DIR (default target/).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-[[ $# -ge 1 ]] || { echo "usage: scripts/package.sh OUT [python] [c] [node] ..." >&2; exit 2; }
+[[ $# -ge 1 ]] || { echo "usage: scripts/package.sh OUT [python] [c] [node] [java] ..." >&2; exit 2; }
 OUT="$(mkdir -p "$1" && cd "$1" && pwd)"
 shift
 LANGS=("$@")
-[[ ${#LANGS[@]} -gt 0 ]] || LANGS=(python c node)
+[[ ${#LANGS[@]} -gt 0 ]] || LANGS=(python c node java)
 PROFILE="${CYCLES_PACKAGE_PROFILE:-release}"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 log() { printf '== package: %s\n' "$*" >&2; }
@@ -82,11 +85,29 @@ package_node() {
     log "Node: $(ls "$OUT"/node/*.tgz)"
 }
 
+package_java() {
+    local dir stamp mvn=(mvn -B -q) skip=()
+    dir="$TARGET/$([[ "$PROFILE" == dev ]] && echo debug || echo "$PROFILE")"
+    log "Java: libcycles_jvm ($PROFILE) and dev.cycles:cycles-sdk"
+    (cd "$ROOT" && cargo build -q -p cycles-jvm --locked --profile "$PROFILE")
+    # Offline once this pom's plugins and dependencies were resolved into ~/.m2.
+    stamp="$HOME/.m2/cycles-sdk-resolved-$(sha256sum "$ROOT/java/pom.xml" | cut -c1-16)"
+    [[ -f "$stamp" ]] && mvn+=(-o)
+    [[ "${CYCLES_PACKAGE_SKIP_TESTS:-0}" == 1 ]] && skip=(-DskipTests)
+    (cd "$ROOT/java" && "${mvn[@]}" clean package "${skip[@]}" -Dcycles.native.dir="$dir") >&2
+    mkdir -p "$(dirname "$stamp")" && touch "$stamp"
+    rm -rf "$OUT/java"
+    mkdir -p "$OUT/java"
+    cp "$ROOT"/java/target/cycles-sdk-*.jar "$OUT/java/"
+    log "Java: $(cd "$OUT/java" && ls)"
+}
+
 for lang in "${LANGS[@]}"; do
     case "$lang" in
         c) package_c ;;
         python) package_python ;;
         node) package_node ;;
-        *) echo "unknown language: $lang (python, c, node)" >&2; exit 2 ;;
+        java) package_java ;;
+        *) echo "unknown language: $lang (python, c, node, java)" >&2; exit 2 ;;
     esac
 done

@@ -64,6 +64,8 @@ step "C: libcycles header drift, installed tree, CTest plain / valgrind / ASAN+U
 step "Node: build the addon, tsc, node:test suite (count checked), drift check, install check"
 bash node/scripts/test.sh
 
+step "JVM: jar with libcycles_jvm, JUnit suite (-Xcheck:jni, both server modes), exit test and quick start with plain java"; bash java/scripts/test.sh
+
 step "local server fidelity against the OpenAPI spec (schemathesis)"
 bash conformance/fidelity/run.sh
 

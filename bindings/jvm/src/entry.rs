@@ -1,0 +1,95 @@
+//! The boundary of every export: panics caught, errors thrown as the Java exception that
+//! `dev.cycles.CyclesException.fromNative(String)` builds from the bridge's error fields.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Duration;
+
+use cycles_bridge::task::{self, Wait, Work};
+use cycles_bridge::{panic_message, ErrorFields};
+use jni::objects::{JString, JThrowable, JValue};
+use jni::sys::jstring;
+use jni::JNIEnv;
+
+/// Runs `f`; on an error or a panic throws the Java exception and returns `default` (which
+/// the JVM ignores while the exception is pending).
+pub fn entry<'l, T>(
+    env: &mut JNIEnv<'l>,
+    default: T,
+    f: impl FnOnce(&mut JNIEnv<'l>) -> Result<T, ErrorFields>,
+) -> T {
+    let r = match catch_unwind(AssertUnwindSafe(|| f(env))) {
+        Ok(r) => r,
+        Err(p) => Err(ErrorFields::internal(panic_message(p.as_ref()))),
+    };
+    match r {
+        Ok(v) => v,
+        Err(e) => {
+            throw(env, &e);
+            default
+        }
+    }
+}
+
+/// Throws `e` as the SDK's exception (a plain RuntimeException if even that fails).
+pub fn throw(env: &mut JNIEnv<'_>, e: &ErrorFields) {
+    // A Java exception already pending (a failed JNI call) is the one the caller sees.
+    if env.exception_check().unwrap_or(true) {
+        return;
+    }
+    let json = e.to_json().to_string();
+    let built = (|| -> jni::errors::Result<()> {
+        let text = env.new_string(&json)?;
+        let ex = env
+            .call_static_method(
+                "dev/cycles/CyclesException",
+                "fromNative",
+                "(Ljava/lang/String;)Ljava/lang/RuntimeException;",
+                &[JValue::Object(&text)],
+            )?
+            .l()?;
+        env.throw(JThrowable::from(ex))
+    })();
+    if built.is_err() {
+        let _ = env.exception_clear();
+        let _ = env.throw_new("java/lang/RuntimeException", json);
+    }
+}
+
+/// A jni failure (a pending Java exception, a bad string) as an INTERNAL error.
+pub fn jni_err(e: jni::errors::Error) -> ErrorFields {
+    ErrorFields::internal(format!("JNI call failed: {e}"))
+}
+
+/// A Java string argument (null: INVALID_ARGUMENT naming it).
+pub fn string(env: &mut JNIEnv<'_>, s: &JString<'_>, name: &str) -> Result<String, ErrorFields> {
+    if s.is_null() {
+        return Err(ErrorFields::invalid(format!("{name} must not be null")));
+    }
+    Ok(env.get_string(s).map_err(jni_err)?.into())
+}
+
+/// An optional Java string argument.
+pub fn opt_string(env: &mut JNIEnv<'_>, s: &JString<'_>) -> Result<Option<String>, ErrorFields> {
+    if s.is_null() {
+        return Ok(None);
+    }
+    Ok(Some(env.get_string(s).map_err(jni_err)?.into()))
+}
+
+/// A new Java string.
+pub fn jstr(env: &mut JNIEnv<'_>, s: &str) -> Result<jstring, ErrorFields> {
+    Ok(env.new_string(s).map_err(jni_err)?.into_raw())
+}
+
+/// Runs `work` on core's runtime and blocks this Java thread until it ends (a panic in it is
+/// INTERNAL). Java threads are never runtime workers, so blocking here is safe.
+pub fn block<T: Send + 'static>(work: Work<T>) -> Result<T, ErrorFields> {
+    let mut s = task::spawn(work)?;
+    loop {
+        match s.wait(Duration::from_millis(500)) {
+            Wait::Ready(v) => return Ok(v),
+            Wait::Pending => {}
+            Wait::Failed(f) => return Err(f),
+        }
+    }
+}

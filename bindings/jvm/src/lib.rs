@@ -1,0 +1,22 @@
+//! `cycles-jvm`: the JNI library behind `dev.cycles:cycles-sdk` (libcycles_jvm). Translation
+//! of the bridge only (docs/bindings.md, docs/jvm.md): every export of
+//! `dev.cycles.internal.Native` runs inside [`entry::entry`], which turns an error or a panic
+//! into the Java exception built by `CyclesException.fromNative`.
+//!
+//! Threads: no native thread is ever attached to the JVM. Asynchronous work runs on core's
+//! runtime and its result is queued ([`completions`]); a Java daemon thread polls the queue
+//! and completes the `CompletableFuture`s, so nothing of ours can keep the JVM alive.
+//! Objects cross as registry ids ([`handles`]), so a stale or closed id is an error
+//! (IllegalStateException in Java), never a dangling pointer.
+
+// Every export has the JNI signature its Java declaration fixes; ErrorFields travels on the
+// cold path only.
+#![allow(clippy::result_large_err, clippy::too_many_arguments)]
+
+mod client;
+mod completions;
+mod entry;
+mod handles;
+mod journal;
+mod server;
+mod timing;

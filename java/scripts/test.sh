@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# The JVM binding's tests: build libcycles_jvm (cargo, debug profile, honouring
+# $CARGO_TARGET_DIR), package the jar with it (scripts/package.sh OUT java: Maven copies the
+# library into native/<os>-<arch>/, runs the JUnit suite through Surefire with -Xcheck:jni,
+# and writes the jar, sources and javadoc jars), check Surefire's XML for exactly the expected
+# number of tests run and passed (a filter matching nothing still says BUILD SUCCESS), rerun
+# the client and lifecycle suites against the local server's reference mode, then with plain
+# `java` (not Surefire, whose fork calls System.exit): the exit test and the README.md Java
+# quick start compiled with plain `javac` against the jar alone, each of which must print its
+# line and exit by itself within a time limit; both also on the newest JDK on the machine.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+J="$ROOT/java"
+log() { printf '== java: %s\n' "$*" >&2; }
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/cycles-java-test.XXXXXX")"
+trap 'rm -rf "$WORK"' EXIT
+# Tests per class; a new test needs its count here.
+declare -A EXPECTED=([VectorsTest]=2 [ClientTest]=11 [LifecycleTest]=9 [BoundaryTest]=5)
+EXIT_LIMIT=20
+
+# A JDK 17+ and Maven; a bare image gets them from apt.
+if ! command -v mvn >/dev/null || ! command -v javac >/dev/null; then
+    log "installing a JDK and Maven"
+    SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    $SUDO apt-get install -y -qq openjdk-17-jdk-headless maven >/dev/null
+fi
+
+# Checks target/surefire-reports: exactly the expected tests per class, all passed.
+check_reports() {
+    python3 - "$J/target/surefire-reports" "$@" <<'PY'
+import glob, sys, xml.etree.ElementTree as ET
+reports, want = sys.argv[1], dict(a.split("=") for a in sys.argv[2:])
+got = {}
+for f in glob.glob(reports + "/TEST-*.xml"):
+    s = ET.parse(f).getroot()
+    name = s.get("name").rsplit(".", 1)[-1]
+    bad = int(s.get("failures")) + int(s.get("errors")) + int(s.get("skipped"))
+    if bad:
+        sys.exit(f"{name}: {bad} test(s) failed, errored or skipped")
+    got[name] = int(s.get("tests"))
+want = {k: int(v) for k, v in want.items()}
+if got != want:
+    sys.exit(f"surefire ran {got}, expected {want}")
+print(f"surefire: {sum(got.values())} passed, 0 failed ({len(got)} classes)")
+PY
+}
+
+log "package (debug profile): cargo build, mvn package with the JUnit suite"
+rm -rf "$J/target/surefire-reports"
+CYCLES_PACKAGE_PROFILE=dev "$ROOT/scripts/package.sh" "$WORK/out" java
+args=(); for k in "${!EXPECTED[@]}"; do args+=("$k=${EXPECTED[$k]}"); done
+check_reports "${args[@]}"
+JAR="$(ls "$WORK"/out/java/cycles-sdk-*[0-9].jar)"
+for extra in sources javadoc; do
+    ls "$WORK"/out/java/cycles-sdk-*-"$extra".jar >/dev/null
+done
+jar tf "$JAR" >"$WORK/jar-list"
+grep -qx "native/linux-x86_64/libcycles_jvm.so" "$WORK/jar-list" || { echo "the jar has no native library" >&2; exit 1; }
+
+log "client and lifecycle suites against the local server's reference mode"
+rm -rf "$J/target/surefire-reports"
+(cd "$J" && mvn -B -q -o surefire:test -Dtest='ClientTest,LifecycleTest' -Dcycles.test.server.mode=reference \
+    -Dsurefire.failIfNoSpecifiedTests=true) >&2
+check_reports "ClientTest=${EXPECTED[ClientTest]}" "LifecycleTest=${EXPECTED[LifecycleTest]}"
+
+# Runs `java -cp JAR:DIR MAIN` with JAVA, demanding exit 0, the line, and an exit in time.
+run_plain() {
+    local java="$1" dir="$2" main="$3" want="$4" start out rc=0
+    start=$(date +%s)
+    out="$(timeout "$EXIT_LIMIT" "$java" -Dcycles.shutdown.drain.ms=1000 -cp "$JAR:$dir" "$main" 2>"$dir/stderr")" || rc=$?
+    if [[ $rc -ne 0 ]]; then
+        cat "$dir/stderr" >&2
+        echo "$main ($java): exit status $rc (124: did not exit within ${EXIT_LIMIT}s)" >&2
+        exit 1
+    fi
+    grep -qx "$want" <<<"$out" || { echo "$main printed: $out (want: $want)" >&2; exit 1; }
+    log "$main ($("$java" -version 2>&1 | head -1)): exited by itself in $(( $(date +%s) - start ))s"
+}
+
+log "exit test and README.md quick start with plain javac / java"
+mkdir -p "$WORK/exit" "$WORK/quick"
+cp "$J/exit/ExitCheck.java" "$WORK/exit/"
+javac -cp "$JAR" -d "$WORK/exit" "$WORK/exit/ExitCheck.java"
+python3 - "$ROOT/README.md" "$WORK/quick/QuickStart.java" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+section = text.split("## Java quick start", 1)[1]
+block = re.search(r"```java\n(.*?)```", section, re.S).group(1)
+open(sys.argv[2], "w").write(block)
+PY
+javac --release 17 -cp "$JAR" -d "$WORK/quick" "$WORK/quick/QuickStart.java"
+javas=(java)
+newest="$(ls -d /usr/lib/jvm/*/bin/java 2>/dev/null | sort -V | tail -1 || true)"
+[[ -n "$newest" && "$("$newest" -version 2>&1 | head -1)" != "$(java -version 2>&1 | head -1)" ]] && javas+=("$newest")
+for java in "${javas[@]}"; do
+    run_plain "$java" "$WORK/exit" ExitCheck "main returned"
+    run_plain "$java" "$WORK/quick" QuickStart "answer 42, charged 420000"
+done
+log "all JVM tests passed"

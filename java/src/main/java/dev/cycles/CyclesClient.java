@@ -1,0 +1,689 @@
+package dev.cycles;
+
+import dev.cycles.internal.Completions;
+import dev.cycles.internal.Json;
+import dev.cycles.internal.Native;
+import java.lang.ref.Cleaner;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Consumer;
+import java.util.function.Function;
+import java.util.function.ToLongFunction;
+
+/**
+ * A client of one Cycles server: every runtime operation (blocking and
+ * {@link CompletableFuture} variants), the guarded lifecycle ({@link #guarded}, {@link #reserve}),
+ * settlement replay ({@link #flush}, {@link #drain}) and {@link #close}. Thread-safe; one client
+ * per server and identity is enough for a whole application.
+ *
+ * <pre>{@code
+ * try (CyclesClient client = CyclesClient.builder().baseUrl(url).apiKey(key).tenant("acme").build()) {
+ *     Guarded<String> g = client.guarded(GuardSpec.of(Action.of("llm.completion", "gpt-4o"), 500_000),
+ *             reply -> 420_000L, () -> callModel());
+ * }
+ * }</pre>
+ *
+ * <p>Nothing of the client keeps the JVM alive: its threads are daemons and no native thread is
+ * attached to the JVM. {@link #close()} drains pending settlements within the close timeout;
+ * a JVM shutdown hook closes clients still open within {@code -Dcycles.shutdown.drain.ms}
+ * (default 5000; 0 disables it); a client that is garbage collected unclosed is freed by a
+ * {@link Cleaner} without a drain (the journal keeps its settlements for the next process).
+ */
+public final class CyclesClient implements AutoCloseable {
+    static final Cleaner CLEANER = Cleaner.create();
+    private static final Set<State> OPEN = ConcurrentHashMap.newKeySet();
+    private static final System.Logger LOG = System.getLogger("dev.cycles");
+
+    static {
+        Native.ensureLoaded();
+        long bound = Long.getLong("cycles.shutdown.drain.ms", 5000L);
+        if (bound > 0) {
+            Runtime.getRuntime().addShutdownHook(new Thread(() -> closeAll(bound), "cycles-shutdown-drain"));
+        }
+    }
+
+    private final State state;
+    private final Cleaner.Cleanable cleanable;
+    private final String baseUrl;
+    private final String tenant;
+    private final long closeTimeoutMs;
+    private final Events events;
+
+    /** The native client; closed by {@link #close}, the shutdown hook or the Cleaner. */
+    private static final class State implements Runnable {
+        final long id;
+        final AtomicBoolean closed = new AtomicBoolean();
+
+        State(long id) {
+            this.id = id;
+        }
+
+        String close(long timeoutMs) {
+            if (!closed.compareAndSet(false, true)) {
+                return null;
+            }
+            OPEN.remove(this);
+            try {
+                return Native.clientClose(id, timeoutMs);
+            } finally {
+                Native.free(id);
+            }
+        }
+
+        @Override
+        public void run() {
+            close(0);
+        }
+    }
+
+    /** Listeners and the daemon thread that delivers this client's events in order. */
+    private static final class Events {
+        final List<Consumer<CyclesEvent>> listeners = new CopyOnWriteArrayList<>();
+        volatile boolean started;
+
+        synchronized void start(long clientId) {
+            if (started) {
+                return;
+            }
+            long life = Native.clientLifecycle(clientId);
+            Thread t = new Thread(() -> run(life), "cycles-events");
+            t.setDaemon(true);
+            t.start();
+            started = true;
+        }
+
+        @SuppressWarnings("unchecked")
+        void run(long life) {
+            try {
+                while (true) {
+                    String batch = Native.lifeNextEvents(life, 500);
+                    if (batch == null) {
+                        return;
+                    }
+                    for (Object o : (List<Object>) Json.parse(batch)) {
+                        deliver(CyclesEvent.from((Map<String, Object>) o));
+                    }
+                }
+            } finally {
+                Native.free(life);
+            }
+        }
+
+        void deliver(CyclesEvent e) {
+            LOG.log(e.loggerLevel(), "{0}: {1}", e.kind(), e.message());
+            for (Consumer<CyclesEvent> l : listeners) {
+                try {
+                    l.accept(e);
+                } catch (RuntimeException ex) {
+                    LOG.log(System.Logger.Level.WARNING, "cycles event listener failed", ex);
+                }
+            }
+        }
+    }
+
+    private CyclesClient(long id, long closeTimeoutMs, List<Consumer<CyclesEvent>> listeners) {
+        this.state = new State(id);
+        this.closeTimeoutMs = closeTimeoutMs;
+        this.events = new Events();
+        this.events.listeners.addAll(listeners);
+        Map<String, Object> info = Json.object(Native.clientInfo(id));
+        this.baseUrl = Json.str(info, "base_url");
+        this.tenant = Json.str(info, "tenant");
+        OPEN.add(state);
+        this.cleanable = CLEANER.register(this, state);
+    }
+
+    /** @return a builder of a client with explicit settings */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /**
+     * A client of the environment: {@code CYCLES_BASE_URL}, {@code CYCLES_API_KEY} (required),
+     * {@code CYCLES_TENANT}, {@code CYCLES_REQUEST_TIMEOUT_MS}, {@code CYCLES_CONNECT_TIMEOUT_MS},
+     * {@code CYCLES_JOURNAL_DIR}, {@code CYCLES_JOURNAL_ENABLED}.
+     *
+     * @return the client
+     * @throws dev.cycles.errors.ConfigException when the environment is incomplete
+     */
+    public static CyclesClient fromEnv() {
+        return builder().fromEnv().build();
+    }
+
+    /** @return the server's base URL */
+    public String baseUrl() {
+        return baseUrl;
+    }
+
+    /** @return the default tenant, or null */
+    public String tenant() {
+        return tenant;
+    }
+
+    /** @return whether {@link #close} was called */
+    public boolean isClosed() {
+        return state.closed.get();
+    }
+
+    /**
+     * Adds an event listener (called on the client's event thread, in order; exceptions are
+     * logged and ignored). Events are also logged to the {@code System.Logger} {@code dev.cycles}.
+     *
+     * @param listener the listener
+     */
+    public void addListener(Consumer<CyclesEvent> listener) {
+        events.listeners.add(listener);
+    }
+
+    // ---- operations ----
+
+    @SuppressWarnings("unchecked")
+    private static <T> Response<T> response(String json, Function<Map<String, Object>, T> body) {
+        Map<String, Object> r = Json.object(json);
+        Object b = r.get("body");
+        T v = b instanceof Map ? body.apply((Map<String, Object>) b) : null;
+        return new Response<>(Json.lng(r, "status").intValue(), Json.str(r, "request_id"), Json.str(r, "trace_id"),
+                Json.lng(r, "rtt_us"), v);
+    }
+
+    private static Response<String> rawResponse(String json) {
+        Map<String, Object> r = Json.object(json);
+        return new Response<>(Json.lng(r, "status").intValue(), Json.str(r, "request_id"), Json.str(r, "trace_id"),
+                Json.lng(r, "rtt_us"), Json.write(r.get("body")));
+    }
+
+    private <T> Response<T> call(String op, String args, Function<Map<String, Object>, T> body) {
+        return response(Native.clientCall(state.id, op, args), body);
+    }
+
+    private <T> CompletableFuture<T> async(String op, String args, Function<String, T> decode) {
+        CompletableFuture<String> f = new CompletableFuture<>();
+        long fid = Completions.register(f);
+        try {
+            Native.clientCallAsync(state.id, op, args, fid);
+        } catch (RuntimeException e) {
+            Completions.forget(fid);
+            return CompletableFuture.failedFuture(e);
+        }
+        return f.thenApply(decode);
+    }
+
+    private static String withId(String reservationId, Map<String, Object> request) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("reservation_id", reservationId);
+        m.put("request", request);
+        return Json.write(m);
+    }
+
+    private static String idOnly(String key, String value) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put(key, value);
+        return Json.write(m);
+    }
+
+    /**
+     * Reserves budget ({@code createReservation}).
+     *
+     * @param request the request
+     * @return the decision and the reservation
+     */
+    public Response<ReservationResult> createReservation(CreateReservationRequest request) {
+        return call("create_reservation", request.toJson(), ReservationResult::from);
+    }
+
+    /**
+     * {@link #createReservation}, not blocking.
+     *
+     * @param request the request
+     * @return the response, completed off the native threads
+     */
+    public CompletableFuture<Response<ReservationResult>> createReservationAsync(CreateReservationRequest request) {
+        return async("create_reservation", request.toJson(), j -> response(j, ReservationResult::from));
+    }
+
+    /**
+     * Commits what the work cost ({@code commitReservation}).
+     *
+     * @param reservationId the reservation
+     * @param request the request
+     * @return what was charged
+     */
+    public Response<CommitResult> commitReservation(String reservationId, CommitRequest request) {
+        return call("commit_reservation", withId(reservationId, request.toJson()), CommitResult::from);
+    }
+
+    /**
+     * {@link #commitReservation}, not blocking.
+     *
+     * @param reservationId the reservation
+     * @param request the request
+     * @return the response
+     */
+    public CompletableFuture<Response<CommitResult>> commitReservationAsync(String reservationId, CommitRequest request) {
+        return async("commit_reservation", withId(reservationId, request.toJson()), j -> response(j, CommitResult::from));
+    }
+
+    /**
+     * Releases a reservation ({@code releaseReservation}).
+     *
+     * @param reservationId the reservation
+     * @param request the request
+     * @return what was released
+     */
+    public Response<ReleaseResult> releaseReservation(String reservationId, ReleaseRequest request) {
+        return call("release_reservation", withId(reservationId, request.toJson()), ReleaseResult::from);
+    }
+
+    /**
+     * {@link #releaseReservation}, not blocking.
+     *
+     * @param reservationId the reservation
+     * @param request the request
+     * @return the response
+     */
+    public CompletableFuture<Response<ReleaseResult>> releaseReservationAsync(String reservationId, ReleaseRequest request) {
+        return async("release_reservation", withId(reservationId, request.toJson()), j -> response(j, ReleaseResult::from));
+    }
+
+    /**
+     * Extends a reservation's lease ({@code extendReservation}).
+     *
+     * @param reservationId the reservation
+     * @param request the request
+     * @return the new expiry
+     */
+    public Response<ExtendResult> extendReservation(String reservationId, ExtendRequest request) {
+        return call("extend_reservation", withId(reservationId, request.toJson()), ExtendResult::from);
+    }
+
+    /**
+     * {@link #extendReservation}, not blocking.
+     *
+     * @param reservationId the reservation
+     * @param request the request
+     * @return the response
+     */
+    public CompletableFuture<Response<ExtendResult>> extendReservationAsync(String reservationId, ExtendRequest request) {
+        return async("extend_reservation", withId(reservationId, request.toJson()), j -> response(j, ExtendResult::from));
+    }
+
+    /**
+     * Reads a reservation ({@code getReservation}).
+     *
+     * @param reservationId the reservation
+     * @return its detail
+     */
+    public Response<ReservationDetail> getReservation(String reservationId) {
+        return call("get_reservation", idOnly("reservation_id", reservationId), ReservationDetail::from);
+    }
+
+    /**
+     * {@link #getReservation}, not blocking.
+     *
+     * @param reservationId the reservation
+     * @return the response
+     */
+    public CompletableFuture<Response<ReservationDetail>> getReservationAsync(String reservationId) {
+        return async("get_reservation", idOnly("reservation_id", reservationId), j -> response(j, ReservationDetail::from));
+    }
+
+    /**
+     * Reads balances ({@code getBalances}).
+     *
+     * @param query the query
+     * @return one page of balances
+     */
+    public Response<Balances> getBalances(BalanceQuery query) {
+        return call("get_balances", Json.write(query.toJson()), Balances::from);
+    }
+
+    /**
+     * {@link #getBalances}, not blocking.
+     *
+     * @param query the query
+     * @return the response
+     */
+    public CompletableFuture<Response<Balances>> getBalancesAsync(BalanceQuery query) {
+        return async("get_balances", Json.write(query.toJson()), j -> response(j, Balances::from));
+    }
+
+    /**
+     * Any operation of the bridge's table by name, arguments and body as JSON (the escape hatch
+     * for {@code decide}, {@code create_event}, {@code list_reservations},
+     * {@code list_reservations_all}, {@code get_evidence}, {@code get_evidence_jwks}; see
+     * docs/bindings.md, "Operations"). Errors are the same typed exceptions.
+     *
+     * @param operation the operation, e.g. {@code decide}
+     * @param argsJson its arguments as a JSON object
+     * @return the response, its body as JSON text
+     */
+    public Response<String> call(String operation, String argsJson) {
+        return rawResponse(Native.clientCall(state.id, operation, argsJson));
+    }
+
+    /**
+     * {@link #call}, not blocking.
+     *
+     * @param operation the operation
+     * @param argsJson its arguments as a JSON object
+     * @return the response
+     */
+    public CompletableFuture<Response<String>> callAsync(String operation, String argsJson) {
+        return async(operation, argsJson, CyclesClient::rawResponse);
+    }
+
+    // ---- guarded lifecycle ----
+
+    private String spec(GuardSpec spec) {
+        events.start(state.id);
+        return spec.toJson(tenant);
+    }
+
+    /**
+     * Reserves and starts the heartbeat (blocking); settle with {@link Reservation#close()}.
+     *
+     * @param spec what to reserve
+     * @return the running guarded action
+     */
+    public Reservation reserve(GuardSpec spec) {
+        Reservation r = new Reservation(Native.guardBegin(state.id, spec(spec)));
+        r.enter();
+        return r;
+    }
+
+    /**
+     * {@link #reserve}, not blocking (the reservation is not the current one of any thread).
+     *
+     * @param spec what to reserve
+     * @return the running guarded action
+     */
+    public CompletableFuture<Reservation> reserveAsync(GuardSpec spec) {
+        CompletableFuture<String> f = new CompletableFuture<>();
+        long fid = Completions.register(f);
+        try {
+            Native.guardBeginAsync(state.id, spec(spec), fid);
+        } catch (RuntimeException e) {
+            Completions.forget(fid);
+            return CompletableFuture.failedFuture(e);
+        }
+        return f.thenApply(id -> new Reservation(Long.parseLong(id)));
+    }
+
+    /**
+     * Work guarded by a reservation.
+     *
+     * @param <T> the result type
+     * @param <E> what the work may throw
+     */
+    @FunctionalInterface
+    public interface Work<T, E extends Exception> {
+        /**
+         * @return the result
+         * @throws E when the work fails
+         */
+        T call() throws E;
+    }
+
+    /**
+     * Work that reports its own usage on the reservation.
+     *
+     * @param <T> the result type
+     * @param <E> what the work may throw
+     */
+    @FunctionalInterface
+    public interface ReservationWork<T, E extends Exception> {
+        /**
+         * @param reservation the running action (setActual / addUsage)
+         * @return the result
+         * @throws E when the work fails
+         */
+        T call(Reservation reservation) throws E;
+    }
+
+    /**
+     * Runs {@code work} guarded: reserve, heartbeat while it runs, then commit {@code actual};
+     * if the work throws, release and rethrow its exception unchanged.
+     *
+     * @param spec what to reserve
+     * @param actual what the work costs
+     * @param work the work
+     * @param <T> the result type
+     * @param <E> what the work may throw
+     * @return the result and the outcome
+     * @throws E what the work threw
+     */
+    public <T, E extends Exception> Guarded<T> guarded(GuardSpec spec, long actual, Work<T, E> work) throws E {
+        return guarded(spec, r -> {
+            T v = work.call();
+            r.setActual(actual);
+            return v;
+        });
+    }
+
+    /**
+     * Runs {@code work} guarded, the actual a function of its result.
+     *
+     * @param spec what to reserve
+     * @param actual what the result cost
+     * @param work the work
+     * @param <T> the result type
+     * @param <E> what the work may throw
+     * @return the result and the outcome
+     * @throws E what the work threw
+     */
+    public <T, E extends Exception> Guarded<T> guarded(GuardSpec spec, ToLongFunction<? super T> actual, Work<T, E> work)
+            throws E {
+        return guarded(spec, r -> {
+            T v = work.call();
+            r.setActual(actual.applyAsLong(v));
+            return v;
+        });
+    }
+
+    /**
+     * Runs {@code work} guarded; it reports usage on the reservation it is given.
+     *
+     * @param spec what to reserve
+     * @param work the work
+     * @param <T> the result type
+     * @param <E> what the work may throw
+     * @return the result and the outcome
+     * @throws E what the work threw
+     */
+    public <T, E extends Exception> Guarded<T> guarded(GuardSpec spec, ReservationWork<T, E> work) throws E {
+        Reservation r = reserve(spec);
+        T value;
+        try {
+            value = work.call(r);
+        } catch (Throwable t) {
+            r.fail();
+            r.close();
+            throw t;
+        }
+        r.close();
+        return new Guarded<>(value, r.outcome().orElseThrow());
+    }
+
+    /**
+     * Asynchronous guarded work: reserve, run the stage {@code work} returns, then settle
+     * (commit what it reported on the reservation, or release when the stage failed, whose
+     * exception the result carries).
+     *
+     * @param spec what to reserve
+     * @param work starts the work
+     * @param <T> the result type
+     * @return the result and the outcome
+     */
+    public <T> CompletableFuture<Guarded<T>> guardedAsync(GuardSpec spec,
+            Function<Reservation, ? extends CompletionStage<T>> work) {
+        return reserveAsync(spec).thenCompose(r -> {
+            CompletionStage<T> stage;
+            try {
+                stage = work.apply(r);
+            } catch (RuntimeException e) {
+                return r.finishAsync(false).thenCompose(o -> CompletableFuture.<Guarded<T>>failedFuture(e));
+            }
+            return stage.handle((v, ex) -> ex == null
+                    ? r.finishAsync(true).thenApply(o -> new Guarded<>(v, o))
+                    : r.finishAsync(false).thenCompose(o -> CompletableFuture.<Guarded<T>>failedFuture(ex)))
+                    .thenCompose(Function.identity());
+        });
+    }
+
+    /**
+     * Replays every pending settlement of this client's server once, now.
+     *
+     * @return what was replayed
+     */
+    public DrainReport flush() {
+        events.start(state.id);
+        return DrainReport.parse(Native.clientFlush(state.id));
+    }
+
+    /**
+     * Replays pending settlements until none is left or {@code timeout} passed.
+     *
+     * @param timeout the bound
+     * @return what was replayed and what remains
+     */
+    public DrainReport drain(Duration timeout) {
+        events.start(state.id);
+        return DrainReport.parse(Native.clientDrain(state.id, timeout.toMillis()));
+    }
+
+    /** Closes within the builder's close timeout (default 5 s); see {@link #close(Duration)}. */
+    @Override
+    public void close() {
+        close(Duration.ofMillis(closeTimeoutMs));
+    }
+
+    /**
+     * Closes the client: stops the background replay, settles pending settlements for at most
+     * {@code timeout}, delivers the last events; later calls throw
+     * {@link ClientClosedException}. Idempotent (a second call returns an empty report); what
+     * is still pending stays journaled for the next process.
+     *
+     * @param timeout the drain bound (zero: no drain)
+     * @return what the drain did
+     */
+    public DrainReport close(Duration timeout) {
+        DrainReport r = DrainReport.parse(state.close(timeout.toMillis()));
+        cleanable.clean();
+        return r;
+    }
+
+    private static void closeAll(long boundMs) {
+        long deadline = System.nanoTime() + boundMs * 1_000_000L;
+        for (State s : OPEN) {
+            long left = Math.max(0, (deadline - System.nanoTime()) / 1_000_000L);
+            try {
+                s.close(left);
+            } catch (RuntimeException e) {
+                // The journal keeps what could not be settled; exit goes on.
+            }
+        }
+    }
+
+    /** Settings of a new client. */
+    public static final class Builder {
+        private final Map<String, Object> options = new LinkedHashMap<>();
+        private boolean fromEnv;
+        private long closeTimeoutMs = 5000;
+        private final List<Consumer<CyclesEvent>> listeners = new CopyOnWriteArrayList<>();
+
+        private Builder() {}
+
+        /** @param url the server's base URL @return this */
+        public Builder baseUrl(String url) {
+            options.put("base_url", url);
+            return this;
+        }
+
+        /** @param key the API key (sent as {@code X-Cycles-API-Key}, redacted everywhere) @return this */
+        public Builder apiKey(String key) {
+            options.put("api_key", key);
+            return this;
+        }
+
+        /** @param tenant the default tenant of guarded actions @return this */
+        public Builder tenant(String tenant) {
+            options.put("tenant", tenant);
+            return this;
+        }
+
+        /** @param t the per-attempt request timeout @return this */
+        public Builder requestTimeout(Duration t) {
+            options.put("request_timeout_ms", t.toMillis());
+            return this;
+        }
+
+        /** @param t the connect timeout @return this */
+        public Builder connectTimeout(Duration t) {
+            options.put("connect_timeout_ms", t.toMillis());
+            return this;
+        }
+
+        /** @param dir the settlement journal's directory @return this */
+        public Builder journalDir(Path dir) {
+            options.put("journal_dir", dir.toString());
+            return this;
+        }
+
+        /** @param on whether settlements are journaled before they are sent (default true) @return this */
+        public Builder journalEnabled(boolean on) {
+            options.put("journal_enabled", on);
+            return this;
+        }
+
+        /** @param n bound on concurrent requests @return this */
+        public Builder maxConcurrentRequests(int n) {
+            options.put("max_concurrent_requests", n);
+            return this;
+        }
+
+        /** @param n settle attempts before a settlement is left pending (at least 1) @return this */
+        public Builder settleMaxAttempts(int n) {
+            options.put("settle_max_attempts", n);
+            return this;
+        }
+
+        /** @param d how often the background replay runs @return this */
+        public Builder replayInterval(Duration d) {
+            options.put("replay_interval_ms", d.toMillis());
+            return this;
+        }
+
+        /** @param d the drain bound of {@link CyclesClient#close()} (default 5 s) @return this */
+        public Builder closeTimeout(Duration d) {
+            closeTimeoutMs = d.toMillis();
+            return this;
+        }
+
+        /** @param listener an event listener (see {@link CyclesClient#addListener}) @return this */
+        public Builder onEvent(Consumer<CyclesEvent> listener) {
+            listeners.add(listener);
+            return this;
+        }
+
+        /** Reads server, key, tenant and timeouts from {@code CYCLES_*} (journal settings here win). @return this */
+        public Builder fromEnv() {
+            fromEnv = true;
+            return this;
+        }
+
+        /** @return the client (no request is sent) */
+        public CyclesClient build() {
+            long id = Native.clientNew(Json.write(options), fromEnv);
+            return new CyclesClient(id, closeTimeoutMs, listeners);
+        }
+    }
+}

@@ -1,0 +1,34 @@
+package dev.cycles;
+
+import dev.cycles.internal.Json;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The result of {@code getReservation}.
+ *
+ * @param reservationId the reservation
+ * @param status {@code ACTIVE}, {@code COMMITTED}, {@code RELEASED} or {@code EXPIRED}
+ * @param idempotencyKey the reservation's idempotency key, when reported
+ * @param subject who spends
+ * @param action what is paid for
+ * @param reserved what was reserved
+ * @param committed what was committed, once committed
+ * @param createdAtMs creation time (epoch ms)
+ * @param expiresAtMs expiry (epoch ms)
+ * @param finalizedAtMs when it was committed or released
+ * @param scopePath the scope charged
+ * @param affectedScopes every scope it touches
+ */
+public record ReservationDetail(String reservationId, String status, String idempotencyKey, Subject subject, Action action,
+        Amount reserved, Amount committed, long createdAtMs, long expiresAtMs, Long finalizedAtMs, String scopePath,
+        List<String> affectedScopes) {
+    @SuppressWarnings("unchecked")
+    static ReservationDetail from(Map<String, Object> m) {
+        return new ReservationDetail(Json.str(m, "reservation_id"), Json.str(m, "status"), Json.str(m, "idempotency_key"),
+                Subject.from(Json.obj(m, "subject")), Action.from(Json.obj(m, "action")), Amount.from(Json.obj(m, "reserved")),
+                Amount.from(Json.obj(m, "committed")), Json.lng(m, "created_at_ms"), Json.lng(m, "expires_at_ms"),
+                Json.lng(m, "finalized_at_ms"), Json.str(m, "scope_path"),
+                (List<String>) (List<?>) Json.list(m, "affected_scopes"));
+    }
+}

@@ -1,0 +1,30 @@
+package dev.cycles;
+
+import dev.cycles.internal.Json;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The result of {@code createReservation}.
+ *
+ * @param decision {@code ALLOW}, {@code ALLOW_WITH_CAPS} or {@code DENY}
+ * @param reservationId the reservation, when one was made
+ * @param reserved what was reserved
+ * @param expiresAtMs when the lease expires (server clock, epoch ms)
+ * @param remainingTtlMs the lease left when the server answered
+ * @param scopePath the scope charged
+ * @param affectedScopes every scope the reservation touches
+ * @param balances balances after the reservation, when reported
+ * @param reasonCode why, for a denial
+ * @param retryAfterMs when to try again, for a denial
+ */
+public record ReservationResult(String decision, String reservationId, Amount reserved, Long expiresAtMs, Long remainingTtlMs,
+        String scopePath, List<String> affectedScopes, List<Balance> balances, String reasonCode, Long retryAfterMs) {
+    @SuppressWarnings("unchecked")
+    static ReservationResult from(Map<String, Object> m) {
+        return new ReservationResult(Json.str(m, "decision"), Json.str(m, "reservation_id"), Amount.from(Json.obj(m, "reserved")),
+                Json.lng(m, "expires_at_ms"), Json.lng(m, "remaining_ttl_ms"), Json.str(m, "scope_path"),
+                (List<String>) (List<?>) Json.list(m, "affected_scopes"), Balance.list(m, "balances"),
+                Json.str(m, "reason_code"), Json.lng(m, "retry_after_ms"));
+    }
+}
