@@ -8,15 +8,16 @@
 # through pkg-config and run under valgrind. Cargo builds in $CARGO_TARGET_DIR.
 # The install tree and the plain CTest build are kept in $CARGO_TARGET_DIR/cycles-c-tests
 # (CYCLES_C_TESTS_DIR overrides): conformance/adapters/c runs the recovery tests from there.
-# The recovery tests (recovery_*, forked and SIGKILLed children) run plain and under ASAN, not
-# under valgrind.
+# The recovery tests (recovery_*, forked and SIGKILLed children) and the fork tests run plain
+# and under ASAN, not under valgrind.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../../.." && pwd)"
 C="$ROOT/bindings/c"
 log() { printf '== c: %s\n' "$*" >&2; }
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/cycles-c-test.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
-BASE_TESTS=8
+BASE_TESTS=6   # vectors, lifecycle, corpus; shared and static
+FORK_TESTS=2   # not under valgrind (it checks the forked child, which cannot clean up)
 RECOVERY_TESTS=15
 CORPUS="${CYCLES_REFERENCE_CORPUS:-$ROOT/../shared/fixtures/reference-server/exchanges.jsonl}"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
@@ -69,7 +70,7 @@ run_ctest() { # name build-dir expected-count cmake-args...
 }
 
 VALGRIND="valgrind;--quiet;--suppressions=$C/tests/valgrind.supp;--error-exitcode=1;--leak-check=full;--errors-for-leak-kinds=definite,possible;--show-leak-kinds=definite,possible"
-ALL=$((BASE_TESTS + RECOVERY_TESTS))
+ALL=$((BASE_TESTS + FORK_TESTS + RECOVERY_TESTS))
 run_ctest plain "$KEEP/build" "$ALL"
 log "process lifetime: idle client, pending record, unfinished guard, event callback; each exits by itself"
 for mode in idle pending guard callback; do
