@@ -59,7 +59,19 @@ else
   exit 1
 fi
 
-step "C: libcycles header drift, installed tree, CTest plain / valgrind / ASAN+UBSan, quick start"; bash bindings/c/scripts/test.sh
+step "C: libcycles header drift, installed tree, CTest plain / valgrind / ASAN+UBSan, corpus, lifetime, journal interop, quick start"; bash bindings/c/scripts/test.sh
+
+step "recovery conformance: durable claim of the C library (conformance/adapters/c-map.json)"
+# bindings/c/scripts/test.sh leaves its plain CTest build in $CARGO_TARGET_DIR/cycles-c-tests/build.
+c_report="${CYCLES_C_RECOVERY_REPORT:-$CARGO_TARGET_DIR/recovery-conformance/recovery-conformance-c.json}"
+if "$CARGO_TARGET_DIR/debug/cycles-conformance" --claim durable \
+    --report-json "$c_report" --implementation cycles-sdk/c \
+    --adapter conformance/adapters/c --build-dir "$CARGO_TARGET_DIR/cycles-c-tests/build"; then
+  echo "C recovery conformance report: $c_report"
+else
+  echo "C recovery conformance FAILED; report: $c_report" >&2
+  exit 1
+fi
 
 step "Node: build the addon, tsc, node:test suite (count checked), drift check, install check"
 bash node/scripts/test.sh

@@ -485,6 +485,24 @@ bool cycles_client_is_closed(const struct cycles_client *c);
 void cycles_client_free(struct cycles_client *c);
 
 /**
+ * Decodes one captured response as the client would (no request is sent): `operation` is
+ * the spec's operationId (`"getReservation"`; NULL: the response matched no operation, only
+ * valid for a non-2xx status), `status` the HTTP status, `headers_json` a JSON object of
+ * header names to string values (NULL: none), `body`/`len` the body bytes (`body` may be
+ * NULL when `len` is 0). A schema-valid success is `CYCLES_OK` with `*out_json` (NULL: not
+ * wanted) as `cycles_client_call`'s (`rtt_us` 0; freed with `cycles_string_free`); any other
+ * response is the error the client would return, with every field (`cycles_error_*`).
+ * Any thread; does not block.
+ */
+enum cycles_status cycles_decode_captured(const char *operation,
+                                          uint16_t status,
+                                          const char *headers_json,
+                                          const uint8_t *body,
+                                          size_t len,
+                                          char **out_json,
+                                          struct cycles_error **err);
+
+/**
  * The status of the failure (core's stable code); `CYCLES_INVALID_ARGUMENT` for NULL.
  *
  * # Safety

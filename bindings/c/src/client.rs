@@ -204,15 +204,7 @@ pub unsafe extern "C" fn cycles_client_call(
             .prepare(arg(op, "op")?, arg(args_json, "args_json")?)?;
         let reply = block(call.run())??;
         // The body is spliced in as the exact text core produced (big integers kept).
-        let text = format!(
-            r#"{{"status":{},"request_id":{},"trace_id":{},"rtt_us":{},"body":{}}}"#,
-            reply.status,
-            json!(reply.request_id),
-            json!(reply.trace_id),
-            reply.rtt_us,
-            reply.body
-        );
-        out_string(out_json, &text);
+        out_string(out_json, &crate::decode::reply_text(&reply));
         Ok(())
     })
 }

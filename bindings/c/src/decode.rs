@@ -1,0 +1,84 @@
+//! `cycles_decode_captured`: one captured HTTP response through core's own response path
+//! (the bridge's `decode_captured`), without a network. The reference-server corpus runs
+//! through it in C; users can check their own captures the same way. Pure and thread-safe.
+
+use std::ffi::c_char;
+use std::ptr;
+
+use cycles_bridge::{decode_captured, ErrorFields, Reply};
+use serde_json::{json, Value};
+
+use crate::error::cycles_error;
+use crate::panic::guard;
+use crate::status::cycles_status;
+use crate::strings::{into_raw, opt_arg};
+
+/// The reply as the JSON text `cycles_client_call` hands out: `{"status", "request_id",
+/// "trace_id", "rtt_us", "body"}`, the body spliced in as the exact text core produced.
+pub fn reply_text(reply: &Reply) -> String {
+    format!(
+        r#"{{"status":{},"request_id":{},"trace_id":{},"rtt_us":{},"body":{}}}"#,
+        reply.status,
+        json!(reply.request_id),
+        json!(reply.trace_id),
+        reply.rtt_us,
+        reply.body
+    )
+}
+
+/// The headers of `{"Name": "value", ...}` (a JSON object of strings, order kept).
+fn headers(json: Option<&str>) -> Result<Vec<(String, String)>, ErrorFields> {
+    let Some(text) = json else {
+        return Ok(Vec::new());
+    };
+    let bad = || ErrorFields::invalid("headers_json must be a JSON object of string values");
+    let v: Value = serde_json::from_str(text).map_err(|_| bad())?;
+    let obj = v.as_object().ok_or_else(bad)?;
+    obj.iter()
+        .map(|(k, v)| Ok((k.clone(), v.as_str().ok_or_else(bad)?.to_string())))
+        .collect()
+}
+
+/// Decodes one captured response as the client would (no request is sent): `operation` is
+/// the spec's operationId (`"getReservation"`; NULL: the response matched no operation, only
+/// valid for a non-2xx status), `status` the HTTP status, `headers_json` a JSON object of
+/// header names to string values (NULL: none), `body`/`len` the body bytes (`body` may be
+/// NULL when `len` is 0). A schema-valid success is `CYCLES_OK` with `*out_json` (NULL: not
+/// wanted) as `cycles_client_call`'s (`rtt_us` 0; freed with `cycles_string_free`); any other
+/// response is the error the client would return, with every field (`cycles_error_*`).
+/// Any thread; does not block.
+#[no_mangle]
+pub unsafe extern "C" fn cycles_decode_captured(
+    operation: *const c_char,
+    status: u16,
+    headers_json: *const c_char,
+    body: *const u8,
+    len: usize,
+    out_json: *mut *mut c_char,
+    err: *mut *mut cycles_error,
+) -> cycles_status {
+    if !out_json.is_null() {
+        *out_json = ptr::null_mut();
+    }
+    guard(err, || {
+        if body.is_null() && len > 0 {
+            return Err(ErrorFields::invalid("body is NULL"));
+        }
+        let bytes: &[u8] = if len == 0 {
+            &[]
+        } else {
+            std::slice::from_raw_parts(body, len)
+        };
+        let owned = headers(opt_arg(headers_json, "headers_json")?)?;
+        let pairs: Vec<(&str, &str)> = owned
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let operation = opt_arg(operation, "operation")?;
+        let reply = decode_captured(operation, status, &pairs, bytes)?;
+        if !out_json.is_null() {
+            *out_json = into_raw(&reply_text(&reply));
+        }
+        Ok(())
+    })
+}
