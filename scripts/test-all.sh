@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of every language in this repository, the same way CI does.
 # Usage: scripts/test-all.sh            (from anywhere inside the clone)
-# Needs: a Rust toolchain and python3; installs the rest (rustfmt, clippy, schemathesis) itself.
+# Needs: the language toolchains (Rust, python3, Node 20, cc + CMake + valgrind, JDK 17+ with
+# Maven); installs the rest (rustfmt, clippy, pinned pip/npm/cargo tools, schemathesis) itself.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
