@@ -5,7 +5,7 @@
 // client without draining (what is left stays journaled), and writes its result JSON
 // atomically to spec.result. A process the test kills with SIGKILL writes nothing.
 //
-// Modes: settle (reserve without heartbeat, set the actual, finish: the SDK journals, then
+// Modes: settle (reserve without heartbeat, set the actual and spec.metadata, finish: the SDK journals, then
 // commits; result: the settlement), flush (replay every pending record once), drain (replay
 // until the journal is empty or spec.timeout seconds). The result carries every event.
 import { existsSync, renameSync, writeFileSync } from "node:fs";
@@ -53,6 +53,7 @@ if (spec.mode === "settle") {
     heartbeat: false,
   });
   r.setActual(spec.amount);
+  if (spec.metadata) r.setMetadata(spec.metadata);
   await r.finish();
   const s = r.settlement;
   out.settlement = s && { status: s.status, reservation_id: s.reservationId, not_before_ms: s.notBeforeMs, error_kind: s.errorKind };
