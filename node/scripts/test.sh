@@ -1,17 +1,27 @@
 #!/usr/bin/env bash
 # The Node package's whole check: build (addon, loader, TypeScript), the generated-surface
 # drift check, the node:test suite with its test count checked, the install check.
-# Honours CARGO_TARGET_DIR. Usage: node/scripts/test.sh
+# The suite includes the recovery conformance tests and the journal interop, which drains with
+# the Rust CLI (built here) and the Python test venv python/scripts/test.sh leaves (run it
+# first; a missing venv fails the interop tests).
+# Honours CARGO_TARGET_DIR and CYCLES_PY_CACHE. Usage: node/scripts/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # node --test passes silently when nothing matches: the suite must run exactly this many.
-EXPECTED_TESTS=50
+EXPECTED_TESTS=76
 # The client and lifecycle suites again against the local server's reference mode.
 REFERENCE_SUITES=(test/operations.test.mjs test/lifecycle.test.mjs)
 EXPECTED_REFERENCE_TESTS=25
 
 bash scripts/build.sh
+(cd .. && cargo build -q --locked -p cycles-cli)
+export CYCLES_NODE_INTEROP_CLI="${CARGO_TARGET_DIR:-$(cd .. && pwd)/target}/debug/cycles"
+export CYCLES_NODE_INTEROP_PYTHON="${CYCLES_PY_CACHE:-$HOME/.cache/cycles-python}/test-venv/bin/python"
+if [ ! -x "$CYCLES_NODE_INTEROP_PYTHON" ]; then
+  echo "no Python test venv at $CYCLES_NODE_INTEROP_PYTHON (the journal interop needs it): run python/scripts/test.sh first" >&2
+  exit 1
+fi
 
 # The generated loader and .d.ts are committed: a build that changes them fails here.
 if git rev-parse --git-dir >/dev/null 2>&1; then
