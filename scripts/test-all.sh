@@ -77,6 +77,18 @@ fi
 step "Node: build the addon, tsc, node:test suite (count checked), drift check, install check"
 bash node/scripts/test.sh
 
+step "recovery conformance: durable claim of the Node package (conformance/adapters/node-map.json)"
+# node/scripts/test.sh leaves the package built in place (node/dist, node/native/*.node).
+node_report="${CYCLES_NODE_RECOVERY_REPORT:-$CARGO_TARGET_DIR/recovery-conformance/recovery-conformance-node.json}"
+if "$CARGO_TARGET_DIR/debug/cycles-conformance" --claim durable \
+    --report-json "$node_report" --implementation cycles-sdk/node \
+    --adapter conformance/adapters/node; then
+  echo "Node recovery conformance report: $node_report"
+else
+  echo "Node recovery conformance FAILED; report: $node_report" >&2
+  exit 1
+fi
+
 step "JVM: jar with libcycles_jvm, JUnit suite (-Xcheck:jni, both server modes), exit test and quick start with plain java"; bash java/scripts/test.sh
 
 step "local server fidelity against the OpenAPI spec (schemathesis)"
