@@ -91,6 +91,18 @@ fi
 
 step "JVM: jar with libcycles_jvm, JUnit suite (-Xcheck:jni, both server modes), exit test and quick start with plain java"; bash java/scripts/test.sh
 
+step "recovery conformance: durable claim of the JVM binding (conformance/adapters/jvm-map.json)"
+# java/scripts/test.sh leaves java/target built (test classes, native library); each mapped
+# test runs alone through offline Surefire.
+jvm_report="${CYCLES_JVM_RECOVERY_REPORT:-$CARGO_TARGET_DIR/recovery-conformance/recovery-conformance-jvm.json}"
+if "$CARGO_TARGET_DIR/debug/cycles-conformance" --claim durable \
+    --report-json "$jvm_report" --implementation cycles-sdk/jvm --adapter conformance/adapters/jvm; then
+  echo "JVM recovery conformance report: $jvm_report"
+else
+  echo "JVM recovery conformance FAILED; report: $jvm_report" >&2
+  exit 1
+fi
+
 step "local server fidelity against the OpenAPI spec (schemathesis)"
 bash conformance/fidelity/run.sh
 

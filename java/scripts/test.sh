@@ -8,6 +8,9 @@
 # `java` (not Surefire, whose fork calls System.exit): the exit test and the README.md Java
 # quick start compiled with plain `javac` against the jar alone, each of which must print its
 # line and exit by itself within a time limit; both also on the newest JDK on the machine.
+# Also the journal interop with the Rust CLI and the Python wheel (JournalInteropCheck, which
+# needs python/scripts/test.sh's venv). The recovery conformance adapter
+# (conformance/adapters/jvm) runs on the java/target this script leaves.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 J="$ROOT/java"
@@ -15,7 +18,8 @@ log() { printf '== java: %s\n' "$*" >&2; }
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/cycles-java-test.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 # Tests per class; a new test needs its count here.
-declare -A EXPECTED=([VectorsTest]=2 [ClientTest]=11 [LifecycleTest]=9 [BoundaryTest]=5)
+declare -A EXPECTED=([VectorsTest]=2 [ClientTest]=11 [LifecycleTest]=9 [BoundaryTest]=5
+    [RecoveryCoreTest]=6 [RecoveryProcessTest]=6 [RecoveryJournalTest]=3 [ReferenceCorpusTest]=2 [OfficialRecordsTest]=1)
 EXIT_LIMIT=20
 
 # A JDK 17+ and Maven; a bare image gets them from apt.
@@ -63,6 +67,16 @@ rm -rf "$J/target/surefire-reports"
 (cd "$J" && mvn -B -q -o surefire:test -Dtest='ClientTest,LifecycleTest' -Dcycles.test.server.mode=reference \
     -Dsurefire.failIfNoSpecifiedTests=true) >&2
 check_reports "ClientTest=${EXPECTED[ClientTest]}" "LifecycleTest=${EXPECTED[LifecycleTest]}"
+
+log "journal interop: JVM <-> Rust CLI <-> Python wheel (JournalInteropCheck)"
+# Not in the default includes: it needs the CLI and the test venv python/scripts/test.sh leaves.
+TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+PY_VENV_PYTHON="${CYCLES_PY_CACHE:-$HOME/.cache/cycles-python}/test-venv/bin/python"
+(cd "$ROOT" && cargo build -q -p cycles-cli --locked)
+rm -rf "$J/target/surefire-reports"
+(cd "$J" && mvn -B -q -o surefire:test -Dtest=JournalInteropCheck -Dsurefire.failIfNoSpecifiedTests=true \
+    -Dcycles.cli="$TARGET/debug/cycles" -Dcycles.python="$PY_VENV_PYTHON") >&2
+check_reports "JournalInteropCheck=3"
 
 # Runs `java -cp JAR:DIR MAIN` with JAVA, demanding exit 0, the line, and an exit in time.
 run_plain() {

@@ -49,7 +49,7 @@ impl Client {
 }
 
 /// The reply of an operation as one JSON object (`body` inline: it is core's JSON).
-fn reply_json(r: Reply) -> String {
+pub(crate) fn reply_json(r: Reply) -> String {
     format!(
         "{{\"status\":{},\"request_id\":{},\"trace_id\":{},\"rtt_us\":{},\"body\":{}}}",
         r.status,

@@ -15,6 +15,7 @@
 
 mod client;
 mod completions;
+mod decode;
 mod entry;
 mod handles;
 mod journal;

@@ -381,6 +381,25 @@ public final class CyclesClient implements AutoCloseable {
         return async(operation, argsJson, CyclesClient::rawResponse);
     }
 
+    /**
+     * Decodes one captured HTTP response exactly as the client would decode it, without a
+     * network (core's response path): a schema-valid success is returned, anything else
+     * throws the {@link CyclesException} the operation would have thrown. For checking
+     * captures of a real server (the SDK's own tests run the reference-server corpus through
+     * it).
+     *
+     * @param operation the spec's operationId ({@code "getReservation"}); null when the
+     *     response matched no operation (only valid for a non-2xx status)
+     * @param status the HTTP status
+     * @param headers the response headers (null: none)
+     * @param body the body bytes (null: empty)
+     * @return the response, {@code rttMicros} 0, its body core's JSON
+     */
+    public static Response<String> decodeCaptured(String operation, int status, Map<String, String> headers, byte[] body) {
+        String h = headers == null ? null : Json.write(new java.util.LinkedHashMap<String, Object>(headers));
+        return rawResponse(Native.decodeCaptured(operation, status, h, body));
+    }
+
     // ---- guarded lifecycle ----
 
     private String spec(GuardSpec spec) {

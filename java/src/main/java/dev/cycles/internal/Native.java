@@ -101,4 +101,6 @@ public final class Native {
     public static native String journalParseRecord(byte[] data);
 
     public static native String journalPending(String dir, String baseUrl, String apiKey, String tenant);
+
+    public static native String decodeCaptured(String operation, int status, String headersJson, byte[] body);
 }

@@ -1,0 +1,56 @@
+//! `CyclesClient.decodeCaptured`'s native half: one captured HTTP response through core's own
+//! response path (the bridge's `decode_captured`), without a network. The reference-server
+//! corpus runs through it in Java; users can check their own captures the same way.
+
+use cycles_bridge::{decode_captured, ErrorFields};
+use jni::objects::{JByteArray, JClass, JString};
+use jni::sys::{jint, jstring};
+use jni::JNIEnv;
+use serde_json::Value;
+
+use crate::client::reply_json;
+use crate::entry::{entry, jni_err, jstr, opt_string};
+
+/// The headers of `{"Name": "value", ...}` (a JSON object of strings, order kept).
+fn headers(json: Option<&str>) -> Result<Vec<(String, String)>, ErrorFields> {
+    let Some(text) = json else {
+        return Ok(Vec::new());
+    };
+    let bad = || ErrorFields::invalid("headersJson must be a JSON object of string values");
+    let v: Value = serde_json::from_str(text).map_err(|_| bad())?;
+    let obj = v.as_object().ok_or_else(bad)?;
+    obj.iter()
+        .map(|(k, v)| Ok((k.clone(), v.as_str().ok_or_else(bad)?.to_string())))
+        .collect()
+}
+
+/// Decodes one captured response as the client would: the reply JSON of a schema-valid
+/// success, else the client's exception is thrown. `operation` null: the response matched
+/// no operation (only valid for a non-2xx status).
+#[no_mangle]
+pub extern "system" fn Java_dev_cycles_internal_Native_decodeCaptured<'l>(
+    mut env: JNIEnv<'l>,
+    _c: JClass<'l>,
+    operation: JString<'l>,
+    status: jint,
+    headers_json: JString<'l>,
+    body: JByteArray<'l>,
+) -> jstring {
+    entry(&mut env, std::ptr::null_mut(), |env| {
+        let op = opt_string(env, &operation)?;
+        let status = u16::try_from(status)
+            .map_err(|_| ErrorFields::invalid(format!("status {status} is not an HTTP status")))?;
+        let owned = headers(opt_string(env, &headers_json)?.as_deref())?;
+        let pairs: Vec<(&str, &str)> = owned
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let bytes = if body.is_null() {
+            Vec::new()
+        } else {
+            env.convert_byte_array(&body).map_err(jni_err)?
+        };
+        let reply = decode_captured(op.as_deref(), status, &pairs, &bytes)?;
+        jstr(env, &reply_json(reply))
+    })
+}
