@@ -260,6 +260,18 @@ typedef struct cycles_local_server cycles_local_server;
 typedef struct cycles_primary_planner cycles_primary_planner;
 
 /**
+ * The completion of `cycles_client_call_async`: `status` is `CYCLES_OK` with `out_json` (as
+ * `cycles_client_call`'s, `len` bytes without the NUL) or an error status with `err` (the
+ * other NULL). Both pointers are valid only during the call. Runs on the completion thread
+ * (see `cycles_client_call_async`); it must not unwind and should return quickly.
+ */
+typedef void (*cycles_call_cb)(void *user_data,
+                               enum cycles_status status,
+                               const char *out_json,
+                               size_t len,
+                               const struct cycles_error *err);
+
+/**
  * An event callback: `event_json` is one event (docs/events.md), `len` its length in bytes
  * without the terminating NUL. The string is valid only during the call. Called on the
  * client's event thread, one event at a time, in order. It must not unwind (a C++
@@ -347,6 +359,17 @@ typedef struct cycles_reserve {
 } cycles_reserve;
 
 /**
+ * The completion of `cycles_guard_begin_async`: `CYCLES_OK` with a new `guard` OWNED BY THE
+ * CALLEE (free it with `cycles_guard_free`, from any thread, after finishing it), or an error
+ * status with `err` (valid only during the call) and `guard` NULL. Runs on the completion
+ * thread (see `cycles_client_call_async`).
+ */
+typedef void (*cycles_guard_cb)(void *user_data,
+                                enum cycles_status status,
+                                struct cycles_guard *guard,
+                                const struct cycles_error *err);
+
+/**
  * The outcome of `cycles_guard_finish` as a struct (the full detail is its JSON).
  */
 typedef struct cycles_outcome {
@@ -383,6 +406,18 @@ typedef struct cycles_outcome {
    */
   uint64_t heartbeat_failures;
 } cycles_outcome;
+
+/**
+ * The completion of `cycles_guard_finish_async`: `CYCLES_OK` with the outcome struct and its
+ * JSON (`len` bytes without the NUL), or an error status with `err`; every pointer is valid
+ * only during the call. Runs on the completion thread (see `cycles_client_call_async`).
+ */
+typedef void (*cycles_outcome_cb)(void *user_data,
+                                  enum cycles_status status,
+                                  const struct cycles_outcome *outcome,
+                                  const char *outcome_json,
+                                  size_t len,
+                                  const struct cycles_error *err);
 
 #ifdef __cplusplus
 extern "C" {
@@ -429,6 +464,23 @@ enum cycles_status cycles_client_call(const struct cycles_client *c,
                                       const char *args_json,
                                       char **out_json,
                                       struct cycles_error **err);
+
+/**
+ * `cycles_client_call` without blocking, for event-loop applications: checks the arguments
+ * (errors are returned here, and then `cb` is never called), starts the operation on core's
+ * runtime and returns; `cb` is called exactly once with the result and `user_data`, on
+ * libcycles' completion thread (`cycles-completions`, one for the process, callbacks one at a
+ * time in completion order; a blocking `cycles_*` call there is refused with
+ * `CYCLES_RUNTIME`: chain another `*_async` call instead). Work abandoned by
+ * `cycles_shutdown` completes with `CYCLES_RUNTIME`. `user_data` must stay valid until the
+ * callback. Any thread, including callbacks.
+ */
+enum cycles_status cycles_client_call_async(const struct cycles_client *c,
+                                            const char *op,
+                                            const char *args_json,
+                                            cycles_call_cb cb,
+                                            void *user_data,
+                                            struct cycles_error **err);
 
 /**
  * Registers the event callback of this client (NULL `cb`: none), replacing any earlier
@@ -645,6 +697,31 @@ enum cycles_status cycles_guard_begin_json(const struct cycles_client *c,
                                            const char *spec_json,
                                            struct cycles_guard **out,
                                            struct cycles_error **err);
+
+/**
+ * `cycles_guard_begin` without blocking: argument errors are returned here (then `cb` is
+ * never called); otherwise the reservation is made on core's runtime and `cb` gets the guard
+ * (or the denial) exactly once, on the completion thread, with `user_data`. Any thread,
+ * including callbacks.
+ */
+enum cycles_status cycles_guard_begin_async(const struct cycles_client *c,
+                                            const struct cycles_reserve *r,
+                                            cycles_guard_cb cb,
+                                            void *user_data,
+                                            struct cycles_error **err);
+
+/**
+ * `cycles_guard_finish` without blocking: a second finish is returned here as
+ * `CYCLES_INVALID_ARGUMENT` (then `cb` is never called); otherwise the settlement (or
+ * release) runs on core's runtime and `cb` gets the outcome exactly once, on the completion
+ * thread, with `user_data`. The guard may be freed as soon as this returns. Any thread,
+ * including callbacks.
+ */
+enum cycles_status cycles_guard_finish_async(const struct cycles_guard *g,
+                                             bool work_succeeded,
+                                             cycles_outcome_cb cb,
+                                             void *user_data,
+                                             struct cycles_error **err);
 
 /**
  * The reservation id; owned by the guard (valid until `cycles_guard_free`). NULL for NULL.

@@ -16,7 +16,7 @@ C="$ROOT/bindings/c"
 log() { printf '== c: %s\n' "$*" >&2; }
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/cycles-c-test.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
-BASE_TESTS=6   # vectors, lifecycle, corpus; shared and static
+BASE_TESTS=8   # vectors, lifecycle, corpus, async; shared and static
 FORK_TESTS=2   # not under valgrind (it checks the forked child, which cannot clean up)
 RECOVERY_TESTS=15
 CORPUS="${CYCLES_REFERENCE_CORPUS:-$ROOT/../shared/fixtures/reference-server/exchanges.jsonl}"

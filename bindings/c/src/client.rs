@@ -12,6 +12,7 @@ use cycles_bridge::args::Args;
 use cycles_bridge::{ClientHandle, ClientOptions, ErrorFields, Lifecycle};
 use serde_json::json;
 
+use crate::completion;
 use crate::error::cycles_error;
 use crate::events::{self, cycles_event_cb, Callback, Pump, Slot};
 use crate::panic::{abort_free, block, guard, or_default};
@@ -206,6 +207,59 @@ pub unsafe extern "C" fn cycles_client_call(
         // The body is spliced in as the exact text core produced (big integers kept).
         out_string(out_json, &crate::decode::reply_text(&reply));
         Ok(())
+    })
+}
+
+/// The completion of `cycles_client_call_async`: `status` is `CYCLES_OK` with `out_json` (as
+/// `cycles_client_call`'s, `len` bytes without the NUL) or an error status with `err` (the
+/// other NULL). Both pointers are valid only during the call. Runs on the completion thread
+/// (see `cycles_client_call_async`); it must not unwind and should return quickly.
+pub type cycles_call_cb = Option<
+    unsafe extern "C" fn(
+        user_data: *mut c_void,
+        status: cycles_status,
+        out_json: *const c_char,
+        len: usize,
+        err: *const cycles_error,
+    ),
+>;
+
+/// `cycles_client_call` without blocking, for event-loop applications: checks the arguments
+/// (errors are returned here, and then `cb` is never called), starts the operation on core's
+/// runtime and returns; `cb` is called exactly once with the result and `user_data`, on
+/// libcycles' completion thread (`cycles-completions`, one for the process, callbacks one at a
+/// time in completion order; a blocking `cycles_*` call there is refused with
+/// `CYCLES_RUNTIME`: chain another `*_async` call instead). Work abandoned by
+/// `cycles_shutdown` completes with `CYCLES_RUNTIME`. `user_data` must stay valid until the
+/// callback. Any thread, including callbacks.
+#[no_mangle]
+pub unsafe extern "C" fn cycles_client_call_async(
+    c: *const cycles_client,
+    op: *const c_char,
+    args_json: *const c_char,
+    cb: cycles_call_cb,
+    user_data: *mut c_void,
+    err: *mut *mut cycles_error,
+) -> cycles_status {
+    guard(err, || {
+        let c = client(c)?;
+        let f = cb.ok_or_else(|| ErrorFields::invalid("cb is NULL"))?;
+        let call = c
+            .handle
+            .prepare(arg(op, "op")?, arg(args_json, "args_json")?)?;
+        let ud = completion::UserData(user_data);
+        completion::submit(call.run(), move |r| {
+            let ud = ud;
+            let (status, e) = completion::status_and_error(&r);
+            let text = r
+                .ok()
+                .map(|reply| crate::strings::c_string(&crate::decode::reply_text(&reply)));
+            let (ptr, len) = text
+                .as_ref()
+                .map_or((ptr::null(), 0), |t| (t.as_ptr(), t.as_bytes().len()));
+            // SAFETY: the callback's contract; `text` and `e` live across the call.
+            unsafe { f(ud.0, status, ptr, len, completion::error_ptr(&e)) };
+        })
     })
 }
 

@@ -1,13 +1,14 @@
 //! `cycles_guard`: one guarded action (the bridge's `Active`: core's reserve, heartbeat,
 //! usage and settle-or-release), begun from typed C arguments or a JSON spec.
 
-use std::ffi::{c_char, CString};
+use std::ffi::{c_char, c_void, CString};
 use std::ptr;
 
 use cycles_bridge::{Active, ErrorFields};
 use serde_json::{json, Map, Value};
 
 use crate::client::cycles_client;
+use crate::completion;
 use crate::error::cycles_error;
 use crate::panic::{abort_free, block, guard, or_default};
 use crate::status::cycles_status;
@@ -292,6 +293,108 @@ pub unsafe extern "C" fn cycles_guard_begin_json(
     guard(err, || {
         let spec = arg(spec_json, "spec_json")?;
         begin(c, |_| Ok(spec.to_string()), out)
+    })
+}
+
+/// The completion of `cycles_guard_begin_async`: `CYCLES_OK` with a new `guard` OWNED BY THE
+/// CALLEE (free it with `cycles_guard_free`, from any thread, after finishing it), or an error
+/// status with `err` (valid only during the call) and `guard` NULL. Runs on the completion
+/// thread (see `cycles_client_call_async`).
+pub type cycles_guard_cb = Option<
+    unsafe extern "C" fn(
+        user_data: *mut c_void,
+        status: cycles_status,
+        guard: *mut cycles_guard,
+        err: *const cycles_error,
+    ),
+>;
+
+/// `cycles_guard_begin` without blocking: argument errors are returned here (then `cb` is
+/// never called); otherwise the reservation is made on core's runtime and `cb` gets the guard
+/// (or the denial) exactly once, on the completion thread, with `user_data`. Any thread,
+/// including callbacks.
+#[no_mangle]
+pub unsafe extern "C" fn cycles_guard_begin_async(
+    c: *const cycles_client,
+    r: *const cycles_reserve,
+    cb: cycles_guard_cb,
+    user_data: *mut c_void,
+    err: *mut *mut cycles_error,
+) -> cycles_status {
+    guard(err, || {
+        let r = r
+            .as_ref()
+            .ok_or_else(|| ErrorFields::invalid("reserve is NULL"))?;
+        let f = cb.ok_or_else(|| ErrorFields::invalid("cb is NULL"))?;
+        let c = c
+            .as_ref()
+            .ok_or_else(|| ErrorFields::invalid("client is NULL"))?;
+        let spec = spec_json(c, r)?;
+        let work = c.life()?.lifecycle.begin(&spec)?;
+        let ud = completion::UserData(user_data);
+        completion::submit(work, move |res| {
+            let ud = ud;
+            let (status, e) = completion::status_and_error(&res);
+            let g = res.ok().map_or(ptr::null_mut(), |active| {
+                let reservation_id = c_string(active.reservation_id());
+                Box::into_raw(Box::new(cycles_guard {
+                    active,
+                    reservation_id,
+                }))
+            });
+            // SAFETY: the callback's contract; ownership of `g` passes to it.
+            unsafe { f(ud.0, status, g, completion::error_ptr(&e)) };
+        })
+    })
+}
+
+/// The completion of `cycles_guard_finish_async`: `CYCLES_OK` with the outcome struct and its
+/// JSON (`len` bytes without the NUL), or an error status with `err`; every pointer is valid
+/// only during the call. Runs on the completion thread (see `cycles_client_call_async`).
+pub type cycles_outcome_cb = Option<
+    unsafe extern "C" fn(
+        user_data: *mut c_void,
+        status: cycles_status,
+        outcome: *const cycles_outcome,
+        outcome_json: *const c_char,
+        len: usize,
+        err: *const cycles_error,
+    ),
+>;
+
+/// `cycles_guard_finish` without blocking: a second finish is returned here as
+/// `CYCLES_INVALID_ARGUMENT` (then `cb` is never called); otherwise the settlement (or
+/// release) runs on core's runtime and `cb` gets the outcome exactly once, on the completion
+/// thread, with `user_data`. The guard may be freed as soon as this returns. Any thread,
+/// including callbacks.
+#[no_mangle]
+pub unsafe extern "C" fn cycles_guard_finish_async(
+    g: *const cycles_guard,
+    work_succeeded: bool,
+    cb: cycles_outcome_cb,
+    user_data: *mut c_void,
+    err: *mut *mut cycles_error,
+) -> cycles_status {
+    guard(err, || {
+        let f = cb.ok_or_else(|| ErrorFields::invalid("cb is NULL"))?;
+        let g = active(g)?;
+        let work = g.active.finish(work_succeeded)?;
+        let ud = completion::UserData(user_data);
+        completion::submit(async move { Ok(work.await) }, move |res| {
+            let ud = ud;
+            let parsed = res.and_then(|text| {
+                serde_json::from_str::<Value>(&text)
+                    .map(|v| (outcome_of(&v), c_string(&text)))
+                    .map_err(|e| ErrorFields::internal(format!("cannot read the outcome: {e}")))
+            });
+            let (status, e) = completion::status_and_error(&parsed);
+            let (o, t, len) = match &parsed {
+                Ok((o, t)) => (o as *const cycles_outcome, t.as_ptr(), t.as_bytes().len()),
+                Err(_) => (ptr::null(), ptr::null(), 0),
+            };
+            // SAFETY: the callback's contract; everything pointed to lives across the call.
+            unsafe { f(ud.0, status, o, t, len, completion::error_ptr(&e)) };
+        })
     })
 }
 

@@ -21,6 +21,7 @@
 #![allow(clippy::result_large_err)]
 
 pub mod client;
+pub mod completion;
 pub mod decode;
 pub mod error;
 pub mod events;

@@ -31,6 +31,8 @@ pub unsafe extern "C" fn cycles_shutdown(
     guard(err, || {
         crate::panic::may_block()?;
         let report = process::shutdown(Duration::from_millis(timeout_ms))?;
+        // After the runtime: abandoned async work has queued its RUNTIME completions.
+        crate::completion::stop();
         if !out_json.is_null() {
             *out_json = into_raw(&report);
         }
