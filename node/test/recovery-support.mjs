@@ -2,7 +2,7 @@
 // settlement, journal files on disk, and child Node processes (recovery-child.mjs) that a test
 // SIGKILLs mid-settlement. Ported from python/tests/recovery_support.py.
 import { spawn } from "node:child_process";
-import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
@@ -69,10 +69,12 @@ export function readRecord(path) {
 export function recordFiles(dir) {
   if (!existsSync(dir)) return [];
   const out = [];
-  for (const name of readdirSync(dir)) {
-    const p = join(dir, name);
-    if (statSync(p).isDirectory()) out.push(...recordFiles(p));
-    else if (name.endsWith(".json") && !name.startsWith(".")) out.push(p);
+  // File types from the directory listing itself: a writer in another process renames its
+  // temp file while we look, so a separate stat of each entry could race (ENOENT).
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, entry.name);
+    if (entry.isDirectory()) out.push(...recordFiles(p));
+    else if (entry.name.endsWith(".json") && !entry.name.startsWith(".")) out.push(p);
   }
   return out.sort();
 }
