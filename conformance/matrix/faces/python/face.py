@@ -108,12 +108,16 @@ TIMING: dict[str, Callable[[dict[str, Any]], Any]] = {
     "retry_reserve": lambda a: timing.retry_reserve(
         _req(a, "attempt_budget_ms"), _req(a, "safety_margin_ms")
     ),
-    "next_delay": lambda a: timing.next_delay(_req(a, "lead_floor_ms"), _req(a, "retry_reserve_ms")),
+    "next_delay": lambda a: timing.next_delay(
+        _req(a, "lead_floor_ms"), _req(a, "retry_reserve_ms")
+    ),
     "current_lead_estimate": lambda a: timing.current_lead_estimate(
         _req(a, "last_lead_floor_ms"), _req(a, "elapsed_ms")
     ),
     "retry_window": lambda a: timing.retry_window(
-        _req(a, "current_lead_estimate_ms"), _req(a, "attempt_budget_ms"), _req(a, "safety_margin_ms")
+        _req(a, "current_lead_estimate_ms"),
+        _req(a, "attempt_budget_ms"),
+        _req(a, "safety_margin_ms"),
     ),
     "transient_retry_delay": lambda a: timing.transient_retry_delay(
         _req(a, "current_lead_estimate_ms"), _req(a, "retry_window_ms")
@@ -380,7 +384,11 @@ def op_drain(req: dict[str, Any]) -> Any:
         client.close(0)  # delivers the last events
     settled.update(o.reservation_id for o in report.outcomes if o.settled)
     quarantined.update(report.quarantined)
-    return {"settled": len(settled), "pending": len(report.remaining), "quarantined": len(quarantined)}
+    return {
+        "settled": len(settled),
+        "pending": len(report.remaining),
+        "quarantined": len(quarantined),
+    }
 
 
 # -- transport --------------------------------------------------------------------------------
@@ -419,7 +427,7 @@ def answer(line: str) -> dict[str, Any]:
 
 def main() -> None:
     # Bytes in, ASCII out: no dependence on the locale's encoding; a lone surrogate in a
-    # request string survives as a \\uXXXX escape in the answer.
+    # request string survives as a \uXXXX escape in the answer.
     for raw in sys.stdin.buffer:
         line = raw.decode("utf-8", "surrogateescape")
         if not line.strip():

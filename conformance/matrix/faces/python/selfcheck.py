@@ -4,6 +4,7 @@ reference-server corpus, sent through a face's run.sh as protocol requests (PROT
 checked against the vectors' expectations (the corpus: 2xx gives ``result``, else ``error``).
 
     python3 selfcheck.py conformance/matrix/faces/python/run.sh [exchanges.jsonl]
+    python3 selfcheck.py --names conformance/matrix/faces/runcycles/run.sh   # names only
 
 Exits non-zero on any difference, naming the case. Standard library only.
 """
@@ -44,7 +45,9 @@ def requests() -> list[tuple[str, dict[str, Any], Any]]:
         timing(c["name"] + "/window", "retry_window", args, e["retry_window_ms"])
         if e["transient_retry_delay_ms"] is not None:
             args = dict(args, retry_window_ms=e["retry_window_ms"])
-            timing(c["name"] + "/delay", "transient_retry_delay", args, e["transient_retry_delay_ms"])
+            timing(
+                c["name"] + "/delay", "transient_retry_delay", args, e["transient_retry_delay_ms"]
+            )
     for c in hb["extend_timeout"]:
         timing(c["name"], "extend_timeout", c["input"], c["expect"])
     for c in hb["planner"]:
@@ -52,12 +55,12 @@ def requests() -> list[tuple[str, dict[str, Any], Any]]:
         out.append((c["name"], dict(req, steps=c["steps"]), [{"decision": d} for d in c["expect"]]))
     for c in hb["planner_derived"]:
         req = {"op": "primary", "request_timeout_ms": c["configured_timeout_ms"], "derive": True}
-        want = [
+        steps = [
             {"decision": {k: v for k, v in d.items() if k != "attempt_timeout_ms"},
              "attempt_timeout_ms": d["attempt_timeout_ms"]}
             for d in c["expect"]
         ]  # fmt: skip
-        out.append((c["name"], dict(req, steps=c["steps"]), want))
+        out.append((c["name"], dict(req, steps=c["steps"]), steps))
     for c in hb["fallback"]:
         e = c["expect"]
         req = {"op": "fallback", "requested_ttl_ms": c["requested_ttl_ms"], "create": c["create"],
@@ -79,7 +82,9 @@ def requests() -> list[tuple[str, dict[str, Any], Any]]:
         want = {"standard": c["standard"], "legacy": c["legacy"]}
         out.append((f"file_names {c['reservation_id']!r}", req, want))
     for c in jv["records"]:
-        e = {k: v for k, v in c["expect"].items() if k not in ("commit_body", "event_fallback_body")}
+        e = {
+            k: v for k, v in c["expect"].items() if k not in ("commit_body", "event_fallback_body")
+        }
         if "extra_keys" in e:
             e["extra_keys"] = sorted(e["extra_keys"])
         out.append((c["name"], {"op": "parse_record", "text": c["text"]}, e))
@@ -108,7 +113,7 @@ def matches(got: Any, want: Any) -> bool:
     if isinstance(want, dict) and isinstance(got, dict):
         return all(k in got and matches(got[k], v) for k, v in want.items())
     if isinstance(want, list) and isinstance(got, list):
-        return len(want) == len(got) and all(matches(g, w) for g, w in zip(got, want))
+        return len(want) == len(got) and all(matches(g, w) for g, w in zip(got, want, strict=True))
     return type(got) is type(want) and got == want
 
 
@@ -124,10 +129,16 @@ def check_decode(ans: dict[str, Any], x: dict[str, Any]) -> bool:
 
 
 def main() -> int:
-    run = sys.argv[1]
+    args = sys.argv[1:]
+    names_only = args[:1] == ["--names"]
+    if names_only:
+        args = args[1:]
+    run = args[0]
     cases = requests()
-    if len(sys.argv) > 2:
-        cases += corpus(Path(sys.argv[2]))
+    if names_only:
+        cases = [c for c in cases if c[1]["op"] in ("fingerprint", "journal_names")]
+    if len(args) > 1:
+        cases += corpus(Path(args[1]))
     lines = "".join(json.dumps(dict(req, id=n)) + "\n" for n, (_, req, _) in enumerate(cases))
     proc = subprocess.run(["bash", run], input=lines, capture_output=True, text=True, check=False)
     answers = [json.loads(a) for a in proc.stdout.splitlines()]
@@ -136,7 +147,7 @@ def main() -> int:
         print(f"face exited {proc.returncode} after {len(answers)}/{len(cases)} answers:\n"
               f"{proc.stderr}")  # fmt: skip
         return 1
-    for n, ((name, req, want), ans) in enumerate(zip(cases, answers)):
+    for n, ((name, req, want), ans) in enumerate(zip(cases, answers, strict=True)):
         if ans.get("id") != n:
             ok = False
         elif req["op"] == "decode":
