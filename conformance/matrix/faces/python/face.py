@@ -172,7 +172,7 @@ def decision(d: timing.Decision) -> dict[str, Any]:
 
 
 def failure(f: dict[str, Any]) -> timing.Failure:
-    return timing.Failure(f["kind"], f.get("retry_after"), f.get("status"), f.get("code"))
+    return timing.Failure(f["kind"], f.get("retry_after"), num_in(f.get("status")), f.get("code"))
 
 
 def op_primary(req: dict[str, Any]) -> Any:
@@ -180,9 +180,10 @@ def op_primary(req: dict[str, Any]) -> Any:
     out = []
     for s in req["steps"]:
         if s["event"] == "success":
-            d = p.on_success(s["at_us"], num_in(s["remaining_ttl_ms"]), num_in(s.get("rtt_ms")))
+            at, ttl = num_in(s["at_us"]), num_in(s["remaining_ttl_ms"])
+            d = p.on_success(at, ttl, num_in(s.get("rtt_ms")))
         elif s["event"] == "failure":
-            d = p.on_failure(s["at_us"], failure(s["failure"]))
+            d = p.on_failure(num_in(s["at_us"]), failure(s["failure"]))
         else:
             raise cycles.InvalidArgumentError(f"unknown event {s['event']!r}")
         out.append({"decision": decision(d), "attempt_timeout_ms": num_out(p.attempt_timeout_ms)})
@@ -191,14 +192,16 @@ def op_primary(req: dict[str, Any]) -> Any:
 
 def op_fallback(req: dict[str, Any]) -> Any:
     c = req["create"]
-    p = timing.FallbackPlanner(req["requested_ttl_ms"], c["at_us"], c["expires_at_ms"])
+    p = timing.FallbackPlanner(
+        num_in(req["requested_ttl_ms"]), num_in(c["at_us"]), num_in(c["expires_at_ms"])
+    )
     first = decision(p.first_beat(bool(req["prime"])))
     steps = []
     for s in req["steps"]:
         if s["event"] == "success":
-            d = p.on_success(s["at_us"], s["expires_at_ms"])
+            d = p.on_success(num_in(s["at_us"]), num_in(s["expires_at_ms"]))
         elif s["event"] == "failure":
-            d = p.on_failure(s["at_us"], failure(s["failure"]))
+            d = p.on_failure(num_in(s["at_us"]), failure(s["failure"]))
         else:
             raise cycles.InvalidArgumentError(f"unknown event {s['event']!r}")
         steps.append({"decision": decision(d), "regime": p.regime})
