@@ -238,8 +238,7 @@ fn fallback_seq(r: &Value) -> R<Value> {
 fn parse_record(r: &Value) -> R<Value> {
     Ok(match Record::parse(text(r, "text")?.as_bytes()) {
         Ok(rec) => {
-            let mut extra: Vec<&str> = rec.extra.iter().map(|(k, _)| k.as_str()).collect();
-            extra.sort_unstable();
+            let extra: Vec<&str> = rec.extra.iter().map(|(k, _)| k.as_str()).collect();
             json!({"ok": true, "reservation_id": rec.reservation_id, "base_url": rec.base_url,
                    "mode": rec.mode.as_str(), "idempotency_key": rec.idempotency_key(),
                    "recorded_at_ms": rec.recorded_at_ms, "not_before_ms": rec.not_before_ms,

@@ -507,3 +507,51 @@ async fn shutdown_stops_serving() {
     // The listener is gone: new connections are refused.
     assert!(tokio::net::TcpStream::connect(addr).await.is_err());
 }
+
+#[tokio::test]
+async fn reservation_id_fault_assigns_an_unusual_id_that_paths_reach_escaped() {
+    let h = H::new().await;
+    let id = "rsv/\u{fc} #?%2F";
+    h.server.add_fault(rule(
+        Operation::CreateReservation,
+        Fault::ReservationId { id: id.into() },
+    ));
+    let r = h
+        .post("/v1/reservations", &reserve_body("odd", 1, json!({})))
+        .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body["reservation_id"], id);
+    // The id travels as one escaped path segment.
+    let path = format!(
+        "/v1/reservations/{}/commit",
+        percent_encoding::utf8_percent_encode(id, percent_encoding::NON_ALPHANUMERIC)
+    );
+    let c = h
+        .post(
+            &path,
+            &json!({"idempotency_key": "odd-c", "actual": {"unit": "USD_MICROCENTS", "amount": 1}}),
+        )
+        .await;
+    assert_eq!(c.status, 200, "{}", c.body);
+    let kinds: Vec<_> = h
+        .server
+        .ledger()
+        .into_iter()
+        .map(|e| (e.kind, e.reservation_id))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("reserve".to_string(), Some(id.to_string())),
+            ("commit".to_string(), Some(id.to_string()))
+        ]
+    );
+    // times = 1: the next reservation gets a generated id again.
+    let r = h
+        .post("/v1/reservations", &reserve_body("plain", 1, json!({})))
+        .await;
+    assert!(r.body["reservation_id"]
+        .as_str()
+        .unwrap()
+        .starts_with("rsv_"));
+}

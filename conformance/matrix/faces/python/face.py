@@ -241,7 +241,7 @@ def op_parse_record(req: dict[str, Any]) -> Any:
         "not_before_ms": num_out(r.not_before_ms),
         "commit_body_wire": r.commit_body,
         "event_fallback_body_wire": r.event_fallback_body,
-        "extra_keys": sorted(r.extra_keys),
+        "extra_keys": list(r.extra_keys),
     }
 
 

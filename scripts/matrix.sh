@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# One behaviour in every language, proven in one command: the shared vectors, the
+# reference-server corpus, a seeded differential of the timing math and journal helpers, the
+# journal interop matrix (Rust, Python, Node, JVM, C and the official Python SDK runcycles
+# 0.5.3 writing and draining each other's records) and every recovery adapter (durable claim)
+# across all five faces; the face-by-check table is printed last and checked against
+# docs/matrix.md. Protocol: conformance/matrix/PROTOCOL.md.
+#
+# Usage: scripts/matrix.sh [--write-doc]     (--write-doc regenerates docs/matrix.md)
+# Runs after the per-language suites (scripts/test-all.sh calls it last): it reuses what they
+# leave (the Python test venv, the C CTest build, the Node build, java/target), and each face's
+# prepare.sh builds what is missing. Honours CARGO_TARGET_DIR, CYCLES_PY_CACHE and
+# CYCLES_MATRIX_COUNT (inputs per timing function and planner, default 10000; the committed
+# docs/matrix.md is for the default).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/cycles-target}"
+doc_mode=(--check-doc docs/matrix.md)
+[[ "${1:-}" == "--write-doc" ]] && doc_mode=(--write-doc docs/matrix.md)
+count="${CYCLES_MATRIX_COUNT:-10000}"
+[[ "$count" == 10000 ]] || doc_mode=()
+faces=conformance/matrix/faces
+reports="$CARGO_TARGET_DIR/recovery-conformance"
+py_venv="${CYCLES_PY_CACHE:-$HOME/.cache/cycles-python}/test-venv"
+step() { printf '\n==> matrix: %s\n' "$*"; }
+
+step "build the orchestrator and the conformance runner"
+cargo build -q --locked -p cycles-matrix -p cycles-conformance-runner
+matrix="$CARGO_TARGET_DIR/debug/cycles-matrix"
+runner="$CARGO_TARGET_DIR/debug/cycles-conformance"
+
+step "prepare the faces"
+for face in python c node jvm runcycles; do
+    bash "$faces/$face/prepare.sh"
+done
+
+# Each adapter maps every scenario to exact native tests and fails on a missing, renamed or
+# skipped one; each writes its evidence report, which the matrix validates against the schema.
+adapter() { # name implementation report args...
+    local name="$1" impl="$2" report="$3"
+    shift 3
+    step "recovery conformance, durable claim: $name (conformance/adapters/$name-map.json)"
+    "$runner" --claim durable --report-json "$report" --implementation "$impl" "$@" ||
+        { echo "$name recovery conformance FAILED; report: $report" >&2; exit 1; }
+}
+# The Rust adapter runs each mapped test as `cargo test -p cycles-core --test X -- --exact N`;
+# building that package selection first makes each run a quick no-op build.
+cargo test -q --locked -p cycles-core --no-run
+adapter rust cycles-sdk/rust-core "$reports/recovery-conformance.json" --adapter conformance/adapters/rust
+adapter python cycles-sdk/python "$reports/recovery-conformance-python.json" \
+    --adapter conformance/adapters/python --python "$py_venv/bin/python"
+adapter c cycles-sdk/c "$reports/recovery-conformance-c.json" \
+    --adapter conformance/adapters/c --build-dir "$CARGO_TARGET_DIR/cycles-c-tests/build"
+adapter node cycles-sdk/node "$reports/recovery-conformance-node.json" --adapter conformance/adapters/node
+adapter jvm cycles-sdk/jvm "$reports/recovery-conformance-jvm.json" --adapter conformance/adapters/jvm
+
+step "self-test: a deliberately broken face must fail the matrix"
+# CYCLES_MATRIX_PERTURB (Python face only) adds 1 ms to next_delay, or renames standard
+# journal files; the differential must catch each and name the smallest differing input.
+for perturb in "timing:next_delay|timing: next_delay: python differs" \
+               "journal:standard|journal: file names: python differs"; do
+    out="$(mktemp)"
+    if CYCLES_MATRIX_PERTURB="${perturb%%|*}" "$matrix" run --face rust=builtin \
+        --face "python=$faces/python/run.sh" --only differential --count 300 >"$out" 2>&1; then
+        cat "$out" >&2; echo "the matrix passed with ${perturb%%|*}" >&2; exit 1
+    fi
+    grep -q "${perturb#*|} on .* input(s); smallest:" "$out" ||
+        { cat "$out" >&2; echo "the matrix did not name ${perturb%%|*}" >&2; exit 1; }
+    echo "caught ${perturb%%|*}: $(grep -A1 "${perturb#*|}" "$out" | tail -1 | cut -c1-150)"
+    rm -f "$out"
+done
+
+step "the matrix: vectors, corpus, differential ($count inputs each), journal, recovery"
+"$matrix" run --count "$count" "${doc_mode[@]}" \
+    --face rust=builtin \
+    --face "python=$faces/python/run.sh" \
+    --face "node=$faces/node/run.sh" \
+    --face "jvm=$faces/jvm/run.sh" \
+    --face "c=$faces/c/run.sh" \
+    --journal-face "runcycles=$faces/runcycles/run.sh" \
+    --report "rust=$reports/recovery-conformance.json" \
+    --report "python=$reports/recovery-conformance-python.json" \
+    --report "node=$reports/recovery-conformance-node.json" \
+    --report "jvm=$reports/recovery-conformance-jvm.json" \
+    --report "c=$reports/recovery-conformance-c.json"
