@@ -87,7 +87,8 @@ function dec(v: unknown): unknown {
   }
   if (Array.isArray(v)) return v.map(dec);
   if (v !== null && typeof v === "object") {
-    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase()), dec(x)]));
+    // A server's error code is text even when it looks like a number.
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase()), k === "code" ? x : dec(x)]));
   }
   return v;
 }

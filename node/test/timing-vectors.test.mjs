@@ -184,6 +184,8 @@ test("timing: helpers, planner state and wide arguments", () => {
   const stop = p.onFailure(1000, { kind: "rate_limited", retryAfter: "18446744073709551615" });
   assert.equal(stop.kind, "stop");
   if (stop.kind === "stop") same(stop.detail.retryAfterSeconds, 18446744073709551615n, "stop detail seconds");
+  const rejected = new timing.PrimaryPlanner(10000).onFailure(0, { kind: "error", status: 400, code: "123" });
+  assert.equal(rejected.code, "123", "a numeric-looking error code stays a string");
   const f = new timing.FallbackPlanner(60000, 0, 60000);
   assert.equal(f.lastGrantMs, null);
   f.onSuccess(1000, 61000);
