@@ -1,5 +1,5 @@
 //! Core's pure heartbeat math as JSON in, JSON out, for hosts without a typed timing surface
-//! of their own (C today). Values use the shared vectors' encoding
+//! of their own (C, the JVM and Node). Values use the shared vectors' encoding
 //! (`conformance/vectors/heartbeat.json`): durations are integers, a value beyond 2^53 - 1 is a
 //! decimal string, `"infinite"` / `"-infinite"` are the infinities. Behaviour is core's; this
 //! only converts.
