@@ -69,15 +69,20 @@ export declare class NativeClient {
   lifecycle(maxAttempts: number | undefined | null, replayIntervalMs: number | undefined | null, listener: (batch: string | null) => void): NativeLifecycle
 }
 
-/** Core's fallback heartbeat planner (no `remaining_ttl_ms` from the server). */
+/** Core's fallback heartbeat planner (the bridge's `FallbackJson`). */
 export declare class NativeFallbackPlanner {
-  /** `[requested_ttl_ms, reserve_received_us, expires_at_ms]`. */
+  /** `{"requested_ttl_ms", "reserve_received_us", "expires_at_ms"}`. */
   constructor(argsJson: string)
-  /**
-   * `first_beat [prime]`, `on_success [received_us, expires_at_ms]`, `on_failure [now_us,
-   * kind, retry_after, status, code]`, `regime []`, `last_grant_ms []`, `lead_min_ms [now_us]`.
-   */
-  call(method: string, argsJson: string): string
+  /** The first beat's decision JSON (`prime`: extend at once). */
+  firstBeat(prime: boolean): string
+  /** One step (the vectors' step object); the decision JSON. */
+  step(stepJson: string): string
+  /** The current regime's name. */
+  regime(): string
+  /** The last grant (JSON integer or `null`). */
+  lastGrantMs(): string
+  /** The lower bound of the lead at `{"now_us"}` (JSON integer). */
+  leadMinMs(argsJson: string): string
 }
 
 /** The native half of a client's guarded lifecycle. */
@@ -126,16 +131,23 @@ export declare class NativeLocalServer {
   stop(): void
 }
 
-/** Core's primary heartbeat planner; methods take and return JSON in the vectors' encoding. */
+/** Core's primary heartbeat planner (the bridge's `PrimaryJson`). */
 export declare class NativePrimaryPlanner {
-  /** `[request_timeout_ms, derive_timeout]`. */
-  constructor(argsJson: string)
   /**
-   * `on_success [received_us, remaining_ttl_ms, rtt_ms]`, `on_failure [now_us, kind,
-   * retry_after, status, code]`, `observe_rtt [rtt_ms]`, `attempt_timeout_ms []`,
-   * `max_rtt_ms []`, `failure_math [now_us]`.
+   * A planner with `request_timeout_json` (a JSON duration); `derive` derives the enforced
+   * timeout from a short lease.
    */
-  call(method: string, argsJson: string): string
+  constructor(requestTimeoutJson: string, derive: boolean)
+  /** One step (the vectors' step object); the decision JSON. */
+  step(stepJson: string): string
+  /** The enforced timeout of the next attempt (JSON duration). */
+  attemptTimeout(): string
+  /** The largest round trip seen (JSON duration or `null`). */
+  maxRtt(): string
+  /** Records a round trip (`rtt_json`, a JSON duration). */
+  observeRtt(rttJson: string): void
+  /** The failure arithmetic at `{"now_us"}` (JSON object or `null`). */
+  failureMath(argsJson: string): string
 }
 
 /**
@@ -175,14 +187,16 @@ export declare function journalFingerprint(baseUrl: string, apiKey: string, tena
 export declare function journalLegacyFileName(reservationId: string): string
 
 /**
- * One record file parsed as core parses it (JSON; bodies as their exact wire text), or
- * INVALID_ARGUMENT with `details.journal_error` `corrupt` / `unsupported`.
+ * One record file parsed as core parses it (the bridge's `journal_json` record: bodies as
+ * their exact wire text), or INVALID_ARGUMENT with `details.journal_error` `corrupt` /
+ * `unsupported`.
  */
 export declare function journalParseRecord(data: Buffer): string
 
 /**
- * The pending records under `journal_dir` (JSON array): one identity's partition when
- * `base_url` and `api_key` are given, every partition when neither is.
+ * The pending records under `journal_dir` (the bridge's `journal_json::pending` JSON array):
+ * one identity's partition when `base_url` and `api_key` are given, every partition when
+ * neither is.
  */
 export declare function journalPending(journalDir: string, baseUrl?: string | undefined | null, apiKey?: string | undefined | null, tenant?: string | undefined | null): string
 
@@ -209,7 +223,10 @@ export interface NativeClientOptions {
 /** Whether core's runtime is usable in this process. */
 export declare function runtimeOk(): boolean
 
-/** One pure timing function by name, its arguments a JSON array; the result as JSON. */
+/**
+ * One pure timing function by name (`timing_json::call`'s table), its arguments a JSON
+ * object; the result as JSON.
+ */
 export declare function timingCall(name: string, argsJson: string): string
 
 /** The addon's version (the crate's). */

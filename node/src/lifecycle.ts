@@ -299,6 +299,16 @@ export class GuardedReservation implements AsyncDisposable {
   }
 
   /**
+   * Commit-time metadata as JSON text (an object), kept exactly as written: for what a
+   * JavaScript object cannot hold, such as integers beyond 2^53 − 1. Text that is not a JSON
+   * object throws {@link InvalidArgumentError}.
+   */
+  setMetadataJson(json: string): void {
+    if (typeof json !== "string") throw new InvalidArgumentError("metadata JSON must be a string");
+    call(() => this.native.setMetadata(json));
+  }
+
+  /**
    * Ends the work as succeeded: settles the known actual (journaled first). Throws
    * {@link MissingActualError} when no actual was reported, {@link InvalidActualError} for a
    * negative one, {@link HeartbeatLapsedError} under `fail_on_finalize`. Idempotent.

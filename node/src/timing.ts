@@ -56,7 +56,8 @@ export interface ExtendTimeout {
 export interface RetryAfter {
   /** `missing`, `invalid` or `seconds`. */
   kind: string;
-  seconds: number | null;
+  /** The header's seconds (a `bigint` beyond 2^53 − 1), or null. */
+  seconds: number | bigint | null;
   ms: Millis | null;
 }
 
@@ -86,121 +87,128 @@ function dec(v: unknown): unknown {
   }
   if (Array.isArray(v)) return v.map(dec);
   if (v !== null && typeof v === "object") {
-    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase()), dec(x)]));
+    // A server's error code is text even when it looks like a number.
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase()), k === "code" ? x : dec(x)]));
   }
   return v;
 }
 
-function run(name: string, args: unknown[]): unknown {
+/** One function of the bridge's timing table; `args` are its named arguments (snake_case). */
+function run(name: string, args: Record<string, unknown>): unknown {
   return dec(JSON.parse(call(() => native.timingCall(name, JSON.stringify(args)))));
 }
 
+/** A decision of the bridge's form: `{extend: {delayMs, key}}` or `{stop, ...detail}`. */
 function decision(raw: unknown): Decision {
-  const d = raw as { extend?: { delayMs: Millis; key: "fresh" | "same" }; stop?: string; detail?: Record<string, unknown> };
-  if (d.extend) return { kind: "extend", delayMs: d.extend.delayMs, key: d.extend.key };
-  const detail = d.detail ?? {};
+  const { extend, stop, ...detail } = raw as { extend?: { delayMs: Millis; key: "fresh" | "same" }; stop?: string } & Record<string, unknown>;
+  if (extend) return { kind: "extend", delayMs: extend.delayMs, key: extend.key };
   return {
     kind: "stop",
-    reason: d.stop as string,
+    reason: stop as string,
     detail,
     code: (detail.code as string | undefined) ?? null,
     status: detail.status === undefined || detail.status === null ? null : Number(detail.status),
   };
 }
 
-function failureArgs(f: Failure): unknown[] {
+/** A failure as the vectors' step object spells it. */
+function failureJson(f: Failure): Record<string, unknown> {
   switch (f.kind) {
     case "transient":
-      return ["transient", null, null, null];
+      return { kind: "transient" };
     case "rate_limited":
-      return ["rate_limited", f.retryAfter, null, null];
+      return { kind: "rate_limited", retry_after: f.retryAfter };
     case "error":
-      return ["error", null, f.status, f.code];
+      return { kind: "error", status: f.status, code: f.code };
   }
 }
 
 /** Microseconds rounded up to whole milliseconds. */
-export const fromMicrosCeil = (micros: number | bigint): Millis => run("from_micros_ceil", [enc(micros)]) as Millis;
+export const fromMicrosCeil = (micros: number | bigint): Millis => run("from_micros_ceil", { micros: enc(micros) }) as Millis;
 /** Microseconds rounded down to whole milliseconds. */
-export const fromMicrosFloor = (micros: number | bigint): Millis => run("from_micros_floor", [enc(micros)]) as Millis;
+export const fromMicrosFloor = (micros: number | bigint): Millis => run("from_micros_floor", { micros: enc(micros) }) as Millis;
 /** The spec's primary schedule of one schema-valid response. */
 export const schedule = (remainingTtlMs: Millis, rttMs: Millis | null, maxRttMs: Millis | null, requestTimeoutMs: Millis): Schedule =>
-  run("schedule", [enc(remainingTtlMs), enc(rttMs), enc(maxRttMs), enc(requestTimeoutMs)]) as Schedule;
+  run("schedule", { remaining_ttl_ms: enc(remainingTtlMs), rtt_ms: enc(rttMs), max_rtt_ms: enc(maxRttMs), request_timeout_ms: enc(requestTimeoutMs) }) as Schedule;
 /** `remaining_ttl_ms − rtt` (the lead the client can count on). */
-export const leadFloor = (remainingTtlMs: Millis, rttMs: Millis | null): Millis => run("lead_floor", [enc(remainingTtlMs), enc(rttMs)]) as Millis;
+export const leadFloor = (remainingTtlMs: Millis, rttMs: Millis | null): Millis => run("lead_floor", { remaining_ttl_ms: enc(remainingTtlMs), rtt_ms: enc(rttMs) }) as Millis;
 /** One attempt's budget. */
-export const attemptBudget = (requestTimeoutMs: Millis, maxRttMs: Millis | null): Millis => run("attempt_budget", [enc(requestTimeoutMs), enc(maxRttMs)]) as Millis;
+export const attemptBudget = (requestTimeoutMs: Millis, maxRttMs: Millis | null): Millis => run("attempt_budget", { request_timeout_ms: enc(requestTimeoutMs), max_rtt_ms: enc(maxRttMs) }) as Millis;
 /** The safety margin. */
-export const safetyMargin = (maxRttMs: Millis | null): Millis => run("safety_margin", [enc(maxRttMs)]) as Millis;
+export const safetyMargin = (maxRttMs: Millis | null): Millis => run("safety_margin", { max_rtt_ms: enc(maxRttMs) }) as Millis;
 /** The retry reserve. */
-export const retryReserve = (attemptBudgetMs: Millis, safetyMarginMs: Millis): Millis => run("retry_reserve", [enc(attemptBudgetMs), enc(safetyMarginMs)]) as Millis;
+export const retryReserve = (attemptBudgetMs: Millis, safetyMarginMs: Millis): Millis => run("retry_reserve", { attempt_budget_ms: enc(attemptBudgetMs), safety_margin_ms: enc(safetyMarginMs) }) as Millis;
 /** The delay to the next beat. */
-export const nextDelay = (leadFloorMs: Millis, retryReserveMs: Millis): Millis => run("next_delay", [enc(leadFloorMs), enc(retryReserveMs)]) as Millis;
+export const nextDelay = (leadFloorMs: Millis, retryReserveMs: Millis): Millis => run("next_delay", { lead_floor_ms: enc(leadFloorMs), retry_reserve_ms: enc(retryReserveMs) }) as Millis;
 /** `max(0, last lead floor − elapsed)`. */
-export const currentLeadEstimate = (lastLeadFloorMs: Millis, elapsedMs: Millis): Millis => run("current_lead_estimate", [enc(lastLeadFloorMs), enc(elapsedMs)]) as Millis;
+export const currentLeadEstimate = (lastLeadFloorMs: Millis, elapsedMs: Millis): Millis => run("current_lead_estimate", { last_lead_floor_ms: enc(lastLeadFloorMs), elapsed_ms: enc(elapsedMs) }) as Millis;
 /** The retry window (may be negative). */
 export const retryWindow = (currentLeadEstimateMs: Millis, attemptBudgetMs: Millis, safetyMarginMs: Millis): Millis =>
-  run("retry_window", [enc(currentLeadEstimateMs), enc(attemptBudgetMs), enc(safetyMarginMs)]) as Millis;
+  run("retry_window", { current_lead_estimate_ms: enc(currentLeadEstimateMs), attempt_budget_ms: enc(attemptBudgetMs), safety_margin_ms: enc(safetyMarginMs) }) as Millis;
 /** The delay before a transient retry. */
 export const transientRetryDelay = (currentLeadEstimateMs: Millis, retryWindowMs: Millis): Millis =>
-  run("transient_retry_delay", [enc(currentLeadEstimateMs), enc(retryWindowMs)]) as Millis;
+  run("transient_retry_delay", { current_lead_estimate_ms: enc(currentLeadEstimateMs), retry_window_ms: enc(retryWindowMs) }) as Millis;
 /** A `Retry-After` header value parsed as the spec reads it. */
-export const parseRetryAfter = (raw: string | null): RetryAfter => run("parse_retry_after", [raw]) as RetryAfter;
+export const parseRetryAfter = (raw: string | null): RetryAfter => run("parse_retry_after", { raw }) as RetryAfter;
 /** The delay of a `Retry-After` header in milliseconds, or null. */
 export const retryAfterMs = (raw: string | null): Millis | null => parseRetryAfter(raw).ms;
 /** Whether an error code stops the heartbeat for good. */
-export const isPermanentStopCode = (code: string): boolean => run("is_permanent_stop_code", [code]) as boolean;
+export const isPermanentStopCode = (code: string): boolean => run("is_permanent_stop_code", { code }) as boolean;
 /** Every permanent stop code. */
-export const permanentStopCodes = (): string[] => run("permanent_stop_codes", []) as string[];
+export const permanentStopCodes = (): string[] => run("permanent_stop_codes", {}) as string[];
 /** The fallback regime of a grant. */
 export const classifyGrant = (grantMs: number | bigint, elapsedMs: Millis, requestedTtlMs: number | bigint): string =>
-  run("classify_grant", [enc(grantMs), enc(elapsedMs), enc(requestedTtlMs)]) as string;
+  run("classify_grant", { grant_ms: enc(grantMs), elapsed_ms: enc(elapsedMs), requested_ttl_ms: enc(requestedTtlMs) }) as string;
 /** The fallback cadence of a regime. */
 export const cadence = (regime: string, lastGrantMs: number | bigint, requestedTtlMs: number | bigint): Millis =>
-  run("cadence", [regime, enc(lastGrantMs), enc(requestedTtlMs)]) as Millis;
+  run("cadence", { regime, last_grant_ms: enc(lastGrantMs), requested_ttl_ms: enc(requestedTtlMs) }) as Millis;
 /** The fallback delay with the skip rule. */
 export const delayWithSkips = (leadMinNowMs: number | bigint, lastGrantMs: number | bigint, cadenceMs: Millis): Millis =>
-  run("delay_with_skips", [enc(leadMinNowMs), enc(lastGrantMs), enc(cadenceMs)]) as Millis;
+  run("delay_with_skips", { lead_min_now_ms: enc(leadMinNowMs), last_grant_ms: enc(lastGrantMs), cadence_ms: enc(cadenceMs) }) as Millis;
 /** The enforced extend timeout (derived from a short lease when the configured one leaves no cadence). */
 export const extendTimeout = (leadFloorMs: Millis, maxRttMs: Millis | null, configuredTimeoutMs: Millis): ExtendTimeout =>
-  run("extend_timeout", [enc(leadFloorMs), enc(maxRttMs), enc(configuredTimeoutMs)]) as ExtendTimeout;
+  run("extend_timeout", { lead_floor_ms: enc(leadFloorMs), max_rtt_ms: enc(maxRttMs), configured_timeout_ms: enc(configuredTimeoutMs) }) as ExtendTimeout;
 /** The least lead floor a timeout can keep. */
-export const minLeadFloor = (timeoutMs: Millis, maxRttMs: Millis | null): Millis => run("min_lead_floor", [enc(timeoutMs), enc(maxRttMs)]) as Millis;
+export const minLeadFloor = (timeoutMs: Millis, maxRttMs: Millis | null): Millis => run("min_lead_floor", { timeout_ms: enc(timeoutMs), max_rtt_ms: enc(maxRttMs) }) as Millis;
 /** When an attempt is cut off. */
-export const attemptCutoff = (timeoutMs: Millis): Millis => run("attempt_cutoff", [enc(timeoutMs)]) as Millis;
+export const attemptCutoff = (timeoutMs: Millis): Millis => run("attempt_cutoff", { timeout_ms: enc(timeoutMs) }) as Millis;
+
+/** JSON text of a native result, decoded (`bigint` beyond 2^53 − 1, `±Infinity`). */
+function out(text: string): unknown {
+  return dec(JSON.parse(text));
+}
 
 /** Core's primary planner (the server reports `remaining_ttl_ms`). */
 export class PrimaryPlanner {
   private readonly native: NativePrimaryPlanner;
   constructor(requestTimeoutMs: Millis, deriveTimeout = false) {
-    this.native = call(() => new native.NativePrimaryPlanner(JSON.stringify([enc(requestTimeoutMs), deriveTimeout])));
-  }
-  private run(method: string, args: unknown[]): unknown {
-    return dec(JSON.parse(call(() => this.native.call(method, JSON.stringify(args)))));
+    this.native = call(() => new native.NativePrimaryPlanner(JSON.stringify(enc(requestTimeoutMs)), deriveTimeout));
   }
   /** The timeout of the next attempt. */
   get attemptTimeoutMs(): Millis {
-    return this.run("attempt_timeout_ms", []) as Millis;
+    return out(call(() => this.native.attemptTimeout())) as Millis;
   }
   /** The largest round trip seen. */
   get maxRttMs(): Millis | null {
-    return this.run("max_rtt_ms", []) as Millis | null;
+    return out(call(() => this.native.maxRtt())) as Millis | null;
   }
   /** After a schema-valid response. */
   onSuccess(receivedUs: number | bigint, remainingTtlMs: Millis, rttMs: Millis | null): Decision {
-    return decision(this.run("on_success", [enc(receivedUs), enc(remainingTtlMs), enc(rttMs)]));
+    const step = { event: "success", at_us: enc(receivedUs), remaining_ttl_ms: enc(remainingTtlMs), rtt_ms: enc(rttMs) };
+    return decision(out(call(() => this.native.step(JSON.stringify(step)))));
   }
   /** After a failed extend. */
   onFailure(nowUs: number | bigint, failure: Failure): Decision {
-    return decision(this.run("on_failure", [enc(nowUs), ...failureArgs(failure)]));
+    const step = { event: "failure", at_us: enc(nowUs), failure: failureJson(failure) };
+    return decision(out(call(() => this.native.step(JSON.stringify(step)))));
   }
   /** Records a round trip. */
   observeRtt(rttMs: Millis): void {
-    this.run("observe_rtt", [enc(rttMs)]);
+    call(() => this.native.observeRtt(JSON.stringify(enc(rttMs))));
   }
   /** The failure arithmetic now, if any response was seen. */
   failureMath(nowUs: number | bigint): FailureMath | null {
-    return this.run("failure_math", [enc(nowUs)]) as FailureMath | null;
+    return out(call(() => this.native.failureMath(JSON.stringify({ now_us: enc(nowUs) })))) as FailureMath | null;
   }
 }
 
@@ -208,33 +216,33 @@ export class PrimaryPlanner {
 export class FallbackPlanner {
   private readonly native: NativeFallbackPlanner;
   constructor(requestedTtlMs: number | bigint, reserveReceivedUs: number | bigint, expiresAtMs: number | bigint) {
-    this.native = call(() => new native.NativeFallbackPlanner(JSON.stringify([enc(requestedTtlMs), enc(reserveReceivedUs), enc(expiresAtMs)])));
-  }
-  private run(method: string, args: unknown[]): unknown {
-    return dec(JSON.parse(call(() => this.native.call(method, JSON.stringify(args)))));
+    const args = { requested_ttl_ms: enc(requestedTtlMs), reserve_received_us: enc(reserveReceivedUs), expires_at_ms: enc(expiresAtMs) };
+    this.native = call(() => new native.NativeFallbackPlanner(JSON.stringify(args)));
   }
   /** The first beat (primed or not). */
   firstBeat(prime = true): Decision {
-    return decision(this.run("first_beat", [prime]));
+    return decision(out(call(() => this.native.firstBeat(prime))));
   }
   /** After a schema-valid response. */
   onSuccess(receivedUs: number | bigint, expiresAtMs: number | bigint): Decision {
-    return decision(this.run("on_success", [enc(receivedUs), enc(expiresAtMs)]));
+    const step = { event: "success", at_us: enc(receivedUs), expires_at_ms: enc(expiresAtMs) };
+    return decision(out(call(() => this.native.step(JSON.stringify(step)))));
   }
   /** After a failed extend. */
   onFailure(nowUs: number | bigint, failure: Failure): Decision {
-    return decision(this.run("on_failure", [enc(nowUs), ...failureArgs(failure)]));
+    const step = { event: "failure", at_us: enc(nowUs), failure: failureJson(failure) };
+    return decision(out(call(() => this.native.step(JSON.stringify(step)))));
   }
   /** The current regime name. */
   get regime(): string {
-    return this.run("regime", []) as string;
+    return call(() => this.native.regime());
   }
   /** The last grant. */
   get lastGrantMs(): number | bigint | null {
-    return this.run("last_grant_ms", []) as number | bigint | null;
+    return out(call(() => this.native.lastGrantMs())) as number | bigint | null;
   }
   /** The least lead now. */
   leadMinMs(nowUs: number | bigint): number | bigint {
-    return this.run("lead_min_ms", [enc(nowUs)]) as number | bigint;
+    return out(call(() => this.native.leadMinMs(JSON.stringify({ now_us: enc(nowUs) })))) as number | bigint;
   }
 }

@@ -2,10 +2,13 @@
 // failures release or settle known usage, a short lease is kept alive, currentReservation()
 // nests across awaits and concurrent tasks, events reach listeners.
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { after, before, test } from "node:test";
 
 import { InvalidArgumentError, MissingActualError, currentReservation } from "cycles-sdk";
+import { listPending, parseRecord } from "cycles-sdk/journal";
 import { ACTION, journalDir, ops, startServer } from "./support.mjs";
 
 let server;
@@ -148,6 +151,27 @@ test("events reach listeners, camelCase, with the stable kinds", async () => {
   assert.equal(settled.mode, "commit");
   assert.equal(typeof settled.message, "string");
   assert.ok(events.includes(settled), "the onEvent option listener got it too");
+});
+
+test("setMetadataJson keeps integers beyond 2^53 exact in the journaled body", async () => {
+  const dir = journalDir();
+  const c = server.client({ journalDir: dir, maxAttempts: 1 });
+  const r = await c.reserve({ estimate: 1000, action: ACTION });
+  r.setActual(10);
+  assert.throws(() => r.setMetadataJson("[1]"), InvalidArgumentError);
+  r.setMetadataJson('{"big":9007199254740993,"max":18446744073709551615,"min":-9223372036854775808}');
+  server.addFault({ operation: "commitReservation", fault: { kind: "server_error", status: 503 }, times: 0 });
+  try {
+    await r.finish();
+  } finally {
+    server.clearFaults();
+  }
+  assert.equal(r.settlement.status, "pending");
+  const [p] = listPending(dir);
+  const body = parseRecord(readFileSync(join(dir, p.partition, p.file))).commitBody;
+  for (const exact of ['"big":9007199254740993', '"max":18446744073709551615', '"min":-9223372036854775808']) assert.ok(body.includes(exact), body);
+  assert.equal((await c.drain(5000)).settled, 1);
+  await c.close(0);
 });
 
 test("flush, drain and close return drain reports", async () => {

@@ -158,6 +158,40 @@ test("heartbeat vectors: extend_timeout", () => {
   }
 });
 
+// What the vectors do not reach: the helpers outside them, planner state, and values beyond
+// 2^53 − 1 or below zero where core's argument is wide or signed.
+test("timing: helpers, planner state and wide arguments", () => {
+  same(timing.fromMicrosCeil(1001), 2, "ceil");
+  same(timing.fromMicrosFloor(1999), 1, "floor");
+  same(timing.fromMicrosCeil((1n << 128n) - 1n), Infinity, "u128 micros");
+  assert.throws(() => timing.fromMicrosFloor(-1), { errorName: "INVALID_ARGUMENT" });
+  const codes = timing.permanentStopCodes();
+  assert.ok(codes.length > 0 && codes.every((c) => timing.isPermanentStopCode(c)));
+  assert.equal(timing.isPermanentStopCode("NOPE"), false);
+  const huge = timing.parseRetryAfter("18446744073709551615");
+  assert.equal(huge.kind, "seconds");
+  same(huge.seconds, 18446744073709551615n, "seconds beyond 2^53 stay exact");
+  // lead_min_now_ms is a signed i128 in core: a lead already past is a negative bigint.
+  same(timing.delayWithSkips(-(1n << 70n), 60000, 1000), timing.delayWithSkips(-1, 60000, 1000), "negative lead");
+  assert.equal(timing.classifyGrant(60000, 0, 60000), "normal");
+  const p = new timing.PrimaryPlanner(10000);
+  assert.equal(p.maxRttMs, null);
+  assert.equal(p.failureMath(0), null);
+  p.observeRtt(1500);
+  same(p.maxRttMs, 1500, "max rtt");
+  p.onSuccess(0, 60000, 0);
+  assert.deepEqual(p.failureMath(2_000_001), { elapsedMs: 2001, currentLeadEstimateMs: 57999, retryWindowMs: 44999 });
+  const stop = p.onFailure(1000, { kind: "rate_limited", retryAfter: "18446744073709551615" });
+  assert.equal(stop.kind, "stop");
+  if (stop.kind === "stop") same(stop.detail.retryAfterSeconds, 18446744073709551615n, "stop detail seconds");
+  const rejected = new timing.PrimaryPlanner(10000).onFailure(0, { kind: "error", status: 400, code: "123" });
+  assert.equal(rejected.code, "123", "a numeric-looking error code stays a string");
+  const f = new timing.FallbackPlanner(60000, 0, 60000);
+  assert.equal(f.lastGrantMs, null);
+  f.onSuccess(1000, 61000);
+  same(f.lastGrantMs, 1000, "last grant");
+});
+
 test("heartbeat vectors: every case ran", () => {
   assert.equal(ran, Object.values(EXPECTED_CASES).reduce((a, b) => a + b, 0));
 });

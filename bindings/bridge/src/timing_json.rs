@@ -1,5 +1,5 @@
 //! Core's pure heartbeat math as JSON in, JSON out, for hosts without a typed timing surface
-//! of their own (C today). Values use the shared vectors' encoding
+//! of their own (C, the JVM and Node). Values use the shared vectors' encoding
 //! (`conformance/vectors/heartbeat.json`): durations are integers, a value beyond 2^53 - 1 is a
 //! decimal string, `"infinite"` / `"-infinite"` are the infinities. Behaviour is core's; this
 //! only converts.
@@ -64,7 +64,8 @@ fn signed_in(v: &Value, name: &str) -> Result<SignedMillis, Error> {
         .ok_or_else(|| bad(name, "an integer, \"infinite\" or \"-infinite\""))
 }
 
-fn int_out(v: i128) -> Value {
+/// An integer in the vector encoding (a decimal string beyond 2^53 - 1).
+pub fn int_out(v: i128) -> Value {
     if v.unsigned_abs() <= MAX_EXACT {
         json!(v as i64)
     } else {
@@ -98,11 +99,20 @@ fn millis_arg(args: &Value, name: &str) -> Result<Millis, Error> {
     millis_in(arg(args, name)?, name)
 }
 
-fn int_arg<T: TryFrom<i128>>(args: &Value, name: &str) -> Result<T, Error> {
+/// The integer member `name` of `args` (vector encoding) converted to `T`; a missing, null,
+/// non-integer or out-of-range value is INVALID_ARGUMENT.
+pub fn int_arg<T: TryFrom<i128>>(args: &Value, name: &str) -> Result<T, Error> {
     int_text(arg(args, name)?)
         .and_then(|t| t.parse::<i128>().ok())
         .and_then(|n| T::try_from(n).ok())
         .ok_or_else(|| bad(name, "an integer in range"))
+}
+
+/// A microsecond count (u128: wider than `int_arg`'s i128).
+fn micros_arg(args: &Value) -> Result<u128, Error> {
+    int_text(arg(args, "micros")?)
+        .and_then(|t| t.parse::<u128>().ok())
+        .ok_or_else(|| bad("micros", "a non-negative integer in range"))
 }
 
 fn str_arg<'a>(args: &'a Value, name: &str) -> Result<&'a str, Error> {
@@ -132,6 +142,8 @@ pub fn decision_json(d: &Decision) -> Value {
                 } => {
                     let (kind, secs) = retry_after_kind(*retry_after);
                     o.insert("retry_after_kind".into(), json!(kind));
+                    // The vectors' encoding: a header's seconds may exceed 2^53 - 1.
+                    let secs = secs.map(|s| int_out(i128::from(s)));
                     o.insert("retry_after_seconds".into(), json!(secs));
                     o.insert("retry_window_ms".into(), signed_out(*retry_window));
                 }
@@ -152,7 +164,8 @@ pub fn decision_json(d: &Decision) -> Value {
     }
 }
 
-fn parse(text: &str, what: &str) -> Result<Value, Error> {
+/// `text` parsed as a JSON object (`what` names it in the INVALID_ARGUMENT otherwise).
+pub fn parse(text: &str, what: &str) -> Result<Value, Error> {
     let v: Value =
         serde_json::from_str(text).map_err(|e| Error::invalid_argument(format!("{what}: {e}")))?;
     if v.is_object() {
@@ -185,6 +198,9 @@ fn parse(text: &str, what: &str) -> Result<Value, Error> {
 /// | `cadence` | `regime`, `last_grant_ms`, `requested_ttl_ms` | duration |
 /// | `delay_with_skips` | `lead_min_now_ms`, `last_grant_ms`, `cadence_ms` | duration |
 /// | `is_permanent_stop_code` | `code` | bool |
+/// | `permanent_stop_codes` | none | array of strings |
+/// | `from_micros_ceil` | `micros` (u128) | duration |
+/// | `from_micros_floor` | `micros` (u128) | duration |
 pub fn call(name: &str, args_json: &str) -> Result<String, Error> {
     let a = parse(args_json, "arguments")?;
     let out = match name {
@@ -279,6 +295,9 @@ pub fn call(name: &str, args_json: &str) -> Result<String, Error> {
             millis_arg(&a, "cadence_ms")?,
         )),
         "is_permanent_stop_code" => json!(retry::is_permanent_stop_code(str_arg(&a, "code")?)),
+        "permanent_stop_codes" => json!(retry::PERMANENT_STOP_CODES),
+        "from_micros_ceil" => millis_out(Millis::from_micros_ceil(micros_arg(&a)?)),
+        "from_micros_floor" => millis_out(Millis::from_micros_floor(micros_arg(&a)?)),
         other => {
             return Err(Error::invalid_argument(format!(
                 "unknown timing function {other:?}"
@@ -360,6 +379,34 @@ impl PrimaryJson {
     pub fn attempt_timeout(&self) -> String {
         millis_out(self.0.attempt_timeout()).to_string()
     }
+
+    /// Records a round trip (`rtt_ms`, a JSON duration) without a decision.
+    pub fn observe_rtt(&mut self, rtt_ms: &str) -> Result<(), Error> {
+        let v: Value = serde_json::from_str(rtt_ms)
+            .map_err(|e| Error::invalid_argument(format!("rtt_ms: {e}")))?;
+        self.0.observe_rtt(millis_in(&v, "rtt_ms")?);
+        Ok(())
+    }
+
+    /// The largest round trip seen (JSON duration, or `null` before any).
+    pub fn max_rtt(&self) -> String {
+        self.0.max_rtt().map_or(Value::Null, millis_out).to_string()
+    }
+
+    /// The failure arithmetic at `now_us` as `{"elapsed_ms", "current_lead_estimate_ms",
+    /// "retry_window_ms"}`, or `null` before any schema-valid response.
+    pub fn failure_math(&self, now_us: u64) -> String {
+        self.0
+            .failure_math(now_us)
+            .map_or(Value::Null, |m| {
+                json!({
+                    "elapsed_ms": millis_out(m.elapsed),
+                    "current_lead_estimate_ms": millis_out(m.current_lead_estimate),
+                    "retry_window_ms": signed_out(m.retry_window),
+                })
+            })
+            .to_string()
+    }
 }
 
 /// Core's `FallbackPlanner` (servers without `remaining_ttl_ms`) driven by JSON steps.
@@ -403,6 +450,14 @@ impl FallbackJson {
     /// The lower bound of the lead at `now_us`.
     pub fn lead_min_ms(&self, now_us: u64) -> i128 {
         self.0.lead_min_ms(now_us)
+    }
+
+    /// The last grant in milliseconds (JSON integer, or `null` before any success).
+    pub fn last_grant_ms(&self) -> String {
+        self.0
+            .last_grant_ms()
+            .map_or(Value::Null, |g| int_out(i128::from(g)))
+            .to_string()
     }
 }
 
@@ -469,5 +524,53 @@ mod tests {
             r#"{"extend":{"delay_ms":0,"key":"fresh"}}"#
         );
         assert_eq!(f.regime(), "unknown");
+        assert_eq!(f.last_grant_ms(), "null");
+    }
+
+    #[test]
+    fn micros_stop_codes_and_planner_state() {
+        assert_eq!(call("from_micros_ceil", r#"{"micros":1001}"#).unwrap(), "2");
+        assert_eq!(
+            call("from_micros_floor", r#"{"micros":1999}"#).unwrap(),
+            "1"
+        );
+        let max = u128::MAX.to_string();
+        assert_eq!(
+            call("from_micros_ceil", &format!(r#"{{"micros":"{max}"}}"#)).unwrap(),
+            r#""infinite""#
+        );
+        assert!(call("from_micros_floor", r#"{"micros":-1}"#).is_err());
+        let codes: Vec<String> =
+            serde_json::from_str(&call("permanent_stop_codes", "{}").unwrap()).unwrap();
+        assert_eq!(codes, retry::PERMANENT_STOP_CODES);
+        let mut p = PrimaryJson::new("10000", false).unwrap();
+        assert_eq!(p.max_rtt(), "null");
+        assert_eq!(p.failure_math(0), "null");
+        p.observe_rtt("1500").unwrap();
+        assert_eq!(p.max_rtt(), "1500");
+        assert!(p.observe_rtt("-1").is_err());
+        p.step(r#"{"event":"success","at_us":0,"remaining_ttl_ms":60000,"rtt_ms":0}"#)
+            .unwrap();
+        assert_eq!(
+            p.failure_math(2_000_001),
+            r#"{"elapsed_ms":2001,"current_lead_estimate_ms":57999,"retry_window_ms":44999}"#
+        );
+        let mut f = FallbackJson::new(60000, 0, 60000);
+        f.step(r#"{"event":"success","at_us":1000,"expires_at_ms":61000}"#)
+            .unwrap();
+        assert_eq!(f.last_grant_ms(), "1000");
+    }
+
+    #[test]
+    fn huge_retry_after_seconds_keep_the_encoding() {
+        let mut p = PrimaryJson::new("10000", false).unwrap();
+        p.step(r#"{"event":"success","at_us":0,"remaining_ttl_ms":60000,"rtt_ms":0}"#)
+            .unwrap();
+        let d = p
+            .step(r#"{"event":"failure","at_us":1000,"failure":{"kind":"rate_limited","retry_after":"18446744073709551615"}}"#)
+            .unwrap();
+        let v: Value = serde_json::from_str(&d).unwrap();
+        assert_eq!(v["stop"], json!("rate_limit_beyond_window"));
+        assert_eq!(v["retry_after_seconds"], json!("18446744073709551615"));
     }
 }

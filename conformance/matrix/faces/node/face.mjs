@@ -1,0 +1,297 @@
+// The Node face of the cross-language matrix (conformance/matrix/PROTOCOL.md): one JSON
+// request per stdin line, one JSON answer per stdout line, every answer computed through the
+// public API of the `cycles-sdk` package as a user imports it (prepare.sh links the built
+// package into ./node_modules). Plain ESM, no dependencies.
+import { createInterface } from "node:readline";
+
+import { Client, CyclesError, decodeResponse, toWire } from "cycles-sdk";
+import * as journal from "cycles-sdk/journal";
+import * as timing from "cycles-sdk/timing";
+
+const SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
+// ---- the number encoding (integers, decimal strings beyond 2^53 - 1, "±infinite") ----
+
+/** An encoded value as the API takes it; anything else passes through for the API to reject. */
+function num(v) {
+  if (v === undefined || v === null) return null;
+  if (v === "infinite") return Infinity;
+  if (v === "-infinite") return -Infinity;
+  if (typeof v === "string" && /^-?\d+$/.test(v)) return BigInt(v);
+  return v;
+}
+
+/** An API value (number, bigint, ±Infinity, objects of them) in the encoding, keys snake_case. */
+function enc(v) {
+  if (v === Infinity) return "infinite";
+  if (v === -Infinity) return "-infinite";
+  if (typeof v === "bigint") return v <= SAFE && v >= -SAFE ? Number(v) : v.toString();
+  if (Array.isArray(v)) return v.map(enc);
+  if (v !== null && typeof v === "object") {
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), enc(x)]));
+  }
+  return v;
+}
+
+// ---- timing ----
+
+const FNS = {
+  schedule: (a) => timing.schedule(num(a.remaining_ttl_ms), num(a.rtt_ms), num(a.max_rtt_ms), num(a.request_timeout_ms)),
+  lead_floor: (a) => timing.leadFloor(num(a.remaining_ttl_ms), num(a.rtt_ms)),
+  attempt_budget: (a) => timing.attemptBudget(num(a.request_timeout_ms), num(a.max_rtt_ms)),
+  safety_margin: (a) => timing.safetyMargin(num(a.max_rtt_ms)),
+  retry_reserve: (a) => timing.retryReserve(num(a.attempt_budget_ms), num(a.safety_margin_ms)),
+  next_delay: (a) => timing.nextDelay(num(a.lead_floor_ms), num(a.retry_reserve_ms)),
+  current_lead_estimate: (a) => timing.currentLeadEstimate(num(a.last_lead_floor_ms), num(a.elapsed_ms)),
+  retry_window: (a) => timing.retryWindow(num(a.current_lead_estimate_ms), num(a.attempt_budget_ms), num(a.safety_margin_ms)),
+  transient_retry_delay: (a) => timing.transientRetryDelay(num(a.current_lead_estimate_ms), num(a.retry_window_ms)),
+  parse_retry_after: (a) => timing.parseRetryAfter(a.raw ?? null),
+  extend_timeout: (a) => timing.extendTimeout(num(a.lead_floor_ms), num(a.max_rtt_ms), num(a.configured_timeout_ms)),
+  min_lead_floor: (a) => timing.minLeadFloor(num(a.timeout_ms), num(a.max_rtt_ms)),
+  attempt_cutoff: (a) => timing.attemptCutoff(num(a.timeout_ms)),
+  classify_grant: (a) => timing.classifyGrant(num(a.grant_ms), num(a.elapsed_ms), num(a.requested_ttl_ms)),
+  cadence: (a) => timing.cadence(a.regime, num(a.last_grant_ms), num(a.requested_ttl_ms)),
+  delay_with_skips: (a) => timing.delayWithSkips(num(a.lead_min_now_ms), num(a.last_grant_ms), num(a.cadence_ms)),
+  is_permanent_stop_code: (a) => timing.isPermanentStopCode(a.code),
+};
+
+/** A Decision as the bridge's `decision_json` writes it. */
+function decision(d) {
+  if (d.kind === "extend") return { extend: { delay_ms: enc(d.delayMs), key: d.key } };
+  const detail = enc(d.detail);
+  // The error code is the server's text: never a number, whatever it looks like.
+  if ("code" in d.detail) detail.code = d.detail.code;
+  return { stop: d.reason, ...detail };
+}
+
+function failure(f) {
+  if (f.kind === "rate_limited") return { kind: "rate_limited", retryAfter: f.retry_after ?? null };
+  if (f.kind === "error") return { kind: "error", status: f.status ?? null, code: f.code ?? null };
+  return { kind: f.kind };
+}
+
+function primary(r) {
+  const p = new timing.PrimaryPlanner(num(r.request_timeout_ms), r.derive === true);
+  return r.steps.map((s) => {
+    const d = s.event === "success" ? p.onSuccess(num(s.at_us), num(s.remaining_ttl_ms), num(s.rtt_ms)) : p.onFailure(num(s.at_us), failure(s.failure));
+    return { decision: decision(d), attempt_timeout_ms: enc(p.attemptTimeoutMs) };
+  });
+}
+
+function fallback(r) {
+  const p = new timing.FallbackPlanner(num(r.requested_ttl_ms), num(r.create.at_us), num(r.create.expires_at_ms));
+  const first = decision(p.firstBeat(r.prime === true));
+  const steps = r.steps.map((s) => {
+    const d = s.event === "success" ? p.onSuccess(num(s.at_us), num(s.expires_at_ms)) : p.onFailure(num(s.at_us), failure(s.failure));
+    return { decision: decision(d), regime: p.regime };
+  });
+  return { first, steps };
+}
+
+// ---- journal ----
+
+function parseRecord(text) {
+  let rec;
+  try {
+    rec = journal.parseRecord(text);
+  } catch (e) {
+    const kind = e instanceof CyclesError ? e.details?.journal_error : undefined;
+    if (kind === undefined) throw e;
+    return { ok: false, error: kind };
+  }
+  return {
+    ok: true,
+    reservation_id: rec.reservationId,
+    base_url: rec.baseUrl,
+    mode: rec.mode,
+    idempotency_key: rec.idempotencyKey,
+    recorded_at_ms: rec.recordedAtMs,
+    not_before_ms: rec.notBeforeMs,
+    commit_body_wire: rec.commitBody,
+    event_fallback_body_wire: rec.eventFallbackBody,
+    extra_keys: [...rec.extraKeys].sort(),
+  };
+}
+
+// ---- decode ----
+
+function decode(x) {
+  const resp = x.response;
+  const headers = Object.entries(resp.headers).map(([k, v]) => [k, String(v)]);
+  try {
+    const { meta: _meta, ...result } = decodeResponse(x.operation ?? null, resp.status, headers, resp.body);
+    return { result: toWire(result) };
+  } catch (e) {
+    if (!(e instanceof CyclesError)) throw e;
+    const secs = e.retryAfterSeconds;
+    return {
+      error: {
+        kind: e.errorName,
+        status: e.httpStatus,
+        error_code: e.serverCode,
+        request_id: e.requestId,
+        retryable: e.retryable,
+        retry_after_ms: secs === null ? null : enc(BigInt(secs) * 1000n),
+      },
+    };
+  }
+}
+
+// ---- write and drain, against the orchestrator's server ----
+
+/**
+ * The exact text of the member at `path` in the JSON `text` (object keys only), or
+ * undefined: metadata goes to the API as text, so integers beyond 2^53 - 1 stay exact
+ * (JSON.parse would round them).
+ */
+function rawMember(text, path) {
+  let i = 0;
+  const ws = () => {
+    while (/\s/.test(text[i])) i++;
+  };
+  const str = () => {
+    const start = i++;
+    while (text[i] !== '"') i += text[i] === "\\" ? 2 : 1;
+    i++;
+    return JSON.parse(text.slice(start, i));
+  };
+  // Skips one value from i; returns [start, end).
+  const value = () => {
+    ws();
+    const start = i;
+    if (text[i] === '"') str();
+    else if (text[i] === "{" || text[i] === "[") {
+      const close = text[i] === "{" ? "}" : "]";
+      i++;
+      ws();
+      while (text[i] !== close) {
+        if (close === "}") {
+          ws();
+          str();
+          ws();
+          i++; // ':'
+        }
+        value();
+        ws();
+        if (text[i] === ",") i++;
+        ws();
+      }
+      i++;
+    } else while (i < text.length && !/[\s,}\]]/.test(text[i])) i++;
+    return [start, i];
+  };
+  const find = (keys) => {
+    ws();
+    if (text[i] !== "{") return undefined;
+    i++;
+    for (;;) {
+      ws();
+      if (text[i] === "}") return undefined;
+      const k = str();
+      ws();
+      i++; // ':'
+      ws();
+      if (k === keys[0]) return keys.length === 1 ? value() : find(keys.slice(1));
+      value();
+      ws();
+      if (text[i] === ",") i++;
+    }
+  };
+  const span = find(path);
+  return span && text.slice(span[0], span[1]);
+}
+
+const METRICS = { tokens_input: "tokensInput", tokens_output: "tokensOutput", latency_ms: "latencyMs", model_version: "modelVersion", custom: "custom" };
+
+function client(r, extra = {}) {
+  return new Client({ baseUrl: r.url, apiKey: r.api_key, ...(r.tenant == null ? {} : { tenant: r.tenant }), journalDir: r.journal_dir, ...extra });
+}
+
+async function write(r, line) {
+  const c = r.case;
+  let metrics = null;
+  if (c.metrics != null) {
+    const unknown = Object.keys(c.metrics).filter((k) => !(k in METRICS));
+    if (unknown.length) return { fail: `setMetrics takes the standard metrics only, not ${unknown.join(", ")}` };
+    metrics = Object.fromEntries(Object.entries(c.metrics).map(([k, v]) => [METRICS[k], v]));
+  }
+  const metadata = c.metadata == null ? null : rawMember(line, ["case", "metadata"]);
+  // The fewest settlement attempts the configuration allows; no background replay meanwhile.
+  const cl = client(r, { maxAttempts: 1, replayIntervalMs: 3_600_000 });
+  try {
+    let res;
+    await cl.guarded(
+      { estimate: { unit: c.estimate.unit, amount: num(c.estimate.amount) }, action: c.action, subject: c.subject, idempotencyKey: `matrix-node-${c.name}` },
+      (g) => {
+        res = g;
+        g.setActual(num(c.actual));
+        if (metrics) g.setMetrics(metrics);
+        if (metadata !== null) g.setMetadataJson(metadata);
+      },
+    );
+    return { ok: { reservation_id: res.reservationId, outcome: res.settlement?.status ?? res.outcome } };
+  } finally {
+    await cl.close(0);
+  }
+}
+
+async function drain(r) {
+  const cl = client(r);
+  try {
+    const report = await cl.drain(Number(r.timeout_ms));
+    return { ok: { settled: report.settled, pending: report.remaining.length, quarantined: report.quarantined.length } };
+  } finally {
+    await cl.close(0);
+  }
+}
+
+// ---- dispatch ----
+
+async function answer(r, line) {
+  switch (r.op) {
+    case "timing": {
+      const f = FNS[r.fn];
+      if (!f) return { fail: `unknown timing function ${JSON.stringify(r.fn)}` };
+      return { ok: enc(f(r.args ?? {})) };
+    }
+    case "primary":
+      return { ok: primary(r) };
+    case "fallback":
+      return { ok: fallback(r) };
+    case "journal_names":
+      return { ok: { standard: journal.fileName(r.reservation_id), legacy: journal.legacyFileName(r.reservation_id) } };
+    case "fingerprint":
+      return { ok: journal.identityFingerprint(r.base_url, r.api_key, r.tenant ?? null) };
+    case "parse_record":
+      return { ok: parseRecord(r.text) };
+    case "decode":
+      return { ok: decode(r.exchange) };
+    case "write":
+      return write(r, line);
+    case "drain":
+      return drain(r);
+    default:
+      return { fail: `unknown op ${JSON.stringify(r.op)}` };
+  }
+}
+
+async function serve(line) {
+  let r;
+  try {
+    r = JSON.parse(line);
+  } catch (e) {
+    return { fail: `request is not JSON: ${e.message}` };
+  }
+  let out;
+  try {
+    out = await answer(r, line);
+  } catch (e) {
+    out = e instanceof CyclesError ? { error: e.errorName } : { fail: String(e?.stack ?? e) };
+  }
+  return { id: r.id ?? null, ...out };
+}
+
+for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
+  if (!line.trim()) continue;
+  process.stdout.write(`${JSON.stringify(await serve(line))}\n`);
+}
