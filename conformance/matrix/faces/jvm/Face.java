@@ -152,8 +152,8 @@ public final class Face {
         Map<String, Object> create = obj(r.get("create"));
         List<Object> steps = new ArrayList<>();
         Raw first;
-        try (Timing.FallbackPlanner p = new Timing.FallbackPlanner(longArg(r.get("requested_ttl_ms"), "requested_ttl_ms"),
-                longArg(create.get("at_us"), "create.at_us"), longArg(create.get("expires_at_ms"), "create.expires_at_ms"))) {
+        try (Timing.FallbackPlanner p = new Timing.FallbackPlanner(integer(r.get("requested_ttl_ms"), "requested_ttl_ms"),
+                integer(create.get("at_us"), "create.at_us"), amount(create.get("expires_at_ms"), "create.expires_at_ms"))) {
             first = new Raw(p.firstBeat(Boolean.TRUE.equals(r.get("prime"))));
             for (Object step : list(r.get("steps"))) {
                 Raw decision = new Raw(p.step(write(step)));
@@ -163,13 +163,13 @@ public final class Face {
         return map("first", first, "steps", steps);
     }
 
-    /** FallbackPlanner's constructor takes Java longs: a value beyond one is not expressible. */
-    static long longArg(Object v, String what) {
-        Long l = v instanceof Num n ? n.asLong() : null;
-        if (l == null) {
-            throw new Unsupported("Timing.FallbackPlanner takes " + what + " as a Java long; cannot express " + write(v));
+    /** An integer in the vectors' encoding: a JSON number, or a decimal string beyond 2^53-1. */
+    static BigInteger integer(Object v, String what) {
+        try {
+            return new BigInteger(v instanceof Num n ? n.text() : str(v));
+        } catch (NullPointerException | IllegalArgumentException e) {
+            throw new Unsupported(what + " is not an integer: " + write(v));
         }
-        return l;
     }
 
     static Map<String, Object> parseRecord(String text) {
@@ -238,7 +238,7 @@ public final class Face {
     }
 
     static long amount(Object v, String what) {
-        Long l = v instanceof Num n ? n.asLong() : null;
+        Long l = v instanceof Num n ? n.asLong() : v instanceof String t ? new Num(t).asLong() : null;
         if (l == null) {
             throw new Unsupported("the JVM API takes " + what + " as a Java long; cannot express " + write(v));
         }
