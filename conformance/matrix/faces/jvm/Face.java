@@ -67,6 +67,12 @@ public final class Face {
         }
     }
 
+    /**
+     * Serves requests until stdin closes.
+     *
+     * @param args unused
+     * @throws IOException when stdin or stdout fails
+     */
     public static void main(String[] args) throws IOException {
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         Writer out = new OutputStreamWriter(new FileOutputStream(FileDescriptor.out), StandardCharsets.UTF_8);
