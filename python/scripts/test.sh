@@ -6,6 +6,8 @@
 #   python/scripts/test.sh                 # debug build (fast); tests on the oldest and newest CPython found
 #   CYCLES_PY_RELEASE=1 python/scripts/test.sh   # release build
 #   CYCLES_PYTHON=/path/to/python3.X python/scripts/test.sh   # one given interpreter only
+#   CYCLES_PY_BUILD_ONLY=1 python/scripts/test.sh   # build and install the venvs, no lint, no tests
+#                                                   # (the matrix's Python faces prepare this way)
 #
 # Venvs live under ~/.cache (never in the repo); Cargo builds in $CARGO_TARGET_DIR
 # (default ~/.cache/cycles-target, shared with the rest of the workspace).
@@ -79,11 +81,14 @@ if [[ ! -x "$TOOLS/bin/python" || "$(cat "$TOOLS/.stamp" 2>/dev/null)" != "$STAM
     echo "$STAMP" >"$TOOLS/.stamp"
 fi
 
-log "ruff check + format check; mypy --strict on the package (against its _native.pyi), mypy on the tests"
-"$TOOLS/bin/ruff" check --no-cache "$PKG"
-"$TOOLS/bin/ruff" format --no-cache --check "$PKG"
-(cd "$PKG" && "$TOOLS/bin/mypy" --strict --no-incremental --cache-dir=/dev/null cycles \
-    && "$TOOLS/bin/mypy" --no-incremental --cache-dir=/dev/null cycles tests)
+BUILD_ONLY="${CYCLES_PY_BUILD_ONLY:-0}"
+if [[ "$BUILD_ONLY" != "1" ]]; then
+    log "ruff check + format check; mypy --strict on the package (against its _native.pyi), mypy on the tests"
+    "$TOOLS/bin/ruff" check --no-cache "$PKG"
+    "$TOOLS/bin/ruff" format --no-cache --check "$PKG"
+    (cd "$PKG" && "$TOOLS/bin/mypy" --strict --no-incremental --cache-dir=/dev/null cycles \
+        && "$TOOLS/bin/mypy" --no-incremental --cache-dir=/dev/null cycles tests)
+fi
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/cycles-python-test.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
@@ -122,6 +127,10 @@ for py in "${PYTHONS[@]}"; do
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
         "$WHEEL" "pytest==$PYTEST_VERSION" "pytest-asyncio==$PYTEST_ASYNCIO_VERSION" \
         "runcycles==$RUNCYCLES_VERSION" "anyio==$ANYIO_VERSION" "starlette==$STARLETTE_VERSION"
+    if [[ "$BUILD_ONLY" == "1" ]]; then
+        ln -sfn "$VENV" "$CACHE/test-venv"
+        continue
+    fi
     (cd "$WORK" && "$VENV/bin/python" -m pytest -q "$WORK/tests") || status=1
     log "CPython $v: client and lifecycle suites again, against the server's reference mode"
     (cd "$WORK" && CYCLES_TEST_SERVER_MODE=reference "$VENV/bin/python" -m pytest -q \

@@ -134,6 +134,14 @@ pub enum Fault {
         #[serde(default = "unauthorized")]
         code: String,
     },
+    /// Apply normally, but the reservation this request creates gets this id (a
+    /// `createReservation` rule): for testing clients with unusual ids (slashes, unicode,
+    /// characters a path must escape). A replay keeps the id it was first given.
+    #[serde(alias = "ReservationId")]
+    ReservationId {
+        /// The reservation id to assign.
+        id: String,
+    },
 }
 
 fn unauthorized() -> String {
@@ -163,6 +171,7 @@ impl Fault {
             Fault::MalformedSuccess { .. } => "malformed_success",
             Fault::Error { .. } => "error",
             Fault::EchoApiKey { .. } => "echo_api_key",
+            Fault::ReservationId { .. } => "reservation_id",
         }
     }
 }

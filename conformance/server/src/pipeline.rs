@@ -306,6 +306,10 @@ pub(crate) async fn handle(
         body,
         request_id: request_id.clone(),
         trace_id: trace_id.clone(),
+        assign_id: match &fault {
+            Some(Fault::ReservationId { id }) => Some(id.clone()),
+            _ => None,
+        },
     };
 
     // Faults that act before (instead of) applying.

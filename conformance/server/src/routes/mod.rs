@@ -28,6 +28,8 @@ pub(crate) struct Ctx {
     pub body: Bytes,
     pub request_id: String,
     pub trace_id: String,
+    /// The id a `reservation_id` fault assigns to the reservation this request creates.
+    pub assign_id: Option<String>,
 }
 
 /// A successful (or replayed) response.

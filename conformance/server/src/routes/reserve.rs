@@ -107,9 +107,10 @@ pub(super) fn create(sh: &Shared, ctx: &Ctx) -> Result<Outcome, ApiError> {
     }
     let expires = now.saturating_add(ttl);
     // The reference server's ids are bare UUIDv4 strings.
-    let id = match sh.config.mode {
-        crate::config::ServerMode::Reference => uuid::Uuid::new_v4().to_string(),
-        crate::config::ServerMode::Spec => format!("rsv_{}", uuid::Uuid::new_v4().simple()),
+    let id = match (&ctx.assign_id, sh.config.mode) {
+        (Some(id), _) => id.clone(),
+        (None, crate::config::ServerMode::Reference) => uuid::Uuid::new_v4().to_string(),
+        (None, crate::config::ServerMode::Spec) => format!("rsv_{}", uuid::Uuid::new_v4().simple()),
     };
     st.next_reservation_seq += 1;
     let seq = st.next_reservation_seq;

@@ -1,0 +1,443 @@
+"""The Python face of the cross-language matrix (conformance/matrix/PROTOCOL.md).
+
+One JSON request per stdin line, one JSON response per stdout line. Every answer comes from
+the installed ``cycles`` wheel's public API (``cycles.timing``, ``cycles.journal``,
+``cycles.decode_response``, ``cycles.Client``); this file only converts between the
+protocol's encoding and Python values.
+
+``CYCLES_MATRIX_PERTURB`` (test-only, see PROTOCOL.md) breaks this face on purpose so the
+matrix can prove it notices: ``timing:<fn>`` adds 1 to every finite integer result of that
+timing function, ``journal:standard`` appends ``x`` to standard file names.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import sys
+from typing import Any, Callable
+
+import cycles
+from cycles import journal, timing
+
+MAX_EXACT = 2**53 - 1
+PERTURB = os.environ.get("CYCLES_MATRIX_PERTURB", "")
+
+
+class Unfaithful(Exception):
+    """A value the public API cannot pass on exactly (answered as ``fail``)."""
+
+
+# -- number encoding (PROTOCOL.md "Number encoding") -----------------------------------------
+
+
+def num_in(v: Any) -> Any:
+    """A protocol number as the Python API takes it: int, ``math.inf`` or ``-math.inf``."""
+    if v == "infinite":
+        return math.inf
+    if v == "-infinite":
+        return -math.inf
+    if isinstance(v, str):
+        return int(v)
+    return v
+
+
+def num_out(v: Any) -> Any:
+    """A Python result in the protocol encoding, recursively (bools and strings unchanged)."""
+    if isinstance(v, bool) or v is None or isinstance(v, str):
+        return v
+    if isinstance(v, float):
+        if v == math.inf:
+            return "infinite"
+        if v == -math.inf:
+            return "-infinite"
+        raise ValueError(f"unexpected float {v!r}")
+    if isinstance(v, int):
+        return v if abs(v) <= MAX_EXACT else str(v)
+    if isinstance(v, dict):
+        return {k: num_out(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [num_out(x) for x in v]
+    raise ValueError(f"unexpected value {v!r}")
+
+
+def bump(v: Any) -> Any:
+    """The perturbation: every finite integer (not bool) plus one, recursively."""
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, int):
+        return v + 1
+    if isinstance(v, dict):
+        return {k: bump(x) for k, x in v.items()}
+    return v
+
+
+# -- timing -----------------------------------------------------------------------------------
+
+
+def _opt(a: dict[str, Any], name: str) -> Any:
+    return num_in(a.get(name))
+
+
+def _req(a: dict[str, Any], name: str) -> Any:
+    if a.get(name) is None:
+        raise cycles.InvalidArgumentError(f"missing {name}")
+    return num_in(a[name])
+
+
+def _fields(obj: Any) -> dict[str, Any]:
+    return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+
+
+TIMING: dict[str, Callable[[dict[str, Any]], Any]] = {
+    "schedule": lambda a: _fields(
+        timing.schedule(
+            _req(a, "remaining_ttl_ms"),
+            _opt(a, "rtt_ms"),
+            _opt(a, "max_rtt_ms"),
+            _req(a, "request_timeout_ms"),
+        )
+    ),
+    "lead_floor": lambda a: timing.lead_floor(_req(a, "remaining_ttl_ms"), _opt(a, "rtt_ms")),
+    "attempt_budget": lambda a: timing.attempt_budget(
+        _req(a, "request_timeout_ms"), _opt(a, "max_rtt_ms")
+    ),
+    "safety_margin": lambda a: timing.safety_margin(_opt(a, "max_rtt_ms")),
+    "retry_reserve": lambda a: timing.retry_reserve(
+        _req(a, "attempt_budget_ms"), _req(a, "safety_margin_ms")
+    ),
+    "next_delay": lambda a: timing.next_delay(
+        _req(a, "lead_floor_ms"), _req(a, "retry_reserve_ms")
+    ),
+    "current_lead_estimate": lambda a: timing.current_lead_estimate(
+        _req(a, "last_lead_floor_ms"), _req(a, "elapsed_ms")
+    ),
+    "retry_window": lambda a: timing.retry_window(
+        _req(a, "current_lead_estimate_ms"),
+        _req(a, "attempt_budget_ms"),
+        _req(a, "safety_margin_ms"),
+    ),
+    "transient_retry_delay": lambda a: timing.transient_retry_delay(
+        _req(a, "current_lead_estimate_ms"), _req(a, "retry_window_ms")
+    ),
+    "parse_retry_after": lambda a: _fields(timing.parse_retry_after(a.get("raw"))),
+    "extend_timeout": lambda a: _fields(
+        timing.extend_timeout(
+            _req(a, "lead_floor_ms"), _opt(a, "max_rtt_ms"), _req(a, "configured_timeout_ms")
+        )
+    ),
+    "min_lead_floor": lambda a: timing.min_lead_floor(_req(a, "timeout_ms"), _opt(a, "max_rtt_ms")),
+    "attempt_cutoff": lambda a: timing.attempt_cutoff(_req(a, "timeout_ms")),
+    "classify_grant": lambda a: timing.classify_grant(
+        _req(a, "grant_ms"), _req(a, "elapsed_ms"), _req(a, "requested_ttl_ms")
+    ),
+    "cadence": lambda a: timing.cadence(
+        a["regime"], _req(a, "last_grant_ms"), _req(a, "requested_ttl_ms")
+    ),
+    "delay_with_skips": lambda a: timing.delay_with_skips(
+        _req(a, "lead_min_now_ms"), _req(a, "last_grant_ms"), _req(a, "cadence_ms")
+    ),
+    "is_permanent_stop_code": lambda a: timing.is_permanent_stop_code(a["code"]),
+}
+
+
+def op_timing(req: dict[str, Any]) -> Any:
+    fn = req["fn"]
+    if fn not in TIMING:
+        raise cycles.InvalidArgumentError(f"unknown timing function {fn!r}")
+    out = num_out(TIMING[fn](req.get("args") or {}))
+    return bump(out) if PERTURB == f"timing:{fn}" else out
+
+
+# The detail each stop reason carries (core's StopReason; the bridge's decision_json).
+STOP_DETAIL = {
+    "no_safe_retry_window": ("retry_window_ms",),
+    "rate_limit_beyond_window": ("retry_after_kind", "retry_after_seconds", "retry_window_ms"),
+    "permanent": ("code",),
+    "rejected": ("status", "code"),
+}
+
+
+def decision(d: timing.Decision) -> dict[str, Any]:
+    if isinstance(d, timing.Extend):
+        return {"extend": {"delay_ms": num_out(d.delay_ms), "key": d.key}}
+    out: dict[str, Any] = {"stop": d.reason}
+    for key in STOP_DETAIL.get(d.reason, ()):
+        v = getattr(d, key)
+        # Seconds are a plain integer in the decision (not a duration).
+        out[key] = v if key == "retry_after_seconds" else num_out(v)
+    return out
+
+
+def failure(f: dict[str, Any]) -> timing.Failure:
+    return timing.Failure(f["kind"], f.get("retry_after"), num_in(f.get("status")), f.get("code"))
+
+
+def op_primary(req: dict[str, Any]) -> Any:
+    p = timing.PrimaryPlanner(num_in(req["request_timeout_ms"]), derive_timeout=bool(req["derive"]))
+    out = []
+    for s in req["steps"]:
+        if s["event"] == "success":
+            at, ttl = num_in(s["at_us"]), num_in(s["remaining_ttl_ms"])
+            d = p.on_success(at, ttl, num_in(s.get("rtt_ms")))
+        elif s["event"] == "failure":
+            d = p.on_failure(num_in(s["at_us"]), failure(s["failure"]))
+        else:
+            raise cycles.InvalidArgumentError(f"unknown event {s['event']!r}")
+        out.append({"decision": decision(d), "attempt_timeout_ms": num_out(p.attempt_timeout_ms)})
+    return out
+
+
+def op_fallback(req: dict[str, Any]) -> Any:
+    c = req["create"]
+    p = timing.FallbackPlanner(
+        num_in(req["requested_ttl_ms"]), num_in(c["at_us"]), num_in(c["expires_at_ms"])
+    )
+    first = decision(p.first_beat(bool(req["prime"])))
+    steps = []
+    for s in req["steps"]:
+        if s["event"] == "success":
+            d = p.on_success(num_in(s["at_us"]), num_in(s["expires_at_ms"]))
+        elif s["event"] == "failure":
+            d = p.on_failure(num_in(s["at_us"]), failure(s["failure"]))
+        else:
+            raise cycles.InvalidArgumentError(f"unknown event {s['event']!r}")
+        steps.append({"decision": decision(d), "regime": p.regime})
+    return {"first": first, "steps": steps}
+
+
+# -- journal ----------------------------------------------------------------------------------
+
+
+def op_journal_names(req: dict[str, Any]) -> Any:
+    rid = req["reservation_id"]
+    standard = journal.file_name(rid)
+    if PERTURB == "journal:standard":
+        standard += "x"
+    return {"standard": standard, "legacy": journal.legacy_file_name(rid)}
+
+
+def op_fingerprint(req: dict[str, Any]) -> Any:
+    return journal.identity_fingerprint(req["base_url"], req["api_key"], req.get("tenant"))
+
+
+def op_parse_record(req: dict[str, Any]) -> Any:
+    try:
+        r = journal.parse_record(req["text"].encode("utf-8", "surrogatepass"))
+    except cycles.InvalidArgumentError as e:
+        kind = (e.details or {}).get("journal_error")
+        if kind is None:
+            raise
+        return {"ok": False, "error": kind}
+    return {
+        "ok": True,
+        "reservation_id": r.reservation_id,
+        "base_url": r.base_url,
+        "mode": r.mode,
+        "idempotency_key": r.idempotency_key,
+        "recorded_at_ms": num_out(r.recorded_at_ms),
+        "not_before_ms": num_out(r.not_before_ms),
+        "commit_body_wire": r.commit_body,
+        "event_fallback_body_wire": r.event_fallback_body,
+        "extra_keys": sorted(r.extra_keys),
+    }
+
+
+# -- decode -----------------------------------------------------------------------------------
+
+
+def to_wire(v: Any) -> Any:
+    """A decoded result back to wire JSON: ``None`` omitted, ``meta`` dropped, the unknown
+    members a model keeps in ``extra`` flattened back in."""
+    if isinstance(v, cycles.models._Model):
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(v):  # type: ignore[arg-type]
+            value = getattr(v, f.name)
+            if f.name == "meta" or value is None:
+                continue
+            if f.name == "extra":
+                out.update(to_wire(value))
+            else:
+                out[f.name] = to_wire(value)
+        return out
+    if isinstance(v, (list, tuple)):
+        return [to_wire(x) for x in v]
+    if isinstance(v, dict):
+        return {k: to_wire(x) for k, x in v.items() if x is not None}
+    return v
+
+
+def op_decode(req: dict[str, Any]) -> Any:
+    x = req["exchange"]
+    r = x["response"]
+    try:
+        result = cycles.decode_response(
+            x["operation"], r["status"], r["headers"], r["body"].encode("utf-8", "surrogatepass")
+        )
+    except cycles.CyclesError as e:
+        ra = e.retry_after_raw
+        return {
+            "error": {
+                "kind": e.name,
+                "status": e.http_status,
+                "error_code": e.error_code,
+                "request_id": e.request_id,
+                "retryable": e.retryable,
+                # core's delay of the raw header (None: absent, invalid or overflowing)
+                "retry_after_ms": None if ra is None else num_out(timing.retry_after_ms(ra)),
+            }
+        }
+    return {"result": to_wire(result)}
+
+
+# -- write / drain against a server -----------------------------------------------------------
+
+
+def check_faithful(v: Any, where: str) -> None:
+    """Python's API takes metadata as Python values and writes them with ``json``: a number
+    literal that does not round-trip through int/float (``1.50``, ``1e2``, ``-0``) would be
+    re-spelled. Refuse instead of rounding (PROTOCOL.md ``write``)."""
+    if isinstance(v, Literal):
+        raise Unfaithful(
+            f"python face: {where} holds the number {v.literal!r}, which the Python API "
+            f"would send as {json.dumps(v)!r} (metadata passes through Python's json)"
+        )
+    if isinstance(v, dict):
+        for k, x in v.items():
+            check_faithful(x, f"{where}.{k}")
+    elif isinstance(v, list):
+        for i, x in enumerate(v):
+            check_faithful(x, f"{where}[{i}]")
+
+
+class Literal(float):
+    """A number literal of the request that Python's json would not write back the same."""
+
+    literal: str
+
+
+def _parse_float(text: str) -> float:
+    f = float(text)
+    if repr(f) == text:
+        return f
+    lit = Literal(f)
+    lit.literal = text
+    return lit
+
+
+def _parse_int(text: str) -> Any:
+    n = int(text)
+    if str(n) == text:
+        return n
+    lit = Literal(n)
+    lit.literal = text
+    return lit
+
+
+def _client(req: dict[str, Any], **kw: Any) -> cycles.Client:
+    return cycles.Client(
+        req["url"], req["api_key"], tenant=req.get("tenant"), journal_dir=req["journal_dir"], **kw
+    )
+
+
+def op_write(req: dict[str, Any]) -> Any:
+    case = req["case"]
+    check_faithful(case.get("metadata"), "metadata")
+    check_faithful(case.get("metrics"), "metrics")
+    # One settlement attempt (the fewest the configuration allows), no periodic replay: the
+    # record must stay pending for another face to drain.
+    client = _client(req, settle_max_attempts=1, replay_interval=3600.0)
+    try:
+        est = case["estimate"]
+        with client.reserve(
+            cycles.Amount(est["unit"], est["amount"]),
+            action=cycles.Action(case["action"]["kind"], case["action"]["name"]),
+            subject=case["subject"],
+        ) as r:
+            r.set_actual(case["actual"])
+            if case.get("metrics") is not None:
+                r.set_metrics(case["metrics"])
+            if case.get("metadata") is not None:
+                r.set_metadata(case["metadata"])
+    finally:
+        client.close(0)
+    outcome = r.settlement.status if r.settlement is not None else r.outcome
+    return {"reservation_id": r.reservation_id, "outcome": outcome}
+
+
+def op_drain(req: dict[str, Any]) -> Any:
+    # The client's background replay starts with its lifecycle and may settle a record
+    # before drain() gets to it; such a record is not in the drain's report, but its
+    # settlement events are. Count both, each reservation once.
+    settled: set[str] = set()
+    quarantined: set[str] = set()
+
+    def on_event(ev: cycles.LifecycleEvent) -> None:
+        if ev.kind == "settlement_settled" and ev.reservation_id is not None:
+            settled.add(ev.reservation_id)
+        elif ev.kind == "journal_quarantined":
+            quarantined.add(str(ev.fields.get("file")))
+
+    client = _client(req, on_event=on_event)
+    try:
+        report = client.drain(req["timeout_ms"] / 1000.0)
+    finally:
+        client.close(0)  # delivers the last events
+    settled.update(o.reservation_id for o in report.outcomes if o.settled)
+    quarantined.update(report.quarantined)
+    return {
+        "settled": len(settled),
+        "pending": len(report.remaining),
+        "quarantined": len(quarantined),
+    }
+
+
+# -- transport --------------------------------------------------------------------------------
+
+OPS: dict[str, Callable[[dict[str, Any]], Any]] = {
+    "timing": op_timing,
+    "primary": op_primary,
+    "fallback": op_fallback,
+    "journal_names": op_journal_names,
+    "fingerprint": op_fingerprint,
+    "parse_record": op_parse_record,
+    "decode": op_decode,
+    "write": op_write,
+    "drain": op_drain,
+}
+
+
+def answer(line: str) -> dict[str, Any]:
+    try:
+        req = json.loads(line, parse_float=_parse_float, parse_int=_parse_int)
+    except ValueError as e:
+        return {"id": None, "fail": f"python face: unreadable request: {e}"}
+    rid = req.get("id") if isinstance(req, dict) else None
+    try:
+        op = OPS.get(req.get("op"))
+        if op is None:
+            return {"id": rid, "fail": f"python face: unknown op {req.get('op')!r}"}
+        return {"id": rid, "ok": op(req)}
+    except cycles.CyclesError as e:
+        return {"id": rid, "error": e.name}
+    except Unfaithful as e:
+        return {"id": rid, "fail": str(e)}
+    except Exception as e:  # a bug or an input the API refuses untyped: say so, go on
+        return {"id": rid, "fail": f"python face: {type(e).__name__}: {e}"}
+
+
+def main() -> None:
+    # Bytes in, ASCII out: no dependence on the locale's encoding; a lone surrogate in a
+    # request string survives as a \uXXXX escape in the answer.
+    for raw in sys.stdin.buffer:
+        line = raw.decode("utf-8", "surrogateescape")
+        if not line.strip():
+            continue
+        sys.stdout.write(json.dumps(answer(line)) + "\n")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

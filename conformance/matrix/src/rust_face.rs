@@ -1,0 +1,423 @@
+//! The Rust face: `cycles-matrix face` serves `PROTOCOL.md` over core's typed API (the timing
+//! functions and planners, the journal, `decode_response`, the guard and the settler), the
+//! reference every other face is compared with. Values are encoded with the bridge's vector
+//! encoders; every computation is a direct call of core, not of the bridge's JSON table, so
+//! the bridge's argument mapping (what C and the JVM use) is itself under test.
+
+use std::io::{BufRead, Write};
+use std::sync::Arc;
+use std::time::Duration;
+
+use cycles_bridge::timing::{parse_failure, regime_name, retry_after_kind};
+use cycles_bridge::timing_json::{decision_json, millis_in, millis_out};
+use cycles_core::events::EventSink;
+use cycles_core::guard::{Guard, GuardSpec};
+use cycles_core::journal::{identity, names, ParseError};
+use cycles_core::settle::{SettleConfig, SettleOutcome, Settler};
+use cycles_core::timing::retry::{self, RetryAfter};
+use cycles_core::timing::{
+    fallback, primary, timeout, FallbackPlanner, Millis, PrimaryPlanner, SignedMillis,
+};
+use cycles_core::transport::decode::{decode_response, http_error, Operation};
+use cycles_core::{Action, Amount, Config, CyclesClient, Error, Record, Subject};
+use serde_json::{json, Value};
+
+type R<T> = Result<T, String>;
+
+fn arg<'a>(a: &'a Value, n: &str) -> R<&'a Value> {
+    a.get(n)
+        .filter(|v| !v.is_null())
+        .ok_or_else(|| format!("missing {n}"))
+}
+
+fn ms(a: &Value, n: &str) -> R<Millis> {
+    millis_in(arg(a, n)?, n).map_err(|e| e.to_string())
+}
+
+fn opt_ms(a: &Value, n: &str) -> R<Option<Millis>> {
+    match a.get(n) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => millis_in(v, n).map(Some).map_err(|e| e.to_string()),
+    }
+}
+
+fn int<T: TryFrom<i128>>(a: &Value, n: &str) -> R<T> {
+    let v = arg(a, n)?;
+    let text = match v {
+        Value::String(s) => s.clone(),
+        Value::Number(x) => x.to_string(),
+        _ => return Err(format!("{n} is not an integer")),
+    };
+    text.parse::<i128>()
+        .ok()
+        .and_then(|x| T::try_from(x).ok())
+        .ok_or_else(|| format!("{n} is out of range: {text}"))
+}
+
+fn text<'a>(a: &'a Value, n: &str) -> R<&'a str> {
+    arg(a, n)?
+        .as_str()
+        .ok_or_else(|| format!("{n} is not a string"))
+}
+
+fn int_out(v: i128) -> Value {
+    if v.unsigned_abs() < 1 << 53 {
+        json!(v as i64)
+    } else {
+        json!(v.to_string())
+    }
+}
+
+fn signed(a: &Value, n: &str) -> R<SignedMillis> {
+    match arg(a, n)?.as_str() {
+        Some("infinite") => Ok(SignedMillis::PosInfinite),
+        Some("-infinite") => Ok(SignedMillis::NegInfinite),
+        _ => int::<i128>(a, n).map(SignedMillis::Finite),
+    }
+}
+
+fn signed_out(s: SignedMillis) -> Value {
+    match s {
+        SignedMillis::Finite(v) => int_out(v),
+        SignedMillis::PosInfinite => json!("infinite"),
+        SignedMillis::NegInfinite => json!("-infinite"),
+    }
+}
+
+fn timing(f: &str, a: &Value) -> R<Value> {
+    Ok(match f {
+        "schedule" => {
+            let s = primary::schedule(
+                int(a, "remaining_ttl_ms")?,
+                opt_ms(a, "rtt_ms")?,
+                opt_ms(a, "max_rtt_ms")?,
+                ms(a, "request_timeout_ms")?,
+            );
+            json!({"lead_floor_ms": millis_out(s.lead_floor),
+                   "attempt_budget_ms": millis_out(s.attempt_budget),
+                   "safety_margin_ms": millis_out(s.safety_margin),
+                   "retry_reserve_ms": millis_out(s.retry_reserve),
+                   "next_delay_ms": millis_out(s.next_delay)})
+        }
+        "lead_floor" => millis_out(primary::lead_floor(
+            int(a, "remaining_ttl_ms")?,
+            opt_ms(a, "rtt_ms")?,
+        )),
+        "attempt_budget" => millis_out(primary::attempt_budget(
+            ms(a, "request_timeout_ms")?,
+            opt_ms(a, "max_rtt_ms")?,
+        )),
+        "safety_margin" => millis_out(primary::safety_margin(opt_ms(a, "max_rtt_ms")?)),
+        "retry_reserve" => millis_out(primary::retry_reserve(
+            ms(a, "attempt_budget_ms")?,
+            ms(a, "safety_margin_ms")?,
+        )),
+        "next_delay" => millis_out(primary::next_delay(
+            ms(a, "lead_floor_ms")?,
+            ms(a, "retry_reserve_ms")?,
+        )),
+        "current_lead_estimate" => millis_out(retry::current_lead_estimate(
+            ms(a, "last_lead_floor_ms")?,
+            ms(a, "elapsed_ms")?,
+        )),
+        "retry_window" => signed_out(retry::retry_window(
+            ms(a, "current_lead_estimate_ms")?,
+            ms(a, "attempt_budget_ms")?,
+            ms(a, "safety_margin_ms")?,
+        )),
+        "transient_retry_delay" => millis_out(retry::transient_retry_delay(
+            ms(a, "current_lead_estimate_ms")?,
+            signed(a, "retry_window_ms")?,
+        )),
+        "parse_retry_after" => {
+            let parsed = RetryAfter::parse(a.get("raw").and_then(Value::as_str));
+            let (kind, secs) = retry_after_kind(parsed);
+            json!({"kind": kind,
+                   "seconds": secs.map(|s| int_out(s.into())),
+                   "ms": parsed.to_millis().map(|m| int_out(m.into()))})
+        }
+        "extend_timeout" => {
+            let lead = ms(a, "lead_floor_ms")?;
+            let max_rtt = opt_ms(a, "max_rtt_ms")?;
+            let t = timeout::extend_timeout(lead, max_rtt, ms(a, "configured_timeout_ms")?);
+            json!({"timeout_ms": millis_out(t.timeout),
+                   "source": t.source.name(),
+                   "min_lead_floor_ms": millis_out(t.min_lead_floor),
+                   "max_keeping_timeout_ms": timeout::max_keeping_timeout(lead, max_rtt).map(millis_out),
+                   "target_timeout_ms": millis_out(timeout::target_timeout(lead, max_rtt)),
+                   "attempt_cutoff_ms": millis_out(timeout::attempt_cutoff(t.timeout))})
+        }
+        "min_lead_floor" => millis_out(timeout::min_lead_floor(
+            ms(a, "timeout_ms")?,
+            opt_ms(a, "max_rtt_ms")?,
+        )),
+        "attempt_cutoff" => millis_out(timeout::attempt_cutoff(ms(a, "timeout_ms")?)),
+        "classify_grant" => json!(regime_name(fallback::classify_grant(
+            int(a, "grant_ms")?,
+            ms(a, "elapsed_ms")?,
+            int(a, "requested_ttl_ms")?,
+        ))),
+        "cadence" => {
+            let regime = cycles_bridge::timing::parse_regime(text(a, "regime")?)
+                .map_err(|e| e.to_string())?;
+            millis_out(fallback::cadence(
+                regime,
+                int(a, "last_grant_ms")?,
+                int(a, "requested_ttl_ms")?,
+            ))
+        }
+        "delay_with_skips" => millis_out(fallback::delay_with_skips(
+            int(a, "lead_min_now_ms")?,
+            int(a, "last_grant_ms")?,
+            ms(a, "cadence_ms")?,
+        )),
+        "is_permanent_stop_code" => json!(retry::is_permanent_stop_code(text(a, "code")?)),
+        other => return Err(format!("unknown timing function {other}")),
+    })
+}
+
+fn failure(step: &Value) -> R<Option<cycles_core::timing::ExtendFailure>> {
+    if text(step, "event")? == "success" {
+        return Ok(None);
+    }
+    let f = arg(step, "failure")?;
+    let status = match f.get("status") {
+        None | Some(Value::Null) => None,
+        Some(_) => Some(int::<u16>(f, "status")?),
+    };
+    parse_failure(
+        text(f, "kind")?,
+        f.get("retry_after").and_then(Value::as_str),
+        status,
+        f.get("code").and_then(Value::as_str),
+    )
+    .map(Some)
+    .map_err(|e| e.to_string())
+}
+
+fn primary_seq(r: &Value) -> R<Value> {
+    let t = ms(r, "request_timeout_ms")?;
+    let mut p = if r.get("derive").and_then(Value::as_bool) == Some(true) {
+        PrimaryPlanner::with_derived_timeout(t)
+    } else {
+        PrimaryPlanner::new(t)
+    };
+    let mut out = Vec::new();
+    for s in arg(r, "steps")?.as_array().ok_or("steps is not a list")? {
+        let at = int(s, "at_us")?;
+        let d = match failure(s)? {
+            None => p.on_success(at, int(s, "remaining_ttl_ms")?, opt_ms(s, "rtt_ms")?),
+            Some(f) => p.on_failure(at, &f),
+        };
+        out.push(json!({"decision": decision_json(&d),
+                        "attempt_timeout_ms": millis_out(p.attempt_timeout())}));
+    }
+    Ok(Value::Array(out))
+}
+
+fn fallback_seq(r: &Value) -> R<Value> {
+    let create = arg(r, "create")?;
+    let mut p = FallbackPlanner::new(
+        int(r, "requested_ttl_ms")?,
+        int(create, "at_us")?,
+        int(create, "expires_at_ms")?,
+    );
+    let first = decision_json(&p.first_beat(r.get("prime").and_then(Value::as_bool) == Some(true)));
+    let mut steps = Vec::new();
+    for s in arg(r, "steps")?.as_array().ok_or("steps is not a list")? {
+        let at = int(s, "at_us")?;
+        let d = match failure(s)? {
+            None => p.on_success(at, int(s, "expires_at_ms")?),
+            Some(f) => p.on_failure(at, &f),
+        };
+        steps.push(json!({"decision": decision_json(&d), "regime": regime_name(p.regime())}));
+    }
+    Ok(json!({"first": first, "steps": steps}))
+}
+
+fn parse_record(r: &Value) -> R<Value> {
+    Ok(match Record::parse(text(r, "text")?.as_bytes()) {
+        Ok(rec) => {
+            let mut extra: Vec<&str> = rec.extra.iter().map(|(k, _)| k.as_str()).collect();
+            extra.sort_unstable();
+            json!({"ok": true, "reservation_id": rec.reservation_id, "base_url": rec.base_url,
+                   "mode": rec.mode.as_str(), "idempotency_key": rec.idempotency_key(),
+                   "recorded_at_ms": rec.recorded_at_ms, "not_before_ms": rec.not_before_ms,
+                   "commit_body_wire": rec.commit_body.as_ref().map(|b| b.get()),
+                   "event_fallback_body_wire": rec.event_fallback_body.as_ref().map(|b| b.get()),
+                   "extra_keys": extra})
+        }
+        Err(ParseError::Corrupt(_)) => json!({"ok": false, "error": "corrupt"}),
+        Err(ParseError::Unsupported(_)) => json!({"ok": false, "error": "unsupported"}),
+    })
+}
+
+/// Error fields as PROTOCOL.md's `decode` shape.
+pub fn error_fields(e: &Error) -> Value {
+    json!({"kind": e.kind().name(), "status": e.http_status(), "error_code": e.server_code(),
+           "request_id": e.request_id(), "retryable": e.retryable(),
+           "retry_after_ms": e.retry_after().and_then(|r| r.delta_seconds).map(|s| int_out(i128::from(s) * 1000))})
+}
+
+fn decode(r: &Value) -> R<Value> {
+    let x = arg(r, "exchange")?;
+    let resp = arg(x, "response")?;
+    let status: u16 = int(resp, "status")?;
+    let headers: Vec<(&str, &str)> = arg(resp, "headers")?
+        .as_object()
+        .ok_or("headers")?
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str().unwrap_or("")))
+        .collect();
+    let body = text(resp, "body")?.as_bytes();
+    let result = match x.get("operation").and_then(Value::as_str) {
+        Some(op) => {
+            let op = Operation::from_operation_id(op).ok_or("unknown operation")?;
+            decode_response(op, status, &headers, body)
+                .map(|d| serde_json::to_value(&d.body).expect("a decoded body serialises"))
+        }
+        None => Err(http_error(status, &headers, body)),
+    };
+    Ok(match result {
+        Ok(v) => json!({"result": v}),
+        Err(e) => json!({"error": error_fields(&e)}),
+    })
+}
+
+fn config(r: &Value) -> R<Config> {
+    let mut c =
+        Config::new(text(r, "url")?, text(r, "api_key")?).with_journal_dir(text(r, "journal_dir")?);
+    if let Some(t) = r.get("tenant").and_then(Value::as_str) {
+        c = c.with_tenant(t);
+    }
+    Ok(c)
+}
+
+fn quick_settle() -> SettleConfig {
+    SettleConfig {
+        max_attempts: 1,
+        backoff_base: Duration::from_millis(10),
+        backoff_cap: Duration::from_millis(50),
+        ..SettleConfig::default()
+    }
+}
+
+fn outcome_name(o: &SettleOutcome) -> &'static str {
+    match o {
+        SettleOutcome::Committed(_) => "committed",
+        SettleOutcome::RecoveredViaEvent(_) => "recovered_via_event",
+        SettleOutcome::Pending { .. } => "pending",
+        SettleOutcome::Rejected(_) => "rejected",
+    }
+}
+
+async fn write(r: &Value) -> R<Value> {
+    let cfg = config(r)?;
+    let case = arg(r, "case")?;
+    let err = |e: Error| e.to_string();
+    let client = Arc::new(CyclesClient::new(cfg.clone()).map_err(err)?);
+    let guard = Guard::new(
+        client,
+        Settler::new(&cfg, quick_settle()).map_err(err)?,
+        EventSink::tracing_only(),
+    );
+    let subject: Subject =
+        serde_json::from_value(arg(case, "subject")?.clone()).map_err(|e| e.to_string())?;
+    let action: Action =
+        serde_json::from_value(arg(case, "action")?.clone()).map_err(|e| e.to_string())?;
+    let estimate: Amount =
+        serde_json::from_value(arg(case, "estimate")?.clone()).map_err(|e| e.to_string())?;
+    let key = format!("matrix-rust-{}", text(case, "name")?);
+    let actual: i64 = int(case, "actual")?;
+    let metrics = case
+        .get("metrics")
+        .filter(|v| !v.is_null())
+        .map(Value::to_string);
+    let metadata = case
+        .get("metadata")
+        .filter(|v| !v.is_null())
+        .map(Value::to_string);
+    let done = guard
+        .run(
+            GuardSpec::new(key, subject, action, estimate),
+            |usage| async move {
+                usage.set_actual(actual);
+                if let Some(m) = metrics {
+                    usage.set_metrics_json(&m)?;
+                }
+                if let Some(m) = metadata {
+                    usage.set_metadata_json(&m)?;
+                }
+                Ok::<_, Error>(())
+            },
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(json!({"reservation_id": done.reservation_id, "outcome": outcome_name(&done.settlement)}))
+}
+
+async fn drain(r: &Value) -> R<Value> {
+    let settler = Settler::new(&config(r)?, SettleConfig::default()).map_err(|e| e.to_string())?;
+    let report = settler
+        .drain(Duration::from_millis(int(r, "timeout_ms")?))
+        .await;
+    Ok(
+        json!({"settled": report.settled(), "pending": report.remaining.len(),
+              "quarantined": report.quarantined.len()}),
+    )
+}
+
+fn answer(rt: &tokio::runtime::Runtime, r: &Value) -> Value {
+    let a = r.get("args").cloned().unwrap_or(Value::Null);
+    let res = match r.get("op").and_then(Value::as_str).unwrap_or("") {
+        "timing" => text(r, "fn").and_then(|f| timing(f, &a)),
+        "primary" => primary_seq(r),
+        "fallback" => fallback_seq(r),
+        "journal_names" => text(r, "reservation_id").map(|id| {
+            json!({"standard": names::record_file_name(id), "legacy": names::legacy_file_name(id)})
+        }),
+        "fingerprint" => (|| {
+            Ok(json!(identity::fp16_uncached(
+                text(r, "base_url")?,
+                text(r, "api_key")?,
+                r.get("tenant").and_then(Value::as_str),
+            )))
+        })(),
+        "parse_record" => parse_record(r),
+        "decode" => decode(r),
+        "write" => rt.block_on(write(r)),
+        "drain" => rt.block_on(drain(r)),
+        other => Err(format!("unknown op {other:?}")),
+    };
+    let mut out = match res {
+        Ok(v) => json!({"ok": v}),
+        Err(e) => json!({"fail": e}),
+    };
+    out["id"] = r.get("id").cloned().unwrap_or(Value::Null);
+    out
+}
+
+/// Serves the protocol on stdin/stdout until stdin closes.
+pub fn serve() -> R<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let stdin = std::io::stdin().lock();
+    let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+    for line in stdin.lines() {
+        let line = line.map_err(|e| e.to_string())?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let out = match serde_json::from_str::<Value>(&line) {
+            Ok(r) => answer(&rt, &r),
+            Err(e) => json!({"fail": format!("request is not JSON: {e}")}),
+        };
+        serde_json::to_writer(&mut stdout, &out).map_err(|e| e.to_string())?;
+        stdout.write_all(b"\n").map_err(|e| e.to_string())?;
+        stdout.flush().map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
