@@ -24,6 +24,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -191,10 +192,15 @@ public final class Face {
             return map("ok", false, "error", kind);
         }
         Map<String, Object> out = map("ok", true);
-        for (String k : List.of("reservation_id", "base_url", "mode", "idempotency_key", "recorded_at_ms", "not_before_ms",
-                "extra_keys")) {
+        for (String k : List.of("reservation_id", "base_url", "mode", "idempotency_key", "recorded_at_ms",
+                "not_before_ms")) {
             out.put(k, rec.get(k));
         }
+        // The protocol compares the record's unknown keys as a set: sorted (the SDK keeps file order).
+        List<String> extra = new ArrayList<>();
+        list(rec.get("extra_keys")).forEach(k -> extra.add(str(k)));
+        Collections.sort(extra);
+        out.put("extra_keys", extra);
         out.put("commit_body_wire", rec.get("commit_body"));
         out.put("event_fallback_body_wire", rec.get("event_fallback_body"));
         return out;
