@@ -27,6 +27,17 @@ fn u64_arg(v: jlong, name: &str) -> Result<u64, ErrorFields> {
     u64::try_from(v).map_err(|_| ErrorFields::invalid(format!("{name} must not be negative")))
 }
 
+/// A u64 passed as decimal text: Java has no unsigned 64-bit integer type.
+fn u64_text(env: &mut JNIEnv<'_>, v: &JString<'_>, name: &str) -> Result<u64, ErrorFields> {
+    let t = string(env, v, name)?;
+    t.parse().map_err(|_| {
+        ErrorFields::invalid(format!(
+            "{name} must be an integer in 0..={}, got {t:?}",
+            u64::MAX
+        ))
+    })
+}
+
 /// One pure timing function by name, arguments and result as JSON.
 #[no_mangle]
 pub extern "system" fn Java_dev_cycles_internal_Native_timingCall<'l>(
@@ -93,19 +104,19 @@ pub extern "system" fn Java_dev_cycles_internal_Native_primaryAttemptTimeout<'l>
 }
 
 /// A fallback planner of a reservation requested with `requested_ttl_ms`, received at
-/// `received_us`, expiring at `expires_at_ms`.
+/// `received_us` (both u64 as decimal text), expiring at `expires_at_ms`.
 #[no_mangle]
 pub extern "system" fn Java_dev_cycles_internal_Native_fallbackNew<'l>(
     mut env: JNIEnv<'l>,
     _c: JClass<'l>,
-    requested_ttl_ms: jlong,
-    received_us: jlong,
+    requested_ttl_ms: JString<'l>,
+    received_us: JString<'l>,
     expires_at_ms: jlong,
 ) -> jlong {
-    entry(&mut env, 0, |_| {
+    entry(&mut env, 0, |env| {
         let p = FallbackJson::new(
-            u64_arg(requested_ttl_ms, "requested_ttl_ms")?,
-            u64_arg(received_us, "received_us")?,
+            u64_text(env, &requested_ttl_ms, "requested_ttl_ms")?,
+            u64_text(env, &received_us, "received_us")?,
             expires_at_ms,
         );
         Ok(handles::put(Fallback(Mutex::new(p))))

@@ -1,6 +1,7 @@
 package dev.cycles;
 
 import dev.cycles.internal.Native;
+import java.math.BigInteger;
 
 /**
  * Core's pure heartbeat math (docs/heartbeat.md) as JSON in, JSON out, in the encoding of the
@@ -68,7 +69,19 @@ public final class Timing {
          * @param expiresAtMs its expiry (server clock)
          */
         public FallbackPlanner(long requestedTtlMs, long reserveReceivedUs, long expiresAtMs) {
-            this.id = Native.fallbackNew(requestedTtlMs, reserveReceivedUs, expiresAtMs);
+            this.id = Native.fallbackNew(Long.toString(requestedTtlMs), Long.toString(reserveReceivedUs), expiresAtMs);
+        }
+
+        /**
+         * The same over core's whole unsigned range (up to 2^64-1, beyond a Java long).
+         *
+         * @param requestedTtlMs the TTL the reservation asked for
+         * @param reserveReceivedUs when its response arrived (monotonic microseconds)
+         * @param expiresAtMs its expiry (server clock)
+         * @throws dev.cycles.errors.InvalidArgumentException when a value is negative or beyond 2^64-1
+         */
+        public FallbackPlanner(BigInteger requestedTtlMs, BigInteger reserveReceivedUs, long expiresAtMs) {
+            this.id = Native.fallbackNew(requestedTtlMs.toString(), reserveReceivedUs.toString(), expiresAtMs);
         }
 
         /** @param prime whether the lead is primed @return the first beat's decision JSON */

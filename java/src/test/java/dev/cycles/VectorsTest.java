@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.cycles.errors.InvalidArgumentException;
 import dev.cycles.internal.Json;
+import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -147,6 +148,34 @@ class VectorsTest {
                 assertEquals(Json.write(e.get("final_lead_min_ms")), p.leadMinMs(lastAt), name(c) + ": final lead");
             }
         }
+    }
+
+    @Test
+    void fallbackPlannerTakesCoresWholeUnsignedRange() throws Exception {
+        // Every fallback vector gives the same decisions through the BigInteger constructor.
+        for (Object o : l(doc("heartbeat.json").get("fallback"))) {
+            Map<String, Object> c = m(o);
+            Map<String, Object> create = m(c.get("create"));
+            try (Timing.FallbackPlanner a = new Timing.FallbackPlanner(num(c.get("requested_ttl_ms")), num(create.get("at_us")),
+                    num(create.get("expires_at_ms")));
+                    Timing.FallbackPlanner b = new Timing.FallbackPlanner(BigInteger.valueOf(num(c.get("requested_ttl_ms"))),
+                            BigInteger.valueOf(num(create.get("at_us"))), num(create.get("expires_at_ms")))) {
+                assertEquals(a.firstBeat((Boolean) c.get("prime")), b.firstBeat((Boolean) c.get("prime")), name(c));
+                for (Object step : l(c.get("steps"))) {
+                    assertEquals(a.step(Json.write(step)), b.step(Json.write(step)), name(c));
+                    assertEquals(a.regime(), b.regime(), name(c));
+                }
+            }
+        }
+        // u64 values beyond a Java long reach core; beyond u64 or negative is a typed error.
+        BigInteger max = BigInteger.TWO.pow(64).subtract(BigInteger.ONE);
+        try (Timing.FallbackPlanner p = new Timing.FallbackPlanner(max, max, Long.MAX_VALUE)) {
+            Map<String, Object> first = Json.object(p.firstBeat(true));
+            assertTrue(first.containsKey("extend") || first.containsKey("stop"), Json.write(first));
+        }
+        assertThrows(InvalidArgumentException.class, () -> new Timing.FallbackPlanner(max.add(BigInteger.ONE), BigInteger.ZERO, 0));
+        assertThrows(InvalidArgumentException.class, () -> new Timing.FallbackPlanner(BigInteger.ONE, BigInteger.valueOf(-1), 0));
+        assertThrows(InvalidArgumentException.class, () -> new Timing.FallbackPlanner(-1L, 0L, 0L));
     }
 
     void extendTimeout(Map<String, Object> c) {

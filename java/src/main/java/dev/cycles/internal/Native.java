@@ -84,7 +84,7 @@ public final class Native {
 
     public static native String primaryAttemptTimeout(long planner);
 
-    public static native long fallbackNew(long requestedTtlMs, long receivedUs, long expiresAtMs);
+    public static native long fallbackNew(String requestedTtlMs, String receivedUs, long expiresAtMs);
 
     public static native String fallbackFirstBeat(long planner, boolean prime);
 
