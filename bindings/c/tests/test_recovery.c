@@ -484,9 +484,11 @@ static void killed_in_flight(const char *fault, int hold_ms, int n) {
     json_free(req);
 }
 
+/* The server holds the first commit 4 s: long enough that a loaded CI machine still reads the
+ * record while the commit is in flight (1.5 s was not). */
 static void first_commit_journaled_and_replayed_after_sigkill(void) {
-    killed_in_flight("delay_after_apply", 1500, 1);
-    killed_in_flight("delay", 1500, 2);
+    killed_in_flight("delay_after_apply", 4000, 1);
+    killed_in_flight("delay", 4000, 2);
     no_release(S);
 }
 

@@ -24,7 +24,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -196,11 +195,7 @@ public final class Face {
                 "not_before_ms")) {
             out.put(k, rec.get(k));
         }
-        // The protocol compares the record's unknown keys as a set: sorted (the SDK keeps file order).
-        List<String> extra = new ArrayList<>();
-        list(rec.get("extra_keys")).forEach(k -> extra.add(str(k)));
-        Collections.sort(extra);
-        out.put("extra_keys", extra);
+        out.put("extra_keys", rec.get("extra_keys")); // file order, as the SDK keeps them
         out.put("commit_body_wire", rec.get("commit_body"));
         out.put("event_fallback_body_wire", rec.get("event_fallback_body"));
         return out;
