@@ -1,6 +1,7 @@
 //! Replay of a journal written by others: corrupt and unsupported records are quarantined and
 //! reported while valid ones still settle; legacy-named records migrate and settle; two
-//! replayers in separate OS processes settle one record exactly once.
+//! replayers in separate OS processes settle one record exactly once; a drain reports what the
+//! background replay settled beside it.
 
 mod common;
 
@@ -151,6 +152,45 @@ async fn a_stopped_replay_never_quarantines_without_reporting() {
                 .collect::<Vec<_>>()
         );
     }
+}
+
+/// A drain beside the background replayer: the replayer holds the record (its commit is held
+/// at the server) when the drain starts, so the drain's own pass skips it; the drain still
+/// reports what was settled while it ran.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drain_reports_what_the_background_replay_settled_while_it_ran() {
+    let server = server().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = config(&server.url(), tmp.path());
+    let j = Journal::new(tmp.path(), &cfg.base_url, KEY, None);
+    j.ensure_dir().unwrap();
+    let id = reserve(&client(&server), 1000).await;
+    std::fs::write(
+        j.path_of(&id),
+        python_record(&id, &cfg.base_url, &key("beside")),
+    )
+    .unwrap();
+    server.add_fault(fault(
+        Operation::CommitReservation,
+        1,
+        Fault::Delay { ms: 400 },
+    ));
+    let s = Settler::new(&cfg, SettleConfig::default()).unwrap();
+    let replay = s.start_replay();
+    // The replayer has sent the commit (held 400 ms) before the drain starts.
+    let t = std::time::Instant::now();
+    while commits(&server).is_empty() {
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "the replayer never sent"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let report = s.drain(Duration::from_secs(10)).await;
+    replay.stop().await;
+    assert_eq!(report.settled(), 1, "{report:?}");
+    assert!(report.remaining.is_empty(), "{report:?}");
+    assert_eq!(commits(&server).len(), 1, "settled once");
 }
 
 #[tokio::test]

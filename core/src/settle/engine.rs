@@ -1,7 +1,7 @@
 //! The settlement engine: episodes (a run of same-key attempts on one locked record), the
 //! background replayer, `flush` and `drain`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -65,7 +65,27 @@ struct Inner {
     /// Every blocking journal operation in flight (see [`Settler::blocking`]) and every replay task
     /// of a pass, so that [`ReplayHandle::stop`] returns only once all of it has ended.
     file_work: TaskTracker,
+    /// What every pass resolved, numbered (see [`Resolved`]).
+    resolved: Mutex<Resolved>,
 }
+
+/// The latest terminal outcomes and quarantines of every pass of one engine, numbered. A pass
+/// skips a record another pass holds (the background replayer, say), so a drain running
+/// beside it would otherwise report a record the other pass settled as neither settled nor
+/// remaining; the drain adds what was resolved while it ran.
+#[derive(Default)]
+struct Resolved {
+    next: u64,
+    log: VecDeque<(u64, Resolution)>,
+}
+
+enum Resolution {
+    Outcome(String, SettleOutcome),
+    Quarantined(String),
+}
+
+/// How many resolutions are kept: far more than one drain overlaps in practice.
+const RESOLVED_KEEP: usize = 4096;
 
 impl std::fmt::Debug for Settler {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -148,6 +168,7 @@ impl Settler {
             permits,
             replay_backoff: Mutex::new(HashMap::new()),
             file_work: TaskTracker::new(),
+            resolved: Mutex::new(Resolved::default()),
         });
         register(&inner);
         Ok(Settler { inner })
@@ -708,6 +729,7 @@ impl Settler {
                             quarantined_as: new.clone(),
                             reason: err.to_string(),
                         });
+                        me.resolve(Resolution::Quarantined(new.clone()));
                         Some(new)
                     }
                     Ok(None) => None,
@@ -751,6 +773,9 @@ impl Settler {
         while let Some(r) = tasks.join_next().await {
             if let Ok((id, Some(o))) = r {
                 self.note_replay(&id, &o);
+                if !o.is_pending() {
+                    self.resolve(Resolution::Outcome(id.clone(), o.clone()));
+                }
                 outcomes.push((id, o));
             }
         }
@@ -786,17 +811,59 @@ impl Settler {
     /// Replays every pending record once now (ignoring replay backoff, honouring
     /// `not_before_ms`) and reports what is left in place.
     pub async fn flush(&self) -> DrainReport {
+        let since = self.resolved_seq();
         let (outcomes, quarantined) = self.pass(true, None).await;
-        DrainReport {
+        let mut report = DrainReport {
             outcomes,
             remaining: self.pending().await,
             quarantined,
+        };
+        self.add_resolved_since(since, &mut report);
+        report
+    }
+
+    fn resolve(&self, r: Resolution) {
+        if let Ok(mut m) = self.inner.resolved.lock() {
+            let n = m.next;
+            m.next += 1;
+            m.log.push_back((n, r));
+            if m.log.len() > RESOLVED_KEEP {
+                m.log.pop_front();
+            }
+        }
+    }
+
+    fn resolved_seq(&self) -> u64 {
+        self.inner.resolved.lock().map_or(0, |m| m.next)
+    }
+
+    /// Adds to `report` what other passes of this engine resolved since `since`.
+    fn add_resolved_since(&self, since: u64, report: &mut DrainReport) {
+        let Ok(m) = self.inner.resolved.lock() else {
+            return;
+        };
+        for (_, r) in m.log.iter().filter(|(n, _)| *n >= since) {
+            match r {
+                Resolution::Outcome(id, o) => {
+                    if !report.outcomes.iter().any(|(i, _)| i == id) {
+                        report.outcomes.push((id.clone(), o.clone()));
+                    }
+                }
+                Resolution::Quarantined(name) => {
+                    if !report.quarantined.contains(name) {
+                        report.quarantined.push(name.clone());
+                    }
+                }
+            }
         }
     }
 
     /// Replays until the journal is empty or `timeout` has passed, whichever is first.
-    /// Unresolved records stay in place; in-flight attempts are abandoned at the deadline.
+    /// Unresolved records stay in place; in-flight attempts are abandoned at the deadline. The
+    /// report includes what another pass of this engine (the background replayer) settled or
+    /// quarantined while the drain ran.
     pub async fn drain(&self, timeout: Duration) -> DrainReport {
+        let since = self.resolved_seq();
         let deadline = Instant::now() + timeout;
         let mut report = DrainReport::default();
         let mut pause = Duration::from_millis(50);
@@ -811,6 +878,7 @@ impl Settler {
             let now = Instant::now();
             if remaining.is_empty() || now >= deadline {
                 report.remaining = remaining;
+                self.add_resolved_since(since, &mut report);
                 return report;
             }
             // Wake for the earliest rate-limit floor among what is left, not a backoff step
