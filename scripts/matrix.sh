@@ -6,7 +6,8 @@
 # across all five faces; the face-by-check table is printed last and checked against
 # docs/matrix.md. Protocol: conformance/matrix/PROTOCOL.md.
 #
-# Usage: scripts/matrix.sh [--write-doc]     (--write-doc regenerates docs/matrix.md)
+# Usage: scripts/matrix.sh [--write-doc]   (--write-doc regenerates docs/matrix.md and the table
+#                                           between the matrix markers in README.md)
 # Runs after the per-language suites (scripts/test-all.sh calls it last): it reuses what they
 # leave (the Python test venv, the C CTest build, the Node build, java/target), and each face's
 # prepare.sh builds what is missing. Honours CARGO_TARGET_DIR, CYCLES_PY_CACHE and
@@ -16,8 +17,8 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/cycles-target}"
-doc_mode=(--check-doc docs/matrix.md)
-[[ "${1:-}" == "--write-doc" ]] && doc_mode=(--write-doc docs/matrix.md)
+doc_mode=(--check-doc docs/matrix.md --readme README.md)
+[[ "${1:-}" == "--write-doc" ]] && doc_mode=(--write-doc docs/matrix.md --readme README.md)
 count="${CYCLES_MATRIX_COUNT:-10000}"
 [[ "$count" == 10000 ]] || doc_mode=()
 faces=conformance/matrix/faces

@@ -80,6 +80,20 @@ struct Run {
     /// Fail when this Markdown file differs from the table.
     #[arg(long)]
     check_doc: Option<PathBuf>,
+    /// A file (README.md) whose table between `<!-- matrix:begin -->` and
+    /// `<!-- matrix:end -->` is written with --write-doc and checked with --check-doc.
+    #[arg(long)]
+    readme: Option<PathBuf>,
+}
+
+const BEGIN: &str = "<!-- matrix:begin -->\n";
+const END: &str = "<!-- matrix:end -->";
+
+/// `text` with the part between the matrix markers replaced by `table`.
+fn with_table(text: &str, table: &str) -> Result<String, String> {
+    let start = text.find(BEGIN).ok_or("no <!-- matrix:begin --> marker")? + BEGIN.len();
+    let end = text[start..].find(END).ok_or("no <!-- matrix:end --> marker")? + start;
+    Ok(format!("{}{table}{}", &text[..start], &text[end..]))
 }
 
 fn pair(s: &str) -> Result<(String, String), String> {
@@ -290,6 +304,19 @@ fn matrix(run: &Run) -> Result<bool, String> {
     let mut ok = failed == 0 && failures.is_empty();
     if let Some(p) = &run.write_doc {
         std::fs::write(p, &text).map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    if let Some(p) = &run.readme {
+        let old = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        let new = with_table(&old, &table.markdown()).map_err(|e| format!("{}: {e}", p.display()))?;
+        if run.write_doc.is_some() {
+            std::fs::write(p, &new).map_err(|e| format!("{}: {e}", p.display()))?;
+        } else if run.check_doc.is_some() && new != old {
+            eprintln!(
+                "the matrix table in {} is stale: regenerate it with `scripts/matrix.sh --write-doc`",
+                p.display()
+            );
+            ok = false;
+        }
     }
     if let Some(p) = &run.check_doc {
         if std::fs::read_to_string(p).ok().as_deref() != Some(text.as_str()) {
