@@ -31,10 +31,21 @@ cargo build -q --locked -p cycles-matrix -p cycles-conformance-runner
 matrix="$CARGO_TARGET_DIR/debug/cycles-matrix"
 runner="$CARGO_TARGET_DIR/debug/cycles-conformance"
 
-step "prepare the faces"
+step "prepare the faces (C and Java drivers compile with warnings as errors)"
 for face in python c node jvm runcycles; do
     bash "$faces/$face/prepare.sh"
 done
+
+step "lint the Python and Node drivers"
+# The tools venv python/scripts/test.sh installs (pinned ruff and mypy); the lint settings are
+# the Python package's (faces/ruff.toml extends them).
+tools="${CYCLES_PY_CACHE:-$HOME/.cache/cycles-python}/tools/bin"
+(cd "$faces" && "$tools/ruff" check python runcycles && "$tools/ruff" format --check python runcycles)
+"$tools/mypy" --strict --python-executable "$py_venv/bin/python" \
+    "$faces/python/face.py" "$faces/python/literals.py"
+(cd "$faces/runcycles" && MYPYPATH=../python "$tools/mypy" --strict \
+    --python-executable "$py_venv/bin/python" face.py)
+node --check "$faces/node/face.mjs"
 
 # Each adapter maps every scenario to exact native tests and fails on a missing, renamed or
 # skipped one; each writes its evidence report, which the matrix validates against the schema.

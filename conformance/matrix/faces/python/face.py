@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 import cycles
 from cycles import journal, timing
+from literals import loads, unfaithful
 
 MAX_EXACT = 2**53 - 1
 PERTURB = os.environ.get("CYCLES_MATRIX_PERTURB", "")
@@ -296,44 +297,9 @@ def op_decode(req: dict[str, Any]) -> Any:
 
 
 def check_faithful(v: Any, where: str) -> None:
-    """Python's API takes metadata as Python values and writes them with ``json``: a number
-    literal that does not round-trip through int/float (``1.50``, ``1e2``, ``-0``) would be
-    re-spelled. Refuse instead of rounding (PROTOCOL.md ``write``)."""
-    if isinstance(v, Literal):
-        raise Unfaithful(
-            f"python face: {where} holds the number {v.literal!r}, which the Python API "
-            f"would send as {json.dumps(v)!r} (metadata passes through Python's json)"
-        )
-    if isinstance(v, dict):
-        for k, x in v.items():
-            check_faithful(x, f"{where}.{k}")
-    elif isinstance(v, list):
-        for i, x in enumerate(v):
-            check_faithful(x, f"{where}[{i}]")
-
-
-class Literal(float):
-    """A number literal of the request that Python's json would not write back the same."""
-
-    literal: str
-
-
-def _parse_float(text: str) -> float:
-    f = float(text)
-    if repr(f) == text:
-        return f
-    lit = Literal(f)
-    lit.literal = text
-    return lit
-
-
-def _parse_int(text: str) -> Any:
-    n = int(text)
-    if str(n) == text:
-        return n
-    lit = Literal(n)
-    lit.literal = text
-    return lit
+    found = unfaithful(v, where)
+    if found:
+        raise Unfaithful(f"python face: {found} (metadata passes through Python's json)")
 
 
 def _client(req: dict[str, Any], **kw: Any) -> cycles.Client:
@@ -411,7 +377,7 @@ OPS: dict[str, Callable[[dict[str, Any]], Any]] = {
 
 def answer(line: str) -> dict[str, Any]:
     try:
-        req = json.loads(line, parse_float=_parse_float, parse_int=_parse_int)
+        req = loads(line)
     except ValueError as e:
         return {"id": None, "fail": f"python face: unreadable request: {e}"}
     rid = req.get("id") if isinstance(req, dict) else None

@@ -38,6 +38,9 @@ from runcycles.lifecycle import CyclesLifecycle  # type: ignore[import-untyped]
 from runcycles.models import CyclesMetrics  # type: ignore[import-untyped]
 from runcycles.retry import CommitRetryEngine  # type: ignore[import-untyped]
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
+from literals import loads, unfaithful  # the Python face's module, shared
+
 SUBJECT_FIELDS = ("tenant", "workspace", "app", "workflow", "agent", "toolset", "dimensions")
 
 
@@ -45,35 +48,10 @@ class Refused(Exception):
     """Something runcycles cannot do as asked (answered as ``fail``)."""
 
 
-class Literal(float):
-    """A number literal of the request that Python's json would not write back the same."""
-
-    literal: str
-
-
-def _literal(text: str, value: Any) -> Any:
-    if repr(value) == text:
-        return value
-    lit = Literal(value)
-    lit.literal = text
-    return lit
-
-
 def check_faithful(v: Any, where: str) -> None:
-    """runcycles takes metadata as Python values and writes them with ``json``: a number
-    literal that does not round-trip (``1.50``, ``1e2``, ``-0``) would be re-spelled.
-    Refuse instead of rounding (PROTOCOL.md ``write``)."""
-    if isinstance(v, Literal):
-        raise Refused(
-            f"runcycles face: {where} holds the number {v.literal!r}, which runcycles would "
-            f"write as {json.dumps(v)!r} (metadata passes through Python's json)"
-        )
-    if isinstance(v, dict):
-        for k, x in v.items():
-            check_faithful(x, f"{where}.{k}")
-    elif isinstance(v, list):
-        for i, x in enumerate(v):
-            check_faithful(x, f"{where}[{i}]")
+    found = unfaithful(v, where)
+    if found:
+        raise Refused(f"runcycles face: {found} (metadata passes through Python's json)")
 
 
 # -- names ------------------------------------------------------------------------------------
@@ -221,11 +199,7 @@ OPS: dict[str, Callable[[dict[str, Any]], Any]] = {
 
 def answer(line: str) -> dict[str, Any]:
     try:
-        req = json.loads(
-            line,
-            parse_float=lambda t: _literal(t, float(t)),
-            parse_int=lambda t: _literal(t, int(t)),
-        )
+        req = loads(line)
     except ValueError as e:
         return {"id": None, "fail": f"runcycles face: unreadable request: {e}"}
     rid = req.get("id") if isinstance(req, dict) else None
