@@ -92,7 +92,10 @@ const END: &str = "<!-- matrix:end -->";
 /// `text` with the part between the matrix markers replaced by `table`.
 fn with_table(text: &str, table: &str) -> Result<String, String> {
     let start = text.find(BEGIN).ok_or("no <!-- matrix:begin --> marker")? + BEGIN.len();
-    let end = text[start..].find(END).ok_or("no <!-- matrix:end --> marker")? + start;
+    let end = text[start..]
+        .find(END)
+        .ok_or("no <!-- matrix:end --> marker")?
+        + start;
     Ok(format!("{}{table}{}", &text[..start], &text[end..]))
 }
 
@@ -307,7 +310,8 @@ fn matrix(run: &Run) -> Result<bool, String> {
     }
     if let Some(p) = &run.readme {
         let old = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
-        let new = with_table(&old, &table.markdown()).map_err(|e| format!("{}: {e}", p.display()))?;
+        let new =
+            with_table(&old, &table.markdown()).map_err(|e| format!("{}: {e}", p.display()))?;
         if run.write_doc.is_some() {
             std::fs::write(p, &new).map_err(|e| format!("{}: {e}", p.display()))?;
         } else if run.check_doc.is_some() && new != old {
