@@ -7,6 +7,7 @@ import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
 
 /**
  * A guarded action in progress: reserved, its lease kept alive by the heartbeat on core's
@@ -23,9 +24,23 @@ import java.util.concurrent.CompletableFuture;
  * Java's {@code close()} cannot see an exception leaving the block: call {@link #fail()} in a
  * {@code catch} when the work failed, or use {@link CyclesClient#guarded}, which does.
  * Usage may be reported from any thread. The settlement is journaled before it is sent, so it
- * survives a crash. The current reservation of a thread is {@link #current()}; it does not
- * follow work to other threads unless wrapped with {@link #propagate(Runnable)} (settlement
- * never depends on it).
+ * survives a crash.
+ *
+ * <p>The current reservation of a thread is {@link #current()}: the innermost unfinished one
+ * that {@link CyclesClient#reserve} or {@link CyclesClient#guarded} entered on it. It does not
+ * follow work to other threads by itself; carry it explicitly with {@link #propagate(Runnable)},
+ * {@link #propagate(Callable)} or an executor wrapped by {@link #propagating(Executor)}:
+ *
+ * <pre>{@code
+ * client.guarded(spec, r -> {
+ *     Executor ex = Reservation.propagating(pool);
+ *     CompletableFuture.runAsync(() -> Reservation.current().orElseThrow().addUsage(7), ex).join();
+ *     return null;
+ * });
+ * }</pre>
+ *
+ * Settlement never depends on it: a reservation settles exactly once whichever thread closes
+ * it, and once finished it is no thread's current reservation.
  */
 public final class Reservation implements AutoCloseable {
     private static final ThreadLocal<Reservation> CURRENT = new ThreadLocal<>();
@@ -34,7 +49,11 @@ public final class Reservation implements AutoCloseable {
     private final String reservationId;
     private volatile boolean failed;
     private volatile Outcome outcome;
-    private Reservation previous;
+    // Finishing starts the moment close() or finishAsync() is called: from then on this is no
+    // thread's current reservation, even on a thread that did not close it.
+    private volatile boolean finished;
+    // What was current on the entering thread; read by whichever thread finishes this one.
+    private volatile Reservation previous;
 
     /** Frees the native action if the Reservation is dropped unfinished (core then settles its known usage, else releases). */
     private static final class State implements Runnable {
@@ -57,18 +76,23 @@ public final class Reservation implements AutoCloseable {
     }
 
     void enter() {
-        previous = CURRENT.get();
+        previous = live(CURRENT.get());
         CURRENT.set(this);
     }
 
     private void exit() {
+        finished = true;
         if (CURRENT.get() == this) {
-            if (previous == null) {
-                CURRENT.remove();
-            } else {
-                CURRENT.set(previous);
-            }
+            restore(live(previous));
         }
+    }
+
+    /** The innermost unfinished reservation of the chain starting at {@code r}. */
+    private static Reservation live(Reservation r) {
+        while (r != null && r.finished) {
+            r = r.previous;
+        }
+        return r;
     }
 
     /** @return the reservation id */
@@ -169,9 +193,20 @@ public final class Reservation implements AutoCloseable {
         return Optional.ofNullable(outcome);
     }
 
-    /** @return the guarded action running on this thread (inside guarded work or a reserve block) */
+    /**
+     * The guarded action running on this thread: inside guarded work or a reserve block, or
+     * carried here by {@link #propagate(Runnable)} / {@link #propagating(Executor)}. A
+     * reservation finished on another thread is skipped (its enclosing one, if any, is current).
+     *
+     * @return the innermost unfinished reservation of this thread, if any
+     */
     public static Optional<Reservation> current() {
-        return Optional.ofNullable(CURRENT.get());
+        Reservation top = CURRENT.get();
+        Reservation r = live(top);
+        if (r != top) {
+            restore(r);
+        }
+        return Optional.ofNullable(r);
     }
 
     /**
@@ -182,7 +217,7 @@ public final class Reservation implements AutoCloseable {
      * @return a task that runs with this thread's current reservation as its current one
      */
     public static Runnable propagate(Runnable task) {
-        Reservation r = CURRENT.get();
+        Reservation r = live(CURRENT.get());
         return () -> {
             Reservation before = CURRENT.get();
             CURRENT.set(r);
@@ -202,7 +237,7 @@ public final class Reservation implements AutoCloseable {
      * @return a task that runs with this thread's current reservation as its current one
      */
     public static <T> Callable<T> propagate(Callable<T> task) {
-        Reservation r = CURRENT.get();
+        Reservation r = live(CURRENT.get());
         return () -> {
             Reservation before = CURRENT.get();
             CURRENT.set(r);
@@ -212,6 +247,23 @@ public final class Reservation implements AutoCloseable {
                 restore(before);
             }
         };
+    }
+
+    /**
+     * An executor that runs every task with the current reservation of the thread that
+     * submitted it ({@link #propagate(Runnable)} applied at {@code execute} time), and restores
+     * the worker thread's own afterwards. For {@code CompletableFuture.supplyAsync(work, ex)},
+     * {@code runAsync} and the {@code *Async(..., ex)} continuations. Only the current
+     * reservation travels; what the tasks report on it settles as from any thread.
+     *
+     * @param executor where the tasks run
+     * @return an executor propagating the current reservation into {@code executor}'s tasks
+     */
+    public static Executor propagating(Executor executor) {
+        if (executor == null) {
+            throw new IllegalArgumentException("executor must not be null");
+        }
+        return task -> executor.execute(propagate(task));
     }
 
     private static void restore(Reservation before) {

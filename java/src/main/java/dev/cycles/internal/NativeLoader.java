@@ -1,5 +1,6 @@
 package dev.cycles.internal;
 
+import java.io.File;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -14,6 +15,14 @@ import java.util.Locale;
  * packagers); the library bundled in the jar under {@code native/<os>-<arch>/}, copied to a
  * fresh temporary directory ({@code -Dcycles.native.dir} chooses its parent, for hosts whose
  * /tmp is noexec) and loaded from there; {@code System.loadLibrary("cycles_jvm")}.
+ *
+ * <p>Several class loaders in one JVM (application servers, plugin hosts, two versions side by
+ * side): each loads its own copy of the library, with its own runtime and handle registry, so
+ * a handle of one loader never reaches another's. The JVM refuses to link one file into two
+ * loaders, so the bundled library is always copied to a file of its own, and an explicit path
+ * (or one found on {@code java.library.path}) that another loader holds is copied for the
+ * second one. Copies in one process share the journal only through files: its per-record
+ * {@code flock} locks belong to open file descriptions, so they exclude the other copies too.
  */
 final class NativeLoader {
     private NativeLoader() {}
@@ -34,36 +43,80 @@ final class NativeLoader {
     }
 
     static void load() {
+        String file = System.mapLibraryName("cycles_jvm");
         String explicit = System.getProperty("cycles.native.path");
         if (explicit != null && !explicit.isEmpty()) {
-            System.load(Path.of(explicit).toAbsolutePath().toString());
+            Path lib = Path.of(explicit).toAbsolutePath();
+            try {
+                System.load(lib.toString());
+            } catch (UnsatisfiedLinkError e) {
+                loadCopyOf(lib, e);
+            }
             return;
         }
-        String file = System.mapLibraryName("cycles_jvm");
         String resource = "/native/" + classifier() + "/" + file;
         try (InputStream in = NativeLoader.class.getResourceAsStream(resource)) {
-            if (in == null) {
-                System.loadLibrary("cycles_jvm");
+            if (in != null) {
+                loadCopy(in, file);
                 return;
             }
-            String parent = System.getProperty("cycles.native.dir");
-            Path dir = parent == null || parent.isEmpty()
-                    ? Files.createTempDirectory("cycles-native-")
-                    : Files.createTempDirectory(Path.of(parent), "cycles-native-");
-            Path lib = dir.resolve(file);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot extract the cycles native library " + resource, e);
+        }
+        try {
+            System.loadLibrary("cycles_jvm");
+        } catch (UnsatisfiedLinkError e) {
+            for (String dir : System.getProperty("java.library.path", "").split(File.pathSeparator)) {
+                Path lib = Path.of(dir.isEmpty() ? "." : dir, file).toAbsolutePath();
+                if (Files.isRegularFile(lib)) {
+                    loadCopyOf(lib, e);
+                    return;
+                }
+            }
+            throw e;
+        }
+    }
+
+    /**
+     * The JVM links a library file into one class loader only ("already loaded in another
+     * classloader"): a second loader given the same file links a private copy instead. Any
+     * other failure is rethrown as it was, with the copy's failure attached.
+     */
+    private static void loadCopyOf(Path lib, UnsatisfiedLinkError first) {
+        if (!Files.isRegularFile(lib)) {
+            throw first;
+        }
+        try (InputStream in = Files.newInputStream(lib)) {
+            loadCopy(in, lib.getFileName().toString());
+        } catch (IOException | UnsatisfiedLinkError e) {
+            first.addSuppressed(e);
+            throw first;
+        }
+    }
+
+    /**
+     * Copies the library into a fresh temporary directory and loads it from there: a file name
+     * of its own per class loader, so every loader in a JVM can link it.
+     */
+    private static void loadCopy(InputStream in, String file) throws IOException {
+        String parent = System.getProperty("cycles.native.dir");
+        Path dir = parent == null || parent.isEmpty()
+                ? Files.createTempDirectory("cycles-native-")
+                : Files.createTempDirectory(Path.of(parent), "cycles-native-");
+        Path lib = dir.resolve(file);
+        try {
             Files.copy(in, lib, StandardCopyOption.REPLACE_EXISTING);
             System.load(lib.toAbsolutePath().toString());
+        } finally {
             // Loaded: Linux and macOS keep the mapping after the file is gone; Windows cannot
             // delete a loaded library, so it goes at exit there.
             try {
-                Files.delete(lib);
+                Files.deleteIfExists(lib);
                 Files.delete(dir);
             } catch (IOException e) {
                 lib.toFile().deleteOnExit();
                 dir.toFile().deleteOnExit();
             }
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot extract the cycles native library " + resource, e);
         }
     }
 }
