@@ -1,0 +1,228 @@
+// Guarded lifecycles of the Node package against a plain `fetch` create + commit pair, in one
+// process, in alternating rounds; then core's own `lifecycle-cpu` in the same run; then the
+// memory of 10,000 guarded calls in flight at once (docs/benchmarks.md, "Node guarded
+// lifecycle"). node/scripts/bench.sh builds everything and starts the server.
+//
+// One lifecycle at a time: reserve (heartbeat armed), trivial work, commit 800 of 1,000.
+// Client CPU is process.cpuUsage() over a round: the whole process (the JS thread, V8's GC
+// and compiler threads, core's native runtime threads alike), divided by its lifecycles.
+//
+//   node --expose-gc bench/lifecycle.mjs --url URL [--rounds 7] [--lifecycles 1000]
+//       [--lifecycle-cpu BIN --cycles-bin BIN] [--concurrent 10000] [--passes 2] [--paths off,on,fetch]
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+
+import { Client } from "cycles-sdk";
+
+const { values: opt } = parseArgs({
+  options: {
+    url: { type: "string" },
+    key: { type: "string", default: "cycles-local-key" },
+    rounds: { type: "string", default: "7" },
+    lifecycles: { type: "string", default: "1000" },
+    warmup: { type: "string", default: "300" },
+    "lifecycle-cpu": { type: "string" },
+    "cycles-bin": { type: "string" },
+    concurrent: { type: "string", default: "10000" },
+    // A second pass tells a leak from pages the allocator kept: its "after" should be ~0.
+    passes: { type: "string", default: "2" },
+    paths: { type: "string", default: "off,on,fetch" },
+  },
+});
+if (!opt.url) throw new Error("--url is required (a running `cycles serve`)");
+if (typeof globalThis.gc !== "function") throw new Error("run with node --expose-gc");
+const URL_ = opt.url;
+const KEY = opt.key;
+const ROUNDS = Number(opt.rounds);
+const N = Number(opt.lifecycles);
+const WARMUP = Number(opt.warmup);
+const CONCURRENT = Number(opt.concurrent);
+const PASSES = Number(opt.passes);
+const ACTION = { kind: "llm.completion", name: "bench" };
+const GUARD = { estimate: 1000, action: ACTION, ttlMs: 60_000, actual: 800 };
+
+const journal = mkdtempSync(join(tmpdir(), "cycles-node-bench-"));
+const off = new Client({ baseUrl: URL_, apiKey: KEY, tenant: "acme", journalEnabled: false });
+const on = new Client({ baseUrl: URL_, apiKey: KEY, tenant: "acme", journalDir: journal });
+
+/** The package's guarded lifecycle; the settlement checked, as core's bench asserts it. */
+async function guarded(client) {
+  let r;
+  await client.guarded(GUARD, (res) => {
+    r = res;
+    return null;
+  });
+  if (r.settlement?.status !== "committed") throw new Error(`not committed: ${JSON.stringify(r.settlement)}`);
+}
+
+let seq = 0;
+const fresh = (p) => `${p}-${process.pid}-${seq++}`;
+const HEADERS = { "X-Cycles-API-Key": KEY, "Content-Type": "application/json" };
+
+async function post(path, body) {
+  const res = await fetch(URL_ + path, { method: "POST", headers: HEADERS, body: JSON.stringify(body) });
+  const json = await res.json();
+  if (res.status !== 200) throw new Error(`${path}: HTTP ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+/** The baseline: the same two requests by plain fetch, each response parsed as JSON. */
+async function bare() {
+  const created = await post("/v1/reservations", {
+    idempotency_key: fresh("bench-fetch"),
+    subject: { tenant: "acme" },
+    action: ACTION,
+    estimate: { unit: "USD_MICROCENTS", amount: 1000 },
+    ttl_ms: 60000,
+  });
+  const committed = await post(`/v1/reservations/${created.reservation_id}/commit`, {
+    idempotency_key: fresh("bench-fetch-commit"),
+    actual: { unit: "USD_MICROCENTS", amount: 800 },
+  });
+  if (committed.status !== "COMMITTED") throw new Error(`not committed: ${JSON.stringify(committed)}`);
+}
+
+const ALL = {
+  off: { name: "node guarded, journal off", run: () => guarded(off) },
+  on: { name: "node guarded, journal on", run: () => guarded(on) },
+  fetch: { name: "fetch create+commit", run: bare },
+};
+const paths = opt.paths.split(",").map((k) => {
+  if (!ALL[k]) throw new Error(`unknown path ${k} (off, on, fetch)`);
+  return ALL[k];
+});
+
+/** [lifecycles per second, client CPU µs per lifecycle] over n lifecycles, one at a time. */
+async function round(run, n) {
+  const c0 = process.cpuUsage();
+  const t0 = process.hrtime.bigint();
+  for (let i = 0; i < n; i++) await run();
+  const wall = Number(process.hrtime.bigint() - t0);
+  const c = process.cpuUsage(c0);
+  return [(n * 1e9) / wall, (c.user + c.system) / n];
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const fmt = (x, d = 0) => x.toLocaleString("en-US", { minimumFractionDigits: d, maximumFractionDigits: d });
+const pad = (s) => s.padEnd(28);
+
+async function cpuRounds() {
+  for (const p of paths) for (let i = 0; i < WARMUP; i++) await p.run(); // JIT, pools, server state
+  const results = paths.map(() => []);
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const [k, p] of paths.entries()) {
+      const m = await round(p.run, N);
+      results[k].push(m);
+      console.log(`round ${r + 1} ${pad(p.name)} ${fmt(m[0]).padStart(7)} lifecycles/s ${fmt(m[1], 1).padStart(8)} µs CPU per lifecycle`);
+    }
+  }
+  const med = new Map();
+  for (const [k, p] of paths.entries()) {
+    const m = [median(results[k].map((x) => x[0])), median(results[k].map((x) => x[1]))];
+    med.set(p, m);
+    console.log(`median  ${pad(p.name)} ${fmt(m[0]).padStart(7)} lifecycles/s ${fmt(m[1], 1).padStart(8)} µs CPU per lifecycle`);
+  }
+  return med;
+}
+
+/** Core's guarded lifecycle and a bare reqwest pair (conformance/bench lifecycle-cpu), this run. */
+function coreFigures() {
+  if (!opt["lifecycle-cpu"]) return null;
+  const out = execFileSync(
+    opt["lifecycle-cpu"],
+    ["--cycles-bin", opt["cycles-bin"], "--rounds", String(ROUNDS), "--lifecycles", String(N), "--json"],
+    { encoding: "utf8" },
+  );
+  const c = JSON.parse(out.trim().split("\n").pop());
+  console.log(`core    ${pad("core guarded lifecycle")} ${fmt(1e6 / c.core_wall_us).padStart(7)} lifecycles/s ${fmt(c.core_cpu_us, 1).padStart(8)} µs CPU per lifecycle`);
+  console.log(`core    ${pad("bare reqwest create+commit")} ${fmt(1e6 / c.bare_wall_us).padStart(7)} lifecycles/s ${fmt(c.bare_cpu_us, 1).padStart(8)} µs CPU per lifecycle`);
+  return c;
+}
+
+function ratios(med, core) {
+  const fetchM = med.get(ALL.fetch);
+  for (const p of [ALL.off, ALL.on]) {
+    const m = med.get(p);
+    if (!m) continue;
+    if (fetchM) console.log(`ratio ${p.name} / fetch: rate ${(m[0] / fetchM[0]).toFixed(2)}x, CPU ${(m[1] / fetchM[1]).toFixed(2)}x`);
+    if (core) console.log(`ratio ${p.name} / core: rate ${(m[0] / (1e6 / core.core_wall_us)).toFixed(2)}x, CPU ${(m[1] / core.core_cpu_us).toFixed(2)}x`);
+  }
+  if (core) console.log(`ratio core / bare reqwest (lifecycle-cpu): CPU ${core.cpu_ratio.toFixed(2)}x, wall ${core.wall_ratio.toFixed(2)}x`);
+}
+
+function mem() {
+  const m = process.memoryUsage();
+  return { rss: m.rss, heap: m.heapUsed, external: m.external + m.arrayBuffers };
+}
+function settle() {
+  globalThis.gc();
+  globalThis.gc();
+  return mem();
+}
+
+/**
+ * CONCURRENT guarded calls in flight at once: each reserves (heartbeat armed) and then awaits
+ * one shared promise, resolved only once every work function has started. RSS is sampled
+ * every 10 ms for the peak; "held" is after a full GC with all of them waiting. Each pass
+ * measures from its own base line.
+ */
+async function inFlight(pass) {
+  await guarded(off); // every native path touched before the base line
+  const base = settle();
+  let peak = base.rss;
+  const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 10);
+  let open;
+  const gate = new Promise((resolve) => (open = resolve));
+  let started = 0;
+  let allStarted;
+  const everyone = new Promise((resolve) => (allStarted = resolve));
+  const t0 = process.hrtime.bigint();
+  const calls = [];
+  for (let i = 0; i < CONCURRENT; i++) {
+    calls.push(
+      off.guarded(GUARD, async (r) => {
+        if (++started === CONCURRENT) allStarted();
+        await gate;
+        return r;
+      }),
+    );
+  }
+  await everyone;
+  const rampS = Number(process.hrtime.bigint() - t0) / 1e9;
+  const held = settle();
+  peak = Math.max(peak, held.rss);
+  open();
+  const rs = await Promise.all(calls);
+  const totalS = Number(process.hrtime.bigint() - t0) / 1e9;
+  clearInterval(sampler);
+  const committed = rs.filter((r) => r.settlement?.status === "committed").length;
+  if (committed !== CONCURRENT) throw new Error(`${CONCURRENT - committed} of ${CONCURRENT} not committed`);
+  rs.length = 0; // nothing of the calls stays reachable for the after-figures
+  calls.length = 0;
+  const after = settle();
+  const mb = (b) => `${fmt(b / 2 ** 20, 1)} MiB`;
+  const per = (b) => `${fmt(b / CONCURRENT)} B`;
+  console.log(`in flight, pass ${pass}: ${fmt(CONCURRENT)} guarded calls (journal off), all reserved after ${rampS.toFixed(1)} s, all committed after ${totalS.toFixed(1)} s`);
+  console.log(`| measure | delta from base | per in-flight call |`);
+  console.log(`|---|---:|---:|`);
+  console.log(`| RSS, peak (sampled every 10 ms) | ${mb(peak - base.rss)} | ${per(peak - base.rss)} |`);
+  console.log(`| RSS, held (all waiting, after GC) | ${mb(held.rss - base.rss)} | ${per(held.rss - base.rss)} |`);
+  console.log(`| JS heap used, held | ${mb(held.heap - base.heap)} | ${per(held.heap - base.heap)} |`);
+  console.log(`| external + array buffers, held | ${mb(held.external - base.external)} | ${per(held.external - base.external)} |`);
+  console.log(`| RSS after all settled (after GC) | ${mb(after.rss - base.rss)} | |`);
+  console.log(`| JS heap used after all settled | ${mb(after.heap - base.heap)} | |`);
+}
+
+try {
+  const med = await cpuRounds();
+  const core = coreFigures();
+  ratios(med, core);
+  if (CONCURRENT > 0) for (let p = 1; p <= PASSES; p++) await inFlight(p);
+} finally {
+  await off.close();
+  await on.close();
+  rmSync(journal, { recursive: true, force: true });
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The Node lifecycle benchmark (docs/benchmarks.md, "Node guarded lifecycle"): release builds of
+# the addon and package (scripts/build.sh), the CLI and core's lifecycle-cpu bench; then
+# `cycles serve` as a child (its CPU not counted) and node/bench/lifecycle.mjs: alternating
+# rounds of the package's guarded lifecycle with the journal off and on and a plain `fetch`
+# create+commit pair, core's own lifecycle-cpu (core's guarded lifecycle against a bare reqwest
+# pair) in the same run, the ratios, and the memory of CONCURRENT guarded calls in flight.
+# Honours CARGO_TARGET_DIR.
+#
+#   node/scripts/bench.sh [ROUNDS [LIFECYCLES [CONCURRENT]]]   # default 7 x 1000, 10000 in flight
+set -euo pipefail
+NODE_DIR="$(cd "$(dirname "$0")/.." && pwd)"
+ROOT="$(cd "$NODE_DIR/.." && pwd)"
+TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+ROUNDS="${1:-7}"
+N="${2:-1000}"
+CONCURRENT="${3:-10000}"
+log() { printf '== node bench: %s\n' "$*" >&2; }
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/cycles-node-bench.XXXXXX")"
+SERVER=""
+cleanup() { [[ -n "$SERVER" ]] && kill "$SERVER" 2>/dev/null; rm -rf "$WORK"; }
+trap cleanup EXIT
+
+log "release builds: addon and package, cycles CLI, lifecycle-cpu"
+bash "$NODE_DIR/scripts/build.sh" >&2
+(cd "$ROOT" && cargo build -q --release --locked -p cycles-cli -p cycles-bench --bin cycles --bin lifecycle-cpu)
+
+"$TARGET/release/cycles" serve --port 0 --budget tenant:acme=USD_MICROCENTS:1000000000000000 >"$WORK/serve.out" &
+SERVER=$!
+for _ in $(seq 100); do grep -q "listening on" "$WORK/serve.out" && break; sleep 0.05; done
+URL="$(sed -n 's/.*listening on //p' "$WORK/serve.out" | head -1)"
+[[ -n "$URL" ]] || { echo "cycles serve did not start" >&2; exit 1; }
+
+log "$ROUNDS rounds x $N lifecycles per path against $URL, then core's lifecycle-cpu, then $CONCURRENT in flight"
+cd "$NODE_DIR"
+node --expose-gc bench/lifecycle.mjs --url "$URL" --rounds "$ROUNDS" --lifecycles "$N" \
+  --concurrent "$CONCURRENT" --lifecycle-cpu "$TARGET/release/lifecycle-cpu" --cycles-bin "$TARGET/release/cycles"
