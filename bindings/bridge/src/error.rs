@@ -6,6 +6,7 @@ use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use cycles_core::journal::ParseError;
+use cycles_core::model::EvidenceRef;
 use cycles_core::{Error, ErrorKind};
 use serde::Serialize;
 use serde_json::Value;
@@ -49,6 +50,8 @@ pub struct ErrorFields {
     pub retry_after_seconds: Option<u64>,
     /// The server's `details` object, as JSON text.
     pub details_json: Option<String>,
+    /// The server's `cycles_evidence` reference on the error body, when it sent one.
+    pub cycles_evidence: Option<EvidenceRef>,
     /// A binding-level refinement of the kind ("closed" for a closed client).
     pub variant: Option<&'static str>,
 }
@@ -67,6 +70,7 @@ impl From<&Error> for ErrorFields {
             retry_after_raw: e.retry_after().map(|r| r.raw.clone()),
             retry_after_seconds: e.retry_after().and_then(|r| r.delta_seconds),
             details_json: e.details().and_then(|d| serde_json::to_string(d).ok()),
+            cycles_evidence: e.cycles_evidence().cloned(),
             variant: None,
         }
     }
@@ -191,6 +195,7 @@ mod tests {
                 "retry_after_raw",
                 "retry_after_seconds",
                 "details_json",
+                "cycles_evidence",
                 "variant"
             ]
         );
