@@ -4,8 +4,8 @@
 # library into native/<os>-<arch>/, runs the JUnit suite through Surefire with -Xcheck:jni,
 # and writes the jar, sources and javadoc jars), check Surefire's XML for exactly the expected
 # number of tests run and passed (a filter matching nothing still says BUILD SUCCESS), rerun
-# the client and lifecycle suites against the local server's reference mode, then with plain
-# `java` (not Surefire, whose fork calls System.exit): the exit test and the README.md Java
+# the client, lifecycle and operations suites against the local server's reference mode, then
+# with plain `java` (not Surefire, whose fork calls System.exit): the exit test and the README.md Java
 # quick start compiled with plain `javac` against the jar alone, each of which must print its
 # line and exit by itself within a time limit; both also on the newest JDK on the machine.
 # Also the journal interop with the Rust CLI and the Python wheel (JournalInteropCheck, which
@@ -20,7 +20,7 @@ trap 'rm -rf "$WORK"' EXIT
 # Tests per class; a new test needs its count here.
 declare -A EXPECTED=([VectorsTest]=3 [ClientTest]=11 [LifecycleTest]=9 [BoundaryTest]=5
     [RecoveryCoreTest]=6 [RecoveryProcessTest]=6 [RecoveryJournalTest]=3 [ReferenceCorpusTest]=2 [OfficialRecordsTest]=1
-    [ClassLoaderTest]=3 [ExecutorPropagationTest]=3)
+    [ClassLoaderTest]=3 [ExecutorPropagationTest]=3 [OperationsTest]=11)
 EXIT_LIMIT=20
 
 # A JDK 17+ and Maven; a bare image gets them from apt.
@@ -63,11 +63,12 @@ done
 jar tf "$JAR" >"$WORK/jar-list"
 grep -qx "native/linux-x86_64/libcycles_jvm.so" "$WORK/jar-list" || { echo "the jar has no native library" >&2; exit 1; }
 
-log "client and lifecycle suites against the local server's reference mode"
+log "client, lifecycle and operations suites against the local server's reference mode"
 rm -rf "$J/target/surefire-reports"
-(cd "$J" && mvn -B -q -o surefire:test -Dtest='ClientTest,LifecycleTest' -Dcycles.test.server.mode=reference \
+(cd "$J" && mvn -B -q -o surefire:test -Dtest='ClientTest,LifecycleTest,OperationsTest' -Dcycles.test.server.mode=reference \
     -Dsurefire.failIfNoSpecifiedTests=true) >&2
-check_reports "ClientTest=${EXPECTED[ClientTest]}" "LifecycleTest=${EXPECTED[LifecycleTest]}"
+check_reports "ClientTest=${EXPECTED[ClientTest]}" "LifecycleTest=${EXPECTED[LifecycleTest]}" \
+    "OperationsTest=${EXPECTED[OperationsTest]}"
 
 log "journal interop: JVM <-> Rust CLI <-> Python wheel (JournalInteropCheck)"
 # Not in the default includes: it needs the CLI and the test venv python/scripts/test.sh leaves.

@@ -11,10 +11,11 @@ import java.util.Map;
  * @param charged what the server applied
  * @param released what went back to the budget, when reported
  * @param balances balances after the commit, when reported
+ * @param evidence the signed evidence of the commit, when the server issues evidence
  */
-public record CommitResult(String status, Amount charged, Amount released, List<Balance> balances) {
+public record CommitResult(String status, Amount charged, Amount released, List<Balance> balances, EvidenceRef evidence) {
     static CommitResult from(Map<String, Object> m) {
         return new CommitResult(Json.str(m, "status"), Amount.from(Json.obj(m, "charged")), Amount.from(Json.obj(m, "released")),
-                Balance.list(m, "balances"));
+                Balance.list(m, "balances"), EvidenceRef.from(Json.obj(m, "cycles_evidence")));
     }
 }

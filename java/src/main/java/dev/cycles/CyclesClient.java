@@ -357,9 +357,147 @@ public final class CyclesClient implements AutoCloseable {
     }
 
     /**
-     * Any operation of the bridge's table by name, arguments and body as JSON (the escape hatch
-     * for {@code decide}, {@code create_event}, {@code list_reservations},
-     * {@code list_reservations_all}, {@code get_evidence}, {@code get_evidence_jwks}; see
+     * Asks whether a spend would be allowed, reserving nothing ({@code decide}). A denial is a
+     * result ({@code DENY} with its reason code), not an exception.
+     *
+     * @param request the request
+     * @return the decision
+     */
+    public Response<DecisionResult> decide(DecisionRequest request) {
+        return call("decide", request.toJson(), DecisionResult::from);
+    }
+
+    /**
+     * {@link #decide}, not blocking.
+     *
+     * @param request the request
+     * @return the response
+     */
+    public CompletableFuture<Response<DecisionResult>> decideAsync(DecisionRequest request) {
+        return async("decide", request.toJson(), j -> response(j, DecisionResult::from));
+    }
+
+    /**
+     * Accounts for spend without a reservation ({@code createEvent}).
+     *
+     * @param request the request
+     * @return the applied event
+     */
+    public Response<EventResult> createEvent(EventRequest request) {
+        return call("create_event", request.toJson(), EventResult::from);
+    }
+
+    /**
+     * {@link #createEvent}, not blocking.
+     *
+     * @param request the request
+     * @return the response
+     */
+    public CompletableFuture<Response<EventResult>> createEventAsync(EventRequest request) {
+        return async("create_event", request.toJson(), j -> response(j, EventResult::from));
+    }
+
+    /**
+     * Lists reservations, one page ({@code listReservations}); pass the page's
+     * {@link ReservationPage#nextCursor} to {@link ReservationQuery#withCursor} for the next.
+     *
+     * @param query the query
+     * @return one page
+     */
+    public Response<ReservationPage> listReservations(ReservationQuery query) {
+        return call("list_reservations", Json.write(query.toJson()), ReservationPage::from);
+    }
+
+    /**
+     * {@link #listReservations}, not blocking.
+     *
+     * @param query the query
+     * @return the response
+     */
+    public CompletableFuture<Response<ReservationPage>> listReservationsAsync(ReservationQuery query) {
+        return async("list_reservations", Json.write(query.toJson()), j -> response(j, ReservationPage::from));
+    }
+
+    private static String allArgs(ReservationQuery query, int maxPages) {
+        Map<String, Object> m = query.toJson();
+        m.put("max_pages", maxPages);
+        return Json.write(m);
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Response<List<ReservationDetail>> rows(String json) {
+        Map<String, Object> r = Json.object(json);
+        Object b = r.get("body");
+        return new Response<>(Json.lng(r, "status").intValue(), Json.str(r, "request_id"), Json.str(r, "trace_id"),
+                Json.lng(r, "rtt_us"), ReservationDetail.list(b instanceof List ? (List<Object>) b : null));
+    }
+
+    /**
+     * Lists every reservation of the query, following the cursors from the query's own
+     * ({@code listReservations} page by page, core's stop rules), at most {@code maxPages}
+     * pages (a guard against a listing that never ends; the last page fetched is included).
+     *
+     * @param query the query (its {@code limit} is the page size)
+     * @param maxPages the most pages to fetch (at least 1)
+     * @return every row, in the server's order; the status and ids of the last page,
+     *     {@code rttMicros} 0
+     */
+    public Response<List<ReservationDetail>> listAllReservations(ReservationQuery query, int maxPages) {
+        return rows(Native.clientCall(state.id, "list_reservations_all", allArgs(query, maxPages)));
+    }
+
+    /**
+     * {@link #listAllReservations}, not blocking.
+     *
+     * @param query the query
+     * @param maxPages the most pages to fetch
+     * @return the response
+     */
+    public CompletableFuture<Response<List<ReservationDetail>>> listAllReservationsAsync(ReservationQuery query, int maxPages) {
+        return async("list_reservations_all", allArgs(query, maxPages), CyclesClient::rows);
+    }
+
+    /**
+     * Fetches a signed evidence envelope ({@code getEvidence}; no signature check here).
+     *
+     * @param evidenceId the envelope's id ({@link EvidenceRef#evidenceId})
+     * @return the envelope
+     */
+    public Response<EvidenceEnvelope> getEvidence(String evidenceId) {
+        return call("get_evidence", idOnly("evidence_id", evidenceId), EvidenceEnvelope::from);
+    }
+
+    /**
+     * {@link #getEvidence}, not blocking.
+     *
+     * @param evidenceId the envelope's id
+     * @return the response
+     */
+    public CompletableFuture<Response<EvidenceEnvelope>> getEvidenceAsync(String evidenceId) {
+        return async("get_evidence", idOnly("evidence_id", evidenceId), j -> response(j, EvidenceEnvelope::from));
+    }
+
+    /**
+     * Fetches the server's evidence signer keys ({@code getEvidenceJwks}).
+     *
+     * @return the key set
+     */
+    public Response<EvidenceJwks> getEvidenceJwks() {
+        return call("get_evidence_jwks", "{}", EvidenceJwks::from);
+    }
+
+    /**
+     * {@link #getEvidenceJwks}, not blocking.
+     *
+     * @return the response
+     */
+    public CompletableFuture<Response<EvidenceJwks>> getEvidenceJwksAsync() {
+        return async("get_evidence_jwks", "{}", j -> response(j, EvidenceJwks::from));
+    }
+
+    /**
+     * Any operation of the bridge's table by name, arguments and body as JSON: the escape
+     * hatch (e.g. for a request member the typed classes do not carry yet; see
      * docs/bindings.md, "Operations"). Errors are the same typed exceptions.
      *
      * @param operation the operation, e.g. {@code decide}

@@ -14,7 +14,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * table, see {@link #errorCodes()}); whatever the class, every exception carries the same
  * facts: {@link #code()}, {@link #errorName()}, {@link #httpStatus()}, the server's
  * {@link #serverErrorCode()}, {@link #requestId()}, {@link #traceId()}, {@link #isRetryable()},
- * {@link #retryAfter()} and {@link #details()}. Messages never contain the API key.
+ * {@link #retryAfter()}, {@link #details()} and {@link #cyclesEvidence()}. Messages never contain the API key.
  *
  * <p>A call on a closed client is not a {@code CyclesException} but a
  * {@link ClientClosedException} ({@link IllegalStateException}).
@@ -151,6 +151,14 @@ public class CyclesException extends RuntimeException {
     /** @return the server's {@code details} object as JSON text */
     public Optional<String> details() {
         return Optional.ofNullable(Json.str(fields, "details_json"));
+    }
+
+    /**
+     * @return the server's signed evidence of this error (e.g. a live reservation's 409
+     *     denial), when its body referenced one; fetch it with {@link CyclesClient#getEvidence}
+     */
+    public Optional<EvidenceRef> cyclesEvidence() {
+        return Optional.ofNullable(EvidenceRef.from(Json.obj(fields, "cycles_evidence")));
     }
 
     @Override
