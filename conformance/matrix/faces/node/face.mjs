@@ -109,7 +109,7 @@ function parseRecord(text) {
     not_before_ms: rec.notBeforeMs,
     commit_body_wire: rec.commitBody,
     event_fallback_body_wire: rec.eventFallbackBody,
-    extra_keys: [...rec.extraKeys].sort(),
+    extra_keys: [...rec.extraKeys], // file order, as the SDK keeps them
   };
 }
 
