@@ -166,9 +166,7 @@ def decision(d: timing.Decision) -> dict[str, Any]:
         return {"extend": {"delay_ms": num_out(d.delay_ms), "key": d.key}}
     out: dict[str, Any] = {"stop": d.reason}
     for key in STOP_DETAIL.get(d.reason, ()):
-        v = getattr(d, key)
-        # Seconds are a plain integer in the decision (not a duration).
-        out[key] = v if key == "retry_after_seconds" else num_out(v)
+        out[key] = num_out(getattr(d, key))
     return out
 
 
