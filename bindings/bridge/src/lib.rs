@@ -35,4 +35,4 @@ pub mod timing_json;
 
 pub use error::{error_codes, panic_message, ErrorFields, INTERNAL_CODE, INTERNAL_NAME};
 pub use lifecycle::{Active, EventPump, Lifecycle};
-pub use ops::{decode_captured, ClientHandle, ClientOptions, Op, Reply};
+pub use ops::{decode_captured, headers_from_json, ClientHandle, ClientOptions, Op, Reply};

@@ -37,6 +37,20 @@ pub struct Reply {
 }
 
 impl Reply {
+    /// The reply envelope the C, Node and JVM bindings hand out: `{"status", "request_id",
+    /// "trace_id", "rtt_us", "body"}`, the body spliced in as the exact text core produced
+    /// (not parsed again).
+    pub fn to_json(&self) -> String {
+        format!(
+            r#"{{"status":{},"request_id":{},"trace_id":{},"rtt_us":{},"body":{}}}"#,
+            self.status,
+            serde_json::json!(self.request_id),
+            serde_json::json!(self.trace_id),
+            self.rtt_us,
+            self.body
+        )
+    }
+
     /// `(status, request_id, trace_id, rtt_us, body)`: the tuple the Python layer takes.
     pub fn into_tuple(self) -> (u16, Option<String>, Option<String>, u64, String) {
         (
@@ -269,6 +283,24 @@ pub async fn dispatch(client: &CyclesClient, op: Op, a: &Args) -> Result<Reply, 
     }
 }
 
+/// Captured response headers given as a JSON object of header names to string values (`None`:
+/// none), in order, for [`decode_captured`]; `name` is the argument's name in the host's
+/// API, for the error.
+pub fn headers_from_json(
+    json: Option<&str>,
+    name: &str,
+) -> Result<Vec<(String, String)>, ErrorFields> {
+    let Some(text) = json else {
+        return Ok(Vec::new());
+    };
+    let bad = || ErrorFields::invalid(format!("{name} must be a JSON object of string values"));
+    let v: Value = serde_json::from_str(text).map_err(|_| bad())?;
+    let obj = v.as_object().ok_or_else(bad)?;
+    obj.iter()
+        .map(|(k, v)| Ok((k.clone(), v.as_str().ok_or_else(bad)?.to_string())))
+        .collect()
+}
+
 /// Decodes one captured response through core's own response path, without a network: the
 /// schema-valid success (`rtt_us` 0) or the error the client would raise. `operation` is the
 /// spec's operationId; `None` (a response that matched no operation) is only valid for a
@@ -447,6 +479,26 @@ impl Call {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn reply_envelope_splices_the_exact_body_and_headers_parse_in_order() {
+        let r = Reply {
+            status: 200,
+            request_id: Some("req-1".into()),
+            trace_id: None,
+            rtt_us: 7,
+            body: r#"{"n":1.50}"#.into(),
+        };
+        assert_eq!(
+            r.to_json(),
+            r#"{"status":200,"request_id":"req-1","trace_id":null,"rtt_us":7,"body":{"n":1.50}}"#
+        );
+        let h = headers_from_json(Some(r#"{"B":"2","A":"1"}"#), "h").unwrap();
+        assert_eq!(h, [("B".into(), "2".into()), ("A".into(), "1".into())]);
+        assert!(headers_from_json(None, "h").unwrap().is_empty());
+        let e = headers_from_json(Some(r#"{"A":1}"#), "headersJson").unwrap_err();
+        assert!(e.message.contains("headersJson must be"), "{}", e.message);
+    }
 
     #[test]
     fn op_names_round_trip() {

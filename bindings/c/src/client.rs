@@ -205,7 +205,7 @@ pub unsafe extern "C" fn cycles_client_call(
             .prepare(arg(op, "op")?, arg(args_json, "args_json")?)?;
         let reply = block(call.run())??;
         // The body is spliced in as the exact text core produced (big integers kept).
-        out_string(out_json, &crate::decode::reply_text(&reply));
+        out_string(out_json, &reply.to_json());
         Ok(())
     })
 }
@@ -253,7 +253,7 @@ pub unsafe extern "C" fn cycles_client_call_async(
             let (status, e) = completion::status_and_error(&r);
             let text = r
                 .ok()
-                .map(|reply| crate::strings::c_string(&crate::decode::reply_text(&reply)));
+                .map(|reply| crate::strings::c_string(&reply.to_json()));
             let (ptr, len) = text
                 .as_ref()
                 .map_or((ptr::null(), 0), |t| (t.as_ptr(), t.as_bytes().len()));

@@ -5,39 +5,12 @@
 use std::ffi::c_char;
 use std::ptr;
 
-use cycles_bridge::{decode_captured, ErrorFields, Reply};
-use serde_json::{json, Value};
+use cycles_bridge::{decode_captured, headers_from_json, ErrorFields};
 
 use crate::error::cycles_error;
 use crate::panic::guard;
 use crate::status::cycles_status;
 use crate::strings::{into_raw, opt_arg};
-
-/// The reply as the JSON text `cycles_client_call` hands out: `{"status", "request_id",
-/// "trace_id", "rtt_us", "body"}`, the body spliced in as the exact text core produced.
-pub fn reply_text(reply: &Reply) -> String {
-    format!(
-        r#"{{"status":{},"request_id":{},"trace_id":{},"rtt_us":{},"body":{}}}"#,
-        reply.status,
-        json!(reply.request_id),
-        json!(reply.trace_id),
-        reply.rtt_us,
-        reply.body
-    )
-}
-
-/// The headers of `{"Name": "value", ...}` (a JSON object of strings, order kept).
-fn headers(json: Option<&str>) -> Result<Vec<(String, String)>, ErrorFields> {
-    let Some(text) = json else {
-        return Ok(Vec::new());
-    };
-    let bad = || ErrorFields::invalid("headers_json must be a JSON object of string values");
-    let v: Value = serde_json::from_str(text).map_err(|_| bad())?;
-    let obj = v.as_object().ok_or_else(bad)?;
-    obj.iter()
-        .map(|(k, v)| Ok((k.clone(), v.as_str().ok_or_else(bad)?.to_string())))
-        .collect()
-}
 
 /// Decodes one captured response as the client would (no request is sent): `operation` is
 /// the spec's operationId (`"getReservation"`; NULL: the response matched no operation, only
@@ -69,7 +42,7 @@ pub unsafe extern "C" fn cycles_decode_captured(
         } else {
             std::slice::from_raw_parts(body, len)
         };
-        let owned = headers(opt_arg(headers_json, "headers_json")?)?;
+        let owned = headers_from_json(opt_arg(headers_json, "headers_json")?, "headers_json")?;
         let pairs: Vec<(&str, &str)> = owned
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
@@ -77,7 +50,7 @@ pub unsafe extern "C" fn cycles_decode_captured(
         let operation = opt_arg(operation, "operation")?;
         let reply = decode_captured(operation, status, &pairs, bytes)?;
         if !out_json.is_null() {
-            *out_json = into_raw(&reply_text(&reply));
+            *out_json = into_raw(&reply.to_json());
         }
         Ok(())
     })

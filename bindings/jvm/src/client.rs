@@ -9,9 +9,7 @@ use std::time::Duration;
 use cycles_bridge::args::Args;
 use cycles_bridge::ops::Call;
 use cycles_bridge::task::Work;
-use cycles_bridge::{
-    error_codes, Active, ClientHandle, ClientOptions, ErrorFields, Lifecycle, Reply,
-};
+use cycles_bridge::{error_codes, Active, ClientHandle, ClientOptions, ErrorFields, Lifecycle};
 use jni::objects::{JClass, JString};
 use jni::sys::{jboolean, jlong, jstring, JNI_FALSE, JNI_TRUE};
 use jni::JNIEnv;
@@ -48,20 +46,8 @@ impl Client {
     }
 }
 
-/// The reply of an operation as one JSON object (`body` inline: it is core's JSON).
-pub(crate) fn reply_json(r: Reply) -> String {
-    format!(
-        "{{\"status\":{},\"request_id\":{},\"trace_id\":{},\"rtt_us\":{},\"body\":{}}}",
-        r.status,
-        json!(r.request_id),
-        json!(r.trace_id),
-        r.rtt_us,
-        r.body
-    )
-}
-
 fn call_work(call: Call) -> Work<Result<String, ErrorFields>> {
-    Box::pin(async move { call.run().await.map(reply_json) })
+    Box::pin(async move { call.run().await.map(|r| r.to_json()) })
 }
 
 fn client(id: jlong) -> Result<Arc<Client>, ErrorFields> {

@@ -2,27 +2,12 @@
 //! response path (the bridge's `decode_captured`), without a network. The reference-server
 //! corpus runs through it in Java; users can check their own captures the same way.
 
-use cycles_bridge::{decode_captured, ErrorFields};
+use cycles_bridge::{decode_captured, headers_from_json, ErrorFields};
 use jni::objects::{JByteArray, JClass, JString};
 use jni::sys::{jint, jstring};
 use jni::JNIEnv;
-use serde_json::Value;
 
-use crate::client::reply_json;
 use crate::entry::{entry, jni_err, jstr, opt_string};
-
-/// The headers of `{"Name": "value", ...}` (a JSON object of strings, order kept).
-fn headers(json: Option<&str>) -> Result<Vec<(String, String)>, ErrorFields> {
-    let Some(text) = json else {
-        return Ok(Vec::new());
-    };
-    let bad = || ErrorFields::invalid("headersJson must be a JSON object of string values");
-    let v: Value = serde_json::from_str(text).map_err(|_| bad())?;
-    let obj = v.as_object().ok_or_else(bad)?;
-    obj.iter()
-        .map(|(k, v)| Ok((k.clone(), v.as_str().ok_or_else(bad)?.to_string())))
-        .collect()
-}
 
 /// Decodes one captured response as the client would: the reply JSON of a schema-valid
 /// success, else the client's exception is thrown. `operation` null: the response matched
@@ -40,7 +25,7 @@ pub extern "system" fn Java_dev_cycles_internal_Native_decodeCaptured<'l>(
         let op = opt_string(env, &operation)?;
         let status = u16::try_from(status)
             .map_err(|_| ErrorFields::invalid(format!("status {status} is not an HTTP status")))?;
-        let owned = headers(opt_string(env, &headers_json)?.as_deref())?;
+        let owned = headers_from_json(opt_string(env, &headers_json)?.as_deref(), "headersJson")?;
         let pairs: Vec<(&str, &str)> = owned
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
@@ -51,6 +36,6 @@ pub extern "system" fn Java_dev_cycles_internal_Native_decodeCaptured<'l>(
             env.convert_byte_array(&body).map_err(jni_err)?
         };
         let reply = decode_captured(op.as_deref(), status, &pairs, &bytes)?;
-        jstr(env, &reply_json(reply))
+        jstr(env, &reply.to_json())
     })
 }

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use cycles_bridge::{decode_captured, ClientHandle, ClientOptions, Reply};
+use cycles_bridge::{decode_captured, ClientHandle, ClientOptions};
 use napi::bindgen_prelude::Object;
 use napi::Env;
 use napi_derive::napi;
@@ -34,19 +34,6 @@ pub struct NativeClientOptions {
     pub max_concurrent_requests: Option<u32>,
 }
 
-/// `{"status", "request_id", "trace_id", "rtt_us", "body"}` with the body embedded as JSON.
-pub fn reply_json(r: Reply) -> String {
-    let head = serde_json::json!({
-        "status": r.status,
-        "request_id": r.request_id,
-        "trace_id": r.trace_id,
-        "rtt_us": r.rtt_us,
-    })
-    .to_string();
-    // The body is already JSON text: splice it in instead of parsing it again.
-    format!("{},\"body\":{}}}", &head[..head.len() - 1], r.body)
-}
-
 /// Decodes one captured response through core's response path without a network: the reply
 /// envelope JSON, or the error the client would raise. `operation` is the spec's operationId.
 #[napi]
@@ -66,7 +53,7 @@ pub fn decode_captured_response(
             })
             .collect();
         decode_captured(operation.as_deref(), status, &pairs, body.as_bytes())
-            .map(reply_json)
+            .map(|r| r.to_json())
             .map_err(to_js)
     })
 }
@@ -167,7 +154,7 @@ impl NativeClient {
     pub fn call<'e>(&self, env: &'e Env, op: String, args: String) -> napi::Result<Object<'e>> {
         guard(|| {
             let call = self.handle.prepare(&op, &args).map_err(to_js)?;
-            promise::spawn(env, call.run(), reply_json)
+            promise::spawn(env, call.run(), |r| r.to_json())
         })
     }
 
