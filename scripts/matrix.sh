@@ -42,7 +42,7 @@ step "lint the Python and Node drivers"
 tools="${CYCLES_PY_CACHE:-$HOME/.cache/cycles-python}/tools/bin"
 (cd "$faces" && "$tools/ruff" check python runcycles && "$tools/ruff" format --check python runcycles)
 "$tools/mypy" --strict --python-executable "$py_venv/bin/python" \
-    "$faces/python/face.py" "$faces/python/literals.py"
+    "$faces/python/face.py" "$faces/python/protocol.py"
 (cd "$faces/runcycles" && MYPYPATH=../python "$tools/mypy" --strict \
     --python-executable "$py_venv/bin/python" face.py)
 node --check "$faces/node/face.mjs"

@@ -13,22 +13,16 @@ timing function, ``journal:standard`` appends ``x`` to standard file names.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
-import sys
 from typing import Any, Callable
 
 import cycles
 from cycles import journal, timing
-from literals import loads, unfaithful
+from protocol import Op, Refused, serve, unfaithful
 
 MAX_EXACT = 2**53 - 1
 PERTURB = os.environ.get("CYCLES_MATRIX_PERTURB", "")
-
-
-class Unfaithful(Exception):
-    """A value the public API cannot pass on exactly (answered as ``fail``)."""
 
 
 # -- number encoding (PROTOCOL.md "Number encoding") -----------------------------------------
@@ -297,7 +291,7 @@ def op_decode(req: dict[str, Any]) -> Any:
 def check_faithful(v: Any, where: str) -> None:
     found = unfaithful(v, where)
     if found:
-        raise Unfaithful(f"python face: {found} (metadata passes through Python's json)")
+        raise Refused(f"python face: {found} (metadata passes through Python's json)")
 
 
 def _client(req: dict[str, Any], **kw: Any) -> cycles.Client:
@@ -360,7 +354,7 @@ def op_drain(req: dict[str, Any]) -> Any:
 
 # -- transport --------------------------------------------------------------------------------
 
-OPS: dict[str, Callable[[dict[str, Any]], Any]] = {
+OPS: dict[str, Op] = {
     "timing": op_timing,
     "primary": op_primary,
     "fallback": op_fallback,
@@ -373,34 +367,8 @@ OPS: dict[str, Callable[[dict[str, Any]], Any]] = {
 }
 
 
-def answer(line: str) -> dict[str, Any]:
-    try:
-        req = loads(line)
-    except ValueError as e:
-        return {"id": None, "fail": f"python face: unreadable request: {e}"}
-    rid = req.get("id") if isinstance(req, dict) else None
-    try:
-        op = OPS.get(req.get("op"))
-        if op is None:
-            return {"id": rid, "fail": f"python face: unknown op {req.get('op')!r}"}
-        return {"id": rid, "ok": op(req)}
-    except cycles.CyclesError as e:
-        return {"id": rid, "error": e.name}
-    except Unfaithful as e:
-        return {"id": rid, "fail": str(e)}
-    except Exception as e:  # a bug or an input the API refuses untyped: say so, go on
-        return {"id": rid, "fail": f"python face: {type(e).__name__}: {e}"}
-
-
 def main() -> None:
-    # Bytes in, ASCII out: no dependence on the locale's encoding; a lone surrogate in a
-    # request string survives as a \uXXXX escape in the answer.
-    for raw in sys.stdin.buffer:
-        line = raw.decode("utf-8", "surrogateescape")
-        if not line.strip():
-            continue
-        sys.stdout.write(json.dumps(answer(line)) + "\n")
-        sys.stdout.flush()
+    serve("python", OPS, lambda e: e.name if isinstance(e, cycles.CyclesError) else None)
 
 
 if __name__ == "__main__":

@@ -1,13 +1,21 @@
-"""Request parsing for the Python-based faces (ours and runcycles'): both SDKs take metadata as
-Python values and write it with ``json``, so a number literal that does not round-trip through
-``int``/``float`` (``1.50``, ``1e2``, ``-0``) would be re-spelled. Such literals are parsed as
-:class:`Literal` and :func:`unfaithful` names the first one, so a face refuses instead of
-rounding (PROTOCOL.md ``write``)."""
+"""The protocol loop shared by the Python-based faces (ours and runcycles'; PROTOCOL.md).
+
+Both SDKs take metadata as Python values and write it with ``json``, so a number literal that
+does not round-trip through ``int``/``float`` (``1.50``, ``1e2``, ``-0``) would be re-spelled.
+Requests are parsed keeping such literals as :class:`Literal`, and :func:`unfaithful` names
+the first one, so a face refuses instead of rounding (PROTOCOL.md ``write``)."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+import sys
+from typing import Any, Callable
+
+Op = Callable[[dict[str, Any]], Any]
+
+
+class Refused(Exception):
+    """Something the face's API cannot do as asked (answered as ``fail``, with this message)."""
 
 
 class Literal(float):
@@ -44,3 +52,43 @@ def unfaithful(v: Any, where: str) -> str | None:
         if found:
             return found
     return None
+
+
+def answer(
+    face: str,
+    ops: dict[str, Op],
+    error_name: Callable[[Exception], str | None],
+    line: str,
+) -> dict[str, Any]:
+    """One response: ``ok``, ``error`` (an SDK error ``error_name`` names) or ``fail``."""
+    try:
+        req = loads(line)
+    except ValueError as e:
+        return {"id": None, "fail": f"{face} face: unreadable request: {e}"}
+    if not isinstance(req, dict):
+        return {"id": None, "fail": f"{face} face: a request is a JSON object"}
+    rid = req.get("id")
+    op = ops.get(req.get("op"))  # type: ignore[arg-type]
+    if op is None:
+        return {"id": rid, "fail": f"{face} face: op {req.get('op')!r} not supported"}
+    try:
+        return {"id": rid, "ok": op(req)}
+    except Refused as e:
+        return {"id": rid, "fail": str(e)}
+    except Exception as e:  # the SDK raised: its error name, or say what and go on
+        name = error_name(e)
+        if name is not None:
+            return {"id": rid, "error": name}
+        return {"id": rid, "fail": f"{face} face: {type(e).__name__}: {e}"}
+
+
+def serve(face: str, ops: dict[str, Op], error_name: Callable[[Exception], str | None]) -> None:
+    """Answers stdin's requests on stdout, one line each, until stdin closes. Bytes in, ASCII
+    out: no dependence on the locale's encoding; a lone surrogate in a request string survives
+    as a \\uXXXX escape in the answer."""
+    for raw in sys.stdin.buffer:
+        line = raw.decode("utf-8", "surrogateescape")
+        if not line.strip():
+            continue
+        sys.stdout.write(json.dumps(answer(face, ops, error_name, line)) + "\n")
+        sys.stdout.flush()

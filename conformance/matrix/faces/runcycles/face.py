@@ -2,7 +2,7 @@
 official Python SDK ``runcycles`` 0.5.3 as a journal writer and reader.
 
 It answers only the journal ops: ``journal_names``, ``fingerprint``, ``write`` and
-``drain``; every other op is ``{"fail": "runcycles face: op not supported"}``. What
+``drain``; every other op is a ``fail`` ("op ... not supported"). What
 runcycles offers and how this driver uses it:
 
 - ``fingerprint``: ``runcycles.journal.auth_fingerprint`` (public).
@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import runcycles  # type: ignore[import-untyped]
 from runcycles import journal as rc_journal
@@ -39,13 +39,9 @@ from runcycles.models import CyclesMetrics  # type: ignore[import-untyped]
 from runcycles.retry import CommitRetryEngine  # type: ignore[import-untyped]
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
-from literals import loads, unfaithful  # the Python face's module, shared
+from protocol import Op, Refused, serve, unfaithful  # shared with the Python face
 
 SUBJECT_FIELDS = ("tenant", "workspace", "app", "workflow", "agent", "toolset", "dimensions")
-
-
-class Refused(Exception):
-    """Something runcycles cannot do as asked (answered as ``fail``)."""
 
 
 def check_faithful(v: Any, where: str) -> None:
@@ -189,7 +185,7 @@ def op_drain(req: dict[str, Any]) -> Any:
 
 # -- transport --------------------------------------------------------------------------------
 
-OPS: dict[str, Callable[[dict[str, Any]], Any]] = {
+OPS: dict[str, Op] = {
     "journal_names": op_journal_names,
     "fingerprint": op_fingerprint,
     "write": op_write,
@@ -197,33 +193,11 @@ OPS: dict[str, Callable[[dict[str, Any]], Any]] = {
 }
 
 
-def answer(line: str) -> dict[str, Any]:
-    try:
-        req = loads(line)
-    except ValueError as e:
-        return {"id": None, "fail": f"runcycles face: unreadable request: {e}"}
-    rid = req.get("id") if isinstance(req, dict) else None
-    op = OPS.get(req.get("op"))
-    if op is None:
-        return {"id": rid, "fail": "runcycles face: op not supported"}
-    try:
-        return {"id": rid, "ok": op(req)}
-    except Refused as e:
-        return {"id": rid, "fail": str(e)}
-    except Exception as e:  # runcycles raised: say what, go on
-        return {"id": rid, "fail": f"runcycles face: {type(e).__name__}: {e}"}
-
-
 def main() -> None:
     if sys.argv[1:] == ["--drain-child"]:
         print(json.dumps(drain_here(json.loads(sys.stdin.read()))), flush=True)
         os._exit(0)  # no atexit waits: what is unsettled stays journaled
-    for raw in sys.stdin.buffer:
-        line = raw.decode("utf-8", "surrogateescape")
-        if not line.strip():
-            continue
-        sys.stdout.write(json.dumps(answer(line)) + "\n")
-        sys.stdout.flush()
+    serve("runcycles", OPS, lambda e: None)
 
 
 if __name__ == "__main__":
