@@ -45,14 +45,17 @@ pub fn millis_in(v: &Value, name: &str) -> Result<Millis, Error> {
         })
 }
 
-fn opt_millis_in(args: &Value, name: &str) -> Result<Option<Millis>, Error> {
+/// The optional duration member `name` of `args` (absent or null: `None`).
+pub fn opt_millis_in(args: &Value, name: &str) -> Result<Option<Millis>, Error> {
     match args.get(name) {
         None | Some(Value::Null) => Ok(None),
         Some(v) => millis_in(v, name).map(Some),
     }
 }
 
-fn signed_in(v: &Value, name: &str) -> Result<SignedMillis, Error> {
+/// A signed duration in the vector encoding (integer, decimal string, `"infinite"` or
+/// `"-infinite"`).
+pub fn signed_in(v: &Value, name: &str) -> Result<SignedMillis, Error> {
     match v.as_str() {
         Some("infinite") => return Ok(SignedMillis::PosInfinite),
         Some("-infinite") => return Ok(SignedMillis::NegInfinite),
@@ -81,7 +84,8 @@ pub fn millis_out(m: Millis) -> Value {
     }
 }
 
-fn signed_out(m: SignedMillis) -> Value {
+/// A signed duration in the vector encoding.
+pub fn signed_out(m: SignedMillis) -> Value {
     match m {
         SignedMillis::Finite(v) => int_out(v),
         SignedMillis::PosInfinite => json!("infinite"),
@@ -89,13 +93,15 @@ fn signed_out(m: SignedMillis) -> Value {
     }
 }
 
-fn arg<'a>(args: &'a Value, name: &str) -> Result<&'a Value, Error> {
+/// The member `name` of `args`; missing or null is INVALID_ARGUMENT.
+pub fn arg<'a>(args: &'a Value, name: &str) -> Result<&'a Value, Error> {
     args.get(name)
         .filter(|v| !v.is_null())
         .ok_or_else(|| Error::invalid_argument(format!("missing {name}")))
 }
 
-fn millis_arg(args: &Value, name: &str) -> Result<Millis, Error> {
+/// The duration member `name` of `args` (vector encoding).
+pub fn millis_arg(args: &Value, name: &str) -> Result<Millis, Error> {
     millis_in(arg(args, name)?, name)
 }
 
@@ -115,7 +121,8 @@ fn micros_arg(args: &Value) -> Result<u128, Error> {
         .ok_or_else(|| bad("micros", "a non-negative integer in range"))
 }
 
-fn str_arg<'a>(args: &'a Value, name: &str) -> Result<&'a str, Error> {
+/// The string member `name` of `args`.
+pub fn str_arg<'a>(args: &'a Value, name: &str) -> Result<&'a str, Error> {
     arg(args, name)?
         .as_str()
         .ok_or_else(|| bad(name, "a string"))

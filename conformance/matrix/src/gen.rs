@@ -2,6 +2,9 @@
 //! journal names, identities and records, weighted toward the edges where implementations
 //! drift (0, 1, 999, 1000, 2^53 ± 1, the limits of i64/u64, infinity).
 
+// Inputs use the vectors' integer encoding (a number up to 2^53 - 1 in magnitude, else a
+// decimal string), the bridge's.
+use cycles_bridge::timing_json::int_out as int;
 use fastrand::Rng;
 use serde_json::{json, Value};
 
@@ -25,8 +28,6 @@ pub const TIMING_FUNCTIONS: [&str; 17] = [
     "delay_with_skips",
     "is_permanent_stop_code",
 ];
-
-const SAFE: i128 = (1 << 53) - 1;
 
 const U64_EDGES: [u64; 24] = [
     0,
@@ -54,15 +55,6 @@ const U64_EDGES: [u64; 24] = [
     u64::MAX - 1,
     u64::MAX,
 ];
-
-/// An integer in the vectors' encoding: a number up to 2^53 - 1 in magnitude, else a string.
-pub fn int(v: i128) -> Value {
-    if v.abs() <= SAFE {
-        json!(v as i64)
-    } else {
-        json!(v.to_string())
-    }
-}
 
 /// The generator, one per matrix run (`--seed`).
 pub struct Gen(Rng);

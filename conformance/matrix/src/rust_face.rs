@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cycles_bridge::timing::{parse_failure, regime_name, retry_after_kind};
-use cycles_bridge::timing_json::{decision_json, millis_in, millis_out};
+use cycles_bridge::timing_json::{self, decision_json, int_out, millis_out, signed_out};
 use cycles_core::events::EventSink;
 use cycles_core::guard::{Guard, GuardSpec};
 use cycles_core::journal::{identity, names, ParseError};
@@ -24,64 +24,34 @@ use serde_json::{json, Value};
 
 type R<T> = Result<T, String>;
 
+// The vectors' argument and result encoding is the bridge's (shared by every face); only the
+// calls below are this face's own.
+fn e(err: Error) -> String {
+    err.to_string()
+}
+
 fn arg<'a>(a: &'a Value, n: &str) -> R<&'a Value> {
-    a.get(n)
-        .filter(|v| !v.is_null())
-        .ok_or_else(|| format!("missing {n}"))
+    timing_json::arg(a, n).map_err(e)
 }
 
 fn ms(a: &Value, n: &str) -> R<Millis> {
-    millis_in(arg(a, n)?, n).map_err(|e| e.to_string())
+    timing_json::millis_arg(a, n).map_err(e)
 }
 
 fn opt_ms(a: &Value, n: &str) -> R<Option<Millis>> {
-    match a.get(n) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => millis_in(v, n).map(Some).map_err(|e| e.to_string()),
-    }
+    timing_json::opt_millis_in(a, n).map_err(e)
 }
 
 fn int<T: TryFrom<i128>>(a: &Value, n: &str) -> R<T> {
-    let v = arg(a, n)?;
-    let text = match v {
-        Value::String(s) => s.clone(),
-        Value::Number(x) => x.to_string(),
-        _ => return Err(format!("{n} is not an integer")),
-    };
-    text.parse::<i128>()
-        .ok()
-        .and_then(|x| T::try_from(x).ok())
-        .ok_or_else(|| format!("{n} is out of range: {text}"))
+    timing_json::int_arg(a, n).map_err(e)
 }
 
 fn text<'a>(a: &'a Value, n: &str) -> R<&'a str> {
-    arg(a, n)?
-        .as_str()
-        .ok_or_else(|| format!("{n} is not a string"))
-}
-
-fn int_out(v: i128) -> Value {
-    if v.unsigned_abs() < 1 << 53 {
-        json!(v as i64)
-    } else {
-        json!(v.to_string())
-    }
+    timing_json::str_arg(a, n).map_err(e)
 }
 
 fn signed(a: &Value, n: &str) -> R<SignedMillis> {
-    match arg(a, n)?.as_str() {
-        Some("infinite") => Ok(SignedMillis::PosInfinite),
-        Some("-infinite") => Ok(SignedMillis::NegInfinite),
-        _ => int::<i128>(a, n).map(SignedMillis::Finite),
-    }
-}
-
-fn signed_out(s: SignedMillis) -> Value {
-    match s {
-        SignedMillis::Finite(v) => int_out(v),
-        SignedMillis::PosInfinite => json!("infinite"),
-        SignedMillis::NegInfinite => json!("-infinite"),
-    }
+    timing_json::signed_in(arg(a, n)?, n).map_err(e)
 }
 
 fn timing(f: &str, a: &Value) -> R<Value> {
