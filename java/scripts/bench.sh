@@ -25,11 +25,9 @@ JAR="$(ls "$WORK"/out/java/cycles-sdk-*[0-9].jar)"
 mkdir -p "$WORK/classes"
 javac --release 17 -Xlint:all -Werror -cp "$JAR" -d "$WORK/classes" "$ROOT/java/bench/LifecycleBench.java"
 
-"$TARGET/release/cycles" serve --port 0 --budget tenant:acme=USD_MICROCENTS:1000000000000000 >"$WORK/serve.out" &
-SERVER=$!
-for _ in $(seq 100); do grep -q "listening on" "$WORK/serve.out" && break; sleep 0.05; done
-URL="$(sed -n 's/.*listening on //p' "$WORK/serve.out" | head -1)"
-[[ -n "$URL" ]] || { echo "cycles serve did not start" >&2; exit 1; }
+# shellcheck source=../../scripts/bench-server.sh
+source "$ROOT/scripts/bench-server.sh"
+bench_server_start "$TARGET/release/cycles" "$WORK"
 
 log "JVM: $ROUNDS rounds x $N lifecycles per path against $URL"
 java -Dcycles.shutdown.drain.ms=0 -cp "$JAR:$WORK/classes" LifecycleBench "$URL" cycles-local-key "$ROUNDS" "$N"

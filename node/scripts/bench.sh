@@ -25,11 +25,9 @@ log "release builds: addon and package, cycles CLI, lifecycle-cpu"
 bash "$NODE_DIR/scripts/build.sh" >&2
 (cd "$ROOT" && cargo build -q --release --locked -p cycles-cli -p cycles-bench --bin cycles --bin lifecycle-cpu)
 
-"$TARGET/release/cycles" serve --port 0 --budget tenant:acme=USD_MICROCENTS:1000000000000000 >"$WORK/serve.out" &
-SERVER=$!
-for _ in $(seq 100); do grep -q "listening on" "$WORK/serve.out" && break; sleep 0.05; done
-URL="$(sed -n 's/.*listening on //p' "$WORK/serve.out" | head -1)"
-[[ -n "$URL" ]] || { echo "cycles serve did not start" >&2; exit 1; }
+# shellcheck source=../../scripts/bench-server.sh
+source "$ROOT/scripts/bench-server.sh"
+bench_server_start "$TARGET/release/cycles" "$WORK"
 
 log "$ROUNDS rounds x $N lifecycles per path against $URL, then core's lifecycle-cpu, then $CONCURRENT in flight"
 cd "$NODE_DIR"
