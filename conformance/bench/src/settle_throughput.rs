@@ -179,8 +179,21 @@ fn main() {
 
     let mut rows = Vec::new();
     for &c in &args.concurrency {
-        let (mut ours, mut base) = (Vec::new(), Vec::new());
+        let (mut ours, mut base, mut ceiling) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..args.rounds {
+            // The ceiling: the same commits with no journal at all (what durability costs on
+            // top of the commit itself).
+            let ids = rt.block_on(reserve(&client, args.settlements));
+            let cl = client.clone();
+            ceiling.push(rt.block_on(run(ids, c, move |id| {
+                let cl = cl.clone();
+                async move {
+                    cl.commit_reservation(&id, &commit_request())
+                        .await
+                        .expect("commit");
+                }
+            })));
+
             let ids = rt.block_on(reserve(&client, args.settlements));
             let s = settler.clone();
             ours.push(rt.block_on(run(ids, c, move |id| {
@@ -222,17 +235,17 @@ fn main() {
                 }
             })));
         }
-        let (o, b) = (median(ours), median(base));
-        rows.push((c, o, b));
+        let (o, b, n) = (median(ours), median(base), median(ceiling));
+        rows.push((c, o, b, n));
     }
     let _ = fs::remove_dir_all(&root);
 
     if args.json {
         let rows: Vec<_> = rows
             .iter()
-            .map(|(c, o, b)| {
+            .map(|(c, o, b, n)| {
                 serde_json::json!({"concurrency": c, "ours_per_s": o, "baseline_per_s": b,
-                    "ratio": o / b})
+                    "no_journal_per_s": n, "ratio": o / b})
             })
             .collect();
         println!(
@@ -248,9 +261,15 @@ fn main() {
         args.rounds,
         parent.display()
     );
-    println!("| concurrency | Settler /s | per-record fsync baseline /s | ratio |");
-    println!("|---:|---:|---:|---:|");
-    for (c, o, b) in rows {
-        println!("| {c} | {o:.0} | {b:.0} | {:.2}x |", o / b);
+    println!(
+        "| concurrency | Settler /s | per-record fsync baseline /s | ratio | no journal /s | Settler / no journal |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|");
+    for (c, o, b, n) in rows {
+        println!(
+            "| {c} | {o:.0} | {b:.0} | {:.2}x | {n:.0} | {:.2}x |",
+            o / b,
+            o / n
+        );
     }
 }

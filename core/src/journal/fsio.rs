@@ -160,6 +160,20 @@ pub fn write_durable(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
     result
 }
 
+/// Removes `dir/name` WITHOUT an fsync of the directory; `Ok(false)` if it did not exist.
+///
+/// For a settled record: the removal need not survive a power loss. A record that comes back
+/// is replayed with its original idempotency key, and the server answers with the original
+/// response or `RESERVATION_FINALIZED` (terminal, never re-settled by an event), so it is
+/// applied once either way. Skipping the fsync saves a journal commit wait per settlement.
+pub fn remove(dir: &Path, name: &str) -> io::Result<bool> {
+    match fs::remove_file(dir.join(name)) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 /// Durably removes `dir/name`; `Ok(false)` if it did not exist.
 pub fn remove_durable(dir: &Path, name: &str) -> io::Result<bool> {
     match fs::remove_file(dir.join(name)) {

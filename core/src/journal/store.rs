@@ -209,10 +209,12 @@ impl Journal {
         }
     }
 
-    /// Durably removes `reservation_id`'s record (settled or terminally rejected).
+    /// Removes `reservation_id`'s record (settled or terminally rejected), without a directory
+    /// fsync: a record that reappears after a power loss replays idempotently (see
+    /// [`fsio::remove`]).
     pub fn remove(&self, lock: &RecordLock, reservation_id: &str) -> io::Result<bool> {
         let file = self.check(lock, reservation_id)?;
-        fsio::remove_durable(&self.dir, &file)
+        fsio::remove(&self.dir, &file)
     }
 
     /// Quarantines `reservation_id`'s record as `kind` (e.g. unrecoverable).
