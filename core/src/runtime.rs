@@ -210,6 +210,7 @@ pub fn shutdown(timeout: Duration) -> Result<ShutdownReport, Error> {
         }
     };
     stop_root().cancel();
+    crate::lease::wheel::shutdown();
     let settlers = registered_settlers();
     // Never started (core ran only on the caller's runtimes): drain on a temporary one.
     let temp;

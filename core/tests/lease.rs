@@ -786,3 +786,110 @@ async fn without_derivation_the_warning_names_a_timeout_that_would_work() {
     );
     let _ = id;
 }
+
+/// The server on a runtime of its own, so the test runtime's task count is the client's alone.
+fn server_apart() -> (tokio::runtime::Runtime, LocalServer) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("server runtime");
+    let server = rt
+        .block_on(LocalServer::start(common::server_config()))
+        .expect("server");
+    (rt, server)
+}
+
+#[test]
+fn a_lease_is_no_task_until_its_first_beat_and_a_call_that_ends_first_never_spawns_one() {
+    let (_server_rt, server) = server_apart();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let client = client_with_timeout(&server, 10_000);
+        let (id, created) = create(&client, 60_000).await;
+        let metrics = tokio::runtime::Handle::current().metrics();
+        let before = metrics.num_alive_tasks();
+        let (hb, seen) = start_recorded(&client, &id, &created, HeartbeatConfig::new(60_000));
+        assert_eq!(
+            metrics.num_alive_tasks(),
+            before,
+            "a lease whose first beat is ~20 s away waits in the wheel, not as a task"
+        );
+        let report = hb.finish().await;
+        assert_eq!(metrics.num_alive_tasks(), before);
+        assert_eq!(report.end, HeartbeatEnd::Finished);
+        assert_eq!((report.extensions, report.failures), (0, 0));
+        assert_eq!(report.path, HeartbeatPath::Primary);
+        let ended: Vec<_> = seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|e| matches!(e, Event::HeartbeatEnded { .. }))
+            .cloned()
+            .collect();
+        assert!(
+            matches!(
+                ended.as_slice(),
+                [Event::HeartbeatEnded { reservation_id, end: HeartbeatEnd::Finished, extensions: 0 }]
+                    if *reservation_id == id
+            ),
+            "{ended:?}"
+        );
+        assert!(extend_requests(&server, &id).is_empty());
+
+        // Dropped instead of finished: it leaves the wheel and says it ended, as a task did.
+        let (id2, created2) = create(&client, 60_000).await;
+        let (hb2, seen2) = start_recorded(&client, &id2, &created2, HeartbeatConfig::new(60_000));
+        drop(hb2);
+        assert_eq!(metrics.num_alive_tasks(), before);
+        assert!(seen2
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|e| matches!(e, Event::HeartbeatEnded { end: HeartbeatEnd::Finished, .. })));
+    });
+}
+
+#[tokio::test]
+async fn a_lease_parked_after_a_later_one_still_beats_on_time() {
+    // A 60 s lease parks first (its first beat ~20 s away); a 3.5 s lease parked after it must
+    // wake the wheel for its own first beat, due ~500 ms after its create (ttl 3500, timeout
+    // 500: reserve 3000).
+    let server = server_with(Regime::default()).await;
+    let client = client_with_timeout(&server, 500);
+    let (long_id, long_created) = create(&client, 60_000).await;
+    let (long_hb, _) = start_recorded(
+        &client,
+        &long_id,
+        &long_created,
+        HeartbeatConfig::new(60_000),
+    );
+    let (id, created) = create(&client, 3500).await;
+    let (hb, _seen) = start_recorded(&client, &id, &created, HeartbeatConfig::new(3500));
+    eventually("the short lease's first beat", || {
+        !extend_requests(&server, &id).is_empty()
+    })
+    .await;
+    // The short lease's create is the last create the server saw.
+    let create_arrival = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.operation == Some(Operation::CreateReservation))
+        .map(|r| r.received_mono_us)
+        .next_back()
+        .expect("the create was recorded");
+    let first_beat = extend_requests(&server, &id)[0].received_mono_us;
+    let report = hb.finish().await;
+    assert!(report.extensions >= 1, "{report:?}");
+    let gap_ms = (first_beat - create_arrival) / 1000;
+    assert!(
+        (500..=900).contains(&gap_ms),
+        "first beat {gap_ms} ms after the create arrived (scheduled 500 ms after its receipt)"
+    );
+    let long = long_hb.finish().await;
+    assert_eq!((long.extensions, long.end), (0, HeartbeatEnd::Finished));
+    assert!(extend_requests(&server, &long_id).is_empty());
+}

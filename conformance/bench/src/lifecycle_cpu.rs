@@ -42,6 +42,13 @@ struct Args {
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
+    /// Run only one path, `core` or `bare` (for a profiler attached to this process); the
+    /// ratio is then not computed.
+    #[arg(long)]
+    only: Option<String>,
+    /// Guarded lifecycles without a heartbeat (to see what arming one costs).
+    #[arg(long)]
+    no_heartbeat: bool,
 }
 
 const KEY: &str = "cycles-local-key";
@@ -109,13 +116,14 @@ impl Drop for Server {
     }
 }
 
-async fn core_lifecycle(guard: &Guard) {
+async fn core_lifecycle(guard: &Guard, heartbeat: bool) {
     let spec = GuardSpec::new(
         unique("bench-cpu"),
         Subject::tenant("acme"),
         Action::new("llm.completion", "bench"),
         Amount::new(Unit::UsdMicrocents, 1_000),
     );
+    let spec = GuardSpec { heartbeat, ..spec };
     let active = guard.begin(spec).await.expect("begin");
     active.usage().set_actual(800);
     let done = active.finish(true).await;
@@ -173,18 +181,36 @@ fn main() {
     // Warm both (connection pools, allocator, server state).
     rt.block_on(async {
         for _ in 0..100 {
-            core_lifecycle(&guard).await;
+            core_lifecycle(&guard, !args.no_heartbeat).await;
             bare_lifecycle(&http, &url).await;
         }
     });
     let (mut core_cpu, mut bare_cpu, mut core_wall, mut bare_wall) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let n = args.lifecycles as f64;
+    if let Some(only) = args.only.as_deref() {
+        let t0 = Instant::now();
+        rt.block_on(async {
+            for _ in 0..args.rounds * args.lifecycles {
+                match only {
+                    "core" => core_lifecycle(&guard, !args.no_heartbeat).await,
+                    "bare" => bare_lifecycle(&http, &url).await,
+                    other => panic!("--only takes core or bare, not {other}"),
+                }
+            }
+        });
+        println!(
+            "{only}: {} lifecycles in {:.2} s",
+            args.rounds * args.lifecycles,
+            t0.elapsed().as_secs_f64()
+        );
+        return;
+    }
     for _ in 0..args.rounds {
         let (c0, t0) = (cpu_us(), Instant::now());
         rt.block_on(async {
             for _ in 0..args.lifecycles {
-                core_lifecycle(&guard).await;
+                core_lifecycle(&guard, !args.no_heartbeat).await;
             }
         });
         core_wall.push(t0.elapsed().as_secs_f64() * 1e6 / n);

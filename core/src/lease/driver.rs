@@ -1,18 +1,19 @@
-//! The heartbeat task: sleep until the planner's next beat, make one extend attempt, feed the
-//! outcome back, repeat until the owner stops it or the planner does.
+//! The heartbeat: [`prepare`] schedules the first beat from the create response; the beat loop
+//! ([`Beating::run`]) sleeps until the planner's next beat, makes one extend attempt, feeds the
+//! outcome back, and repeats until the owner stops it or the planner does.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::{classify, clock, CancellationToken, FailurePolicy, HeartbeatConfig, LeaseReport};
 use crate::events::{Disposition, Event, HeartbeatEnd, HeartbeatPath};
-use crate::model::ReservationExtendRequest;
+use crate::model::{ReservationExtendRequest, ReservationExtendResponse};
 use crate::timing::timeout::{self, TooShort};
 use crate::timing::{
     primary, Decision, ExtendFailure, FallbackPlanner, FallbackRegime, KeyUse, Millis,
     PrimaryPlanner,
 };
-use crate::transport::CyclesClient;
+use crate::transport::{CyclesClient, Response};
 
 /// Everything the task needs, moved into it.
 pub(super) struct Lease {
@@ -103,7 +104,43 @@ fn fresh_key() -> String {
     format!("hb-{}", uuid::Uuid::new_v4())
 }
 
-pub(super) async fn run(lease: Lease) {
+/// A heartbeat between beats: the planner and everything the loop carries. Built by
+/// [`prepare`] on the caller's thread; run as a task by [`Beating::run`] once its first beat
+/// is due (until then it waits in the lease wheel, not as a task), or ended by
+/// [`Beating::conclude`] without ever running.
+pub(super) struct Beating {
+    client: Arc<CyclesClient>,
+    reservation_id: String,
+    config: HeartbeatConfig,
+    pub(super) stop: CancellationToken,
+    cancel_work: CancellationToken,
+    pub(super) report: Arc<Mutex<Option<LeaseReport>>>,
+    ttl_ms: u64,
+    configured_duration: Duration,
+    configured: Millis,
+    max_rtt: Millis,
+    planner: Planner,
+    decision: Decision,
+    anchor_us: u64,
+    key: String,
+    extensions: u32,
+    failures: u32,
+    last_error: Option<(String, String)>,
+}
+
+/// When a prepared heartbeat's first beat is due.
+pub(super) enum FirstBeat {
+    /// At this instant (the planner's delay from the create response).
+    At(std::time::Instant),
+    /// Never by itself (an infinite delay): only a stop ends it.
+    Never,
+    /// The planner stopped at once: there is nothing to run.
+    Stop,
+}
+
+/// Schedules the first beat from the CREATE response, as the spec requires, and reports a lease
+/// no enforced timeout can keep alive (said once, when the reservation is made).
+pub(super) fn prepare(lease: Lease) -> Beating {
     let Lease {
         client,
         reservation_id,
@@ -122,8 +159,8 @@ pub(super) async fn run(lease: Lease) {
     let created_rtt = rtt_millis(created_rtt);
     // Every reliable rtt of this lease, for the fallback's timeout (the primary planner keeps
     // its own).
-    let mut max_rtt = created_rtt;
-    let (mut planner, mut decision, start_lead) = match created_remaining_ttl_ms {
+    let max_rtt = created_rtt;
+    let (planner, decision, start_lead) = match created_remaining_ttl_ms {
         Some(remaining) => {
             let remaining = u64::try_from(remaining).unwrap_or(0);
             let mut p = if config.derive_timeout {
@@ -146,7 +183,6 @@ pub(super) async fn run(lease: Lease) {
             (Planner::Fallback(p), d, Millis::ms(ttl_ms))
         }
     };
-    // Said once, when the reservation is made: a lease no enforced timeout can keep alive.
     let transit = match planner {
         Planner::Primary(_) => created_rtt,
         Planner::Fallback(_) => Millis::ZERO,
@@ -172,107 +208,173 @@ pub(super) async fn run(lease: Lease) {
             path: planner.path(),
         });
     }
-    let mut anchor_us = created_received_us;
-    let mut key = String::new();
-    let mut extensions = 0u32;
-    let mut failures = 0u32;
-    let mut last_error: Option<(String, String)> = None;
-    let end = loop {
-        let (delay, key_use) = match &decision {
-            Decision::Stop(reason) => break HeartbeatEnd::Stopped(reason.clone()),
-            Decision::Extend { delay, key } => (*delay, *key),
-        };
-        tokio::select! {
-            _ = stop.cancelled() => break HeartbeatEnd::Finished,
-            _ = sleep_from(anchor_us, delay) => {}
-        }
-        if key_use == KeyUse::Fresh || key.is_empty() {
-            key = fresh_key();
-        }
-        let request = ReservationExtendRequest::new(key.clone(), config.extend_by_ms);
-        // The timeout the schedule counted bounds this attempt, failure detection included:
-        // the cut-off is armed a little earlier so a late timer stays within it.
-        let budget = planner.attempt_timeout(configured, Some(max_rtt), config.derive_timeout);
-        let timeout = as_duration(timeout::attempt_cutoff(budget), configured_duration);
-        // Boxed so an idle lease's task stays small; only in-flight attempts hold the future.
-        let attempt =
-            Box::pin(client.extend_reservation_within(&reservation_id, &request, timeout));
-        let result = tokio::select! {
-            _ = stop.cancelled() => break HeartbeatEnd::Finished,
-            r = attempt => r,
-        };
-        match result {
-            Ok(response) => {
-                extensions += 1;
-                let received_us = clock::micros(response.timing.received);
-                anchor_us = received_us;
-                max_rtt = max_rtt.max(rtt_millis(response.timing.rtt()));
-                let body = &response.body;
-                decision = match (&mut planner, body.remaining_ttl_ms) {
-                    (Planner::Primary(p), Some(remaining)) => p.on_success(
-                        received_us,
-                        u64::try_from(remaining).unwrap_or(0),
-                        Some(rtt_millis(response.timing.rtt())),
-                    ),
-                    (Planner::Fallback(p), _) => p.on_success(received_us, body.expires_at_ms),
-                    (Planner::Primary(_), None) => {
-                        // The server stopped emitting the field mid-lease: only the fallback
-                        // can schedule from here, starting from this response.
-                        let p = FallbackPlanner::new(ttl_ms, received_us, body.expires_at_ms);
-                        let d = p.first_beat(config.prime_fallback);
-                        planner = Planner::Fallback(p);
-                        d
-                    }
-                };
-                config.events.emit(Event::HeartbeatExtended {
-                    reservation_id: reservation_id.clone(),
-                    expires_at_ms: body.expires_at_ms,
-                    remaining_ttl_ms: body.remaining_ttl_ms,
-                    next_delay: match &decision {
-                        Decision::Extend { delay, .. } => *delay,
-                        Decision::Stop(_) => Millis::ZERO,
-                    },
-                    path: planner.path(),
-                });
-            }
-            Err(error) => {
-                failures += 1;
-                let now_us = clock::now_micros();
-                anchor_us = now_us;
-                decision = planner.on_failure(now_us, &classify(&error));
-                let disposition = match &decision {
-                    Decision::Extend { delay, .. } => Disposition::RetryAfter { delay: *delay },
-                    Decision::Stop(reason) => Disposition::Stopped(reason.clone()),
-                };
-                last_error = Some((error.kind().name().to_string(), error.to_string()));
-                config.events.emit(Event::HeartbeatFailed {
-                    reservation_id: reservation_id.clone(),
-                    error_kind: error.kind().name(),
-                    error: error.to_string(),
-                    disposition,
-                });
-            }
-        }
-    };
-    if matches!(end, HeartbeatEnd::Stopped(_)) && config.policy == FailurePolicy::Cancel {
-        cancel_work.cancel();
-    }
-    config.events.emit(Event::HeartbeatEnded {
-        reservation_id: reservation_id.clone(),
-        end: end.clone(),
-        extensions,
-    });
-    let done = LeaseReport {
+    Beating {
+        client,
         reservation_id,
-        extensions,
-        failures,
-        path: planner.path(),
-        end,
-        last_error,
-        policy: config.policy,
-    };
-    let stored = report.lock().map(|mut slot| *slot = Some(done));
-    if stored.is_err() {
-        tracing::error!(target: "cycles::heartbeat", "lease report lock poisoned");
+        config,
+        stop,
+        cancel_work,
+        report,
+        ttl_ms,
+        configured_duration,
+        configured,
+        max_rtt,
+        planner,
+        decision,
+        anchor_us: created_received_us,
+        key: String::new(),
+        extensions: 0,
+        failures: 0,
+        last_error: None,
+    }
+}
+
+impl Beating {
+    /// When the next beat is due (the first one, for a freshly prepared heartbeat).
+    pub(super) fn first_beat(&self) -> FirstBeat {
+        match &self.decision {
+            Decision::Stop(_) => FirstBeat::Stop,
+            Decision::Extend { delay, .. } => match delay.finite() {
+                Some(ms) => clock::epoch()
+                    .checked_add(Duration::from_micros(self.anchor_us) + Duration::from_millis(ms))
+                    .map_or(FirstBeat::Never, FirstBeat::At),
+                None => FirstBeat::Never,
+            },
+        }
+    }
+
+    /// The beat loop: sleep until the planner's next beat, one extend attempt, feed the
+    /// outcome back; until the owner stops it or the planner does. The report goes to the
+    /// heartbeat's slot.
+    pub(super) async fn run(mut self) {
+        let end = self.beat_loop().await;
+        let report = self.report.clone();
+        let done = self.conclude(end);
+        let stored = report.lock().map(|mut slot| *slot = Some(done));
+        if stored.is_err() {
+            tracing::error!(target: "cycles::heartbeat", "lease report lock poisoned");
+        }
+    }
+
+    /// Ends the heartbeat: cancels the work under [`FailurePolicy::Cancel`] when it stopped
+    /// early, emits `HeartbeatEnded`, and returns what it did.
+    pub(super) fn conclude(self, end: HeartbeatEnd) -> LeaseReport {
+        if matches!(end, HeartbeatEnd::Stopped(_)) && self.config.policy == FailurePolicy::Cancel {
+            self.cancel_work.cancel();
+        }
+        self.config.events.emit(Event::HeartbeatEnded {
+            reservation_id: self.reservation_id.clone(),
+            end: end.clone(),
+            extensions: self.extensions,
+        });
+        LeaseReport {
+            reservation_id: self.reservation_id,
+            extensions: self.extensions,
+            failures: self.failures,
+            path: self.planner.path(),
+            end,
+            last_error: self.last_error,
+            policy: self.config.policy,
+        }
+    }
+
+    /// How a heartbeat that never beats ends: stopped by the planner at once, else finished.
+    pub(super) fn end_without_beating(&self) -> HeartbeatEnd {
+        match &self.decision {
+            Decision::Stop(reason) => HeartbeatEnd::Stopped(reason.clone()),
+            Decision::Extend { .. } => HeartbeatEnd::Finished,
+        }
+    }
+
+    async fn beat_loop(&mut self) -> HeartbeatEnd {
+        let stop = self.stop.clone();
+        loop {
+            let (delay, key_use) = match &self.decision {
+                Decision::Stop(reason) => return HeartbeatEnd::Stopped(reason.clone()),
+                Decision::Extend { delay, key } => (*delay, *key),
+            };
+            tokio::select! {
+                _ = stop.cancelled() => return HeartbeatEnd::Finished,
+                _ = sleep_from(self.anchor_us, delay) => {}
+            }
+            if key_use == KeyUse::Fresh || self.key.is_empty() {
+                self.key = fresh_key();
+            }
+            let request = ReservationExtendRequest::new(self.key.clone(), self.config.extend_by_ms);
+            // The timeout the schedule counted bounds this attempt, failure detection included:
+            // the cut-off is armed a little earlier so a late timer stays within it.
+            let budget = self.planner.attempt_timeout(
+                self.configured,
+                Some(self.max_rtt),
+                self.config.derive_timeout,
+            );
+            let timeout = as_duration(timeout::attempt_cutoff(budget), self.configured_duration);
+            // Boxed so an idle lease's task stays small; only in-flight attempts hold the future.
+            let attempt = Box::pin(self.client.extend_reservation_within(
+                &self.reservation_id,
+                &request,
+                timeout,
+            ));
+            let result = tokio::select! {
+                _ = stop.cancelled() => return HeartbeatEnd::Finished,
+                r = attempt => r,
+            };
+            match result {
+                Ok(response) => self.on_extended(&response),
+                Err(error) => self.on_failed(&error),
+            }
+        }
+    }
+
+    fn on_extended(&mut self, response: &Response<ReservationExtendResponse>) {
+        self.extensions += 1;
+        let received_us = clock::micros(response.timing.received);
+        self.anchor_us = received_us;
+        self.max_rtt = self.max_rtt.max(rtt_millis(response.timing.rtt()));
+        let body = &response.body;
+        self.decision = match (&mut self.planner, body.remaining_ttl_ms) {
+            (Planner::Primary(p), Some(remaining)) => p.on_success(
+                received_us,
+                u64::try_from(remaining).unwrap_or(0),
+                Some(rtt_millis(response.timing.rtt())),
+            ),
+            (Planner::Fallback(p), _) => p.on_success(received_us, body.expires_at_ms),
+            (Planner::Primary(_), None) => {
+                // The server stopped emitting the field mid-lease: only the fallback
+                // can schedule from here, starting from this response.
+                let p = FallbackPlanner::new(self.ttl_ms, received_us, body.expires_at_ms);
+                let d = p.first_beat(self.config.prime_fallback);
+                self.planner = Planner::Fallback(p);
+                d
+            }
+        };
+        self.config.events.emit(Event::HeartbeatExtended {
+            reservation_id: self.reservation_id.clone(),
+            expires_at_ms: body.expires_at_ms,
+            remaining_ttl_ms: body.remaining_ttl_ms,
+            next_delay: match &self.decision {
+                Decision::Extend { delay, .. } => *delay,
+                Decision::Stop(_) => Millis::ZERO,
+            },
+            path: self.planner.path(),
+        });
+    }
+
+    fn on_failed(&mut self, error: &crate::Error) {
+        self.failures += 1;
+        let now_us = clock::now_micros();
+        self.anchor_us = now_us;
+        self.decision = self.planner.on_failure(now_us, &classify(error));
+        let disposition = match &self.decision {
+            Decision::Extend { delay, .. } => Disposition::RetryAfter { delay: *delay },
+            Decision::Stop(reason) => Disposition::Stopped(reason.clone()),
+        };
+        self.last_error = Some((error.kind().name().to_string(), error.to_string()));
+        self.config.events.emit(Event::HeartbeatFailed {
+            reservation_id: self.reservation_id.clone(),
+            error_kind: error.kind().name(),
+            error: error.to_string(),
+            disposition,
+        });
     }
 }

@@ -1,10 +1,13 @@
 //! The lease driver: keeps a reservation alive while guarded work runs, by feeding the pure
 //! planners in [`crate::timing`] with real measurements from the transport.
 //!
-//! Every lease is one lightweight task on the caller's tokio runtime (bindings use the shared
-//! [`crate::runtime`]), sleeping on timers between beats; there is no thread per lease, and
-//! the HTTP future is boxed only while an attempt is in flight, so an idle lease costs little.
-//! One extension is in flight per lease at a time.
+//! Until its first beat is due a lease is not a task at all: it waits in the lease wheel
+//! ([`wheel`]: one ordered map and one timer thread for the process), so a guarded call that
+//! ends before its first beat costs no task, timer or cross-thread wake-up. From its first
+//! beat on, a lease is one lightweight task on the runtime that started it (bindings use the
+//! shared [`crate::runtime`]), sleeping on timers between beats; there is no thread per lease,
+//! and the HTTP future is boxed only while an attempt is in flight, so an idle lease costs
+//! little. One extension is in flight per lease at a time.
 //!
 //! Failure policies (the SDK recovery profile's "Heartbeat failure policy"):
 //! - [`FailurePolicy::Warn`] (default): every failure is reported as an event; the heartbeat
@@ -20,6 +23,7 @@
 mod classify;
 pub mod clock;
 mod driver;
+pub(crate) mod wheel;
 
 use std::sync::{Arc, Mutex};
 
@@ -30,6 +34,11 @@ use crate::events::{EventSink, HeartbeatEnd, HeartbeatPath};
 use crate::model::ReservationCreateResponse;
 use crate::timing::StopReason;
 use crate::transport::{CyclesClient, Response};
+
+/// Leases waiting in the lease wheel for their first beat, process-wide (diagnostics).
+pub fn parked_leases() -> usize {
+    wheel::parked()
+}
 
 /// How a heartbeat failure affects the guarded work.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -144,12 +153,18 @@ pub struct Heartbeat {
     stop: CancellationToken,
     cancel_work: CancellationToken,
     report: Arc<Mutex<Option<LeaseReport>>>,
-    task: Option<tokio::task::JoinHandle<()>>,
+    /// Where it waits in the wheel while its first beat is not due.
+    parked: Option<wheel::Key>,
+    /// Its task, once one runs (spawned here or by the wheel).
+    task: wheel::TaskSlot,
 }
 
 impl Heartbeat {
     /// Starts heartbeating `reservation_id` on the current tokio runtime, scheduling the first
     /// beat from the CREATE response (`created`), as the spec requires.
+    ///
+    /// # Panics
+    /// Outside a tokio runtime (like `tokio::spawn`).
     pub fn start(
         client: Arc<CyclesClient>,
         reservation_id: impl Into<String>,
@@ -157,11 +172,13 @@ impl Heartbeat {
         config: HeartbeatConfig,
     ) -> Heartbeat {
         let reservation_id = reservation_id.into();
+        let runtime = tokio::runtime::Handle::current();
         // Also cancelled when core's runtime shuts down: a lease never outlives core.
         let stop = crate::runtime::stop_token();
         let cancel_work = CancellationToken::new();
         let report = Arc::new(Mutex::new(None));
-        let task = tokio::spawn(driver::run(driver::Lease {
+        let task: wheel::TaskSlot = Arc::default();
+        let beating = Box::new(driver::prepare(driver::Lease {
             client,
             reservation_id: reservation_id.clone(),
             created_received_us: clock::micros(created.timing.received),
@@ -173,12 +190,39 @@ impl Heartbeat {
             cancel_work: cancel_work.clone(),
             report: report.clone(),
         }));
+        let mut parked = None;
+        let to_run = match beating.first_beat() {
+            driver::FirstBeat::Stop => {
+                // The planner stopped at once: end it here, as its task would have.
+                let end = beating.end_without_beating();
+                let done = beating.conclude(end);
+                if let Ok(mut slot) = report.lock() {
+                    *slot = Some(done);
+                }
+                None
+            }
+            driver::FirstBeat::At(at) => {
+                match wheel::park(at, beating, runtime.clone(), task.clone()) {
+                    Ok(key) => {
+                        parked = Some(key);
+                        None
+                    }
+                    Err(beating) => Some(beating),
+                }
+            }
+            driver::FirstBeat::Never => Some(beating),
+        };
+        if let Some(beating) = to_run {
+            let handle = runtime.spawn(beating.run());
+            *task.lock().unwrap_or_else(|p| p.into_inner()) = Some(handle);
+        }
         Heartbeat {
             reservation_id,
             stop,
             cancel_work,
             report,
-            task: Some(task),
+            parked,
+            task,
         }
     }
 
@@ -197,7 +241,13 @@ impl Heartbeat {
     /// decides the reservation's fate) and returns what it did.
     pub async fn finish(mut self) -> LeaseReport {
         self.stop.cancel();
-        if let Some(task) = self.task.take() {
+        // Still parked: it never ran, so there is no task to wait for.
+        if let Some(beating) = self.parked.take().and_then(wheel::unpark) {
+            let end = beating.end_without_beating();
+            return beating.conclude(end);
+        }
+        let task = self.task.lock().map(|mut t| t.take()).unwrap_or(None);
+        if let Some(task) = task {
             let _ = task.await;
         }
         let taken = self.report.lock().map(|mut r| r.take()).unwrap_or(None);
@@ -219,5 +269,9 @@ impl Heartbeat {
 impl Drop for Heartbeat {
     fn drop(&mut self) {
         self.stop.cancel();
+        if let Some(beating) = self.parked.take().and_then(wheel::unpark) {
+            let end = beating.end_without_beating();
+            beating.conclude(end);
+        }
     }
 }
