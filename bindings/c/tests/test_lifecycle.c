@@ -233,7 +233,7 @@ int main(void) {
     char dir[] = "/tmp/cycles-c-test.XXXXXX";
     CHECK(mkdtemp(dir) != NULL, "mkdtemp");
     char opts[256];
-    snprintf(opts, sizeof opts, "{\"journal_dir\":\"%s\",\"request_timeout_ms\":5000}", dir);
+    snprintf(opts, sizeof opts, "{\"journal_dir\":\"%s\",\"request_timeout_ms\":30000}", dir);
     cycles_client *c = NULL;
     OK(cycles_client_new(cycles_local_server_url(s), cycles_local_server_api_key(s), NULL, opts, &c, &ERR));
     seen_t seen = { 0 };

@@ -8,7 +8,7 @@
 //!   each response into a `serde_json::Value` (the id taken from the create's).
 //!
 //! Both run one lifecycle at a time on core's runtime. Rounds alternate the paths; CPU is this
-//! process's user + system time (`/proc/self/stat`) over a round, divided by its lifecycles.
+//! process's user + system time (`CLOCK_PROCESS_CPUTIME_ID`) over a round, divided by its lifecycles.
 //! Run: `cargo run --release -p cycles-bench --bin lifecycle-cpu -- --cycles-bin
 //! target/release/cycles` (see docs/benchmarks.md).
 
@@ -63,15 +63,10 @@ fn unique(prefix: &str) -> String {
     )
 }
 
-/// This process's user + system CPU in microseconds.
+/// This process's user + system CPU in microseconds (all threads; nanosecond clock).
 fn cpu_us() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
-    // Fields after the parenthesised command name; utime and stime are the 14th and 15th.
-    let rest = &stat[stat.rfind(')').expect("comm") + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: f64 = f[11].parse::<f64>().expect("utime") + f[12].parse::<f64>().expect("stime");
-    // Linux reports these in USER_HZ, 100 per second on every supported architecture.
-    ticks * 10_000.0
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    t.tv_sec as f64 * 1e6 + t.tv_nsec as f64 / 1e3
 }
 
 fn median(mut v: Vec<f64>) -> f64 {

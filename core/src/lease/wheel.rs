@@ -41,6 +41,8 @@ struct State {
     target: Option<Instant>,
     thread: Option<std::thread::JoinHandle<()>>,
     stopped: bool,
+    /// The process the timer thread belongs to: a forked child has the map but not the thread.
+    pid: u32,
 }
 
 #[derive(Default)]
@@ -71,6 +73,14 @@ pub(super) fn park(
     let mut st = lock();
     if st.stopped {
         return Err(beating);
+    }
+    let pid = std::process::id();
+    if st.pid != pid {
+        // First use, or a forked child: the parent's leases and thread are not ours (leaked).
+        std::mem::forget(std::mem::take(&mut st.due));
+        std::mem::forget(st.thread.take());
+        st.target = None;
+        st.pid = pid;
     }
     if st.thread.is_none() {
         match std::thread::Builder::new()
