@@ -342,9 +342,10 @@ impl Settler {
         }
     }
 
-    /// Removes (or quarantines) the held record, then emits `then`. The file operation, its
-    /// report and `then` run in one blocking task, so a cancelled replay pass can never
-    /// remove or quarantine a record without reporting it.
+    /// Removes (or quarantines) the held record, emits `then`, and releases the record's lock
+    /// (the episode ends after it). The file operation, its report, `then` and the unlock run
+    /// in one blocking task, so a cancelled replay pass can never remove or quarantine a record
+    /// without reporting it, and a settlement pays one blocking hop for all of it.
     async fn finish(
         &self,
         held: &mut Option<Held>,
@@ -360,40 +361,39 @@ impl Settler {
         };
         let rid = id.to_string();
         let me = self.clone();
-        let h = self
-            .blocking(move || {
-                let res = match quarantine {
-                    None => h.journal.remove(&h.lock, &rid).map(|_| None),
-                    Some(k) => h.journal.quarantine_record(&h.lock, &rid, k).map(Some),
-                };
-                match res {
-                    Ok(Some(new_name)) => me.emit(Event::JournalQuarantined {
-                        reservation_id: Some(rid.clone()),
-                        file: h.journal.path_of(&rid).display().to_string(),
-                        quarantined_as: new_name,
-                        reason: "the reservation expired and the record has no event_fallback_body"
-                            .into(),
-                    }),
-                    Ok(None) => {}
-                    // A record left behind after success is harmless: its replay gets the stored
-                    // original response (same key) and is removed then.
-                    Err(e) => me.io_failed(
-                        Some(&rid),
-                        if quarantine.is_some() {
-                            "quarantine"
-                        } else {
-                            "remove"
-                        },
-                        &e,
-                    ),
-                }
-                if let Some(e) = then {
-                    me.emit(e);
-                }
-                h
-            })
-            .await;
-        *held = Some(h);
+        self.blocking(move || {
+            let res = match quarantine {
+                None => h.journal.remove(&h.lock, &rid).map(|_| None),
+                Some(k) => h.journal.quarantine_record(&h.lock, &rid, k).map(Some),
+            };
+            match res {
+                Ok(Some(new_name)) => me.emit(Event::JournalQuarantined {
+                    reservation_id: Some(rid.clone()),
+                    file: h.journal.path_of(&rid).display().to_string(),
+                    quarantined_as: new_name,
+                    reason: "the reservation expired and the record has no event_fallback_body"
+                        .into(),
+                }),
+                Ok(None) => {}
+                // A record left behind after success is harmless: its replay gets the stored
+                // original response (same key) and is removed then.
+                Err(e) => me.io_failed(
+                    Some(&rid),
+                    if quarantine.is_some() {
+                        "quarantine"
+                    } else {
+                        "remove"
+                    },
+                    &e,
+                ),
+            }
+            if let Some(e) = then {
+                me.emit(e);
+            }
+            // Unlinks the lock file: the record is gone, nobody needs it any more.
+            drop(h);
+        })
+        .await;
     }
 
     fn fits(deadline: Option<Instant>, wait: Duration) -> bool {
