@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import http.client
 import json
 import os
 import platform
@@ -40,7 +41,9 @@ import sys
 import tempfile
 import time
 import traceback
+import urllib.parse
 import urllib.request
+import uuid
 from typing import Any
 
 API_KEY = "cycles-local-key"
@@ -54,8 +57,130 @@ ACTION_NAME = "bench-model"
 # Large enough that no run of this benchmark can exhaust it (10k open reservations included).
 BUDGET = 10**15
 
-SDKS = ("ours", "runcycles")
-LABEL = {"ours": "cycles (ours)", "runcycles": "runcycles 0.5.3"}
+SDKS = ("ours", "bare", "runcycles")
+LABEL = {"ours": "cycles (ours)", "bare": "bare stdlib", "runcycles": "runcycles 0.5.3"}
+
+
+# ---------------------------------------------------------------- bare stdlib baselines
+#
+# The wire without an SDK: the same create (POST /v1/reservations) and commit (POST
+# /v1/reservations/{id}/commit) that our guarded lifecycle sends, with the same JSON bodies and
+# headers (API key, Content-Type, Accept, X-Idempotency-Key), over one keep-alive connection,
+# each response checked for a 2xx status and parsed with json.loads. No heartbeat, no journal,
+# no retries, no validation: the floor a hand-written client pays.
+
+
+def _create_body(key: str) -> bytes:
+    return json.dumps(
+        {
+            "idempotency_key": key,
+            "subject": {"tenant": TENANT},
+            "action": {"kind": ACTION_KIND, "name": ACTION_NAME},
+            "estimate": {"unit": UNIT, "amount": ESTIMATE},
+            "ttl_ms": TTL_MS,
+            "overage_policy": "ALLOW_IF_AVAILABLE",
+        },
+        separators=(",", ":"),
+    ).encode()
+
+
+def _commit_body(key: str) -> bytes:
+    return json.dumps(
+        {"idempotency_key": key, "actual": {"unit": UNIT, "amount": ACTUAL}},
+        separators=(",", ":"),
+    ).encode()
+
+
+def _headers(key: str) -> dict[str, str]:
+    return {
+        "X-Cycles-API-Key": API_KEY,
+        "Content-Type": "application/json",
+        "Accept": "application/json",
+        "X-Idempotency-Key": key,
+    }
+
+
+def _bare_sync(url: str) -> tuple[Any, Any]:
+    """(create+commit function, object with close()) over one http.client keep-alive connection."""
+    u = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(u.hostname or "127.0.0.1", u.port)
+
+    def post(path: str, key: str, body: bytes) -> Any:
+        conn.request("POST", path, body, _headers(key))
+        r = conn.getresponse()
+        data = r.read()
+        if not 200 <= r.status < 300:
+            raise RuntimeError(f"POST {path}: HTTP {r.status}: {data[:200]!r}")
+        return json.loads(data)
+
+    def pair() -> int:
+        key = f"bare-{uuid.uuid4()}"
+        created = post("/v1/reservations", key, _create_body(key))
+        rid = created["reservation_id"]
+        post(f"/v1/reservations/{rid}/commit", key + ":commit", _commit_body(key + ":commit"))
+        return 1
+
+    return pair, conn
+
+
+class _BareAsyncConn:
+    """The smallest honest asyncio HTTP/1.1 client: one keep-alive connection, requests
+    written by hand, responses read by status line, headers and Content-Length."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, host: str):
+        self.reader, self.writer, self.host = reader, writer, host
+
+    async def post(self, path: str, key: str, body: bytes) -> Any:
+        head = "".join(f"{k}: {v}\r\n" for k, v in _headers(key).items())
+        self.writer.write(
+            (
+                f"POST {path} HTTP/1.1\r\nHost: {self.host}\r\n{head}"
+                f"Content-Length: {len(body)}\r\n\r\n"
+            ).encode()
+            + body
+        )
+        raw = await self.reader.readuntil(b"\r\n\r\n")
+        lines = raw.decode("latin-1").split("\r\n")
+        status = int(lines[0].split(" ", 2)[1])
+        length = 0
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            if name.strip().lower() == "content-length":
+                length = int(value)
+        data = await self.reader.readexactly(length)
+        if not 200 <= status < 300:
+            raise RuntimeError(f"POST {path}: HTTP {status}: {data[:200]!r}")
+        return json.loads(data)
+
+
+class _BareAsync:
+    """Create+commit pairs for asyncio tasks: each pair takes an idle connection (or opens
+    one), so N concurrent tasks hold N keep-alive connections, like one connection per task."""
+
+    def __init__(self, url: str) -> None:
+        u = urllib.parse.urlsplit(url)
+        self.host, self.port = u.hostname or "127.0.0.1", u.port or 80
+        self.idle: list[_BareAsyncConn] = []
+        self.all: list[_BareAsyncConn] = []
+
+    async def __call__(self) -> int:
+        if self.idle:
+            c = self.idle.pop()
+        else:
+            reader, writer = await asyncio.open_connection(self.host, self.port)
+            c = _BareAsyncConn(reader, writer, f"{self.host}:{self.port}")
+            self.all.append(c)
+        key = f"bare-{uuid.uuid4()}"
+        created = await c.post("/v1/reservations", key, _create_body(key))
+        rid = created["reservation_id"]
+        ck = key + ":commit"
+        await c.post(f"/v1/reservations/{rid}/commit", ck, _commit_body(ck))
+        self.idle.append(c)
+        return 1
+
+    async def aclose(self) -> None:
+        for c in self.all:
+            c.writer.close()
 
 
 # ---------------------------------------------------------------- worker side (subprocess)
@@ -86,6 +211,8 @@ def _cpu_s() -> float:
 
 def _make_sync(sdk: str, url: str, journal_dir: str | None) -> tuple[Any, Any]:
     """(guarded function, client) for the sync scenario."""
+    if sdk == "bare":
+        return _bare_sync(url)
     if sdk == "ours":
         import cycles
 
@@ -135,6 +262,9 @@ def _make_async(sdk: str, url: str, journal_dir: str | None, hold: Any = None) -
             await hold()
         return 1
 
+    if sdk == "bare":
+        bare = _BareAsync(url)
+        return bare, bare
     if sdk == "ours":
         import cycles
 
@@ -459,6 +589,11 @@ def main() -> None:
         "--scenarios", default="sync,async,memory", help="comma-separated subset to run"
     )
     ap.add_argument(
+        "--sdks",
+        default=",".join(SDKS),
+        help="comma-separated subset of ours,bare,runcycles (bare: journal off only, no memory)",
+    )
+    ap.add_argument(
         "--cycles-bin",
         default=os.environ.get("CYCLES_BIN"),
         help="the `cycles` CLI binary for the server (default $CYCLES_BIN); without it the "
@@ -472,6 +607,9 @@ def main() -> None:
     scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
     concs = [int(c) for c in str(args.concurrency).split(",")]
     journals = {"on": [True], "off": [False], "both": [True, False]}[args.journal]
+    sdks = tuple(s.strip() for s in args.sdks.split(",") if s.strip())
+    if not sdks or any(s not in SDKS for s in sdks):
+        raise SystemExit(f"--sdks: a comma-separated subset of {','.join(SDKS)}")
 
     _raise_nofile()
     server = Server(args.cycles_bin)
@@ -487,9 +625,12 @@ def main() -> None:
         for scenario, journal, conc in plan:
             reps = args.memory_reps if scenario == "memory" else args.reps
             for rep in range(reps):
-                order = SDKS if rep % 2 == 0 else SDKS[::-1]
+                order = sdks if rep % 2 == 0 else sdks[::-1]
                 for sdk in order:
                     if scenario == "memory" and sdk in gave_up:
+                        continue
+                    # The bare baseline has no journal and no guarded call to hold open.
+                    if sdk == "bare" and (journal or scenario == "memory"):
                         continue
                     spec = {
                         "scenario": scenario,
@@ -573,8 +714,12 @@ def render(results: list[dict[str, Any]], args: argparse.Namespace, server_kind:
         f"warm-up) each. Memory: "
         f"{args.tasks:,} concurrent guarded tasks, median of {args.memory_reps} runs.",
         "",
-        "| scenario | cycles (ours) | runcycles 0.5.3 | ours / runcycles |",
-        "|---|---:|---:|---:|",
+        "Bare stdlib: the same create + commit over one keep-alive connection (http.client; "
+        "asyncio streams, one connection per task), journal off only.",
+        "",
+        "| scenario | cycles (ours) | bare stdlib | runcycles 0.5.3 | ours / bare "
+        "| ours / runcycles |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
 
     def pick(scenario: str, journal: bool, sdk: str, conc: int = 1) -> list[dict[str, Any]]:
@@ -611,15 +756,15 @@ def render(results: list[dict[str, Any]], args: argparse.Namespace, server_kind:
             cpu[sdk] = median([r["cpu_s"] / r["n"] * 1e6 for r in good])
         what = "sync, 1 thread" if scenario == "sync" else f"asyncio, {conc} task(s)"
         j = "journal on" if journal else "journal off"
-        lines.append(
-            f"| {what}, {j}: lifecycles/s (higher is better) | {fmt_rate(rate['ours'])} | "
-            f"{fmt_rate(rate['runcycles'])} | {fmt_ratio(rate['ours'], rate['runcycles'])} |"
-        )
-        lines.append(
-            f"| {what}, {j}: client CPU µs per lifecycle (lower is better) | "
-            f"{fmt_rate(cpu['ours'])} | {fmt_rate(cpu['runcycles'])} | "
-            f"{fmt_ratio(cpu['ours'], cpu['runcycles'])} |"
-        )
+        for name, v in (
+            ("lifecycles/s (higher is better)", rate),
+            ("client CPU µs per lifecycle (lower is better)", cpu),
+        ):
+            lines.append(
+                f"| {what}, {j}: {name} | {fmt_rate(v['ours'])} | {fmt_rate(v['bare'])} | "
+                f"{fmt_rate(v['runcycles'])} | {fmt_ratio(v['ours'], v['bare'])} | "
+                f"{fmt_ratio(v['ours'], v['runcycles'])} |"
+            )
     mem = {sdk: pick("memory", True, sdk) for sdk in SDKS}
     if any(mem.values()):
         inc: dict[str, float | None] = {}
@@ -641,17 +786,17 @@ def render(results: list[dict[str, Any]], args: argparse.Namespace, server_kind:
                     notes.append(f"memory, {sdk}: {_first_error([r])}")
         t = f"{args.tasks:,}"
         lines.append(
-            f"| {t} concurrent async tasks: lifecycles committed per run | {okc['ours']} | "
-            f"{okc['runcycles']} | |"
+            f"| {t} concurrent async tasks: lifecycles committed per run | {okc['ours']} | | "
+            f"{okc['runcycles']} | | |"
         )
         lines.append(
             f"| {t} concurrent async tasks: peak RSS increase (lower is better) | "
-            f"{fmt_mb(inc['ours'])} | {fmt_mb(inc['runcycles'])} | "
+            f"{fmt_mb(inc['ours'])} | | {fmt_mb(inc['runcycles'])} | | "
             f"{fmt_ratio(inc['ours'], inc['runcycles'])} |"
         )
         lines.append(
             f"| {t} concurrent async tasks: RSS increase while all are held (lower is better) | "
-            f"{fmt_mb(held['ours'])} | {fmt_mb(held['runcycles'])} | "
+            f"{fmt_mb(held['ours'])} | | {fmt_mb(held['runcycles'])} | | "
             f"{fmt_ratio(held['ours'], held['runcycles'])} |"
         )
         per = {k: (None if v is None else v * 1024 / args.tasks) for k, v in inc.items()}
@@ -659,11 +804,11 @@ def render(results: list[dict[str, Any]], args: argparse.Namespace, server_kind:
         allin_s = {k: "n/a" if v is None else f"{v:.2f}" for k, v in allin.items()}
         lines.append(
             f"| {t} concurrent async tasks: peak RSS increase per task | "
-            f"{per_s['ours']} | {per_s['runcycles']} | |"
+            f"{per_s['ours']} | | {per_s['runcycles']} | | |"
         )
         lines.append(
             f"| {t} concurrent async tasks: seconds until all in flight (lower is better) | "
-            f"{allin_s['ours']} | {allin_s['runcycles']} | "
+            f"{allin_s['ours']} | | {allin_s['runcycles']} | | "
             f"{fmt_ratio(allin['ours'], allin['runcycles'])} |"
         )
     if notes:
