@@ -547,7 +547,14 @@ class _Lifecycle:
             batch = self.native.next_events(200)
             if batch is None:
                 return
-            for text in batch:
+            for level, text in batch:
+                # Parsed only when somebody listens at its level: by default a lifecycle's
+                # debug and info events go nowhere, and parsing them cost about a tenth of a
+                # sync lifecycle's CPU (docs/benchmarks.md).
+                if self.on_event is None and not logger.isEnabledFor(
+                    _LEVELS.get(level, logging.INFO)
+                ):
+                    continue
                 self._deliver(LifecycleEvent._from_json(text))
 
     def _deliver(self, ev: LifecycleEvent) -> None:
