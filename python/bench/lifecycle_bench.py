@@ -58,7 +58,13 @@ ACTION_NAME = "bench-model"
 BUDGET = 10**15
 
 SDKS = ("ours", "bare", "runcycles")
-LABEL = {"ours": "cycles (ours)", "bare": "bare stdlib", "runcycles": "runcycles 0.5.3"}
+# "base": our SDK from another build (--base DIR), for before/after figures in one run.
+LABEL = {
+    "ours": "cycles (ours)",
+    "base": "cycles (--base build)",
+    "bare": "bare stdlib",
+    "runcycles": "runcycles 0.5.3",
+}
 
 
 # ---------------------------------------------------------------- bare stdlib baselines
@@ -213,7 +219,7 @@ def _make_sync(sdk: str, url: str, journal_dir: str | None) -> tuple[Any, Any]:
     """(guarded function, client) for the sync scenario."""
     if sdk == "bare":
         return _bare_sync(url)
-    if sdk == "ours":
+    if sdk in ("ours", "base"):
         import cycles
 
         client = cycles.Client(
@@ -265,7 +271,7 @@ def _make_async(sdk: str, url: str, journal_dir: str | None, hold: Any = None) -
     if sdk == "bare":
         bare = _BareAsync(url)
         return bare, bare
-    if sdk == "ours":
+    if sdk in ("ours", "base"):
         import cycles
 
         client = cycles.AsyncClient(
@@ -513,8 +519,13 @@ class Server:
                 self.proc.kill()
 
 
-def run_worker(python: str, server: Server, spec: dict[str, Any], timeout: float) -> dict[str, Any]:
+def run_worker(
+    python: str, server: Server, spec: dict[str, Any], timeout: float, base: str | None = None
+) -> dict[str, Any]:
     spent0, _ = server.spent_reserved()
+    env = dict(os.environ)
+    if spec["sdk"] == "base" and base:
+        env["PYTHONPATH"] = os.path.abspath(base)  # its `cycles` shadows the installed one
     jdir = tempfile.mkdtemp(prefix=f"cycles-bench-journal-{spec['sdk']}-")
     spec = dict(spec, url=server.url, journal_dir=jdir if spec["journal"] else None)
     try:
@@ -523,6 +534,7 @@ def run_worker(python: str, server: Server, spec: dict[str, Any], timeout: float
             capture_output=True,
             text=True,
             timeout=timeout,
+            env=env,
         )
         lines = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
         if not lines:
@@ -600,6 +612,12 @@ def main() -> None:
         "server is LocalServer in a separate Python process",
     )
     ap.add_argument("--python", default=sys.executable, help="interpreter for the workers")
+    ap.add_argument(
+        "--base",
+        metavar="DIR",
+        help="also run our SDK imported from DIR (e.g. `pip install --target DIR` of an older "
+        "wheel) as the column 'base': before/after figures measured in the same run",
+    )
     args = ap.parse_args()
     if args.quick:
         args.reps, args.seconds, args.warmup = 2, 1.0, 0.3
@@ -610,6 +628,10 @@ def main() -> None:
     sdks = tuple(s.strip() for s in args.sdks.split(",") if s.strip())
     if not sdks or any(s not in SDKS for s in sdks):
         raise SystemExit(f"--sdks: a comma-separated subset of {','.join(SDKS)}")
+    if args.base:
+        if not os.path.isdir(os.path.join(args.base, "cycles")):
+            raise SystemExit(f"--base: no cycles package in {args.base}")
+        sdks = (sdks[0], "base", *sdks[1:])
 
     _raise_nofile()
     server = Server(args.cycles_bin)
@@ -643,7 +665,7 @@ def main() -> None:
                         "timeout_s": 60.0,
                     }
                     timeout = 240.0 if scenario == "memory" else 60 + 3 * args.seconds
-                    out = run_worker(args.python, server, spec, timeout)
+                    out = run_worker(args.python, server, spec, timeout, args.base)
                     results.append({**spec, "rep": rep, "result": out})
                     if scenario == "memory" and (
                         "error" in out or out.get("failed") or "verify_error" in out
@@ -707,20 +729,37 @@ def _ok(r: dict[str, Any]) -> bool:
 
 def render(results: list[dict[str, Any]], args: argparse.Namespace, server_kind: str) -> str:
     m = machine()
+    order = ("ours", "base", "bare", "runcycles")
+    present = [k for k in order if any(r["sdk"] == k for r in results)] or ["ours"]
+    others = [k for k in present if k != "ours"]
+    short = {"ours": "ours", "base": "base", "bare": "bare", "runcycles": "runcycles"}
     lines = [
         f"Machine: {m['cpu']}, {m['cores']} cores, CPython {m['python']}; server: {server_kind}; "
         f"load average at end {m['load_avg_at_end'][0]:.2f}.",
         f"Throughput: median of {args.reps} runs of {args.seconds:g} s (after {args.warmup:g} s "
         f"warm-up) each. Memory: "
         f"{args.tasks:,} concurrent guarded tasks, median of {args.memory_reps} runs.",
-        "",
-        "Bare stdlib: the same create + commit over one keep-alive connection (http.client; "
-        "asyncio streams, one connection per task), journal off only.",
-        "",
-        "| scenario | cycles (ours) | bare stdlib | runcycles 0.5.3 | ours / bare "
-        "| ours / runcycles |",
-        "|---|---:|---:|---:|---:|---:|",
     ]
+    if "bare" in present:
+        lines.append(
+            "Bare stdlib: the same create + commit over one keep-alive connection (http.client; "
+            "asyncio streams, one connection per task), journal off only."
+        )
+    if "base" in present:
+        lines.append(f"Base: our SDK imported from {args.base}.")
+    lines += [
+        "",
+        "| scenario | "
+        + " | ".join(LABEL[k] for k in present)
+        + "".join(f" | ours / {short[k]}" for k in others)
+        + " |",
+        "|---|" + "---:|" * (len(present) + len(others)),
+    ]
+
+    def row(name: str, v: dict[str, Any], fmt: Any, ratio: bool = True) -> str:
+        cells = [fmt(v.get(k)) if v.get(k) is not None or k != "bare" else "" for k in present]
+        ratios = [fmt_ratio(v.get("ours"), v.get(k)) if ratio else "" for k in others]
+        return f"| {name} | " + " | ".join(cells + ratios) + " |"
 
     def pick(scenario: str, journal: bool, sdk: str, conc: int = 1) -> list[dict[str, Any]]:
         return [
@@ -739,12 +778,10 @@ def render(results: list[dict[str, Any]], args: argparse.Namespace, server_kind:
         if r["scenario"] != "memory" and k not in keys:
             keys.append(k)
     for scenario, journal, conc in keys:
-        runs = {sdk: pick(scenario, journal, sdk, conc) for sdk in SDKS}
-        if not any(runs.values()):
-            continue
+        runs = {sdk: pick(scenario, journal, sdk, conc) for sdk in present}
         rate: dict[str, float | None] = {}
         cpu: dict[str, float | None] = {}
-        for sdk in SDKS:
+        for sdk in present:
             good = [r for r in runs[sdk] if _ok(r)]
             bad = len(runs[sdk]) - len(good)
             if bad:
@@ -756,61 +793,50 @@ def render(results: list[dict[str, Any]], args: argparse.Namespace, server_kind:
             cpu[sdk] = median([r["cpu_s"] / r["n"] * 1e6 for r in good])
         what = "sync, 1 thread" if scenario == "sync" else f"asyncio, {conc} task(s)"
         j = "journal on" if journal else "journal off"
-        for name, v in (
-            ("lifecycles/s (higher is better)", rate),
-            ("client CPU µs per lifecycle (lower is better)", cpu),
-        ):
-            lines.append(
-                f"| {what}, {j}: {name} | {fmt_rate(v['ours'])} | {fmt_rate(v['bare'])} | "
-                f"{fmt_rate(v['runcycles'])} | {fmt_ratio(v['ours'], v['bare'])} | "
-                f"{fmt_ratio(v['ours'], v['runcycles'])} |"
-            )
-    mem = {sdk: pick("memory", True, sdk) for sdk in SDKS}
+        lines.append(row(f"{what}, {j}: lifecycles/s (higher is better)", rate, fmt_rate))
+        lines.append(
+            row(f"{what}, {j}: client CPU µs per lifecycle (lower is better)", cpu, fmt_rate)
+        )
+    mem = {sdk: pick("memory", True, sdk) for sdk in present}
     if any(mem.values()):
         inc: dict[str, float | None] = {}
         held: dict[str, float | None] = {}
         allin: dict[str, float | None] = {}
-        okc: dict[str, str] = {}
-        for sdk in SDKS:
+        okc: dict[str, str | None] = {}
+        for sdk in present:
             runs = mem[sdk]
             full = [r for r in runs if _ok(r) and r["failed"] == 0]
             inc[sdk] = median([r["peak_rss_kb"] - r["base_rss_kb"] for r in full])
             held[sdk] = median([r["rss_all_in_kb"] - r["base_rss_kb"] for r in full])
             allin[sdk] = median([r["all_in_s"] for r in full])
-            okc[sdk] = ", ".join(
-                "error" if "error" in r else f"{r.get('committed', 0):,}/{r['tasks']:,}"
-                for r in runs
+            okc[sdk] = (
+                ", ".join(
+                    "error" if "error" in r else f"{r.get('committed', 0):,}/{r['tasks']:,}"
+                    for r in runs
+                )
+                or None
             )
             for r in runs:
                 if "error" in r or r.get("failed") or "verify_error" in r:
                     notes.append(f"memory, {sdk}: {_first_error([r])}")
-        t = f"{args.tasks:,}"
-        lines.append(
-            f"| {t} concurrent async tasks: lifecycles committed per run | {okc['ours']} | | "
-            f"{okc['runcycles']} | | |"
-        )
-        lines.append(
-            f"| {t} concurrent async tasks: peak RSS increase (lower is better) | "
-            f"{fmt_mb(inc['ours'])} | | {fmt_mb(inc['runcycles'])} | | "
-            f"{fmt_ratio(inc['ours'], inc['runcycles'])} |"
-        )
-        lines.append(
-            f"| {t} concurrent async tasks: RSS increase while all are held (lower is better) | "
-            f"{fmt_mb(held['ours'])} | | {fmt_mb(held['runcycles'])} | | "
-            f"{fmt_ratio(held['ours'], held['runcycles'])} |"
-        )
+        t = f"{args.tasks:,} concurrent async tasks"
         per = {k: (None if v is None else v * 1024 / args.tasks) for k, v in inc.items()}
-        per_s = {k: "n/a" if v is None else f"{v:,.0f} B" for k, v in per.items()}
-        allin_s = {k: "n/a" if v is None else f"{v:.2f}" for k, v in allin.items()}
-        lines.append(
-            f"| {t} concurrent async tasks: peak RSS increase per task | "
-            f"{per_s['ours']} | | {per_s['runcycles']} | | |"
-        )
-        lines.append(
-            f"| {t} concurrent async tasks: seconds until all in flight (lower is better) | "
-            f"{allin_s['ours']} | | {allin_s['runcycles']} | | "
-            f"{fmt_ratio(allin['ours'], allin['runcycles'])} |"
-        )
+        lines += [
+            row(f"{t}: lifecycles committed per run", okc, lambda x: x or "", ratio=False),
+            row(f"{t}: peak RSS increase (lower is better)", inc, fmt_mb),
+            row(f"{t}: RSS increase while all are held (lower is better)", held, fmt_mb),
+            row(
+                f"{t}: peak RSS increase per task",
+                per,
+                lambda x: "n/a" if x is None else f"{x:,.0f} B",
+                ratio=False,
+            ),
+            row(
+                f"{t}: seconds until all in flight (lower is better)",
+                allin,
+                lambda x: "n/a" if x is None else f"{x:.2f}",
+            ),
+        ]
     if notes:
         lines.append("")
         lines += [f"- {n}" for n in notes]
