@@ -1,4 +1,4 @@
-"""Guarded-lifecycle benchmark: this SDK (``cycles``) against the official ``runcycles``.
+"""Guarded-lifecycle benchmark: this SDK (``cycles``) against bare stdlib HTTP and ``runcycles``.
 
 A guarded lifecycle is: reserve -> heartbeat armed -> the user function -> commit the actual.
 Both SDKs run it through their decorator (``@client.guarded`` / ``@runcycles.cycles``) with the
@@ -13,6 +13,11 @@ SDK goes first so server-side drift cancels out. After each run the tenant's ``s
 balance must have grown by exactly (lifecycles x actual) and nothing may stay reserved,
 or the run is reported as failed.
 
+Beside the two SDKs: ``bare``, the same create and commit without an SDK (``http.client`` for
+sync, a minimal ``asyncio.open_connection`` client for asyncio; journal off only, see the
+"bare stdlib baselines" section below), issue 15's floor; and with ``--base DIR``, ``base``,
+this SDK imported from another build, for before/after figures measured in the same run.
+
 Scenarios:
 - sync: one thread calls a guarded function in a loop for ``--seconds``;
 - async: ``--concurrency`` asyncio tasks do the same on one event loop;
@@ -23,6 +28,7 @@ Scenarios:
 Usage (``python/scripts/bench.sh`` builds the release wheel and runs this)::
 
     python lifecycle_bench.py [--quick] [--json PATH] [--journal on|off|both]
+        [--scenarios sync,async,memory] [--sdks ours,bare,runcycles] [--base DIR]
 """
 
 from __future__ import annotations
