@@ -1,4 +1,4 @@
-"""Guarded-lifecycle benchmark: this SDK (``cycles``) against the official ``runcycles``.
+"""Guarded-lifecycle benchmark: this SDK (``cycles``) against bare stdlib HTTP and ``runcycles``.
 
 A guarded lifecycle is: reserve -> heartbeat armed -> the user function -> commit the actual.
 Both SDKs run it through their decorator (``@client.guarded`` / ``@runcycles.cycles``) with the
@@ -13,6 +13,11 @@ SDK goes first so server-side drift cancels out. After each run the tenant's ``s
 balance must have grown by exactly (lifecycles x actual) and nothing may stay reserved,
 or the run is reported as failed.
 
+Beside the two SDKs: ``bare``, the same create and commit without an SDK (``http.client`` for
+sync, a minimal ``asyncio.open_connection`` client for asyncio; journal off only, see the
+"bare stdlib baselines" section below), issue 15's floor; and with ``--base DIR``, ``base``,
+this SDK imported from another build, for before/after figures measured in the same run.
+
 Scenarios:
 - sync: one thread calls a guarded function in a loop for ``--seconds``;
 - async: ``--concurrency`` asyncio tasks do the same on one event loop;
@@ -23,12 +28,14 @@ Scenarios:
 Usage (``python/scripts/bench.sh`` builds the release wheel and runs this)::
 
     python lifecycle_bench.py [--quick] [--json PATH] [--journal on|off|both]
+        [--scenarios sync,async,memory] [--sdks ours,bare,runcycles] [--base DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import http.client
 import json
 import os
 import platform
@@ -40,7 +47,9 @@ import sys
 import tempfile
 import time
 import traceback
+import urllib.parse
 import urllib.request
+import uuid
 from typing import Any
 
 API_KEY = "cycles-local-key"
@@ -54,8 +63,136 @@ ACTION_NAME = "bench-model"
 # Large enough that no run of this benchmark can exhaust it (10k open reservations included).
 BUDGET = 10**15
 
-SDKS = ("ours", "runcycles")
-LABEL = {"ours": "cycles (ours)", "runcycles": "runcycles 0.5.3"}
+SDKS = ("ours", "bare", "runcycles")
+# "base": our SDK from another build (--base DIR), for before/after figures in one run.
+LABEL = {
+    "ours": "cycles (ours)",
+    "base": "cycles (--base build)",
+    "bare": "bare stdlib",
+    "runcycles": "runcycles 0.5.3",
+}
+
+
+# ---------------------------------------------------------------- bare stdlib baselines
+#
+# The wire without an SDK: the same create (POST /v1/reservations) and commit (POST
+# /v1/reservations/{id}/commit) that our guarded lifecycle sends, with the same JSON bodies and
+# headers (API key, Content-Type, Accept, X-Idempotency-Key), over one keep-alive connection,
+# each response checked for a 2xx status and parsed with json.loads. No heartbeat, no journal,
+# no retries, no validation: the floor a hand-written client pays.
+
+
+def _create_body(key: str) -> bytes:
+    return json.dumps(
+        {
+            "idempotency_key": key,
+            "subject": {"tenant": TENANT},
+            "action": {"kind": ACTION_KIND, "name": ACTION_NAME},
+            "estimate": {"unit": UNIT, "amount": ESTIMATE},
+            "ttl_ms": TTL_MS,
+            "overage_policy": "ALLOW_IF_AVAILABLE",
+        },
+        separators=(",", ":"),
+    ).encode()
+
+
+def _commit_body(key: str) -> bytes:
+    return json.dumps(
+        {"idempotency_key": key, "actual": {"unit": UNIT, "amount": ACTUAL}},
+        separators=(",", ":"),
+    ).encode()
+
+
+def _headers(key: str) -> dict[str, str]:
+    return {
+        "X-Cycles-API-Key": API_KEY,
+        "Content-Type": "application/json",
+        "Accept": "application/json",
+        "X-Idempotency-Key": key,
+    }
+
+
+def _bare_sync(url: str) -> tuple[Any, Any]:
+    """(create+commit function, object with close()) over one http.client keep-alive connection."""
+    u = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(u.hostname or "127.0.0.1", u.port)
+
+    def post(path: str, key: str, body: bytes) -> Any:
+        conn.request("POST", path, body, _headers(key))
+        r = conn.getresponse()
+        data = r.read()
+        if not 200 <= r.status < 300:
+            raise RuntimeError(f"POST {path}: HTTP {r.status}: {data[:200]!r}")
+        return json.loads(data)
+
+    def pair() -> int:
+        key = f"bare-{uuid.uuid4()}"
+        created = post("/v1/reservations", key, _create_body(key))
+        rid = created["reservation_id"]
+        post(f"/v1/reservations/{rid}/commit", key + ":commit", _commit_body(key + ":commit"))
+        return 1
+
+    return pair, conn
+
+
+class _BareAsyncConn:
+    """The smallest honest asyncio HTTP/1.1 client: one keep-alive connection, requests
+    written by hand, responses read by status line, headers and Content-Length."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, host: str):
+        self.reader, self.writer, self.host = reader, writer, host
+
+    async def post(self, path: str, key: str, body: bytes) -> Any:
+        head = "".join(f"{k}: {v}\r\n" for k, v in _headers(key).items())
+        self.writer.write(
+            (
+                f"POST {path} HTTP/1.1\r\nHost: {self.host}\r\n{head}"
+                f"Content-Length: {len(body)}\r\n\r\n"
+            ).encode()
+            + body
+        )
+        raw = await self.reader.readuntil(b"\r\n\r\n")
+        lines = raw.decode("latin-1").split("\r\n")
+        status = int(lines[0].split(" ", 2)[1])
+        length = 0
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            if name.strip().lower() == "content-length":
+                length = int(value)
+        data = await self.reader.readexactly(length)
+        if not 200 <= status < 300:
+            raise RuntimeError(f"POST {path}: HTTP {status}: {data[:200]!r}")
+        return json.loads(data)
+
+
+class _BareAsync:
+    """Create+commit pairs for asyncio tasks: each pair takes an idle connection (or opens
+    one), so N concurrent tasks hold N keep-alive connections, like one connection per task."""
+
+    def __init__(self, url: str) -> None:
+        u = urllib.parse.urlsplit(url)
+        self.host, self.port = u.hostname or "127.0.0.1", u.port or 80
+        self.idle: list[_BareAsyncConn] = []
+        self.all: list[_BareAsyncConn] = []
+
+    async def __call__(self) -> int:
+        if self.idle:
+            c = self.idle.pop()
+        else:
+            reader, writer = await asyncio.open_connection(self.host, self.port)
+            c = _BareAsyncConn(reader, writer, f"{self.host}:{self.port}")
+            self.all.append(c)
+        key = f"bare-{uuid.uuid4()}"
+        created = await c.post("/v1/reservations", key, _create_body(key))
+        rid = created["reservation_id"]
+        ck = key + ":commit"
+        await c.post(f"/v1/reservations/{rid}/commit", ck, _commit_body(ck))
+        self.idle.append(c)
+        return 1
+
+    async def aclose(self) -> None:
+        for c in self.all:
+            c.writer.close()
 
 
 # ---------------------------------------------------------------- worker side (subprocess)
@@ -86,7 +223,9 @@ def _cpu_s() -> float:
 
 def _make_sync(sdk: str, url: str, journal_dir: str | None) -> tuple[Any, Any]:
     """(guarded function, client) for the sync scenario."""
-    if sdk == "ours":
+    if sdk == "bare":
+        return _bare_sync(url)
+    if sdk in ("ours", "base"):
         import cycles
 
         client = cycles.Client(
@@ -135,7 +274,10 @@ def _make_async(sdk: str, url: str, journal_dir: str | None, hold: Any = None) -
             await hold()
         return 1
 
-    if sdk == "ours":
+    if sdk == "bare":
+        bare = _BareAsync(url)
+        return bare, bare
+    if sdk in ("ours", "base"):
         import cycles
 
         client = cycles.AsyncClient(
@@ -383,8 +525,13 @@ class Server:
                 self.proc.kill()
 
 
-def run_worker(python: str, server: Server, spec: dict[str, Any], timeout: float) -> dict[str, Any]:
+def run_worker(
+    python: str, server: Server, spec: dict[str, Any], timeout: float, base: str | None = None
+) -> dict[str, Any]:
     spent0, _ = server.spent_reserved()
+    env = dict(os.environ)
+    if spec["sdk"] == "base" and base:
+        env["PYTHONPATH"] = os.path.abspath(base)  # its `cycles` shadows the installed one
     jdir = tempfile.mkdtemp(prefix=f"cycles-bench-journal-{spec['sdk']}-")
     spec = dict(spec, url=server.url, journal_dir=jdir if spec["journal"] else None)
     try:
@@ -393,6 +540,7 @@ def run_worker(python: str, server: Server, spec: dict[str, Any], timeout: float
             capture_output=True,
             text=True,
             timeout=timeout,
+            env=env,
         )
         lines = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
         if not lines:
@@ -459,12 +607,23 @@ def main() -> None:
         "--scenarios", default="sync,async,memory", help="comma-separated subset to run"
     )
     ap.add_argument(
+        "--sdks",
+        default=",".join(SDKS),
+        help="comma-separated subset of ours,bare,runcycles (bare: journal off only, no memory)",
+    )
+    ap.add_argument(
         "--cycles-bin",
         default=os.environ.get("CYCLES_BIN"),
         help="the `cycles` CLI binary for the server (default $CYCLES_BIN); without it the "
         "server is LocalServer in a separate Python process",
     )
     ap.add_argument("--python", default=sys.executable, help="interpreter for the workers")
+    ap.add_argument(
+        "--base",
+        metavar="DIR",
+        help="also run our SDK imported from DIR (e.g. `pip install --target DIR` of an older "
+        "wheel) as the column 'base': before/after figures measured in the same run",
+    )
     args = ap.parse_args()
     if args.quick:
         args.reps, args.seconds, args.warmup = 2, 1.0, 0.3
@@ -472,6 +631,13 @@ def main() -> None:
     scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
     concs = [int(c) for c in str(args.concurrency).split(",")]
     journals = {"on": [True], "off": [False], "both": [True, False]}[args.journal]
+    sdks = tuple(s.strip() for s in args.sdks.split(",") if s.strip())
+    if not sdks or any(s not in SDKS for s in sdks):
+        raise SystemExit(f"--sdks: a comma-separated subset of {','.join(SDKS)}")
+    if args.base:
+        if not os.path.isdir(os.path.join(args.base, "cycles")):
+            raise SystemExit(f"--base: no cycles package in {args.base}")
+        sdks = (sdks[0], "base", *sdks[1:])
 
     _raise_nofile()
     server = Server(args.cycles_bin)
@@ -487,9 +653,12 @@ def main() -> None:
         for scenario, journal, conc in plan:
             reps = args.memory_reps if scenario == "memory" else args.reps
             for rep in range(reps):
-                order = SDKS if rep % 2 == 0 else SDKS[::-1]
+                order = sdks if rep % 2 == 0 else sdks[::-1]
                 for sdk in order:
                     if scenario == "memory" and sdk in gave_up:
+                        continue
+                    # The bare baseline has no journal and no guarded call to hold open.
+                    if sdk == "bare" and (journal or scenario == "memory"):
                         continue
                     spec = {
                         "scenario": scenario,
@@ -502,7 +671,7 @@ def main() -> None:
                         "timeout_s": 60.0,
                     }
                     timeout = 240.0 if scenario == "memory" else 60 + 3 * args.seconds
-                    out = run_worker(args.python, server, spec, timeout)
+                    out = run_worker(args.python, server, spec, timeout, args.base)
                     results.append({**spec, "rep": rep, "result": out})
                     if scenario == "memory" and (
                         "error" in out or out.get("failed") or "verify_error" in out
@@ -566,16 +735,37 @@ def _ok(r: dict[str, Any]) -> bool:
 
 def render(results: list[dict[str, Any]], args: argparse.Namespace, server_kind: str) -> str:
     m = machine()
+    order = ("ours", "base", "bare", "runcycles")
+    present = [k for k in order if any(r["sdk"] == k for r in results)] or ["ours"]
+    others = [k for k in present if k != "ours"]
+    short = {"ours": "ours", "base": "base", "bare": "bare", "runcycles": "runcycles"}
     lines = [
         f"Machine: {m['cpu']}, {m['cores']} cores, CPython {m['python']}; server: {server_kind}; "
         f"load average at end {m['load_avg_at_end'][0]:.2f}.",
         f"Throughput: median of {args.reps} runs of {args.seconds:g} s (after {args.warmup:g} s "
         f"warm-up) each. Memory: "
         f"{args.tasks:,} concurrent guarded tasks, median of {args.memory_reps} runs.",
-        "",
-        "| scenario | cycles (ours) | runcycles 0.5.3 | ours / runcycles |",
-        "|---|---:|---:|---:|",
     ]
+    if "bare" in present:
+        lines.append(
+            "Bare stdlib: the same create + commit over one keep-alive connection (http.client; "
+            "asyncio streams, one connection per task), journal off only."
+        )
+    if "base" in present:
+        lines.append(f"Base: our SDK imported from {args.base}.")
+    lines += [
+        "",
+        "| scenario | "
+        + " | ".join(LABEL[k] for k in present)
+        + "".join(f" | ours / {short[k]}" for k in others)
+        + " |",
+        "|---|" + "---:|" * (len(present) + len(others)),
+    ]
+
+    def row(name: str, v: dict[str, Any], fmt: Any, ratio: bool = True) -> str:
+        cells = [fmt(v.get(k)) if v.get(k) is not None or k != "bare" else "" for k in present]
+        ratios = [fmt_ratio(v.get("ours"), v.get(k)) if ratio else "" for k in others]
+        return f"| {name} | " + " | ".join(cells + ratios) + " |"
 
     def pick(scenario: str, journal: bool, sdk: str, conc: int = 1) -> list[dict[str, Any]]:
         return [
@@ -594,12 +784,10 @@ def render(results: list[dict[str, Any]], args: argparse.Namespace, server_kind:
         if r["scenario"] != "memory" and k not in keys:
             keys.append(k)
     for scenario, journal, conc in keys:
-        runs = {sdk: pick(scenario, journal, sdk, conc) for sdk in SDKS}
-        if not any(runs.values()):
-            continue
+        runs = {sdk: pick(scenario, journal, sdk, conc) for sdk in present}
         rate: dict[str, float | None] = {}
         cpu: dict[str, float | None] = {}
-        for sdk in SDKS:
+        for sdk in present:
             good = [r for r in runs[sdk] if _ok(r)]
             bad = len(runs[sdk]) - len(good)
             if bad:
@@ -611,61 +799,50 @@ def render(results: list[dict[str, Any]], args: argparse.Namespace, server_kind:
             cpu[sdk] = median([r["cpu_s"] / r["n"] * 1e6 for r in good])
         what = "sync, 1 thread" if scenario == "sync" else f"asyncio, {conc} task(s)"
         j = "journal on" if journal else "journal off"
+        lines.append(row(f"{what}, {j}: lifecycles/s (higher is better)", rate, fmt_rate))
         lines.append(
-            f"| {what}, {j}: lifecycles/s (higher is better) | {fmt_rate(rate['ours'])} | "
-            f"{fmt_rate(rate['runcycles'])} | {fmt_ratio(rate['ours'], rate['runcycles'])} |"
+            row(f"{what}, {j}: client CPU µs per lifecycle (lower is better)", cpu, fmt_rate)
         )
-        lines.append(
-            f"| {what}, {j}: client CPU µs per lifecycle (lower is better) | "
-            f"{fmt_rate(cpu['ours'])} | {fmt_rate(cpu['runcycles'])} | "
-            f"{fmt_ratio(cpu['ours'], cpu['runcycles'])} |"
-        )
-    mem = {sdk: pick("memory", True, sdk) for sdk in SDKS}
+    mem = {sdk: pick("memory", True, sdk) for sdk in present}
     if any(mem.values()):
         inc: dict[str, float | None] = {}
         held: dict[str, float | None] = {}
         allin: dict[str, float | None] = {}
-        okc: dict[str, str] = {}
-        for sdk in SDKS:
+        okc: dict[str, str | None] = {}
+        for sdk in present:
             runs = mem[sdk]
             full = [r for r in runs if _ok(r) and r["failed"] == 0]
             inc[sdk] = median([r["peak_rss_kb"] - r["base_rss_kb"] for r in full])
             held[sdk] = median([r["rss_all_in_kb"] - r["base_rss_kb"] for r in full])
             allin[sdk] = median([r["all_in_s"] for r in full])
-            okc[sdk] = ", ".join(
-                "error" if "error" in r else f"{r.get('committed', 0):,}/{r['tasks']:,}"
-                for r in runs
+            okc[sdk] = (
+                ", ".join(
+                    "error" if "error" in r else f"{r.get('committed', 0):,}/{r['tasks']:,}"
+                    for r in runs
+                )
+                or None
             )
             for r in runs:
                 if "error" in r or r.get("failed") or "verify_error" in r:
                     notes.append(f"memory, {sdk}: {_first_error([r])}")
-        t = f"{args.tasks:,}"
-        lines.append(
-            f"| {t} concurrent async tasks: lifecycles committed per run | {okc['ours']} | "
-            f"{okc['runcycles']} | |"
-        )
-        lines.append(
-            f"| {t} concurrent async tasks: peak RSS increase (lower is better) | "
-            f"{fmt_mb(inc['ours'])} | {fmt_mb(inc['runcycles'])} | "
-            f"{fmt_ratio(inc['ours'], inc['runcycles'])} |"
-        )
-        lines.append(
-            f"| {t} concurrent async tasks: RSS increase while all are held (lower is better) | "
-            f"{fmt_mb(held['ours'])} | {fmt_mb(held['runcycles'])} | "
-            f"{fmt_ratio(held['ours'], held['runcycles'])} |"
-        )
+        t = f"{args.tasks:,} concurrent async tasks"
         per = {k: (None if v is None else v * 1024 / args.tasks) for k, v in inc.items()}
-        per_s = {k: "n/a" if v is None else f"{v:,.0f} B" for k, v in per.items()}
-        allin_s = {k: "n/a" if v is None else f"{v:.2f}" for k, v in allin.items()}
-        lines.append(
-            f"| {t} concurrent async tasks: peak RSS increase per task | "
-            f"{per_s['ours']} | {per_s['runcycles']} | |"
-        )
-        lines.append(
-            f"| {t} concurrent async tasks: seconds until all in flight (lower is better) | "
-            f"{allin_s['ours']} | {allin_s['runcycles']} | "
-            f"{fmt_ratio(allin['ours'], allin['runcycles'])} |"
-        )
+        lines += [
+            row(f"{t}: lifecycles committed per run", okc, lambda x: x or "", ratio=False),
+            row(f"{t}: peak RSS increase (lower is better)", inc, fmt_mb),
+            row(f"{t}: RSS increase while all are held (lower is better)", held, fmt_mb),
+            row(
+                f"{t}: peak RSS increase per task",
+                per,
+                lambda x: "n/a" if x is None else f"{x:,.0f} B",
+                ratio=False,
+            ),
+            row(
+                f"{t}: seconds until all in flight (lower is better)",
+                allin,
+                lambda x: "n/a" if x is None else f"{x:.2f}",
+            ),
+        ]
     if notes:
         lines.append("")
         lines += [f"- {n}" for n in notes]

@@ -86,9 +86,13 @@ def _clean(d: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in d.items() if v is not None}
 
 
+# One encoder for every request: ``json.dumps`` with options builds a new one per call.
+_ENCODER = json.JSONEncoder(allow_nan=False, separators=(",", ":"))
+
+
 def _dumps(args: Mapping[str, Any]) -> str:
     try:
-        return json.dumps(args, allow_nan=False, separators=(",", ":"))
+        return _ENCODER.encode(args)
     except (TypeError, ValueError) as e:
         raise InvalidArgumentError(f"arguments are not JSON-serialisable: {e}") from None
 
@@ -111,7 +115,7 @@ class _Requests:
                 raise InvalidArgumentError(
                     "subject is required (or configure a tenant on the client)",
                 )
-            return Subject(tenant=tenant).to_json()
+            return {"tenant": tenant}  # Subject(tenant=tenant).to_json(), per call
         return _part(subject, Subject, "subject")
 
     def _create(
@@ -314,6 +318,9 @@ class _Base(_Requests):
 
     def _lifecycle(self) -> _Lifecycle:
         """The guarded lifecycle, created on first use (the background replay starts then)."""
+        lc = self._lc
+        if lc is not None:  # set once, never unset: no lock on the per-call path
+            return lc
         with self._lc_lock:
             if self._lc is None:
                 native = self._native.lifecycle(self._settle_max_attempts, self._replay_interval_ms)
@@ -369,7 +376,7 @@ class _Base(_Requests):
         if isinstance(estimate, bool):
             raise InvalidArgumentError("estimate must be an Amount, a mapping or an int")
         if isinstance(estimate, int):
-            est = Amount(unit or "USD_MICROCENTS", estimate).to_json()
+            est = {"unit": unit or "USD_MICROCENTS", "amount": estimate}  # Amount.to_json()
         else:
             est = _part(estimate, Amount, "estimate")
             if unit is not None and est.get("unit") != unit:

@@ -30,6 +30,7 @@ import json
 import logging
 import os
 import threading
+import time
 import types
 import weakref
 from dataclasses import dataclass, field
@@ -523,6 +524,10 @@ _LEVELS = {
 
 _LIVE: weakref.WeakSet[_Lifecycle] = weakref.WeakSet()
 
+#: After a batch of events, the forwarding thread waits this long before taking the next, so
+#: events are delivered at most this much later and in batches instead of one wake-up each.
+_EVENT_LINGER_S = 0.01
+
 
 class _Lifecycle:
     """One client's native lifecycle plus the daemon thread forwarding its events."""
@@ -547,8 +552,19 @@ class _Lifecycle:
             batch = self.native.next_events(200)
             if batch is None:
                 return
-            for text in batch:
+            for level, text in batch:
+                # Parsed only when somebody listens at its level: by default a lifecycle's
+                # debug and info events go nowhere, and parsing them cost about a tenth of a
+                # sync lifecycle's CPU (docs/benchmarks.md).
+                if self.on_event is None and not logger.isEnabledFor(
+                    _LEVELS.get(level, logging.INFO)
+                ):
+                    continue
                 self._deliver(LifecycleEvent._from_json(text))
+            if batch and not self._closed:
+                # Let the next events gather: woken once per event, this thread cost a few
+                # context switches (and a GIL hand-over) per guarded call under load.
+                time.sleep(_EVENT_LINGER_S)
 
     def _deliver(self, ev: LifecycleEvent) -> None:
         level = _LEVELS.get(ev.level, logging.INFO)

@@ -110,17 +110,33 @@ class _Model:
     def to_json(self) -> dict[str, Any]:
         """The wire object (``None`` fields omitted)."""
         out: dict[str, Any] = {}
-        for f in dataclasses.fields(self):  # type: ignore[arg-type]
-            if f.name == "meta":
-                continue
-            value = getattr(self, f.name)
+        for name in _field_names(type(self)):
+            value = getattr(self, name)
             if value is None:
                 continue
-            out[f.name] = _encode(value)
+            out[name] = _encode(value)
         return out
 
 
+# Field names per model class: ``dataclasses.fields`` rebuilds its tuple on every call, and
+# request parts are encoded on every guarded call.
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+_SCALARS = (str, int, float, bool)
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = tuple(f.name for f in dataclasses.fields(cls) if f.name != "meta")
+        _FIELD_NAMES[cls] = names
+    return names
+
+
 def _encode(value: Any) -> Any:
+    if type(value) in _SCALARS:  # the common case, before the slower isinstance checks
+        return value
     if isinstance(value, _Model):
         return value.to_json()
     if isinstance(value, (list, tuple)):

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Python lifecycle benchmark: this SDK against the official runcycles==0.5.3, on one local
-# `cycles serve` process, in the same run (python/bench/lifecycle_bench.py; docs/benchmarks.md).
+# Python lifecycle benchmark: this SDK against bare stdlib HTTP (the same create + commit) and
+# the official runcycles==0.5.3, on one local `cycles serve` process, in the same run
+# (python/bench/lifecycle_bench.py; docs/benchmarks.md).
 #
 #   python/scripts/bench.sh                         # full run, prints a markdown table
 #   python/scripts/bench.sh --quick                 # smoke run (about 3 minutes)
 #   python/scripts/bench.sh --json /tmp/bench.json  # any lifecycle_bench.py option passes through
+#   python/scripts/bench.sh --sdks ours,bare --scenarios sync,async --journal off  # fast iteration
 #
 # Builds the RELEASE wheel and the release `cycles` CLI, then reuses one venv under
 # ~/.cache/cycles-python-bench (the wheel is reinstalled every run). Progress goes to stderr,
