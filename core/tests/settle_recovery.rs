@@ -769,3 +769,34 @@ async fn journal_disabled_still_retries_in_memory_and_writes_nothing() {
     assert!(!jdir.exists());
     assert_eq!(commits(&server).len(), 2);
 }
+
+#[tokio::test]
+async fn journal_disabled_builds_the_event_body_only_after_expiry_and_recovers_by_event() {
+    let server = server().await;
+    let id = reserve(&client(&server), 1000).await;
+    server.advance_clock(200_000); // past expires_at + any grace
+    let dir = tempfile::tempdir().unwrap();
+    let jdir = dir.path().join("journal");
+    let cfg = config(&server.url(), &jdir).with_journal_enabled(false);
+    let s = Settler::new(&cfg, settings(&Seen::default())).unwrap();
+    let key = key("commit");
+    let out = s.settle(settlement(&id, &key, 400)).await;
+    assert!(
+        matches!(out, SettleOutcome::RecoveredViaEvent(_)),
+        "{out:?}"
+    );
+    assert!(!jdir.exists());
+    assert_eq!(ledger_count(&server, "event"), 1);
+    let event = server
+        .requests()
+        .into_iter()
+        .find(|r| r.operation == Some(Operation::CreateEvent))
+        .expect("the event request");
+    let body: serde_json::Value = serde_json::from_str(event.body.as_deref().unwrap()).unwrap();
+    assert_eq!(body["idempotency_key"], key.as_str());
+    assert_eq!(body["metadata"]["recovered_reservation_id"], id.as_str());
+    assert_eq!(
+        body["metadata"]["recovery_reason"],
+        "commit_after_reservation_expired"
+    );
+}

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::bodies::{commit_body, event_fallback_body};
+use super::bodies::{commit_body, event_fallback_body, EventFallback};
 use super::classify::{classify, Verdict};
 use super::wire::Wire;
 use super::{
@@ -23,6 +23,7 @@ use crate::error::{Error, ErrorKind};
 use crate::events::{Event, SettleDisposition};
 use crate::journal::fsio::now_ms;
 use crate::journal::{Journal, Mode, ParseError, QuarantineKind, Record, RecordLock};
+use crate::model::CommitRequest;
 use crate::timing::backoff::{backoff_delay, rate_limit_floor};
 use crate::timing::Millis;
 
@@ -219,16 +220,28 @@ impl Settler {
     /// continued as is (its idempotency key wins). A record being worked on by another worker
     /// or process gives `Pending` at once.
     pub async fn settle(&self, s: Settlement) -> SettleOutcome {
-        let bodies = commit_body(&s.commit).and_then(|c| {
-            let e = match &s.fallback {
-                Some(f) => Some(event_fallback_body(&s.reservation_id, &s.commit, f)?),
-                None => None,
-            };
-            Ok((c, e))
-        });
-        let (commit, event) = match bodies {
-            Ok(b) => b,
+        let commit = match commit_body(&s.commit) {
+            Ok(c) => c,
             Err(e) => return SettleOutcome::Rejected(rejection(&e)),
+        };
+        let Some(journal) = self.inner.journal.clone() else {
+            // Nothing is journaled, so the event body is needed only if the reservation turns
+            // out to have expired: built then, not for every commit.
+            let rec = Record::new_commit(
+                s.reservation_id.clone(),
+                self.inner.base_url.clone(),
+                commit,
+                None,
+            );
+            let lazy = s.fallback.map(|f| (s.commit, f));
+            return self.episode(rec, None, false, None, lazy).await;
+        };
+        let event = match &s.fallback {
+            Some(f) => match event_fallback_body(&s.reservation_id, &s.commit, f) {
+                Ok(b) => Some(b),
+                Err(e) => return SettleOutcome::Rejected(rejection(&e)),
+            },
+            None => None,
         };
         let rec = Record::new_commit(
             s.reservation_id.clone(),
@@ -236,9 +249,6 @@ impl Settler {
             commit,
             event,
         );
-        let Some(journal) = self.inner.journal.clone() else {
-            return self.episode(rec, None, false, None).await;
-        };
         let id = s.reservation_id.clone();
         let me = self.clone();
         let started = self
@@ -289,7 +299,7 @@ impl Settler {
             ),
             Err((op, e, rec)) => {
                 self.io_failed(Some(&s.reservation_id), op, &e);
-                self.episode(*rec, None, false, None).await
+                self.episode(*rec, None, false, None, None).await
             }
             Ok(Some((held, rec, saved))) => {
                 let journaled = match saved {
@@ -299,7 +309,7 @@ impl Settler {
                         false
                     }
                 };
-                self.episode(rec, Some(held), journaled, None).await
+                self.episode(rec, Some(held), journaled, None, None).await
             }
         }
     }
@@ -401,12 +411,15 @@ impl Settler {
     }
 
     /// Same-key attempts on one record until it is settled, rejected or left pending.
+    /// `lazy_event`: what to build the event fallback body from if the reservation has
+    /// expired, when `rec` was not journaled and so carries none yet.
     async fn episode(
         &self,
         mut rec: Record,
         mut held: Option<Held>,
         mut journaled: bool,
         deadline: Option<Instant>,
+        mut lazy_event: Option<(CommitRequest, EventFallback)>,
     ) -> SettleOutcome {
         let id = rec.reservation_id.clone();
         let cfg = &self.inner.cfg;
@@ -535,6 +548,11 @@ impl Settler {
                     }));
                 }
                 Verdict::Expired => {
+                    if let Some((commit, fallback)) = lazy_event.take() {
+                        // Assembled from parts that already serialized: cannot fail in
+                        // practice; if it did, the record is treated as having no fallback.
+                        rec.event_fallback_body = event_fallback_body(&id, &commit, &fallback).ok();
+                    }
                     if rec.event_fallback_body.is_none() {
                         self.emit(failed(SettleDisposition::Rejected));
                         self.finish(&mut held, &id, Some(QuarantineKind::Unrecoverable), None)
@@ -612,7 +630,7 @@ impl Settler {
                         reservation_id: id.clone(),
                     });
                 }
-                Some(self.episode(rec, held, true, deadline).await)
+                Some(self.episode(rec, held, true, deadline, None).await)
             }
             Some(Err(pe)) => {
                 let kind = match pe {
