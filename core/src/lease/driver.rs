@@ -278,12 +278,14 @@ impl Beating {
         }
     }
 
-    /// How a heartbeat that never beats ends: stopped by the planner at once, else finished.
-    pub(super) fn end_without_beating(&self) -> HeartbeatEnd {
-        match &self.decision {
+    /// Ends a heartbeat that never ran its loop: stopped, when the planner stopped at once,
+    /// else finished (its owner stopped it before the first beat). See [`Beating::conclude`].
+    pub(super) fn conclude_unrun(self) -> LeaseReport {
+        let end = match &self.decision {
             Decision::Stop(reason) => HeartbeatEnd::Stopped(reason.clone()),
             Decision::Extend { .. } => HeartbeatEnd::Finished,
-        }
+        };
+        self.conclude(end)
     }
 
     async fn beat_loop(&mut self) -> HeartbeatEnd {

@@ -194,8 +194,7 @@ impl Heartbeat {
         let to_run = match beating.first_beat() {
             driver::FirstBeat::Stop => {
                 // The planner stopped at once: end it here, as its task would have.
-                let end = beating.end_without_beating();
-                let done = beating.conclude(end);
+                let done = beating.conclude_unrun();
                 if let Ok(mut slot) = report.lock() {
                     *slot = Some(done);
                 }
@@ -243,8 +242,7 @@ impl Heartbeat {
         self.stop.cancel();
         // Still parked: it never ran, so there is no task to wait for.
         if let Some(beating) = self.parked.take().and_then(wheel::unpark) {
-            let end = beating.end_without_beating();
-            return beating.conclude(end);
+            return beating.conclude_unrun();
         }
         let task = self.task.lock().map(|mut t| t.take()).unwrap_or(None);
         if let Some(task) = task {
@@ -270,8 +268,7 @@ impl Drop for Heartbeat {
     fn drop(&mut self) {
         self.stop.cancel();
         if let Some(beating) = self.parked.take().and_then(wheel::unpark) {
-            let end = beating.end_without_beating();
-            beating.conclude(end);
+            beating.conclude_unrun();
         }
     }
 }
