@@ -81,18 +81,14 @@ pub const WORKERS_ENV: &str = "CYCLES_RUNTIME_WORKERS";
 
 /// The worker count asked for by [`WORKERS_ENV`]: `Ok(None)` when unset.
 fn workers_from_env() -> Result<Option<usize>, String> {
-    match std::env::var(WORKERS_ENV) {
-        Err(std::env::VarError::NotPresent) => Ok(None),
-        Ok(v) => match v.trim().parse::<usize>() {
-            Ok(n) if n > 0 => Ok(Some(n)),
-            _ => Err(format!(
-                "{WORKERS_ENV} must be a positive integer, got {v:?}"
-            )),
-        },
-        Err(std::env::VarError::NotUnicode(v)) => Err(format!(
-            "{WORKERS_ENV} must be a positive integer, got {v:?}"
-        )),
-    }
+    let Some(v) = std::env::var_os(WORKERS_ENV) else {
+        return Ok(None);
+    };
+    v.to_str()
+        .and_then(|s| s.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .map(Some)
+        .ok_or_else(|| format!("{WORKERS_ENV} must be a positive integer, got {v:?}"))
 }
 
 fn build() -> State {

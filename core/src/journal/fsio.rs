@@ -176,14 +176,11 @@ pub fn remove(dir: &Path, name: &str) -> io::Result<bool> {
 
 /// Durably removes `dir/name`; `Ok(false)` if it did not exist.
 pub fn remove_durable(dir: &Path, name: &str) -> io::Result<bool> {
-    match fs::remove_file(dir.join(name)) {
-        Ok(()) => {
-            sync_dir_shared(dir)?;
-            Ok(true)
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(e),
+    let removed = remove(dir, name)?;
+    if removed {
+        sync_dir_shared(dir)?;
     }
+    Ok(removed)
 }
 
 /// Moves `dir/name` aside as `name.<kind>-<ms>-<n>` and returns the new name. Never replaces

@@ -112,9 +112,9 @@ pub(super) struct Beating {
     client: Arc<CyclesClient>,
     reservation_id: String,
     config: HeartbeatConfig,
-    pub(super) stop: CancellationToken,
+    stop: CancellationToken,
     cancel_work: CancellationToken,
-    pub(super) report: Arc<Mutex<Option<LeaseReport>>>,
+    report: Arc<Mutex<Option<LeaseReport>>>,
     ttl_ms: u64,
     configured_duration: Duration,
     configured: Millis,
@@ -258,7 +258,7 @@ impl Beating {
 
     /// Ends the heartbeat: cancels the work under [`FailurePolicy::Cancel`] when it stopped
     /// early, emits `HeartbeatEnded`, and returns what it did.
-    pub(super) fn conclude(self, end: HeartbeatEnd) -> LeaseReport {
+    fn conclude(self, end: HeartbeatEnd) -> LeaseReport {
         if matches!(end, HeartbeatEnd::Stopped(_)) && self.config.policy == FailurePolicy::Cancel {
             self.cancel_work.cancel();
         }

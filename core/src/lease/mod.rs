@@ -35,11 +35,6 @@ use crate::model::ReservationCreateResponse;
 use crate::timing::StopReason;
 use crate::transport::{CyclesClient, Response};
 
-/// Leases waiting in the lease wheel for their first beat, process-wide (diagnostics).
-pub fn parked_leases() -> usize {
-    wheel::parked()
-}
-
 /// How a heartbeat failure affects the guarded work.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum FailurePolicy {
@@ -190,8 +185,11 @@ impl Heartbeat {
             cancel_work: cancel_work.clone(),
             report: report.clone(),
         }));
-        let mut parked = None;
-        let to_run = match beating.first_beat() {
+        let run_now = |beating: Box<driver::Beating>| {
+            let handle = runtime.spawn(beating.run());
+            *task.lock().unwrap_or_else(|p| p.into_inner()) = Some(handle);
+        };
+        let parked = match beating.first_beat() {
             driver::FirstBeat::Stop => {
                 // The planner stopped at once: end it here, as its task would have.
                 let done = beating.conclude_unrun();
@@ -202,19 +200,18 @@ impl Heartbeat {
             }
             driver::FirstBeat::At(at) => {
                 match wheel::park(at, beating, runtime.clone(), task.clone()) {
-                    Ok(key) => {
-                        parked = Some(key);
+                    Ok(key) => Some(key),
+                    Err(beating) => {
+                        run_now(beating);
                         None
                     }
-                    Err(beating) => Some(beating),
                 }
             }
-            driver::FirstBeat::Never => Some(beating),
+            driver::FirstBeat::Never => {
+                run_now(beating);
+                None
+            }
         };
-        if let Some(beating) = to_run {
-            let handle = runtime.spawn(beating.run());
-            *task.lock().unwrap_or_else(|p| p.into_inner()) = Some(handle);
-        }
         Heartbeat {
             reservation_id,
             stop,

@@ -161,8 +161,3 @@ pub(crate) fn shutdown() {
         let _ = t.join();
     }
 }
-
-/// Number of leases parked now (for tests and diagnostics).
-pub fn parked() -> usize {
-    lock().due.len()
-}

@@ -358,12 +358,12 @@ impl Settler {
     /// without reporting it, and a settlement pays one blocking hop for all of it.
     async fn finish(
         &self,
-        held: &mut Option<Held>,
+        held: Option<Held>,
         id: &str,
         quarantine: Option<QuarantineKind>,
         then: Option<Event>,
     ) {
-        let Some(h) = held.take() else {
+        let Some(h) = held else {
             if let Some(e) = then {
                 self.emit(e);
             }
@@ -495,7 +495,7 @@ impl Settler {
                         via: mode,
                         attempts,
                     };
-                    self.finish(&mut held, &id, None, Some(settled)).await;
+                    self.finish(held.take(), &id, None, Some(settled)).await;
                     break match success {
                         Success::Commit(r) => SettleOutcome::Committed(r),
                         Success::Event(r) => {
@@ -555,7 +555,7 @@ impl Settler {
                     }
                     if rec.event_fallback_body.is_none() {
                         self.emit(failed(SettleDisposition::Rejected));
-                        self.finish(&mut held, &id, Some(QuarantineKind::Unrecoverable), None)
+                        self.finish(held.take(), &id, Some(QuarantineKind::Unrecoverable), None)
                             .await;
                         break SettleOutcome::Rejected(rejection(&error));
                     }
@@ -573,7 +573,7 @@ impl Settler {
                 }
                 Verdict::Terminal => {
                     self.emit(failed(SettleDisposition::Rejected));
-                    self.finish(&mut held, &id, None, None).await;
+                    self.finish(held.take(), &id, None, None).await;
                     break SettleOutcome::Rejected(rejection(&error));
                 }
                 Verdict::Keep => {
