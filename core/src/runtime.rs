@@ -73,11 +73,21 @@ fn state() -> RwLockWriteGuard<'static, State> {
 }
 
 /// Environment variable: the number of worker threads of core's runtime (a positive
-/// integer). Unset: tokio's default, one per core (`TOKIO_WORKER_THREADS` overrides that).
-/// One worker makes a single sequential caller cheaper: the request and connection tasks stop
-/// bouncing between workers (docs/benchmarks.md measured about a third less CPU per guarded
-/// lifecycle, in core and in Python's sync path); many concurrent calls favour more workers.
+/// integer). Unset: one worker ([`DEFAULT_WORKERS`]), unless tokio's own
+/// `TOKIO_WORKER_THREADS` is set, which is then honoured.
+///
+/// One worker is the default because every caller of this runtime is a binding whose host
+/// waits on it from its own threads (a host is never called on a worker: events go through
+/// the bridge's pump, completions through channels and the hosts' own threads). With more
+/// workers the request and connection tasks of one call bounce between them, and each bounce
+/// wakes a parked thread: one worker cuts a sequential guarded lifecycle's CPU by about a
+/// third, in core and in every binding (docs/benchmarks.md). Set more for a process that
+/// drives many thousands of concurrent calls and wants core's side on several cores.
 pub const WORKERS_ENV: &str = "CYCLES_RUNTIME_WORKERS";
+
+/// Worker threads of core's runtime when neither [`WORKERS_ENV`] nor `TOKIO_WORKER_THREADS`
+/// is set.
+pub const DEFAULT_WORKERS: usize = 1;
 
 /// The worker count asked for by [`WORKERS_ENV`]: `Ok(None)` when unset.
 fn workers_from_env() -> Result<Option<usize>, String> {
@@ -97,7 +107,11 @@ fn build() -> State {
         Ok(Some(n)) => {
             builder.worker_threads(n);
         }
-        Ok(None) => {}
+        // tokio reads its own variable only when no count is set here.
+        Ok(None) if std::env::var_os("TOKIO_WORKER_THREADS").is_some() => {}
+        Ok(None) => {
+            builder.worker_threads(DEFAULT_WORKERS);
+        }
         Err(e) => return State::Failed(e),
     }
     let built = builder

@@ -7,7 +7,7 @@ mod common;
 use std::process::Command;
 
 use common::{child_args, child_spec};
-use cycles_core::runtime::{self, WORKERS_ENV};
+use cycles_core::runtime::{self, DEFAULT_WORKERS, WORKERS_ENV};
 use cycles_core::ErrorKind;
 
 const CHILD_ENV: &str = "CYCLES_WORKERS_CHILD";
@@ -37,13 +37,20 @@ fn runtime_workers_child() {
 }
 
 fn run_child(spec: &str, workers: Option<&str>) {
+    run_child_with(spec, workers, None);
+}
+
+fn run_child_with(spec: &str, workers: Option<&str>, tokio_workers: Option<&str>) {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
     cmd.args(child_args("runtime_workers_child"))
-        .env(CHILD_ENV, spec)
-        .env_remove("TOKIO_WORKER_THREADS");
+        .env(CHILD_ENV, spec);
     match workers {
         Some(w) => cmd.env(WORKERS_ENV, w),
         None => cmd.env_remove(WORKERS_ENV),
+    };
+    match tokio_workers {
+        Some(w) => cmd.env("TOKIO_WORKER_THREADS", w),
+        None => cmd.env_remove("TOKIO_WORKER_THREADS"),
     };
     let out = cmd.output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
@@ -58,8 +65,16 @@ fn run_child(spec: &str, workers: Option<&str>) {
 fn the_worker_count_comes_from_the_environment() {
     run_child("1", Some("1"));
     run_child("3", Some(" 3 "));
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    run_child(&cores.to_string(), None);
+    run_child(&DEFAULT_WORKERS.to_string(), None);
     run_child("error", Some("0"));
     run_child("error", Some("two"));
+}
+
+#[test]
+fn the_default_is_one_worker_and_tokio_worker_threads_still_counts() {
+    assert_eq!(DEFAULT_WORKERS, 1);
+    run_child_with("1", None, None);
+    // tokio's own variable is honoured when core's is unset, and core's wins over it.
+    run_child_with("3", None, Some("3"));
+    run_child_with("2", Some("2"), Some("3"));
 }
