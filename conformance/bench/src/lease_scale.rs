@@ -1,8 +1,10 @@
 //! Lease scaling benchmark: memory and CPU per heartbeating lease at 1k, 10k and 100k leases
 //! in ONE process, against the local server running in a separate child process (so its own
-//! cost is not counted), with a short simulated TTL. The baseline, measured in the same run,
-//! is the same number of bare tokio tasks sleeping at the same cadence, so the ratio shows
-//! what the heartbeat itself adds over the cheapest possible timer task.
+//! cost is not counted), with a short simulated TTL. Two baselines, each measured in the same
+//! run in its own process: the same number of bare tokio tasks sleeping at the same cadence
+//! (what the heartbeat adds over the cheapest possible timer task), and the same number of
+//! bare reqwest tasks posting the same extends at the same cadence (what one extension costs
+//! above a hand-written HTTP call: CPU per extension, issue 15).
 //!
 //! Run: `cargo run --release -p cycles-bench --bin lease-scale -- --leases 1000,10000,100000`
 //! (see docs/benchmarks.md).
@@ -78,6 +80,13 @@ fn cpu_seconds() -> f64 {
     };
     // utime and stime are fields 14 and 15 of stat; after "pid (comm)" they are at 11 and 12.
     (ticks(11) + ticks(12)) as f64 / 100.0
+}
+
+/// This process's user + system CPU in microseconds (all threads; nanosecond clock), for the
+/// per-extension figures, where /proc's 10 ms ticks are too coarse.
+fn cpu_us() -> f64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    t.tv_sec as f64 * 1e6 + t.tv_nsec as f64 / 1e3
 }
 
 async fn serve() {
@@ -178,8 +187,100 @@ async fn baseline(n: usize, period: Duration, window: Duration) -> Sample {
     s
 }
 
+/// The HTTP baseline: n reservations created with a bare reqwest client, then n tasks each
+/// posting an extend (a fresh idempotency key, `extend_by_ms` = ttl) once per period, spread
+/// over the period as the heartbeats are, and reading each response into a `serde_json::Value`.
+/// Returns the window's sample, its extends and the CPU µs per extend.
+async fn reqwest_extends(n: usize, args: &Args) -> (Sample, u64, f64) {
+    let (mut child, url) = spawn_server();
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_millis(args.timeout_ms))
+        .build()
+        .expect("reqwest client");
+    let rss0 = resident_bytes();
+    let sem = Arc::new(tokio::sync::Semaphore::new(args.create_concurrency));
+    let mut creates = Vec::with_capacity(n);
+    for i in 0..n {
+        let (http, url, sem, ttl) = (http.clone(), url.clone(), sem.clone(), args.ttl_ms);
+        creates.push(tokio::spawn(async move {
+            let _permit = sem.acquire().await.expect("semaphore");
+            let body = serde_json::json!({
+                "idempotency_key": format!("bench-{i}"),
+                "subject": {"tenant": "acme"},
+                "action": {"kind": "bench.lease", "name": "scale"},
+                "estimate": {"unit": "TOKENS", "amount": 1},
+                "ttl_ms": ttl,
+            });
+            let created: serde_json::Value = http
+                .post(format!("{url}/v1/reservations"))
+                .header("X-Cycles-API-Key", KEY)
+                .json(&body)
+                .send()
+                .await
+                .ok()?
+                .json()
+                .await
+                .ok()?;
+            created["reservation_id"].as_str().map(str::to_string)
+        }));
+    }
+    let mut ids = Vec::with_capacity(n);
+    for c in creates {
+        ids.extend(c.await.expect("create task"));
+    }
+    let extends = Arc::new(AtomicU64::new(0));
+    let period = Duration::from_millis(u64::try_from(args.ttl_ms).unwrap_or(1000));
+    let start = tokio::time::Instant::now();
+    let n_ids = ids.len();
+    let mut tasks = Vec::with_capacity(n_ids);
+    for (i, id) in ids.into_iter().enumerate() {
+        let (http, extends, ttl) = (http.clone(), extends.clone(), args.ttl_ms);
+        let url = format!("{url}/v1/reservations/{id}/extend");
+        let first = start + period.mul_f64(i as f64 / n_ids as f64);
+        tasks.push(tokio::spawn(async move {
+            let mut at = first;
+            for beat in 0u64.. {
+                tokio::time::sleep_until(at).await;
+                at += period;
+                let body = serde_json::json!({
+                    "idempotency_key": format!("bench-{i}-extend-{beat}"),
+                    "extend_by_ms": ttl,
+                });
+                let sent = http
+                    .post(&url)
+                    .header("X-Cycles-API-Key", KEY)
+                    .json(&body)
+                    .send()
+                    .await;
+                let Ok(res) = sent else { continue };
+                let ok = res.status().is_success();
+                if res.json::<serde_json::Value>().await.is_ok() && ok {
+                    extends.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }));
+    }
+    let (cpu0, us0) = (cpu_seconds(), cpu_us());
+    let extends0 = extends.load(Ordering::Relaxed);
+    let window = Duration::from_secs(args.measure_s);
+    tokio::time::sleep(window).await;
+    let sample = sample(n, rss0, cpu0, window);
+    let done = extends.load(Ordering::Relaxed) - extends0;
+    let per_extend = (cpu_us() - us0) / done.max(1) as f64;
+    for t in &tasks {
+        t.abort();
+    }
+    for t in tasks {
+        let _ = t.await;
+    }
+    drop(child.stdin.take());
+    let _ = child.wait();
+    (sample, done, per_extend)
+}
+
 struct LeaseRun {
     sample: Sample,
+    cpu_us_per_extend: f64,
     extends: u64,
     failures: u64,
     stopped: usize,
@@ -257,12 +358,13 @@ async fn leases(n: usize, args: &Args) -> LeaseRun {
     }
     let create_failures = n - beats.len();
     let setup = setup_start.elapsed();
-    let cpu0 = cpu_seconds();
+    let (cpu0, us0) = (cpu_seconds(), cpu_us());
     let extends0 = extends.load(Ordering::Relaxed);
     let window = Duration::from_secs(args.measure_s);
     tokio::time::sleep(window).await;
     let sample = sample(n, rss0, cpu0, window);
     let extends_done = extends.load(Ordering::Relaxed) - extends0;
+    let cpu_us_per_extend = (cpu_us() - us0) / extends_done.max(1) as f64;
     let mut stopped = 0;
     for hb in beats {
         if hb.finish().await.stopped_early() {
@@ -273,6 +375,7 @@ async fn leases(n: usize, args: &Args) -> LeaseRun {
     let _ = child.wait();
     LeaseRun {
         sample,
+        cpu_us_per_extend,
         extends: extends_done,
         failures: failures.load(Ordering::Relaxed),
         stopped,
@@ -316,11 +419,16 @@ fn child(kind: &str, args: &Args) {
             let s = runtime.block_on(baseline(n, period, window));
             serde_json::json!({"rss_bytes": s.rss_per_unit, "cpu_ms_per_minute": s.cpu_ms_per_unit_minute})
         }
+        "reqwest" => {
+            let (s, extends, per_extend) = runtime.block_on(reqwest_extends(n, args));
+            serde_json::json!({"rss_bytes": s.rss_per_unit, "cpu_ms_per_minute": s.cpu_ms_per_unit_minute,
+                "extends": extends, "cpu_us_per_extend": per_extend})
+        }
         _ => {
             let r = runtime.block_on(leases(n, args));
             serde_json::json!({
                 "rss_bytes": r.sample.rss_per_unit, "cpu_ms_per_minute": r.sample.cpu_ms_per_unit_minute,
-                "extends": r.extends, "failures": r.failures, "stopped": r.stopped, "setup_s": r.setup.as_secs_f64(),
+                "extends": r.extends, "cpu_us_per_extend": r.cpu_us_per_extend, "failures": r.failures, "stopped": r.stopped, "setup_s": r.setup.as_secs_f64(),
                 "create_failures": r.create_failures,
             })
         }
@@ -344,11 +452,11 @@ fn main() {
     }
     if !args.json {
         println!(
-            "lease-scale: ttl {} ms, timeout {} ms, creates spread over {} ms, window {} s; per-lease figures, baseline = bare sleeping tokio task",
+            "lease-scale: ttl {} ms, timeout {} ms, creates spread over {} ms, window {} s; per-lease figures, baseline = bare sleeping tokio task; µs/extend against bare reqwest extends at the same cadence",
             args.ttl_ms, args.timeout_ms, args.spread_ms.unwrap_or(u64::try_from(args.ttl_ms).unwrap_or(0)), args.measure_s
         );
         println!(
-            "{:>8} {:>12} {:>11} {:>7} {:>16} {:>10} {:>7} {:>10} {:>8} {:>8} {:>12}",
+            "{:>8} {:>12} {:>11} {:>7} {:>16} {:>10} {:>7} {:>10} {:>11} {:>12} {:>7} {:>8} {:>8} {:>12}",
             "leases",
             "rss/lease B",
             "baseline B",
@@ -357,6 +465,9 @@ fn main() {
             "baseline",
             "ratio",
             "extends/s",
+            "µs/extend",
+            "reqwest µs",
+            "ratio",
             "failures",
             "stopped",
             "create fails"
@@ -365,10 +476,12 @@ fn main() {
     for &n in &args.leases {
         let base = measure_in_child("baseline", n, &args);
         let run = measure_in_child("leases", n, &args);
+        let bare = measure_in_child("reqwest", n, &args);
         let f = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or(0.0);
         let mem_ratio = f(&run, "rss_bytes") / f(&base, "rss_bytes").max(1.0);
         let cpu_ratio = f(&run, "cpu_ms_per_minute") / f(&base, "cpu_ms_per_minute").max(1e-6);
         let extends_per_s = f(&run, "extends") / args.measure_s as f64;
+        let extend_ratio = f(&run, "cpu_us_per_extend") / f(&bare, "cpu_us_per_extend").max(1e-6);
         if args.json {
             println!(
                 "{}",
@@ -377,13 +490,15 @@ fn main() {
                     "rss_bytes_per_lease": f(&run, "rss_bytes"), "baseline_rss_bytes_per_task": f(&base, "rss_bytes"),
                     "rss_ratio": mem_ratio, "cpu_ms_per_lease_per_minute": f(&run, "cpu_ms_per_minute"),
                     "baseline_cpu_ms_per_task_per_minute": f(&base, "cpu_ms_per_minute"), "cpu_ratio": cpu_ratio,
+                    "cpu_us_per_extend": f(&run, "cpu_us_per_extend"), "reqwest_cpu_us_per_extend": f(&bare, "cpu_us_per_extend"),
+                    "reqwest_extends_per_second": f(&bare, "extends") / args.measure_s as f64, "extend_cpu_ratio": extend_ratio,
                     "extends_per_second": extends_per_s, "failures": run["failures"], "stopped_early": run["stopped"], "create_failures": run["create_failures"],
                     "setup_seconds": f(&run, "setup_s"),
                 })
             );
         } else {
             println!(
-                "{:>8} {:>12.0} {:>11.0} {:>7.1} {:>16.3} {:>10.3} {:>7.1} {:>10.0} {:>8} {:>8} {:>12}",
+                "{:>8} {:>12.0} {:>11.0} {:>7.1} {:>16.3} {:>10.3} {:>7.1} {:>10.0} {:>11.1} {:>12.1} {:>7.2} {:>8} {:>8} {:>12}",
                 n,
                 f(&run, "rss_bytes"),
                 f(&base, "rss_bytes"),
@@ -392,6 +507,9 @@ fn main() {
                 f(&base, "cpu_ms_per_minute"),
                 cpu_ratio,
                 extends_per_s,
+                f(&run, "cpu_us_per_extend"),
+                f(&bare, "cpu_us_per_extend"),
+                extend_ratio,
                 run["failures"],
                 run["stopped"],
                 run["create_failures"]
