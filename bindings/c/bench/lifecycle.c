@@ -323,8 +323,12 @@ static void row(const char *what, long delta, size_t n) {
 /*
  * CONCURRENT guarded calls in flight at once (journal off): each begun with
  * cycles_guard_begin_async (reserved, heartbeat armed); "held" is measured once every begin
- * has completed and all of them wait; then each gets its actual and cycles_guard_finish_async.
- * RSS is sampled every 10 ms for the peak. Each pass measures from its own base line.
+ * has completed and all of them wait, then again after malloc_trim(0) (glibc hands back the
+ * free pages the ramp's transient buffers left: what remains is what the calls hold); then
+ * each gets its actual and cycles_guard_finish_async. RSS is sampled every 10 ms for the peak.
+ * "After" is once all have committed (checked), before and after malloc_trim(0): a leak would
+ * stay after the trim. Each pass measures from its own base line (the next pass's base is the
+ * trimmed heap).
  */
 static void in_flight(const cycles_client *c, size_t n, int pass) {
     flight_t f;
@@ -352,6 +356,8 @@ static void in_flight(const cycles_client *c, size_t n, int pass) {
     if (f.failed) die("begin failed", f.first_error);
     double ramp = now_us(CLOCK_MONOTONIC) - t0;
     long held = rss_bytes();
+    malloc_trim(0); /* the ramp's freed transients out of the figure: what the calls hold */
+    long held_trimmed = rss_bytes();
 
     for (size_t i = 0; i < n; i++) {
         cycles_error *e = NULL;
@@ -381,6 +387,7 @@ static void in_flight(const cycles_client *c, size_t n, int pass) {
     printf("| measure | delta from base | per in-flight call |\n|---|---:|---:|\n");
     row("RSS, peak (sampled every 10 ms)", peak - base, n);
     row("RSS, held (all reserved and waiting)", held - base, n);
+    row("RSS, held, after malloc_trim(0)", held_trimmed - base, n);
     row("RSS after all settled", after - base, 0);
     row("RSS after all settled and malloc_trim(0)", trimmed - base, 0);
     fflush(stdout);
