@@ -4,14 +4,16 @@
 # (its CPU not counted) and java/bench/LifecycleBench.java in alternating rounds (the binding
 # with the journal off and on, and a plain java.net.http create+commit pair), followed by core's
 # own lifecycle-cpu (core's guarded lifecycle against a bare reqwest pair) for the comparison
-# with core. Honours CARGO_TARGET_DIR.
+# with core, then (a fresh JVM) the memory of CONCURRENT guarded calls in flight (guardedAsync),
+# two passes. Honours CARGO_TARGET_DIR.
 #
-#   java/scripts/bench.sh [ROUNDS [LIFECYCLES]]     # default 7 rounds of 1000
+#   java/scripts/bench.sh [ROUNDS [LIFECYCLES [CONCURRENT]]]   # default 7 rounds of 1000, 10000 in flight
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 ROUNDS="${1:-7}"
 N="${2:-1000}"
+CONCURRENT="${3:-10000}"
 log() { printf '== java bench: %s\n' "$*" >&2; }
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/cycles-java-bench.XXXXXX")"
 SERVER=""
@@ -29,9 +31,21 @@ javac --release 17 -Xlint:all -Werror -cp "$JAR" -d "$WORK/classes" "$ROOT/java/
 source "$ROOT/scripts/bench-server.sh"
 bench_server_start "$TARGET/release/cycles" "$WORK"
 
+log "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 log "JVM: $ROUNDS rounds x $N lifecycles per path against $URL"
-java -Dcycles.shutdown.drain.ms=0 -cp "$JAR:$WORK/classes" LifecycleBench "$URL" cycles-local-key "$ROUNDS" "$N"
-kill "$SERVER"; SERVER=""
+java -Dcycles.shutdown.drain.ms=0 -cp "$JAR:$WORK/classes" LifecycleBench "$URL" cycles-local-key "$ROUNDS" "$N" 0
 
 log "core: lifecycle-cpu ($ROUNDS rounds x $N)"
 "$TARGET/release/lifecycle-cpu" --cycles-bin "$TARGET/release/cycles" --rounds "$ROUNDS" --lifecycles "$N"
+
+if [[ "$CONCURRENT" -gt 0 ]]; then
+    # A fresh JVM: a fixed heap, touched at start (RSS then moves with native memory only, not
+    # with the heap growing or shrinking around System.gc()); the binding's INFO event lines
+    # (one per settlement, to stderr) quietened for this part only.
+    printf 'handlers=java.util.logging.ConsoleHandler\n.level=INFO\ndev.cycles.level=WARNING\n' >"$WORK/logging.properties"
+    log "JVM: $CONCURRENT guarded calls in flight (guardedAsync), two passes"
+    java -Xms256m -Xmx256m -XX:+AlwaysPreTouch -Djava.util.logging.config.file="$WORK/logging.properties" \
+        -Dcycles.shutdown.drain.ms=0 -cp "$JAR:$WORK/classes" LifecycleBench "$URL" cycles-local-key 0 0 "$CONCURRENT" 2
+fi
+kill "$SERVER"; SERVER=""
+log "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
