@@ -108,6 +108,24 @@ fn examples() -> Vec<(Event, Level, Value)> {
             json!({"kind": "settlement_settled", "disposition": "settled", "mode": "event", "attempts": 2}),
         ),
         (
+            Event::SettlementSettled {
+                reservation_id: rid(),
+                via: Mode::Commit,
+                attempts: 1,
+            },
+            Level::Debug,
+            json!({"kind": "settlement_settled", "disposition": "settled", "mode": "commit", "attempts": 1}),
+        ),
+        (
+            Event::SettlementSettled {
+                reservation_id: rid(),
+                via: Mode::Commit,
+                attempts: 3,
+            },
+            Level::Info,
+            json!({"kind": "settlement_settled", "disposition": "settled", "mode": "commit", "attempts": 3}),
+        ),
+        (
             Event::SettlementAttemptFailed {
                 reservation_id: rid(),
                 mode: Mode::Commit,

@@ -6,6 +6,7 @@
 use serde_json::{json, Map, Value};
 
 use super::{Disposition, Event, HeartbeatEnd, HeartbeatPath, SettleDisposition};
+use crate::journal::Mode;
 use crate::timing::{Millis, RetryAfter, SignedMillis, StopReason};
 
 /// How important an event is; bindings map it to the host's log levels.
@@ -13,7 +14,8 @@ use crate::timing::{Millis, RetryAfter, SignedMillis, StopReason};
 pub enum Level {
     /// Routine progress (a heartbeat beat, a heartbeat that ended with its work).
     Debug,
-    /// A normal outcome worth a line (a settlement applied, a record migrated).
+    /// A normal outcome worth a line (a settlement that needed retries or the event fallback,
+    /// a record migrated).
     Info,
     /// Something failed but is being handled (a retry, a pending settlement).
     Warning,
@@ -168,6 +170,14 @@ impl Event {
                 ..
             } => Level::Debug,
             Event::HeartbeatEnded { .. } => Level::Warning,
+            // The normal end of every guarded call is routine (debug), like a finished
+            // heartbeat: at info, a host's default logging (the JVM's prints INFO) wrote a
+            // line per call. A settlement that took retries or the event fallback is news.
+            Event::SettlementSettled {
+                via: Mode::Commit,
+                attempts: 0 | 1,
+                ..
+            } => Level::Debug,
             Event::SettlementSettled { .. }
             | Event::SettlementModeSwitched { .. }
             | Event::JournalMigrated { .. } => Level::Info,
