@@ -87,6 +87,11 @@ export declare class NativeFallbackPlanner {
 
 /** The native half of a client's guarded lifecycle. */
 export declare class NativeLifecycle {
+  /**
+   * Whether any listener wants events. Without one, core's events are not even serialised
+   * and nothing crosses to JavaScript. Until first called, every event is delivered.
+   */
+  setEventsWanted(wanted: boolean): void
   /** Phase one: reserve and start the heartbeat; resolves with the running action. */
   begin(specJson: string): Promise<NativeActive>
   /** Replays every pending settlement once; resolves with the drain report JSON. */

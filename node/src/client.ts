@@ -211,12 +211,15 @@ export class Client implements AsyncDisposable {
   on(event: "event", listener: EventListener): this {
     if (event !== "event") throw new InvalidArgumentError(`unknown event ${String(event)}`);
     this.listeners.add(listener);
+    this.lc?.setEventsWanted(true);
     return this;
   }
 
   /** Removes an event listener. */
   off(event: "event", listener: EventListener): this {
     if (event === "event") this.listeners.delete(listener);
+    // Nobody listens any more: core stops building events for this client.
+    if (this.listeners.size === 0) this.lc?.setEventsWanted(false);
     return this;
   }
 
@@ -246,6 +249,7 @@ export class Client implements AsyncDisposable {
       this.lc = call(() =>
         this.native.lifecycle(this.maxAttempts, this.replayIntervalMs, (batch) => this.dispatch(batch)),
       );
+      this.lc.setEventsWanted(this.listeners.size > 0);
       OPEN.add(this);
       hookExit();
     }

@@ -153,6 +153,31 @@ test("events reach listeners, camelCase, with the stable kinds", async () => {
   assert.ok(events.includes(settled), "the onEvent option listener got it too");
 });
 
+test("events stop while nobody listens and come back with the next listener", async () => {
+  const c = server.client({ journalDir: journalDir() });
+  const settledFor = (seen, rid) => seen.some((e) => e.kind === "settlement_settled" && e.reservationId === rid);
+  const finishOne = async () => {
+    const r = await c.reserve({ estimate: 100, action: ACTION });
+    r.setActual(1);
+    await r.finish();
+    return r.reservationId;
+  };
+  const first = [];
+  const l1 = (e) => first.push(e);
+  c.on("event", l1);
+  const rid1 = await finishOne();
+  for (let i = 0; i < 100 && !settledFor(first, rid1); i++) await sleep(10);
+  assert.ok(settledFor(first, rid1), JSON.stringify(first.map((e) => e.kind)));
+  c.off("event", l1); // nobody listens: core builds no events for this client
+  await finishOne();
+  const second = [];
+  c.on("event", (e) => second.push(e));
+  const rid3 = await finishOne();
+  for (let i = 0; i < 100 && !settledFor(second, rid3); i++) await sleep(10);
+  assert.ok(settledFor(second, rid3), "a listener added later gets the events from then on");
+  await c.close(0);
+});
+
 test("setMetadataJson keeps integers beyond 2^53 exact in the journaled body", async () => {
   const dir = journalDir();
   const c = server.client({ journalDir: dir, maxAttempts: 1 });

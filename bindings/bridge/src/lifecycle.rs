@@ -6,12 +6,12 @@
 //! binding's own drains it with [`Lifecycle::next_events`] (its interpreter lock released) and
 //! calls the host's listeners there: a host is never called from a tokio worker.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cycles_core::events::EventSink;
+use cycles_core::events::{EventSink, Level};
 use cycles_core::guard::{ActiveGuard, Guard, Usage};
 use cycles_core::runtime;
 use cycles_core::settle::{DrainReport, ReplayHandle, SettleConfig, Settler};
@@ -22,26 +22,60 @@ use crate::guard::{drain_json, event_json, finished_json, parse_spec};
 use crate::task::Work;
 
 /// The host-callback channel: an `EventSink` whose callback only queues event JSON, and the
-/// queue a host thread drains.
+/// queue a host thread drains. Events below the host's floor ([`EventPump::set_floor`]) are
+/// neither serialised nor queued: nobody would see them.
 pub struct EventPump {
-    rx: Mutex<Receiver<String>>,
+    rx: Mutex<Receiver<(Level, String)>>,
+    floor: Arc<AtomicU8>,
+}
+
+/// The floor's encoding: a level's rank, or [`NO_EVENTS`].
+const NO_EVENTS: u8 = u8::MAX;
+
+fn rank(level: Level) -> u8 {
+    match level {
+        Level::Debug => 0,
+        Level::Info => 1,
+        Level::Warning => 2,
+        Level::Error => 3,
+    }
 }
 
 impl EventPump {
-    /// A pump and the sink that feeds it.
+    /// A pump (every event wanted until [`EventPump::set_floor`] says otherwise) and the sink
+    /// that feeds it.
     pub fn new() -> (EventPump, EventSink) {
-        let (tx, rx) = mpsc::channel::<String>();
+        let (tx, rx) = mpsc::channel::<(Level, String)>();
+        let floor = Arc::new(AtomicU8::new(rank(Level::Debug)));
+        let wanted = floor.clone();
         // Runs on a runtime worker: only a channel send, never the host.
         let sink = EventSink::with_callback(move |e| {
-            let _ = tx.send(event_json(e));
+            let level = e.level();
+            if rank(level) >= wanted.load(Ordering::Relaxed) {
+                let _ = tx.send((level, event_json(e)));
+            }
         });
-        (EventPump { rx: Mutex::new(rx) }, sink)
+        (
+            EventPump {
+                rx: Mutex::new(rx),
+                floor,
+            },
+            sink,
+        )
     }
 
-    /// Events queued so far, waiting up to `timeout` for the first (blocking: call it with the
-    /// host's lock released). When `finished` (no event can follow), hands over what is queued
-    /// without waiting and `None` once nothing is left; `None` too when every sink is gone.
-    pub fn next(&self, timeout: Duration, finished: bool) -> Option<Vec<String>> {
+    /// The least level the host will look at (its listeners, its logger's level); `None`:
+    /// no event at all. Takes effect for events emitted from now on.
+    pub fn set_floor(&self, floor: Option<Level>) {
+        self.floor
+            .store(floor.map_or(NO_EVENTS, rank), Ordering::Relaxed);
+    }
+
+    /// Events queued so far with their levels, waiting up to `timeout` for the first
+    /// (blocking: call it with the host's lock released). When `finished` (no event can
+    /// follow), hands over what is queued without waiting and `None` once nothing is left;
+    /// `None` too when every sink is gone.
+    pub fn next(&self, timeout: Duration, finished: bool) -> Option<Vec<(Level, String)>> {
         let rx = self.rx.lock().unwrap_or_else(|p| p.into_inner());
         let mut out = Vec::new();
         if finished {
@@ -172,8 +206,21 @@ impl Lifecycle {
     /// Events delivered so far (waits up to `timeout` for the first; blocking, call it with
     /// the host's lock released); `None` once the lifecycle is closed and nothing is left.
     pub fn next_events(&self, timeout: Duration) -> Option<Vec<String>> {
+        self.next_leveled_events(timeout)
+            .map(|batch| batch.into_iter().map(|(_, json)| json).collect())
+    }
+
+    /// [`Lifecycle::next_events`] with each event's level (for hosts that filter by it).
+    pub fn next_leveled_events(&self, timeout: Duration) -> Option<Vec<(Level, String)>> {
         let finished = self.drained.load(Ordering::SeqCst);
         self.events.next(timeout, finished)
+    }
+
+    /// The least level the host will look at; `None`: no event at all (no listener, logging
+    /// off). Events below it are not even serialised. Until a host sets it, every event is
+    /// delivered.
+    pub fn set_event_floor(&self, floor: Option<Level>) {
+        self.events.set_floor(floor);
     }
 }
 
@@ -245,7 +292,8 @@ mod tests {
         sink.emit(migrated());
         let got = pump.next(Duration::from_millis(100), false).unwrap();
         assert_eq!(got.len(), 2);
-        let v: serde_json::Value = serde_json::from_str(&got[0]).unwrap();
+        assert_eq!(got[0].0, Level::Info);
+        let v: serde_json::Value = serde_json::from_str(&got[0].1).unwrap();
         assert_eq!(v, migrated().to_json());
         // Finished: what is queued, then the end without waiting.
         sink.emit(migrated());
@@ -256,5 +304,32 @@ mod tests {
         assert_eq!(pump.next(Duration::from_secs(60), true), None);
         drop(sink);
         assert_eq!(pump.next(Duration::from_secs(60), false), None);
+    }
+
+    #[test]
+    fn events_below_the_floor_are_not_queued() {
+        let (pump, sink) = EventPump::new();
+        let quarantined = || Event::JournalQuarantined {
+            reservation_id: None,
+            file: "f".into(),
+            quarantined_as: "f.corrupt".into(),
+            reason: "corrupt".into(),
+        };
+        pump.set_floor(Some(Level::Warning));
+        sink.emit(migrated()); // info: below
+        sink.emit(quarantined()); // error: kept
+        let got = pump.next(Duration::from_millis(100), false).unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].0, Level::Error);
+        pump.set_floor(None);
+        sink.emit(quarantined());
+        assert_eq!(pump.next(Duration::from_millis(1), false), Some(vec![]));
+        pump.set_floor(Some(Level::Debug));
+        sink.emit(migrated());
+        assert_eq!(
+            pump.next(Duration::from_millis(100), false)
+                .map(|v| v.len()),
+            Some(1)
+        );
     }
 }

@@ -487,6 +487,7 @@ enum cycles_status cycles_client_call_async(const struct cycles_client *c,
  * one. `user_data` is passed back unchanged; it must stay valid until another callback is
  * registered or the client is freed. Events (docs/events.md) arrive on the client's event
  * thread (see `cycles_event_cb`); starts the client's lifecycle if it has not started.
+ * While no callback is registered, events are not kept (none is built at all).
  * Any thread.
  */
 enum cycles_status cycles_client_set_event_callback(const struct cycles_client *c,

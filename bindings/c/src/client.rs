@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use cycles_bridge::args::Args;
 use cycles_bridge::{ClientHandle, ClientOptions, ErrorFields, Lifecycle};
+use cycles_core::events::Level;
 use serde_json::json;
 
 use crate::completion;
@@ -88,8 +89,18 @@ impl cycles_client {
         )?);
         let pump = Pump::start(lifecycle.clone(), self.callback.clone())?;
         let l = Arc::new(Life { lifecycle, pump });
+        self.sync_event_floor(&l);
         *slot = Some(l.clone());
         Ok(l)
+    }
+
+    /// Events are serialised and queued only while a callback is registered: without one
+    /// nobody sees them (the bridge skips them at the source).
+    /// Stored under the callback's lock, so racing registrations leave the floor of the last.
+    fn sync_event_floor(&self, life: &Life) {
+        let callback = self.callback.lock().unwrap_or_else(|p| p.into_inner());
+        life.lifecycle
+            .set_event_floor(callback.is_registered().then_some(Level::Debug));
     }
 
     fn existing_life(&self) -> Option<Arc<Life>> {
@@ -267,6 +278,7 @@ pub unsafe extern "C" fn cycles_client_call_async(
 /// one. `user_data` is passed back unchanged; it must stay valid until another callback is
 /// registered or the client is freed. Events (docs/events.md) arrive on the client's event
 /// thread (see `cycles_event_cb`); starts the client's lifecycle if it has not started.
+/// While no callback is registered, events are not kept (none is built at all).
 /// Any thread.
 #[no_mangle]
 pub unsafe extern "C" fn cycles_client_set_event_callback(
@@ -278,7 +290,8 @@ pub unsafe extern "C" fn cycles_client_set_event_callback(
     guard(err, || {
         let c = client(c)?;
         *c.callback.lock().unwrap_or_else(|p| p.into_inner()) = Callback::new(cb, user_data);
-        c.life()?;
+        let life = c.life()?;
+        c.sync_event_floor(&life);
         Ok(())
     })
 }

@@ -40,6 +40,11 @@ impl Callback {
         Callback { f, user_data }
     }
 
+    /// Whether a function is registered.
+    pub fn is_registered(&self) -> bool {
+        self.f.is_some()
+    }
+
     fn call(self, event: &str) {
         if let Some(f) = self.f {
             let text = c_string(event);

@@ -10,8 +10,9 @@ use cycles_bridge::args::Args;
 use cycles_bridge::ops::Call;
 use cycles_bridge::task::Work;
 use cycles_bridge::{error_codes, Active, ClientHandle, ClientOptions, ErrorFields, Lifecycle};
+use cycles_core::events::Level;
 use jni::objects::{JClass, JString};
-use jni::sys::{jboolean, jlong, jstring, JNI_FALSE, JNI_TRUE};
+use jni::sys::{jboolean, jint, jlong, jstring, JNI_FALSE, JNI_TRUE};
 use jni::JNIEnv;
 use serde_json::json;
 
@@ -197,6 +198,29 @@ pub extern "system" fn Java_dev_cycles_internal_Native_lifeNextEvents<'l>(
             Some(batch) => jstr(env, &format!("[{}]", batch.join(","))),
             None => Ok(std::ptr::null_mut()),
         }
+    })
+}
+
+/// The least level of the events the Java side looks at (0 debug, 1 info, 2 warning, 3 error;
+/// anything else: none). Core builds no event below it.
+#[no_mangle]
+pub extern "system" fn Java_dev_cycles_internal_Native_lifeSetEventFloor<'l>(
+    mut env: JNIEnv<'l>,
+    _c: JClass<'l>,
+    life: jlong,
+    floor: jint,
+) {
+    entry(&mut env, (), |_env| {
+        if let Ok(l) = handles::get::<Arc<Lifecycle>>(life, "lifecycle") {
+            l.set_event_floor(match floor {
+                0 => Some(Level::Debug),
+                1 => Some(Level::Info),
+                2 => Some(Level::Warning),
+                3 => Some(Level::Error),
+                _ => None,
+            });
+        }
+        Ok(())
     })
 }
 

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cycles_bridge::{Active, Lifecycle};
+use cycles_core::events::Level;
 use cycles_core::{Config, CyclesClient};
 use napi::bindgen_prelude::{Function, Object};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
@@ -75,6 +76,13 @@ fn forward(lifecycle: &Lifecycle, tsfn: &Listener) {
 
 #[napi]
 impl NativeLifecycle {
+    /// Whether any listener wants events. Without one, core's events are not even serialised
+    /// and nothing crosses to JavaScript. Until first called, every event is delivered.
+    #[napi]
+    pub fn set_events_wanted(&self, wanted: bool) {
+        self.inner.set_event_floor(wanted.then_some(Level::Debug));
+    }
+
     /// Phase one: reserve and start the heartbeat; resolves with the running action.
     #[napi(ts_return_type = "Promise<NativeActive>")]
     pub fn begin<'e>(&self, env: &'e Env, spec_json: String) -> napi::Result<Object<'e>> {

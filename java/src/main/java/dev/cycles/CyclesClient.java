@@ -89,22 +89,64 @@ public final class CyclesClient implements AutoCloseable {
     private static final class Events {
         final List<Consumer<CyclesEvent>> listeners = new CopyOnWriteArrayList<>();
         volatile boolean started;
+        /** The lifecycle handle once started (0 before). */
+        private volatile long life;
+        /** The floor last given to core (see {@link #floor}); -2: none yet. */
+        private int sentFloor = -2;
 
         synchronized void start(long clientId) {
             if (started) {
                 return;
             }
-            long life = Native.clientLifecycle(clientId);
-            Thread t = new Thread(() -> run(life), "cycles-events");
+            long handle = Native.clientLifecycle(clientId);
+            life = handle;
+            refreshFloor();
+            Thread t = new Thread(() -> run(handle), "cycles-events");
             t.setDaemon(true);
             t.start();
             started = true;
+        }
+
+        /**
+         * The least event level anyone looks at, as core's rank (0 debug .. 3 error), or -1 for
+         * none: with a listener every event, else what the {@code dev.cycles} logger would print.
+         * Core builds no event below it.
+         */
+        int floor() {
+            if (!listeners.isEmpty() || LOG.isLoggable(System.Logger.Level.DEBUG)) {
+                return 0;
+            }
+            if (LOG.isLoggable(System.Logger.Level.INFO)) {
+                return 1;
+            }
+            if (LOG.isLoggable(System.Logger.Level.WARNING)) {
+                return 2;
+            }
+            return LOG.isLoggable(System.Logger.Level.ERROR) ? 3 : -1;
+        }
+
+        /**
+         * Tells core the current floor when it changed. Called on start, when a listener is
+         * added, and before every wait of the event thread, so a logger level changed at run
+         * time takes effect within one wait (500 ms).
+         */
+        synchronized void refreshFloor() {
+            long handle = life;
+            if (handle == 0) {
+                return;
+            }
+            int floor = floor();
+            if (floor != sentFloor) {
+                Native.lifeSetEventFloor(handle, floor);
+                sentFloor = floor;
+            }
         }
 
         @SuppressWarnings("unchecked")
         void run(long life) {
             try {
                 while (true) {
+                    refreshFloor();
                     String batch = Native.lifeNextEvents(life, 500);
                     if (batch == null) {
                         return;
@@ -182,6 +224,7 @@ public final class CyclesClient implements AutoCloseable {
      */
     public void addListener(Consumer<CyclesEvent> listener) {
         events.listeners.add(listener);
+        events.refreshFloor();
     }
 
     // ---- operations ----

@@ -150,6 +150,23 @@ class LifecycleTest {
     }
 
     @Test
+    void aListenerAddedAfterTheFirstCallGetsEventsFromThenOn() throws Exception {
+        List<CyclesEvent> got = new CopyOnWriteArrayList<>();
+        try (CyclesClient client = fx.client()) {
+            // No listener and the logger at its default: core builds no debug events.
+            client.guarded(GuardSpec.of(ACTION, 100), 60, () -> "first");
+            client.addListener(got::add);
+            String rid = client.guarded(GuardSpec.of(ACTION, 100), 60, () -> "second").outcome().reservationId();
+            long deadline = System.nanoTime() + 5_000_000_000L;
+            while (got.stream().noneMatch(e -> e.kind().equals("settlement_settled")) && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+            CyclesEvent settled = got.stream().filter(e -> e.kind().equals("settlement_settled")).findFirst().orElseThrow();
+            assertEquals(rid, settled.reservationId());
+        }
+    }
+
+    @Test
     void eventsReachListenersInOrder() throws Exception {
         List<CyclesEvent> got = new CopyOnWriteArrayList<>();
         String rid;

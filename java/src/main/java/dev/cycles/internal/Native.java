@@ -30,6 +30,8 @@ public final class Native {
 
     public static native String lifeNextEvents(long life, long timeoutMs);
 
+    public static native void lifeSetEventFloor(long life, int floor);
+
     public static native String clientFlush(long client);
 
     public static native String clientDrain(long client, long timeoutMs);
