@@ -126,9 +126,12 @@ def test_a_loop_closed_with_work_in_flight(server: LocalServer, unraisable: list
             await asyncio.sleep(0.05)
             return task
 
-        loop.run_until_complete(start())
+        pending = loop.run_until_complete(start())
     finally:
         loop.close()  # the reservation is still in flight, its future pending
+    # That task can never finish (its loop is closed); it is the caller's to drop, and asyncio
+    # would log it as destroyed while pending.
+    pending._log_destroy_pending = False  # type: ignore[attr-defined]
     # The work completes on core's runtime for a loop that is gone.
     wait_for(lambda: kinds(server) == ["reserve"], "the in-flight reservation")
     time.sleep(0.05)  # its completion is queued for the closed loop: nothing may break
@@ -139,6 +142,7 @@ def test_a_loop_closed_with_work_in_flight(server: LocalServer, unraisable: list
 
     asyncio.run(again())
     assert kinds(server) == ["reserve"] * 11
+    assert not pending.done()
     assert unraisable == []
 
 
@@ -210,3 +214,21 @@ async def test_errors_keep_their_typed_classes(server: LocalServer) -> None:
         with pytest.raises(cycles.RateLimitedError) as r:
             await client.decide(idempotency_key="k-429", action=ACTION, estimate=usd(1))
         assert r.value.retryable and r.value.retry_after == 2
+
+
+def test_a_loop_that_cannot_watch_descriptors_gets_a_typed_error(server: LocalServer) -> None:
+    class NoReaders(asyncio.SelectorEventLoop):
+        def add_reader(self, fd: Any, callback: Any, *args: Any) -> None:
+            raise NotImplementedError("no add_reader here")
+
+    async def main() -> None:
+        async with server.async_client() as client:
+            with pytest.raises(cycles.CyclesRuntimeError, match="add_reader"):
+                await client.decide(idempotency_key="k-nr", action=ACTION, estimate=usd(1))
+
+    loop = NoReaders()
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
+    assert arrived(server, "decide") == 0  # refused before any work started

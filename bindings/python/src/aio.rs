@@ -195,10 +195,19 @@ fn register(py: Python<'_>, event_loop: &Bound<'_, PyAny>) -> PyResult<Arc<Share
             shared: shared.clone(),
         },
     )?;
-    event_loop.call_method1(
-        intern!(py, "add_reader"),
-        (shared.wake_rx.as_raw_fd(), completions.clone_ref(py)),
-    )?;
+    // Every Unix asyncio loop (uvloop too) can watch a descriptor; one that cannot gets a
+    // typed error rather than a future that never completes.
+    event_loop
+        .call_method1(
+            intern!(py, "add_reader"),
+            (shared.wake_rx.as_raw_fd(), completions.clone_ref(py)),
+        )
+        .map_err(|e| {
+            to_pyerr(ErrorFields::from(cycles_core::Error::runtime(format!(
+                "the running event loop cannot watch a file descriptor (loop.add_reader), \
+                 which cycles' async calls need: {e}"
+            ))))
+        })?;
     let entry = Entry {
         addr: event_loop.as_ptr() as usize,
         event_loop: Held::new(event_loop),
