@@ -20,7 +20,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use cycles_bridge::{task, ErrorFields};
-use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyWeakrefReference;
@@ -83,10 +82,11 @@ impl Shared {
         }
     }
 
-    /// Drops everything queued (with the GIL) and every later completion.
+    /// Drops everything queued (call it with the GIL) and every later completion.
     fn shut(&self) {
         self.open.store(false, Ordering::Release);
-        drop(std::mem::take(&mut *self.queue()));
+        let queued = std::mem::take(&mut *self.queue());
+        drop(queued); // after the lock: a future's finalizer may run Python code
     }
 }
 
@@ -185,10 +185,12 @@ fn completions_of(py: Python<'_>, event_loop: &Bound<'_, PyAny>) -> PyResult<Arc
 #[cold]
 fn register(py: Python<'_>, event_loop: &Bound<'_, PyAny>) -> PyResult<Arc<Shared>> {
     sweep(py);
-    let shared =
-        Arc::new(Shared::new().map_err(|e| {
-            PyRuntimeError::new_err(format!("cannot create a wake-up socket: {e}"))
-        })?);
+    let shared = Shared::new().map_err(|e| {
+        runtime_err(format!(
+            "cannot create the event loop's wake-up socket: {e}"
+        ))
+    })?;
+    let shared = Arc::new(shared);
     let completions = Py::new(
         py,
         LoopCompletions {
@@ -203,10 +205,10 @@ fn register(py: Python<'_>, event_loop: &Bound<'_, PyAny>) -> PyResult<Arc<Share
             (shared.wake_rx.as_raw_fd(), completions.clone_ref(py)),
         )
         .map_err(|e| {
-            to_pyerr(ErrorFields::from(cycles_core::Error::runtime(format!(
+            runtime_err(format!(
                 "the running event loop cannot watch a file descriptor (loop.add_reader), \
                  which cycles' async calls need: {e}"
-            ))))
+            ))
         })?;
     let entry = Entry {
         addr: event_loop.as_ptr() as usize,
@@ -215,6 +217,11 @@ fn register(py: Python<'_>, event_loop: &Bound<'_, PyAny>) -> PyResult<Arc<Share
     };
     loops().push(entry);
     Ok(shared)
+}
+
+/// `CyclesRuntimeError` (core's RUNTIME kind) with `message`.
+fn runtime_err(message: String) -> PyErr {
+    to_pyerr(ErrorFields::from(cycles_core::Error::runtime(message)))
 }
 
 /// Forgets loops that are gone or closed (a closed loop never drains again) and shuts their
