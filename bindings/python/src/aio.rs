@@ -12,6 +12,7 @@
 //! One queue per event loop, found through a small registry keyed by the loop (weakly held, so
 //! the registry keeps no loop alive). When a new loop registers, entries of loops that are
 //! closed or gone are removed and their queues shut: later completions for them are dropped.
+//! A loop without `add_reader` gets a RUNTIME error instead of a future that never completes.
 
 use std::io::{Read, Write};
 use std::os::unix::io::AsRawFd;
