@@ -2,12 +2,16 @@
 //!
 //! A blocking host call spawns the work ([`Spawned`]) and waits in short slices
 //! ([`Spawned::wait`]) with its interpreter lock released, so it can check for signals between
-//! slices and abort. An async host awaits [`joined`] from its own event-loop glue. Either way a
-//! panic in the work becomes an INTERNAL error, never an unwinding host frame.
+//! slices and abort. An async host awaits [`joined`] from its own event-loop glue, or hands
+//! [`spawn_then`] a delivery that queues the result for its event loop. Either way a panic in
+//! the work becomes an INTERNAL error, never an unwinding host frame.
 
 use std::future::Future;
-use std::pin::Pin;
+use std::marker::PhantomData;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::{pin, Pin};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::task::Poll;
 use std::time::Duration;
 
 use cycles_core::runtime;
@@ -92,6 +96,56 @@ pub async fn joined<T: Send + 'static>(
     }
 }
 
+/// Runs `fut` as ONE task on core's runtime and hands its result to `deliver` on the worker
+/// that finished it: a panic becomes INTERNAL, and work dropped unfinished (the runtime shut
+/// down under it) is delivered as RUNTIME, so `deliver` runs exactly once. `deliver` must be
+/// quick and must not block (it runs on a runtime worker): queue the result for the host.
+/// Unlike awaiting [`joined`] from another task, nothing waits on a join handle, so one
+/// completion costs one task. Errs (RUNTIME) only when the runtime is unusable; then
+/// `deliver` never runs.
+pub fn spawn_then<T: Send + 'static>(
+    fut: impl Future<Output = Result<T, ErrorFields>> + Send + 'static,
+    deliver: impl FnOnce(Result<T, ErrorFields>) + Send + 'static,
+) -> Result<(), ErrorFields> {
+    let rt = runtime::handle()?;
+    let mut once = Deliver(Some(deliver), PhantomData);
+    rt.spawn(async move {
+        let mut fut = pin!(fut);
+        // Polled under catch_unwind, in this task: a panic ends the work with INTERNAL and
+        // the future is never polled again.
+        let r = std::future::poll_fn(|cx| {
+            match catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
+                Ok(p) => p,
+                Err(panic) => {
+                    Poll::Ready(Err(ErrorFields::internal(panic_message(panic.as_ref()))))
+                }
+            }
+        })
+        .await;
+        once.send(r);
+    });
+    Ok(())
+}
+
+/// Delivers exactly once: the work's result, or (dropped unfinished) RUNTIME.
+struct Deliver<T, F: FnOnce(Result<T, ErrorFields>)>(Option<F>, PhantomData<fn(T)>);
+
+impl<T, F: FnOnce(Result<T, ErrorFields>)> Deliver<T, F> {
+    fn send(&mut self, r: Result<T, ErrorFields>) {
+        if let Some(d) = self.0.take() {
+            d(r);
+        }
+    }
+}
+
+impl<T, F: FnOnce(Result<T, ErrorFields>)> Drop for Deliver<T, F> {
+    fn drop(&mut self) {
+        self.send(Err(ErrorFields::from(cycles_core::Error::runtime(
+            "the operation was abandoned: the cycles runtime shut down before it finished",
+        ))));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,5 +201,52 @@ mod tests {
             Ok::<u8, ErrorFields>(0)
         }));
         assert!(bad.unwrap_err().message.ends_with(": async panic"));
+    }
+
+    /// What `spawn_then` delivered, waited for from this (non-runtime) thread.
+    fn delivered<T: Send + 'static>(
+        fut: impl Future<Output = Result<T, ErrorFields>> + Send + 'static,
+    ) -> Result<T, ErrorFields> {
+        let (tx, rx) = mpsc::channel();
+        spawn_then(fut, move |r| tx.send(r).unwrap()).unwrap();
+        let r = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert!(
+            rx.recv_timeout(Duration::from_millis(20)).is_err(),
+            "delivered twice"
+        );
+        r
+    }
+
+    #[test]
+    fn spawn_then_delivers_once() {
+        assert_eq!(delivered(async { Ok::<_, ErrorFields>(9) }).unwrap(), 9);
+        let e = delivered(async { Err::<u8, _>(ErrorFields::internal("typed")) }).unwrap_err();
+        assert_eq!(e.message, "typed");
+    }
+
+    #[test]
+    fn spawn_then_maps_a_panic_after_a_pending_poll() {
+        let f = delivered(async {
+            tokio::task::yield_now().await;
+            if true {
+                panic!("late panic");
+            }
+            Ok::<u8, ErrorFields>(0)
+        })
+        .unwrap_err();
+        assert_eq!(f.name, "INTERNAL");
+        assert!(f.message.ends_with(": late panic"), "{}", f.message);
+    }
+
+    #[test]
+    fn an_undelivered_result_is_runtime() {
+        let (tx, rx) = mpsc::channel();
+        let d = Deliver(
+            Some(move |r: Result<u8, ErrorFields>| tx.send(r).unwrap()),
+            PhantomData,
+        );
+        drop(d); // the runtime dropped the task before the work finished
+        assert_eq!(rx.try_recv().unwrap().unwrap_err().name, "RUNTIME");
+        assert!(rx.try_recv().is_err());
     }
 }

@@ -1,18 +1,17 @@
 //! `NativeClient`: one bridge `ClientHandle` (a `cycles_core::CyclesClient`) per Python client.
 //! Requests arrive as JSON and responses leave as JSON plus transport facts, through the
 //! bridge's operation table. The sync path blocks on the core runtime with the GIL released;
-//! the async path returns an asyncio awaitable completed from the core runtime
-//! (pyo3-async-runtimes, borrowing it).
+//! the async path returns an asyncio future completed on its event-loop thread (`aio`).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use cycles_bridge::task::{self, Wait};
-use cycles_bridge::{decode_captured, ClientHandle, ClientOptions, ErrorFields};
-use cycles_core::runtime::pinned;
+use cycles_bridge::{decode_captured, ClientHandle, ClientOptions};
 use pyo3::prelude::*;
 
-use crate::errors::{core_err, guard, to_pyerr};
+use crate::aio::awaitable;
+use crate::errors::{guard, to_pyerr};
 
 /// How often a blocking call wakes up to check for signals (Ctrl-C).
 pub const SIGNAL_POLL: Duration = Duration::from_millis(50);
@@ -42,23 +41,6 @@ pub fn wait<T: Send>(
             }
         }
     }
-}
-
-/// `fut` as an asyncio awaitable, run as its own task on the core runtime.
-pub fn awaitable<'py, T>(
-    py: Python<'py>,
-    fut: impl std::future::Future<Output = Result<T, ErrorFields>> + Send + 'static,
-) -> PyResult<Bound<'py, PyAny>>
-where
-    T: for<'a> IntoPyObject<'a> + Send + 'static,
-{
-    let rt = pinned().map_err(|e| core_err(&e))?;
-    // Core's runtime, pinned for the process (pyo3-async-runtimes needs it 'static, so
-    // Python never calls runtime::shutdown); Err only means it was already set (to it).
-    let _ = pyo3_async_runtimes::tokio::init_with_runtime(rt);
-    pyo3_async_runtimes::tokio::future_into_py(py, async move {
-        task::joined(fut).await.map_err(to_pyerr)
-    })
 }
 
 /// Decodes one captured response through core's own response path
@@ -213,7 +195,7 @@ impl NativeClient {
         })
     }
 
-    /// One operation as an asyncio awaitable, completed from the core runtime.
+    /// One operation as an asyncio future, completed on the event-loop thread.
     fn call_async<'py>(
         &self,
         py: Python<'py>,

@@ -6,6 +6,7 @@
 //! released while Python waits on it, fork detected by core's pid check, one exception
 //! hierarchy (`cycles.errors`), panics caught at every exported function.
 
+mod aio;
 mod client;
 mod errors;
 mod journal;
@@ -23,19 +24,11 @@ fn _debug_panic(sync: bool, py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
         errors::guard(|| -> PyResult<Bound<'_, PyAny>> { panic!("deliberate test panic") })
     } else {
         errors::guard(|| {
-            let rt = cycles_core::runtime::pinned().map_err(|e| errors::core_err(&e))?;
-            let _ = pyo3_async_runtimes::tokio::init_with_runtime(rt);
-            pyo3_async_runtimes::tokio::future_into_py(py, async move {
-                match rt
-                    .spawn(async { panic!("deliberate async test panic") })
-                    .await
-                {
-                    Ok(()) => Ok(()),
-                    Err(join) if join.is_panic() => Err(errors::internal(
-                        cycles_bridge::panic_message(join.into_panic().as_ref()),
-                    )),
-                    Err(_) => Err(errors::internal("cancelled")),
+            aio::awaitable(py, async {
+                if true {
+                    panic!("deliberate async test panic");
                 }
+                Ok(())
             })
         })
     }

@@ -17,7 +17,8 @@ use cycles_bridge::{Active, Lifecycle};
 use cycles_core::{Config, CyclesClient};
 use pyo3::prelude::*;
 
-use crate::client::{awaitable, wait};
+use crate::aio::awaitable;
+use crate::client::wait;
 use crate::errors::{core_err, guard, to_pyerr};
 
 /// The guarded lifecycle of one client: guard, settler, background replay, event pump.
