@@ -7,7 +7,8 @@
 //! runtime would hang forever; the creating pid is recorded and any use from another pid
 //! fails with a clear [`ErrorKind::Runtime`] error.
 //!
-//! A host integration that needs a `&'static Runtime` (pyo3-async-runtimes) gets one from
+//! A host integration that needs a `&'static Runtime` (an async adapter such as
+//! pyo3-async-runtimes; no binding here uses one any more) gets one from
 //! [`pinned`]: the runtime then lives until the process exits and [`shutdown`] refuses with a
 //! clear error (such a host drains with its lifecycle's `close(timeout)` instead).
 //!
@@ -117,10 +118,9 @@ fn build() -> State {
     let built = builder
         .enable_all()
         .thread_name("cycles-core")
-        // Blocking work here is short journal file I/O, plus (in the Python binding)
-        // handing each finished awaitable back under the GIL, which serialises anyway:
-        // tokio's default of 512 threads only buys memory (a burst of 10,000 asyncio
-        // completions grew the pool to hundreds of threads waiting for the GIL).
+        // Blocking work here is short journal file I/O: tokio's default of 512 threads only
+        // buys memory (when Python's awaitables were handed back under the GIL on this pool,
+        // a burst of 10,000 asyncio completions grew it to hundreds of waiting threads).
         .max_blocking_threads(BLOCKING_THREADS)
         .build();
     match built {
@@ -179,7 +179,7 @@ pub fn handle() -> Result<Handle, Error> {
 }
 
 /// The shared runtime as a `&'static Runtime`, for host integrations that require one
-/// (pyo3-async-runtimes' `init_with_runtime`). The runtime then lives until the process exits:
+/// (e.g. pyo3-async-runtimes' `init_with_runtime`). The runtime then lives until the process exits:
 /// [`shutdown`] refuses with a RUNTIME error. Prefer [`handle`] everywhere else.
 pub fn pinned() -> Result<&'static Runtime, Error> {
     with_running(|owned, pinned| {

@@ -543,12 +543,31 @@ class _Lifecycle:
         self.close_timeout = close_timeout
         self._closed = False
         self._lock = threading.Lock()
+        self._floor: str | None = ""
+        self._refresh_floor()
         self._thread = threading.Thread(target=self._forward, name="cycles-events", daemon=True)
         self._thread.start()
         _LIVE.add(self)
 
+    def _refresh_floor(self) -> None:
+        """Tells core the least level anyone here looks at (every level with ``on_event``,
+        else the ``cycles`` logger's): core does not even build the events below it. Logging
+        levels can change at any time, so this runs before every wait (200 ms at most)."""
+        floor: str | None = None
+        if self.on_event is not None:
+            floor = "debug"
+        else:
+            for name in ("debug", "info", "warning", "error"):
+                if logger.isEnabledFor(_LEVELS[name]):
+                    floor = name
+                    break
+        if floor != self._floor:
+            self.native.set_event_floor(floor)
+            self._floor = floor
+
     def _forward(self) -> None:
         while True:
+            self._refresh_floor()
             batch = self.native.next_events(200)
             if batch is None:
                 return

@@ -446,6 +446,28 @@ def test_events_reach_the_logger_and_the_callback(
     assert isinstance(retry.__dict__["cycles_event"], cycles.LifecycleEvent)
 
 
+def test_a_logging_level_lowered_later_takes_effect_at_the_next_wait(
+    server: LocalServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # No on_event and the logger at WARNING: core builds no debug or info events at all.
+    caplog.set_level(logging.WARNING, logger="cycles")
+    client = server.client(journal_dir=tmp_path)
+    with client.reserve(100, action=ACTION) as r:
+        r.set_actual(10)
+    caplog.set_level(logging.DEBUG, logger="cycles")
+    time.sleep(0.3)  # the events thread re-reads the level before each wait (200 ms at most)
+    with client.reserve(100, action=ACTION) as r2:
+        r2.set_actual(20)
+    client.close()  # delivers every event before returning
+    settled = [
+        x
+        for x in caplog.records
+        if x.name == "cycles" and getattr(x, "event_kind", None) == "settlement_settled"
+    ]
+    assert [x.__dict__["reservation_id"] for x in settled] == [r2.reservation_id]
+    assert settled[0].levelno == logging.DEBUG  # a first-attempt commit is routine
+
+
 def test_heartbeat_events_and_a_raising_callback(
     server: LocalServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -1,9 +1,9 @@
 //! The process-exit call: core's terminal runtime shutdown, as a binding's exit path (C's
 //! `cycles_shutdown`, a shutdown hook) makes it.
 //!
-//! Python does not call it: pyo3-async-runtimes pins core's runtime for the process's
-//! lifetime (`cycles_core::runtime::pinned`), so its exit courtesy is the lifecycle's bounded
-//! `close` drain (docs/bindings.md, process lifetime).
+//! Python does not call it: its exit courtesy is the lifecycle's bounded `close` drain
+//! (docs/bindings.md, process lifetime). (It once could not: pyo3-async-runtimes pinned
+//! core's runtime; the asyncio completion queue does not need that.)
 
 use std::time::Duration;
 

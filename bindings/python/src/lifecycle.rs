@@ -13,7 +13,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cycles_bridge::task;
-use cycles_bridge::{Active, Lifecycle};
+use cycles_bridge::{Active, ErrorFields, Lifecycle};
+use cycles_core::events::Level;
 use cycles_core::{Config, CyclesClient};
 use pyo3::prelude::*;
 
@@ -110,25 +111,38 @@ impl NativeLifecycle {
 
     /// Events delivered so far as `(level, event_json)` (waits up to `timeout_ms` for the
     /// first, GIL released); `None` once the lifecycle is closed and nothing is left.
-    fn next_events(&self, py: Python<'_>, timeout_ms: u64) -> Option<Vec<(String, String)>> {
+    fn next_events(&self, py: Python<'_>, timeout_ms: u64) -> Option<Vec<(&'static str, String)>> {
         py.detach(|| {
             self.inner
-                .next_events(Duration::from_millis(timeout_ms))
-                .map(|batch| batch.into_iter().map(|e| (event_level(&e), e)).collect())
+                .next_leveled_events(Duration::from_millis(timeout_ms))
+                .map(|batch| {
+                    batch
+                        .into_iter()
+                        .map(|(level, json)| (level.as_str(), json))
+                        .collect()
+                })
         })
     }
-}
 
-/// The top-level `level` of one event's JSON (core's `Event::to_json`); `info` if unreadable,
-/// so such an event is still parsed and delivered by Python whenever info is enabled.
-fn event_level(event_json: &str) -> String {
-    #[derive(serde::Deserialize)]
-    struct Probe {
-        level: String,
+    /// The least level Python will look at (`"debug"`, `"info"`, `"warning"`, `"error"`);
+    /// `None`: no event at all. Core builds no event below it.
+    #[pyo3(signature = (level))]
+    fn set_event_floor(&self, level: Option<&str>) -> PyResult<()> {
+        let floor = match level {
+            None => None,
+            Some("debug") => Some(Level::Debug),
+            Some("info") => Some(Level::Info),
+            Some("warning") => Some(Level::Warning),
+            Some("error") => Some(Level::Error),
+            Some(other) => {
+                return Err(to_pyerr(ErrorFields::invalid(format!(
+                    "unknown event level {other:?}"
+                ))))
+            }
+        };
+        self.inner.set_event_floor(floor);
+        Ok(())
     }
-    serde_json::from_str::<Probe>(event_json)
-        .map(|p| p.level)
-        .unwrap_or_else(|_| "info".to_string())
 }
 
 /// A running guarded action (core's `ActiveGuard`) and its `Usage`.
