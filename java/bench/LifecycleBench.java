@@ -90,6 +90,9 @@ public final class LifecycleBench {
     private static void cpuRounds(List<Way> paths, int rounds, int n) {
         List<List<double[]>> results = new ArrayList<>();
         paths.forEach(p -> results.add(new ArrayList<>()));
+        for (int i = 0; i < 300; i++) {
+            groupTicks(); // compiled now, not by the JIT in the background of a timed round
+        }
         for (int pass = 0; pass < WARMUP_PASSES; pass++) {
             for (Way p : paths) {
                 for (int i = 0; i < WARMUP / WARMUP_PASSES; i++) {
