@@ -39,6 +39,11 @@ import java.util.function.Supplier;
 public final class LifecycleBench {
     private LifecycleBench() {}
 
+    /** Warm-up lifecycles per path before the timed rounds, run in WARMUP_PASSES alternating passes. */
+    private static final int WARMUP = Integer.getInteger("bench.warmup", 3000);
+
+    private static final int WARMUP_PASSES = 3;
+
     private static final com.sun.management.OperatingSystemMXBean OS =
             (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
     private static final MemoryMXBean MEMORY = ManagementFactory.getMemoryMXBean();
@@ -70,13 +75,29 @@ public final class LifecycleBench {
         }
     }
 
-    /** Warms each path up, then times alternating rounds; prints rounds, medians and ratios to the last path. */
+    /**
+     * Thread groups of the CPU split: name prefixes of /proc/self/task/N/stat's comm, in print
+     * order ("java": the launcher's main thread, which runs the rounds).
+     */
+    private static final String[][] GROUPS = {{"caller", "java"}, {"core runtime", "cycles-core"},
+        {"JIT", "C1 ", "C2 "}, {"GC", "GC ", "G1 "}};
+
+    /**
+     * Warms each path up (WARMUP lifecycles each, in alternating passes: the JIT compiles what the
+     * rounds run, C2 included, before any round is timed), then times alternating rounds; prints
+     * rounds, medians, each path's CPU split by thread group and the ratios to the last path.
+     */
     private static void cpuRounds(List<Way> paths, int rounds, int n) {
         List<List<double[]>> results = new ArrayList<>();
-        for (Way p : paths) {
-            results.add(new ArrayList<>());
-            for (int i = 0; i < 300; i++) {
-                p.lifecycle().run(); // warm-up: JIT, connection pools, server state
+        paths.forEach(p -> results.add(new ArrayList<>()));
+        for (int i = 0; i < 300; i++) {
+            groupTicks(); // compiled now, not by the JIT in the background of a timed round
+        }
+        for (int pass = 0; pass < WARMUP_PASSES; pass++) {
+            for (Way p : paths) {
+                for (int i = 0; i < WARMUP / WARMUP_PASSES; i++) {
+                    p.lifecycle().run(); // warm-up: JIT, connection pools, server state
+                }
             }
         }
         for (int r = 0; r < rounds; r++) {
@@ -92,6 +113,14 @@ public final class LifecycleBench {
             med[k] = new double[] {median(results.get(k), 0), median(results.get(k), 1)};
             System.out.printf("median %-30s %8.0f lifecycles/s %8.1f us CPU per lifecycle%n", paths.get(k).name(),
                     med[k][0], med[k][1]);
+        }
+        for (int k = 0; k < paths.size(); k++) {
+            StringBuilder split = new StringBuilder();
+            for (int g = 0; g <= GROUPS.length; g++) {
+                split.append(String.format(" %s %.0f,", g < GROUPS.length ? GROUPS[g][0] : "other", median(results.get(k), 2 + g)));
+            }
+            System.out.printf("split  %-30s (median us CPU per lifecycle by thread):%s%n", paths.get(k).name(),
+                    split.substring(0, split.length() - 1));
         }
         int base = paths.size() - 1;
         for (int k = 0; k < base; k++) {
@@ -180,8 +209,12 @@ public final class LifecycleBench {
         System.out.printf("| %s | %.1f MiB | %s |%n", what, delta / 1048576.0, per);
     }
 
-    /** @return {lifecycles per second, client CPU microseconds per lifecycle} over n lifecycles */
+    /**
+     * @return {lifecycles per second, client CPU microseconds per lifecycle, then that CPU of
+     *     each of {@link #GROUPS} and of the other threads} over n lifecycles
+     */
     private static double[] round(Runnable lifecycle, int n) {
+        long[] g0 = groupTicks();
         long c0 = OS.getProcessCpuTime();
         long t0 = System.nanoTime();
         for (int i = 0; i < n; i++) {
@@ -189,7 +222,58 @@ public final class LifecycleBench {
         }
         long wall = System.nanoTime() - t0;
         long cpu = OS.getProcessCpuTime() - c0;
-        return new double[] {n * 1e9 / wall, cpu / 1e3 / n};
+        long[] g1 = groupTicks();
+        double[] out = new double[2 + g0.length];
+        out[0] = n * 1e9 / wall;
+        out[1] = cpu / 1e3 / n;
+        for (int g = 0; g < g0.length; g++) {
+            out[2 + g] = (g1[g] - g0[g]) * TICK_US / n;
+        }
+        return out;
+    }
+
+    /** Microseconds per clock tick of /proc's utime and stime (USER_HZ, 100 on Linux). */
+    private static final double TICK_US = 10_000;
+
+    /**
+     * CPU ticks (utime + stime) of this process's live threads per {@link #GROUPS} entry, the
+     * last element every other thread. A thread that ended within a round is not counted: the
+     * split is a profile, the total above is the measure.
+     */
+    private static long[] groupTicks() {
+        long[] t = new long[GROUPS.length + 1];
+        try (var tasks = Files.newDirectoryStream(Path.of("/proc/self/task"))) {
+            for (Path task : tasks) {
+                String stat;
+                try {
+                    stat = Files.readString(task.resolve("stat"));
+                } catch (java.io.IOException ended) {
+                    continue;
+                }
+                int open = stat.indexOf('(');
+                int close = stat.lastIndexOf(')');
+                String name = stat.substring(open + 1, close);
+                String[] f = stat.substring(close + 2).split(" ");
+                long ticks = Long.parseLong(f[11]) + Long.parseLong(f[12]);
+                int g = 0;
+                while (g < GROUPS.length && !matches(name, GROUPS[g])) {
+                    g++;
+                }
+                t[g] += ticks;
+            }
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+        return t;
+    }
+
+    private static boolean matches(String thread, String[] group) {
+        for (int k = 1; k < group.length; k++) {
+            if (thread.startsWith(group[k])) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private static double median(List<double[]> v, int i) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The JVM lifecycle benchmark (docs/benchmarks.md, "JVM guarded lifecycle"): release builds of
 # the jar (tests skipped), the CLI and core's lifecycle-cpu bench; then `cycles serve` as a child
-# (its CPU not counted) and java/bench/LifecycleBench.java in alternating rounds (the binding
+# (its CPU not counted) and java/bench/LifecycleBench.java (3,000 warm-up lifecycles per path,
+# a fixed pre-touched heap) in alternating rounds (the binding
 # with the journal off and on, and a plain java.net.http create+commit pair), followed by core's
 # own lifecycle-cpu (core's guarded lifecycle against a bare reqwest pair) for the comparison
 # with core, then (a fresh JVM) the memory of CONCURRENT guarded calls in flight (guardedAsync),
@@ -33,7 +34,10 @@ bench_server_start "$TARGET/release/cycles" "$WORK"
 
 log "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 log "JVM: $ROUNDS rounds x $N lifecycles per path against $URL"
-java -Dcycles.shutdown.drain.ms=0 -cp "$JAR:$WORK/classes" LifecycleBench "$URL" cycles-local-key "$ROUNDS" "$N" 0
+# A fixed heap touched at start: the rounds measure lifecycles, not the kernel's first touch
+# of young-generation pages (a cost a long-running JVM pays once; docs/benchmarks.md).
+java -Xms256m -Xmx256m -XX:+AlwaysPreTouch -Dcycles.shutdown.drain.ms=0 -cp "$JAR:$WORK/classes" \
+    LifecycleBench "$URL" cycles-local-key "$ROUNDS" "$N" 0
 
 log "core: lifecycle-cpu ($ROUNDS rounds x $N)"
 "$TARGET/release/lifecycle-cpu" --cycles-bin "$TARGET/release/cycles" --rounds "$ROUNDS" --lifecycles "$N"

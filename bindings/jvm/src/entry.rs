@@ -65,7 +65,7 @@ pub fn string(env: &mut JNIEnv<'_>, s: &JString<'_>, name: &str) -> Result<Strin
     if s.is_null() {
         return Err(ErrorFields::invalid(format!("{name} must not be null")));
     }
-    Ok(env.get_string(s).map_err(jni_err)?.into())
+    read(env, s)
 }
 
 /// An optional Java string argument.
@@ -73,7 +73,17 @@ pub fn opt_string(env: &mut JNIEnv<'_>, s: &JString<'_>) -> Result<Option<String
     if s.is_null() {
         return Ok(None);
     }
-    Ok(Some(env.get_string(s).map_err(jni_err)?.into()))
+    read(env, s).map(Some)
+}
+
+/// The text of a non-null `s`. `get_string` would look up `java.lang.String` and check the
+/// object's class on every call (a `FindClass` per argument, a measurable part of a guarded
+/// lifecycle's JNI time); every `JString` here is a parameter that `Native`'s signatures
+/// declare `String`, so the JVM already guarantees it is one.
+fn read(env: &mut JNIEnv<'_>, s: &JString<'_>) -> Result<String, ErrorFields> {
+    // SAFETY: `s` is a non-null java.lang.String (a `String` parameter of a native method).
+    let text = unsafe { env.get_string_unchecked(s) }.map_err(jni_err)?;
+    Ok(text.into())
 }
 
 /// A new Java string.

@@ -584,7 +584,9 @@ public final class CyclesClient implements AutoCloseable {
     // ---- guarded lifecycle ----
 
     private String spec(GuardSpec spec) {
-        events.start(state.id);
+        if (!events.started) { // every guarded call passes here: no lock once started
+            events.start(state.id);
+        }
         return spec.toJson(tenant);
     }
 

@@ -51,7 +51,11 @@ public final class Json {
     }
 
     private void ws() {
-        while (i < s.length() && " \t\r\n".indexOf(s.charAt(i)) >= 0) {
+        while (i < s.length()) {
+            char c = s.charAt(i);
+            if (c != ' ' && c != '\t' && c != '\r' && c != '\n') {
+                return;
+            }
             i++;
         }
     }
@@ -145,6 +149,19 @@ public final class Json {
 
     private String str() {
         i++;
+        // Most strings have no escape: one substring, no builder (the guarded lifecycle parses
+        // an outcome per call).
+        int start = i;
+        for (int k = i; k < s.length(); k++) {
+            char c = s.charAt(k);
+            if (c == '"') {
+                i = k + 1;
+                return s.substring(start, k);
+            }
+            if (c == '\\') {
+                break;
+            }
+        }
         StringBuilder b = new StringBuilder();
         while (true) {
             if (i >= s.length()) {
@@ -176,14 +193,25 @@ public final class Json {
 
     private Object num() {
         int start = i;
-        while (i < s.length() && "+-0123456789.eE".indexOf(s.charAt(i)) >= 0) {
+        boolean integer = true;
+        while (i < s.length()) {
+            char c = s.charAt(i);
+            if (c == '.' || c == 'e' || c == 'E') {
+                integer = false;
+            } else if ((c < '0' || c > '9') && c != '+' && c != '-') {
+                break;
+            }
             i++;
         }
-        String t = s.substring(start, i);
-        if (t.isEmpty()) {
+        if (i == start) {
             throw error("unexpected character");
         }
-        if (t.indexOf('.') < 0 && t.indexOf('e') < 0 && t.indexOf('E') < 0) {
+        if (integer && i - start <= 18) {
+            // Fits a long: the value BigInteger would give, without a substring or a BigInteger.
+            return Long.parseLong(s, start, i, 10);
+        }
+        String t = s.substring(start, i);
+        if (integer) {
             BigInteger b = new BigInteger(t);
             return b.bitLength() < 64 ? (Object) b.longValue() : b;
         }
@@ -192,7 +220,8 @@ public final class Json {
 
     /** The JSON text of a value (Map, List, String, Number, Boolean, null, {@link Raw}). */
     public static String write(Object v) {
-        StringBuilder b = new StringBuilder();
+        // Room for a guarded spec or a small body without regrowing the builder.
+        StringBuilder b = new StringBuilder(512);
         write(b, v);
         return b.toString();
     }
@@ -235,7 +264,17 @@ public final class Json {
 
     private static void quote(StringBuilder b, String str) {
         b.append('"');
-        for (int k = 0; k < str.length(); k++) {
+        int plain = 0;
+        while (plain < str.length()) {
+            char c = str.charAt(plain);
+            if (c < 0x20 || c == '"' || c == '\\') {
+                break;
+            }
+            plain++;
+        }
+        // The prefix needing no escape in one append; most strings are all prefix.
+        b.append(str, 0, plain);
+        for (int k = plain; k < str.length(); k++) {
             char c = str.charAt(k);
             switch (c) {
                 case '"' -> b.append("\\\"");
