@@ -36,6 +36,11 @@ struct Args {
     /// Measurement window once all heartbeats run, seconds (at least one beat period).
     #[arg(long, default_value_t = 25)]
     measure_s: u64,
+    /// Seconds to wait after setup before the window opens. One ttl puts every lease past
+    /// its first beat (which the lease wheel hands to the runtime from its timer thread), so
+    /// the window sees only the steady state's beats.
+    #[arg(long, default_value_t = 0)]
+    warm_s: u64,
     /// Concurrent creates while setting up.
     #[arg(long, default_value_t = 64)]
     create_concurrency: usize,
@@ -265,6 +270,7 @@ async fn reqwest_extends(n: usize, args: &Args) -> (Sample, u64, f64) {
             }
         }));
     }
+    tokio::time::sleep(Duration::from_secs(args.warm_s)).await;
     let (cpu0, us0) = (cpu_seconds(), cpu_us());
     let extends0 = extends.load(Ordering::Relaxed);
     let window = Duration::from_secs(args.measure_s);
@@ -363,6 +369,7 @@ async fn leases(n: usize, args: &Args) -> LeaseRun {
     }
     let create_failures = n - beats.len();
     let setup = setup_start.elapsed();
+    tokio::time::sleep(Duration::from_secs(args.warm_s)).await;
     let (cpu0, us0) = (cpu_seconds(), cpu_us());
     let extends0 = extends.load(Ordering::Relaxed);
     let window = Duration::from_secs(args.measure_s);
@@ -401,6 +408,7 @@ fn measure_in_child(kind: &str, n: usize, args: &Args) -> serde_json::Value {
             &args.timeout_ms.to_string(),
         ])
         .args(["--measure-s", &args.measure_s.to_string()])
+        .args(["--warm-s", &args.warm_s.to_string()])
         .args(["--create-concurrency", &args.create_concurrency.to_string()])
         .args(args.spread_ms.map(|ms| format!("--spread-ms={ms}")))
         .stderr(Stdio::inherit())
@@ -457,8 +465,8 @@ fn main() {
     }
     if !args.json {
         println!(
-            "lease-scale: ttl {} ms, timeout {} ms, creates spread over {} ms, window {} s; per-lease figures, baseline = bare sleeping tokio task; µs/extend against bare reqwest extends at the same cadence",
-            args.ttl_ms, args.timeout_ms, args.spread_ms.unwrap_or(u64::try_from(args.ttl_ms).unwrap_or(0)), args.measure_s
+            "lease-scale: ttl {} ms, timeout {} ms, creates spread over {} ms, window {} s after {} s; per-lease figures, baseline = bare sleeping tokio task; µs/extend against bare reqwest extends at the same cadence",
+            args.ttl_ms, args.timeout_ms, args.spread_ms.unwrap_or(u64::try_from(args.ttl_ms).unwrap_or(0)), args.measure_s, args.warm_s
         );
         println!(
             "{:>8} {:>12} {:>11} {:>7} {:>16} {:>10} {:>7} {:>10} {:>11} {:>12} {:>7} {:>8} {:>8} {:>12}",

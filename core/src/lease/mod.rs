@@ -198,6 +198,12 @@ impl Heartbeat {
                 }
                 None
             }
+            // Due within the wheel's hand-over horizon anyway: a task right away, spawned from
+            // this thread, costs less than a trip through the timer thread.
+            driver::FirstBeat::At(at) if at <= std::time::Instant::now() + wheel::SPAWN_AHEAD => {
+                run_now(beating);
+                None
+            }
             driver::FirstBeat::At(at) => {
                 match wheel::park(at, beating, runtime.clone(), task.clone()) {
                     Ok(key) => Some(key),

@@ -8,18 +8,26 @@
 //! started it. Finishing a parked lease takes it out again: no task ever ran.
 //!
 //! The thread is woken only when a lease with an earlier first beat than every parked one
-//! arrives, or at a due beat. [`shutdown`] (from [`crate::runtime::shutdown`]) stops and joins
-//! it; leases started afterwards run as tasks at once. It keeps real time: a runtime with
+//! arrives, or [`SPAWN_AHEAD`] before the earliest beat; it then hands over every lease due in
+//! the next two [`SPAWN_AHEAD`]s at once. A task sleeps on the runtime's timer until its
+//! planned beat, so an early hand-over changes no beat's timing, and one wake-up (of this
+//! thread and of a worker) serves a batch: handing leases over one by one made a first beat
+//! cost far more CPU than a later one (lease-scale, docs/benchmarks.md). [`shutdown`] (from
+//! [`crate::runtime::shutdown`]) stops and joins it; leases started afterwards run as tasks at
+//! once. It keeps real time: a runtime with
 //! paused tokio time does not advance it.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
 
 use super::driver::Beating;
+
+/// How long before its first beat a lease is handed to its runtime (see the module docs).
+pub(super) const SPAWN_AHEAD: Duration = Duration::from_millis(50);
 
 /// Where a parked lease is: its first beat and a sequence number (unique per lease).
 pub(super) type Key = (Instant, u64);
@@ -61,7 +69,7 @@ fn lock() -> MutexGuard<'static, State> {
     wheel().state.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Parks `beating` until `at`, when the timer thread spawns [`Beating::run`] on `runtime` and
+/// Parks `beating` until shortly before `at` ([`SPAWN_AHEAD`]), when the timer thread spawns [`Beating::run`] on `runtime` and
 /// puts its handle in `task`. Gives it back when the wheel is stopped (after shutdown) or its
 /// thread cannot start: the caller then runs it as a task itself.
 pub(super) fn park(
@@ -122,8 +130,11 @@ fn timer() {
             return;
         }
         let now = Instant::now();
+        // Woken SPAWN_AHEAD before the earliest beat: take every beat of the next two
+        // SPAWN_AHEADs, so the next wake-up is at least one SPAWN_AHEAD away.
+        let horizon = now + 2 * SPAWN_AHEAD;
         while let Some(entry) = st.due.first_entry() {
-            if entry.key().0 > now {
+            if entry.key().0 > horizon {
                 break;
             }
             let p = entry.remove();
@@ -135,7 +146,7 @@ fn timer() {
         st.target = st.due.first_key_value().map(|(k, _)| k.0);
         st = match st.target {
             Some(t) => {
-                let wait = t.saturating_duration_since(now);
+                let wait = t.saturating_duration_since(now + SPAWN_AHEAD);
                 wheel()
                     .wake
                     .wait_timeout(st, wait)
