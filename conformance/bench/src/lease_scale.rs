@@ -197,6 +197,24 @@ async fn baseline(n: usize, period: Duration, window: Duration) -> Sample {
     s
 }
 
+/// Waits `--warm-s`, then measures the window: its sample, the extensions counted in it and
+/// the CPU µs per extension.
+async fn measure_window(
+    n: usize,
+    args: &Args,
+    rss0: u64,
+    extends: &AtomicU64,
+) -> (Sample, u64, f64) {
+    tokio::time::sleep(Duration::from_secs(args.warm_s)).await;
+    let (cpu0, us0) = (cpu_seconds(), cpu_us());
+    let extends0 = extends.load(Ordering::Relaxed);
+    let window = Duration::from_secs(args.measure_s);
+    tokio::time::sleep(window).await;
+    let sample = sample(n, rss0, cpu0, window);
+    let done = extends.load(Ordering::Relaxed) - extends0;
+    (sample, done, (cpu_us() - us0) / done.max(1) as f64)
+}
+
 /// The HTTP baseline: n reservations created with a bare reqwest client, then n tasks each
 /// posting an extend (a fresh idempotency key, `extend_by_ms` = ttl) once per period, spread
 /// over the period as the heartbeats are, and reading each response into a `serde_json::Value`.
@@ -270,14 +288,7 @@ async fn reqwest_extends(n: usize, args: &Args) -> (Sample, u64, f64) {
             }
         }));
     }
-    tokio::time::sleep(Duration::from_secs(args.warm_s)).await;
-    let (cpu0, us0) = (cpu_seconds(), cpu_us());
-    let extends0 = extends.load(Ordering::Relaxed);
-    let window = Duration::from_secs(args.measure_s);
-    tokio::time::sleep(window).await;
-    let sample = sample(n, rss0, cpu0, window);
-    let done = extends.load(Ordering::Relaxed) - extends0;
-    let per_extend = (cpu_us() - us0) / done.max(1) as f64;
+    let (sample, done, per_extend) = measure_window(n, args, rss0, &extends).await;
     for t in &tasks {
         t.abort();
     }
@@ -369,14 +380,7 @@ async fn leases(n: usize, args: &Args) -> LeaseRun {
     }
     let create_failures = n - beats.len();
     let setup = setup_start.elapsed();
-    tokio::time::sleep(Duration::from_secs(args.warm_s)).await;
-    let (cpu0, us0) = (cpu_seconds(), cpu_us());
-    let extends0 = extends.load(Ordering::Relaxed);
-    let window = Duration::from_secs(args.measure_s);
-    tokio::time::sleep(window).await;
-    let sample = sample(n, rss0, cpu0, window);
-    let extends_done = extends.load(Ordering::Relaxed) - extends0;
-    let cpu_us_per_extend = (cpu_us() - us0) / extends_done.max(1) as f64;
+    let (sample, extends_done, cpu_us_per_extend) = measure_window(n, args, rss0, &extends).await;
     let mut stopped = 0;
     for hb in beats {
         if hb.finish().await.stopped_early() {
