@@ -247,3 +247,15 @@ fn lease_too_short_names_the_ttl_or_timeout_that_would_work() {
     };
     assert!(e.to_string().contains("request timeout of 1000 ms"), "{e}");
 }
+
+#[test]
+fn levels_are_ordered_by_severity_and_found_by_name() {
+    let mut sorted = Level::ALL;
+    sorted.sort();
+    assert_eq!(sorted, Level::ALL, "ALL is least severe first");
+    for level in Level::ALL {
+        assert_eq!(Level::from_name(level.as_str()), Some(level));
+    }
+    assert_eq!(Level::from_name("warn"), None);
+    assert_eq!(Level::from_name("INFO"), None);
+}

@@ -557,8 +557,8 @@ class _Lifecycle:
         if self.on_event is not None:
             floor = "debug"
         else:
-            for name in ("debug", "info", "warning", "error"):
-                if logger.isEnabledFor(_LEVELS[name]):
+            for name, level in _LEVELS.items():  # least severe first
+                if logger.isEnabledFor(level):
                     floor = name
                     break
         if floor != self._floor:

@@ -32,13 +32,9 @@ pub struct EventPump {
 /// The floor's encoding: a level's rank, or [`NO_EVENTS`].
 const NO_EVENTS: u8 = u8::MAX;
 
+/// A level's position in [`Level::ALL`] (least severe first).
 fn rank(level: Level) -> u8 {
-    match level {
-        Level::Debug => 0,
-        Level::Info => 1,
-        Level::Warning => 2,
-        Level::Error => 3,
-    }
+    level as u8
 }
 
 impl EventPump {
@@ -304,6 +300,13 @@ mod tests {
         assert_eq!(pump.next(Duration::from_secs(60), true), None);
         drop(sink);
         assert_eq!(pump.next(Duration::from_secs(60), false), None);
+    }
+
+    #[test]
+    fn a_rank_is_the_position_in_level_all() {
+        for (i, level) in Level::ALL.into_iter().enumerate() {
+            assert_eq!(usize::from(rank(level)), i);
+        }
     }
 
     #[test]

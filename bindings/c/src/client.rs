@@ -95,8 +95,8 @@ impl cycles_client {
     }
 
     /// Events are serialised and queued only while a callback is registered: without one
-    /// nobody sees them (the bridge skips them at the source).
-    /// Stored under the callback's lock, so racing registrations leave the floor of the last.
+    /// nobody sees them (the bridge skips them at the source). Stored under the callback's
+    /// lock, so racing registrations leave the floor of the last.
     fn sync_event_floor(&self, life: &Life) {
         let callback = self.callback.lock().unwrap_or_else(|p| p.into_inner());
         life.lifecycle

@@ -212,13 +212,8 @@ pub extern "system" fn Java_dev_cycles_internal_Native_lifeSetEventFloor<'l>(
 ) {
     entry(&mut env, (), |_env| {
         if let Ok(l) = handles::get::<Arc<Lifecycle>>(life, "lifecycle") {
-            l.set_event_floor(match floor {
-                0 => Some(Level::Debug),
-                1 => Some(Level::Info),
-                2 => Some(Level::Warning),
-                3 => Some(Level::Error),
-                _ => None,
-            });
+            let floor = usize::try_from(floor).ok().and_then(|i| Level::ALL.get(i));
+            l.set_event_floor(floor.copied());
         }
         Ok(())
     })

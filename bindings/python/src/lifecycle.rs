@@ -130,15 +130,11 @@ impl NativeLifecycle {
     fn set_event_floor(&self, level: Option<&str>) -> PyResult<()> {
         let floor = match level {
             None => None,
-            Some("debug") => Some(Level::Debug),
-            Some("info") => Some(Level::Info),
-            Some("warning") => Some(Level::Warning),
-            Some("error") => Some(Level::Error),
-            Some(other) => {
-                return Err(to_pyerr(ErrorFields::invalid(format!(
-                    "unknown event level {other:?}"
-                ))))
-            }
+            Some(name) => Some(Level::from_name(name).ok_or_else(|| {
+                to_pyerr(ErrorFields::invalid(format!(
+                    "unknown event level {name:?}"
+                )))
+            })?),
         };
         self.inner.set_event_floor(floor);
         Ok(())

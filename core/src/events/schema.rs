@@ -24,6 +24,14 @@ pub enum Level {
 }
 
 impl Level {
+    /// Every level, least severe first (their `Ord` order).
+    pub const ALL: [Level; 4] = [Level::Debug, Level::Info, Level::Warning, Level::Error];
+
+    /// The level named `name` (an [`Level::as_str`] spelling), if any.
+    pub fn from_name(name: &str) -> Option<Level> {
+        Level::ALL.into_iter().find(|l| l.as_str() == name)
+    }
+
     /// `debug`, `info`, `warning` or `error`.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -14,8 +14,7 @@
 //! thread and of a worker) serves a batch: handing leases over one by one made a first beat
 //! cost far more CPU than a later one (lease-scale, docs/benchmarks.md). [`shutdown`] (from
 //! [`crate::runtime::shutdown`]) stops and joins it; leases started afterwards run as tasks at
-//! once. It keeps real time: a runtime with
-//! paused tokio time does not advance it.
+//! once. It keeps real time: a runtime with paused tokio time does not advance it.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
@@ -69,9 +68,10 @@ fn lock() -> MutexGuard<'static, State> {
     wheel().state.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Parks `beating` until shortly before `at` ([`SPAWN_AHEAD`]), when the timer thread spawns [`Beating::run`] on `runtime` and
-/// puts its handle in `task`. Gives it back when the wheel is stopped (after shutdown) or its
-/// thread cannot start: the caller then runs it as a task itself.
+/// Parks `beating` until shortly before `at` ([`SPAWN_AHEAD`]), when the timer thread spawns
+/// [`Beating::run`] on `runtime` and puts its handle in `task`. Gives it back when the wheel is
+/// stopped (after shutdown) or its thread cannot start: the caller then runs it as a task
+/// itself.
 pub(super) fn park(
     at: Instant,
     beating: Box<Beating>,
