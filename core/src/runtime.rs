@@ -12,6 +12,9 @@
 //! [`pinned`]: the runtime then lives until the process exits and [`shutdown`] refuses with a
 //! clear error (such a host drains with its lifecycle's `close(timeout)` instead).
 //!
+//! Blocking hosts may instead drive a call on their own thread ([`caller::drive`]); what such
+//! a call starts that outlives it still lands here (`spawn_target`).
+//!
 //! [`ErrorKind::Runtime`]: crate::ErrorKind::Runtime
 
 use std::sync::{OnceLock, RwLock, RwLockWriteGuard};
@@ -22,6 +25,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::Error;
 use crate::settle::{registered_settlers, PendingRecord, Settler};
+
+pub mod caller;
 
 /// Upper bound of the runtime's blocking pool.
 const BLOCKING_THREADS: usize = 32;
@@ -176,6 +181,20 @@ pub fn handle() -> Result<Handle, Error> {
         (None, Some(rt)) => rt.handle().clone(),
         (None, None) => unreachable!("a running state holds its runtime"),
     })
+}
+
+/// The runtime that work outliving the current call is spawned on (a heartbeat, an abandoned
+/// guard's settlement, the background replay): core's own when this thread is driving a
+/// blocking host's call ([`caller::drive`], whose runtime runs only while its caller waits),
+/// else the current one, else core's. `None` only when there is no current runtime and core's
+/// is unusable (shut down, or a forked child).
+pub(crate) fn spawn_target() -> Option<Handle> {
+    if caller::is_driving() {
+        // Shut down: the work is cancelled by its stop token anyway; the driving runtime
+        // drops it at worst.
+        return handle().ok().or_else(|| Handle::try_current().ok());
+    }
+    Handle::try_current().ok().or_else(|| handle().ok())
 }
 
 /// The shared runtime as a `&'static Runtime`, for host integrations that require one

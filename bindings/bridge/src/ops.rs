@@ -469,7 +469,7 @@ pub struct Call {
 }
 
 impl Call {
-    /// Runs it on core (call from the runtime: `task::spawn` or `task::joined`).
+    /// Runs it on core (`task::start` from a blocking host, `task::joined` or `task::spawn_then` from an async one).
     pub fn run(self) -> Work<Result<Reply, ErrorFields>> {
         Box::pin(async move { Ok(dispatch(&self.client, self.op, &self.args).await?) })
     }

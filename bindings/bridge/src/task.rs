@@ -1,20 +1,25 @@
-//! Running work on core's one runtime and waiting for it from a host thread.
+//! Running a host's call on core and waiting for it.
 //!
-//! A blocking host call spawns the work ([`Spawned`]) and waits in short slices
-//! ([`Spawned::wait`]) with its interpreter lock released, so it can check for signals between
-//! slices and abort. An async host awaits [`joined`] from its own event-loop glue, or hands
-//! [`spawn_then`] a delivery that queues the result for its event loop. Either way a panic in
-//! the work becomes an INTERNAL error, never an unwinding host frame.
+//! A blocking host call starts the work ([`start`]) and waits in short slices
+//! ([`Blocking::wait`]) with its interpreter lock released, so it can check for signals between
+//! slices and abort; or waits to the end ([`Blocking::finish`]). A thread that keeps calling
+//! has its calls driven on itself (core's [`caller::drive`]: no cross-thread wake-ups); a
+//! thread's first calls, and any call when that is off, run as a task on core's runtime. An
+//! async host awaits [`joined`] from its own event-loop glue, or hands [`spawn_then`] a
+//! delivery that queues the result for its event loop. Either way a panic in the work becomes
+//! an INTERNAL error, never an unwinding host frame.
 
+use std::cell::Cell;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::{pin, Pin};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::task::Poll;
+use std::thread::ThreadId;
 use std::time::Duration;
 
-use cycles_core::runtime;
+use cycles_core::runtime::{self, caller};
 use tokio::task::JoinHandle;
 
 use crate::error::{panic_message, ErrorFields};
@@ -26,6 +31,16 @@ use crate::error::{panic_message, ErrorFields};
 /// pointer and the work is allocated once.
 pub type Work<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
+/// The blocking call on a thread from which its calls are driven on the thread itself. The
+/// first ones go to core's runtime: a thread that calls once or twice (a thread per request)
+/// would pay for a runtime and a connection of its own and never use them again.
+pub const DRIVE_FROM_CALL: u32 = 3;
+
+thread_local! {
+    /// Blocking calls started on this thread, up to [`DRIVE_FROM_CALL`].
+    static CALLS: Cell<u32> = const { Cell::new(0) };
+}
+
 /// What one wait slice saw.
 #[derive(Debug)]
 pub enum Wait<T> {
@@ -33,51 +48,157 @@ pub enum Wait<T> {
     Ready(T),
     /// Still running after the slice.
     Pending,
-    /// The work ended without a value (it panicked): an INTERNAL error.
+    /// The work ended without a value (it panicked, or it could not be driven): INTERNAL or
+    /// RUNTIME.
     Failed(ErrorFields),
 }
 
-/// Work running on core's runtime, its result delivered through a channel.
-pub struct Spawned<T> {
-    task: JoinHandle<()>,
-    rx: Receiver<T>,
+/// A blocking host's call: driven on the thread that started it, or running on core's runtime.
+pub struct Blocking<T> {
+    how: How<T>,
 }
 
-/// Spawns `fut` on core's runtime (fails with RUNTIME when the runtime is unusable).
-pub fn spawn<T: Send + 'static>(
+enum How<T> {
+    /// Polled only while its thread waits; `None` once done, failed or aborted.
+    Here {
+        work: Option<Work<T>>,
+        thread: ThreadId,
+    },
+    /// A task on core's runtime, its result delivered through a channel.
+    Spawned {
+        task: JoinHandle<()>,
+        rx: Receiver<T>,
+    },
+}
+
+/// Starts a blocking host's call. From the [`DRIVE_FROM_CALL`]th call on a thread it is driven
+/// on that thread (so wait for it on the same thread); before, or when core's `caller::ENV`
+/// turns that off, or on a thread inside a tokio runtime, it runs as a task on core's runtime.
+/// Fails with RUNTIME when the runtime is unusable, CONFIG when `caller::ENV` is invalid.
+pub fn start<T: Send + 'static>(
     fut: impl Future<Output = T> + Send + 'static,
-) -> Result<Spawned<T>, ErrorFields> {
+) -> Result<Blocking<T>, ErrorFields> {
     let rt = runtime::handle()?;
+    let calls = CALLS.with(|c| {
+        let n = c.get().saturating_add(1).min(DRIVE_FROM_CALL);
+        c.set(n);
+        n
+    });
+    if calls >= DRIVE_FROM_CALL
+        && caller::enabled()?
+        && tokio::runtime::Handle::try_current().is_err()
+    {
+        return Ok(Blocking {
+            how: How::Here {
+                work: Some(Box::pin(fut)),
+                thread: std::thread::current().id(),
+            },
+        });
+    }
     let (tx, rx) = mpsc::channel();
     let task = rt.spawn(async move {
         let _ = tx.send(fut.await);
     });
-    Ok(Spawned { task, rx })
+    Ok(Blocking {
+        how: How::Spawned { task, rx },
+    })
 }
 
-impl<T> Spawned<T> {
-    /// Waits at most `slice` for the result. Call it with the host's lock released; never from
-    /// a runtime worker.
+impl<T> Blocking<T> {
+    /// Waits at most `slice` for the result. Call it with the host's lock released, on the
+    /// thread that started the call; never from a runtime worker.
     pub fn wait(&mut self, slice: Duration) -> Wait<T> {
-        match self.rx.recv_timeout(slice) {
-            Ok(v) => Wait::Ready(v),
-            Err(RecvTimeoutError::Timeout) => Wait::Pending,
-            // The task ended without sending: it panicked (or was aborted).
-            Err(RecvTimeoutError::Disconnected) => Wait::Failed(match runtime::handle() {
-                Ok(rt) => match rt.block_on(&mut self.task) {
-                    Err(join) if join.is_panic() => {
-                        ErrorFields::internal(panic_message(join.into_panic().as_ref()))
-                    }
-                    _ => ErrorFields::internal("the operation ended without a result"),
-                },
-                Err(e) => ErrorFields::from(e),
-            }),
+        self.step(Some(slice))
+    }
+
+    /// Waits for the result however long it takes (the call's own timeouts bound it).
+    pub fn finish(mut self) -> Result<T, ErrorFields> {
+        loop {
+            match self.step(None) {
+                Wait::Ready(v) => return Ok(v),
+                Wait::Pending => {}
+                Wait::Failed(f) => return Err(f),
+            }
         }
     }
 
+    fn step(&mut self, slice: Option<Duration>) -> Wait<T> {
+        match &mut self.how {
+            How::Here { work, thread } => {
+                if *thread != std::thread::current().id() {
+                    return Wait::Failed(ErrorFields::internal(
+                        "a call driven on its caller's thread was waited for on another thread",
+                    ));
+                }
+                let Some(w) = work.as_mut() else {
+                    return Wait::Failed(ErrorFields::internal(
+                        "the operation ended without a result",
+                    ));
+                };
+                match catch_unwind(AssertUnwindSafe(|| caller::drive(w.as_mut(), slice))) {
+                    Ok(Ok(Some(v))) => {
+                        caller::drop_here(work.take());
+                        Wait::Ready(v)
+                    }
+                    Ok(Ok(None)) => Wait::Pending,
+                    Ok(Err(e)) => {
+                        caller::drop_here(work.take());
+                        Wait::Failed(ErrorFields::from(e))
+                    }
+                    Err(panic) => {
+                        // Never polled again; dropping it may panic too, which is ignored.
+                        let w = work.take();
+                        let _ = catch_unwind(AssertUnwindSafe(|| caller::drop_here(w)));
+                        Wait::Failed(ErrorFields::internal(panic_message(panic.as_ref())))
+                    }
+                }
+            }
+            How::Spawned { task, rx } => {
+                let got = match slice {
+                    Some(slice) => rx.recv_timeout(slice),
+                    None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+                };
+                match got {
+                    Ok(v) => Wait::Ready(v),
+                    Err(RecvTimeoutError::Timeout) => Wait::Pending,
+                    // The task ended without sending: it panicked (or was aborted).
+                    Err(RecvTimeoutError::Disconnected) => Wait::Failed(match runtime::handle() {
+                        Ok(rt) => match rt.block_on(task) {
+                            Err(join) if join.is_panic() => {
+                                ErrorFields::internal(panic_message(join.into_panic().as_ref()))
+                            }
+                            _ => ErrorFields::internal("the operation ended without a result"),
+                        },
+                        Err(e) => ErrorFields::from(e),
+                    }),
+                }
+            }
+        }
+    }
+
+    /// True when the call is driven on its caller's thread (not a task on core's runtime).
+    pub fn driven_here(&self) -> bool {
+        matches!(self.how, How::Here { .. })
+    }
+
     /// Aborts the work (a host interrupt): its outcome is unknown, like a timeout's.
-    pub fn abort(&self) {
-        self.task.abort();
+    pub fn abort(&mut self) {
+        match &mut self.how {
+            How::Here { work, .. } => caller::drop_here(work.take()),
+            How::Spawned { task, .. } => task.abort(),
+        }
+    }
+}
+
+impl<T> Drop for Blocking<T> {
+    /// A driven call dropped unfinished (a host that stopped waiting) ends like an aborted
+    /// one; hosts wait settling calls to the end.
+    fn drop(&mut self) {
+        if let How::Here { work, .. } = &mut self.how {
+            if work.is_some() {
+                caller::drop_here(work.take());
+            }
+        }
     }
 }
 
@@ -150,7 +271,7 @@ impl<T, F: FnOnce(Result<T, ErrorFields>)> Drop for Deliver<T, F> {
 mod tests {
     use super::*;
 
-    fn until_done<T>(s: &mut Spawned<T>) -> Result<T, ErrorFields> {
+    fn until_done<T>(s: &mut Blocking<T>) -> Result<T, ErrorFields> {
         loop {
             match s.wait(Duration::from_millis(20)) {
                 Wait::Ready(v) => return Ok(v),
@@ -160,33 +281,85 @@ mod tests {
         }
     }
 
-    #[test]
-    fn spawned_value_arrives() {
-        let mut s = spawn(async { 41 + 1 }).unwrap();
-        assert_eq!(until_done(&mut s).unwrap(), 42);
-    }
-
-    #[test]
-    fn spawned_panic_is_internal() {
-        let mut s = spawn(async {
-            if true {
-                panic!("worker panic");
+    /// Runs `check` on a fresh thread for each of its first [`DRIVE_FROM_CALL`] calls: the
+    /// early ones spawned on core's runtime, the last driven on the thread itself.
+    fn both_ways(check: impl Fn(bool) + Send + Sync + 'static) {
+        let check = std::sync::Arc::new(check);
+        std::thread::spawn(move || {
+            for call in 1..=DRIVE_FROM_CALL {
+                check(call == DRIVE_FROM_CALL);
             }
-            0
         })
+        .join()
         .unwrap();
-        let f = until_done(&mut s).unwrap_err();
-        assert_eq!(f.name, "INTERNAL");
-        assert!(f.message.ends_with(": worker panic"), "{}", f.message);
     }
 
     #[test]
-    fn pending_then_abort() {
-        let mut s = spawn(std::future::pending::<()>()).unwrap();
-        assert!(matches!(s.wait(Duration::from_millis(5)), Wait::Pending));
-        s.abort();
-        let f = until_done(&mut s).unwrap_err();
-        assert_eq!(f.message, "the operation ended without a result");
+    fn a_value_arrives_either_way() {
+        both_ways(|here| {
+            let mut s = start(async { 41 + 1 }).unwrap();
+            assert_eq!(s.driven_here(), here);
+            assert_eq!(until_done(&mut s).unwrap(), 42);
+        });
+        both_ways(|_| assert_eq!(start(async { 6 }).unwrap().finish().unwrap(), 6));
+    }
+
+    #[test]
+    fn a_panic_is_internal_either_way() {
+        both_ways(|_| {
+            let mut s = start(async {
+                tokio::task::yield_now().await;
+                if true {
+                    panic!("worker panic");
+                }
+                0
+            })
+            .unwrap();
+            let f = until_done(&mut s).unwrap_err();
+            assert_eq!(f.name, "INTERNAL");
+            assert!(f.message.ends_with(": worker panic"), "{}", f.message);
+        });
+    }
+
+    #[test]
+    fn pending_then_abort_either_way() {
+        both_ways(|_| {
+            let mut s = start(std::future::pending::<()>()).unwrap();
+            assert!(matches!(s.wait(Duration::from_millis(5)), Wait::Pending));
+            s.abort();
+            let f = until_done(&mut s).unwrap_err();
+            assert_eq!(f.message, "the operation ended without a result");
+        });
+    }
+
+    #[test]
+    fn a_driven_call_is_waited_for_on_its_own_thread() {
+        let mut s = std::thread::spawn(|| {
+            for _ in 1..DRIVE_FROM_CALL {
+                start(async {}).unwrap().finish().unwrap();
+            }
+            start(async { 1 }).unwrap()
+        })
+        .join()
+        .unwrap();
+        assert!(s.driven_here());
+        match s.wait(Duration::from_millis(5)) {
+            Wait::Failed(f) => assert!(f.message.contains("another thread"), "{}", f.message),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn inside_a_runtime_calls_are_spawned() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let _entered = rt.enter();
+        for _ in 0..DRIVE_FROM_CALL {
+            let s = start(async { 3 }).unwrap();
+            assert!(!s.driven_here());
+            assert_eq!(s.finish().unwrap(), 3);
+        }
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use cycles_bridge::task::{self, Wait};
+use cycles_bridge::task;
 use cycles_bridge::{ClientHandle, ClientOptions, ErrorFields, Lifecycle};
 use cycles_core::runtime;
 use cycles_local_server::{LocalServer, ServerConfig};
@@ -14,14 +14,7 @@ use serde_json::{json, Value};
 const KEY: &str = "cycles-local-key";
 
 fn block<T: Send + 'static>(fut: impl std::future::Future<Output = T> + Send + 'static) -> T {
-    let mut s = task::spawn(fut).unwrap();
-    loop {
-        match s.wait(Duration::from_millis(50)) {
-            Wait::Ready(v) => return v,
-            Wait::Pending => {}
-            Wait::Failed(f) => panic!("{f:?}"),
-        }
-    }
+    task::start(fut).unwrap().finish().unwrap()
 }
 
 struct Setup {

@@ -6,21 +6,14 @@
 
 use std::time::Duration;
 
-use cycles_bridge::task::{self, Wait};
+use cycles_bridge::task;
 use cycles_bridge::{process, ClientHandle, ClientOptions, Lifecycle};
 use cycles_core::runtime::SHUT_DOWN_MESSAGE;
 use cycles_local_server::{Fault, FaultRule, LocalServer, Operation, ServerConfig};
 use serde_json::{json, Value};
 
 fn block<T: Send + 'static>(fut: impl std::future::Future<Output = T> + Send + 'static) -> T {
-    let mut s = task::spawn(fut).unwrap();
-    loop {
-        match s.wait(Duration::from_millis(50)) {
-            Wait::Ready(v) => return v,
-            Wait::Pending => {}
-            Wait::Failed(f) => panic!("{f:?}"),
-        }
-    }
+    task::start(fut).unwrap().finish().unwrap()
 }
 
 #[test]
@@ -72,7 +65,7 @@ fn shutdown_drains_then_every_call_fails_with_runtime() {
         json!({"already_shut_down": false, "settled": 1, "remaining": []})
     );
 
-    let e = task::spawn(async {}).err().unwrap();
+    let e = task::start(async {}).err().unwrap();
     assert_eq!(
         (e.name.as_str(), e.message.as_str()),
         ("RUNTIME", SHUT_DOWN_MESSAGE)

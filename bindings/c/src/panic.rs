@@ -6,9 +6,8 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use cycles_bridge::{panic_message, ErrorFields};
-use std::time::Duration;
 
-use cycles_bridge::task::{self, Wait};
+use cycles_bridge::task;
 
 use crate::error::{cycles_error, report};
 use crate::status::cycles_status;
@@ -58,19 +57,13 @@ pub fn may_block() -> Result<(), ErrorFields> {
     Ok(())
 }
 
-/// Runs `work` on core's runtime and waits for it on this thread (RUNTIME when this thread
-/// may not block, see [`may_block`]; INTERNAL when the work panicked). Request timeouts are
-/// core's (the client's configured ones), so the wait itself needs no bound.
+/// Runs `work` on core and waits for it on this thread (RUNTIME when this thread may not
+/// block, see [`may_block`]; INTERNAL when the work panicked). A thread that keeps calling has
+/// its calls driven on itself (`task::start`). Request timeouts are core's (the client's
+/// configured ones), so the wait itself needs no bound.
 pub fn block<T: Send + 'static>(
     work: impl std::future::Future<Output = T> + Send + 'static,
 ) -> Result<T, ErrorFields> {
     may_block()?;
-    let mut spawned = task::spawn(work)?;
-    loop {
-        match spawned.wait(Duration::from_secs(3600)) {
-            Wait::Ready(v) => return Ok(v),
-            Wait::Pending => {}
-            Wait::Failed(f) => return Err(f),
-        }
-    }
+    task::start(work)?.finish()
 }

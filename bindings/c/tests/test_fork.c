@@ -2,8 +2,13 @@
  * that calls into the library gets CYCLES_RUNTIME naming fork() at once, instead of hanging
  * on a runtime whose threads did not survive the fork. The child reports through its exit
  * status (it never returns into the parent's code) and is killed by alarm() if it hangs; the
- * parent, untouched, keeps working. */
+ * parent, untouched, keeps working. A second child exits through exit(), which runs the
+ * thread's destructors: the runtime and connections the parent's thread drives its calls on
+ * (its third call on) were copied into the child, and dropping them there must not unregister
+ * the parent's sockets from the epoll instance both share; the parent's next calls on the
+ * same connection still get their responses. */
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -52,11 +57,24 @@ int main(void) {
     OK(cycles_local_server_start(NULL, &s, &ERR));
     cycles_client *c = NULL;
     OK(cycles_client_new(cycles_local_server_url(s), cycles_local_server_api_key(s), NULL,
-                         "{\"journal_enabled\":false}", &c, &ERR));
+                         "{\"journal_enabled\":false,\"request_timeout_ms\":2000}", &c, &ERR));
     char *out = NULL;
-    OK(cycles_client_call(c, "get_balances", "{\"tenant\":\"acme\"}", &out, &ERR));
-    cycles_string_free(out);
+    /* Three calls: the third is driven on this thread, over a connection of its own. */
+    for (int i = 0; i < 3; i++) {
+        OK(cycles_client_call(c, "get_balances", "{\"tenant\":\"acme\"}", &out, &ERR));
+        cycles_string_free(out);
+    }
     fflush(NULL);
+    pid_t quiet = fork();
+    CHECK(quiet >= 0, "fork");
+    if (quiet == 0) exit(0); /* exit: this thread's destructors run in the child */
+    int quiet_status = 0;
+    CHECK(waitpid(quiet, &quiet_status, 0) == quiet, "waitpid");
+    CHECK(WIFEXITED(quiet_status) && WEXITSTATUS(quiet_status) == 0, "the exiting child failed");
+    for (int i = 0; i < 3; i++) {
+        OK(cycles_client_call(c, "get_balances", "{\"tenant\":\"acme\"}", &out, &ERR));
+        cycles_string_free(out);
+    }
     pid_t pid = fork();
     CHECK(pid >= 0, "fork");
     if (pid == 0) _exit(child(c)); /* _exit: no atexit handlers or destructors in the child */

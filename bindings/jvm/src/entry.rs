@@ -2,9 +2,8 @@
 //! `dev.cycles.CyclesException.fromNative(String)` builds from the bridge's error fields.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::time::Duration;
 
-use cycles_bridge::task::{self, Wait, Work};
+use cycles_bridge::task::{self, Work};
 use cycles_bridge::{panic_message, ErrorFields};
 use jni::objects::{JString, JThrowable, JValue};
 use jni::sys::jstring;
@@ -91,15 +90,9 @@ pub fn jstr(env: &mut JNIEnv<'_>, s: &str) -> Result<jstring, ErrorFields> {
     Ok(env.new_string(s).map_err(jni_err)?.into_raw())
 }
 
-/// Runs `work` on core's runtime and blocks this Java thread until it ends (a panic in it is
-/// INTERNAL). Java threads are never runtime workers, so blocking here is safe.
+/// Runs `work` on core and blocks this Java thread until it ends (a panic in it is
+/// INTERNAL). Java threads are never runtime workers, so blocking here is safe; a thread that
+/// keeps calling has its calls driven on itself (`task::start`).
 pub fn block<T: Send + 'static>(work: Work<T>) -> Result<T, ErrorFields> {
-    let mut s = task::spawn(work)?;
-    loop {
-        match s.wait(Duration::from_millis(500)) {
-            Wait::Ready(v) => return Ok(v),
-            Wait::Pending => {}
-            Wait::Failed(f) => return Err(f),
-        }
-    }
+    task::start(work)?.finish()
 }

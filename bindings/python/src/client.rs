@@ -19,13 +19,14 @@ pub const SIGNAL_POLL: Duration = Duration::from_millis(50);
 /// `(status, request_id, trace_id, rtt_us, body_json)` of one schema-valid success.
 pub type Out = (u16, Option<String>, Option<String>, u64, String);
 
-/// Waits for spawned work with the GIL released, in slices. When `interruptible`, a pending
+/// Waits for a started call with the GIL released, in slices (on this thread: a thread that
+/// keeps calling has its calls driven on itself, see `task::start`). When `interruptible`, a pending
 /// signal (Ctrl-C) aborts the work and raises; otherwise (settling) the wait goes on, because
 /// abandoning a settlement half-way helps nobody.
 pub fn wait<T: Send>(
     py: Python<'_>,
     interruptible: bool,
-    mut work: task::Spawned<T>,
+    mut work: task::Blocking<T>,
 ) -> PyResult<T> {
     loop {
         match py.detach(|| work.wait(SIGNAL_POLL)) {
@@ -187,7 +188,7 @@ impl NativeClient {
     fn call(&self, py: Python<'_>, op: &str, args: &str) -> PyResult<Out> {
         guard(|| {
             let call = self.handle.prepare(op, args).map_err(to_pyerr)?;
-            let work = task::spawn(call.run()).map_err(to_pyerr)?;
+            let work = task::start(call.run()).map_err(to_pyerr)?;
             match wait(py, true, work)? {
                 Ok(reply) => Ok(reply.into_tuple()),
                 Err(f) => Err(to_pyerr(f)),

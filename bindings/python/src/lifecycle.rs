@@ -51,7 +51,7 @@ impl NativeLifecycle {
     fn begin(&self, py: Python<'_>, spec_json: &str) -> PyResult<NativeActive> {
         guard(|| {
             let work = self.inner.begin(spec_json).map_err(to_pyerr)?;
-            let work = task::spawn(work).map_err(to_pyerr)?;
+            let work = task::start(work).map_err(to_pyerr)?;
             wait(py, true, work)?.map(active).map_err(to_pyerr)
         })
     }
@@ -67,7 +67,7 @@ impl NativeLifecycle {
     /// Replays every pending settlement once now; a JSON drain report.
     fn flush(&self, py: Python<'_>) -> PyResult<String> {
         guard(|| {
-            let work = task::spawn(self.inner.flush()).map_err(to_pyerr)?;
+            let work = task::start(self.inner.flush()).map_err(to_pyerr)?;
             wait(py, true, work)
         })
     }
@@ -83,7 +83,7 @@ impl NativeLifecycle {
     fn drain(&self, py: Python<'_>, timeout_ms: u64) -> PyResult<String> {
         guard(|| {
             let work = self.inner.drain(Duration::from_millis(timeout_ms));
-            wait(py, true, task::spawn(work).map_err(to_pyerr)?)
+            wait(py, true, task::start(work).map_err(to_pyerr)?)
         })
     }
 
@@ -100,7 +100,7 @@ impl NativeLifecycle {
         guard(|| {
             let work = self.inner.close(Duration::from_millis(timeout_ms));
             // Settling: not interruptible, abandoning it half-way helps nobody.
-            wait(py, false, task::spawn(work).map_err(to_pyerr)?)
+            wait(py, false, task::start(work).map_err(to_pyerr)?)
         })
     }
 
@@ -198,7 +198,7 @@ impl NativeActive {
     fn finish(&self, py: Python<'_>, work_succeeded: bool) -> PyResult<String> {
         guard(|| {
             let work = self.inner.finish(work_succeeded).map_err(to_pyerr)?;
-            wait(py, false, task::spawn(work).map_err(to_pyerr)?)
+            wait(py, false, task::start(work).map_err(to_pyerr)?)
         })
     }
 

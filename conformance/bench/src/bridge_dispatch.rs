@@ -4,7 +4,8 @@
 //!
 //! - core: `CyclesClient::get_reservation` awaited on core's runtime (`block_on`);
 //! - bridge: what a host does: `ClientHandle::prepare` (operation name and JSON arguments),
-//!   `task::spawn` of `Call::run` (dispatch, body encoded as JSON) and `Spawned::wait` slices.
+//!   `task::start` of `Call::run` (dispatch, body encoded as JSON) and `Blocking::wait` slices
+//!   (from the third call on, driven on the calling thread, as for every blocking host).
 //!
 //! Rounds alternate the two paths so drift hits both; the report is the median per call and
 //! the ratio bridge / core. Run: `cargo run --release -p cycles-bench --bin bridge-dispatch`
@@ -40,7 +41,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn bridge_call(handle: &ClientHandle, args: &str) {
     let call = handle.prepare("get_reservation", args).expect("prepare");
-    let mut work = task::spawn(call.run()).expect("spawn");
+    let mut work = task::start(call.run()).expect("start");
     loop {
         match work.wait(Duration::from_millis(50)) {
             Wait::Ready(r) => {

@@ -438,9 +438,7 @@ impl Drop for ActiveGuard {
         };
         let reservation_id = std::mem::take(&mut self.reservation_id);
         let usage = self.usage.clone();
-        let handle = tokio::runtime::Handle::try_current()
-            .ok()
-            .or_else(|| crate::runtime::handle().ok());
+        let handle = crate::runtime::spawn_target();
         tracing::warn!(
             target: "cycles::guard",
             reservation_id = %reservation_id,

@@ -155,11 +155,12 @@ pub struct Heartbeat {
 }
 
 impl Heartbeat {
-    /// Starts heartbeating `reservation_id` on the current tokio runtime, scheduling the first
-    /// beat from the CREATE response (`created`), as the spec requires.
+    /// Starts heartbeating `reservation_id` on the current tokio runtime (core's own when the
+    /// call is driven on a blocking host's thread, see [`crate::runtime::caller`]), scheduling
+    /// the first beat from the CREATE response (`created`), as the spec requires.
     ///
     /// # Panics
-    /// Outside a tokio runtime (like `tokio::spawn`).
+    /// Outside a tokio runtime (like `tokio::spawn`) when core's runtime is unusable too.
     pub fn start(
         client: Arc<CyclesClient>,
         reservation_id: impl Into<String>,
@@ -167,7 +168,8 @@ impl Heartbeat {
         config: HeartbeatConfig,
     ) -> Heartbeat {
         let reservation_id = reservation_id.into();
-        let runtime = tokio::runtime::Handle::current();
+        let runtime = crate::runtime::spawn_target()
+            .unwrap_or_else(|| panic!("Heartbeat::start needs a tokio runtime"));
         // Also cancelled when core's runtime shuts down: a lease never outlives core.
         let stop = crate::runtime::stop_token();
         let cancel_work = CancellationToken::new();

@@ -183,7 +183,13 @@ impl Settler {
     /// Runs journal file work on the blocking pool (never on an async worker), tracked so
     /// that [`ReplayHandle::stop`] can wait for it: a cancelled pass drops the future, not the
     /// file operation, which still finishes (and reports) on its own.
+    ///
+    /// A call driven on a blocking host's thread ([`crate::runtime::caller`]) runs it inline:
+    /// that thread may block, and a hop to the pool would cost two wake-ups.
     async fn blocking<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> T {
+        if crate::runtime::caller::is_driving() {
+            return f();
+        }
         match self.inner.file_work.spawn_blocking(f).await {
             Ok(v) => v,
             Err(e) => std::panic::resume_unwind(e.into_panic()),
@@ -914,25 +920,31 @@ impl Settler {
         }
     }
 
-    /// Starts the continuous background replayer on the current tokio runtime. It also stops
+    /// Starts the continuous background replayer on the current tokio runtime (core's own
+    /// outside one, or when the call is driven on a blocking host's thread). It also stops
     /// when [`crate::runtime::shutdown`] begins.
+    ///
+    /// # Panics
+    /// Outside a tokio runtime when core's runtime is unusable (shut down, a forked child).
     pub fn start_replay(&self) -> ReplayHandle {
         let token = crate::runtime::stop_token();
         let t = token.clone();
         let me = self.clone();
         let interval = self.inner.cfg.replay_interval;
-        let task = tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    _ = t.cancelled() => break,
-                    _ = me.pass(false, None) => {}
+        let task = crate::runtime::spawn_target()
+            .expect("start_replay needs a tokio runtime")
+            .spawn(async move {
+                loop {
+                    tokio::select! {
+                        _ = t.cancelled() => break,
+                        _ = me.pass(false, None) => {}
+                    }
+                    tokio::select! {
+                        _ = t.cancelled() => break,
+                        _ = tokio::time::sleep(interval) => {}
+                    }
                 }
-                tokio::select! {
-                    _ = t.cancelled() => break,
-                    _ = tokio::time::sleep(interval) => {}
-                }
-            }
-        });
+            });
         ReplayHandle {
             token,
             task: Some(task),

@@ -38,7 +38,11 @@ pub const TRACE_ID_HEADER: &str = "x-cycles-trace-id";
 /// The Cycles runtime client. Cheap to share by reference; clone the `Arc` around it if
 /// needed. Each method performs exactly one HTTP attempt.
 pub struct CyclesClient {
+    /// The shared connection pool, driven by whichever runtime the call runs on. Never used
+    /// by a call driven on a blocking host's thread (see [`CyclesClient::http`]).
     http: reqwest::Client,
+    /// Alive as long as this client: a thread's own pool for it is dropped once it is gone.
+    alive: Arc<()>,
     base: BaseUrl,
     api_key: HeaderValue,
     /// Strips the API key from every error this client returns (a server may echo it).
@@ -78,19 +82,10 @@ impl CyclesClient {
         })?;
         // Keeps the value out of reqwest/hyper debug output.
         api_key.set_sensitive(true);
-        let http = reqwest::Client::builder()
-            .timeout(config.request_timeout)
-            .connect_timeout(config.connect_timeout)
-            // Redirects would re-send X-Cycles-API-Key to wherever the Location points
-            // (reqwest strips only standard auth headers); a 3xx is surfaced instead.
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("cycles-core/", env!("CARGO_PKG_VERSION")))
-            // Never keep more idle connections than can ever be busy at once.
-            .pool_max_idle_per_host(config.max_concurrent_requests)
-            .build()
-            .map_err(|e| Error::config(format!("cannot build the HTTP client: {e}")))?;
+        let http = build_http(&config)?;
         Ok(CyclesClient {
             http,
+            alive: Arc::new(()),
             base,
             api_key,
             redactor: Redactor::new(config.api_key.expose()),
@@ -102,6 +97,28 @@ impl CyclesClient {
     /// The configuration this client was built with.
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// The HTTP client for a request made here. A call driven on a blocking host's thread
+    /// ([`crate::runtime::caller`]) gets that thread's own client: hyper spawns a connection's
+    /// task on the runtime that opened it, and a connection opened there and put in the
+    /// shared pool would stall every other caller while its thread is not waiting.
+    fn http(&self) -> Result<reqwest::Client, Error> {
+        if !crate::runtime::caller::is_driving() {
+            return Ok(self.http.clone());
+        }
+        THREAD_HTTP.with(|cell| {
+            let mut clients = cell.borrow_mut();
+            let me = Arc::downgrade(&self.alive);
+            if let Some((_, c)) = clients.iter().find(|(w, _)| w.ptr_eq(&me)) {
+                return Ok(c.clone());
+            }
+            // Clients dropped since: their idle connections go with them.
+            clients.retain(|(w, _)| w.strong_count() > 0);
+            let c = build_http(&self.config)?;
+            clients.push((me, c.clone()));
+            Ok(c)
+        })
     }
 
     /// `POST /v1/reservations` (`createReservation`).
@@ -393,7 +410,8 @@ impl CyclesClient {
             reqwest::header::ACCEPT,
             HeaderValue::from_static("application/json"),
         );
-        let mut rb = self.http.request(method, url).headers(headers);
+        let http = self.http()?;
+        let mut rb = http.request(method, url).headers(headers);
         if let Some(b) = body {
             rb = rb.body(b);
         }
@@ -420,11 +438,7 @@ impl CyclesClient {
         }
         let mut request = rb.build().map_err(Error::from_reqwest)?;
         *request.timeout_mut() = Some(left);
-        let resp = self
-            .http
-            .execute(request)
-            .await
-            .map_err(Error::from_reqwest)?;
+        let resp = http.execute(request).await.map_err(Error::from_reqwest)?;
         let status = resp.status().as_u16();
         let h = resp.headers();
         let (corr, retry_after) = decode::header_facts(|name| h.get(name)?.to_str().ok());
@@ -438,6 +452,28 @@ impl CyclesClient {
             timing: AttemptTiming { sent, received },
         })
     }
+}
+
+/// The HTTP client of a [`Config`] (rustls, no redirects, finite timeouts).
+fn build_http(config: &Config) -> Result<reqwest::Client, Error> {
+    reqwest::Client::builder()
+        .timeout(config.request_timeout)
+        .connect_timeout(config.connect_timeout)
+        // Redirects would re-send X-Cycles-API-Key to wherever the Location points
+        // (reqwest strips only standard auth headers); a 3xx is surfaced instead.
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent(concat!("cycles-core/", env!("CARGO_PKG_VERSION")))
+        // Never keep more idle connections than can ever be busy at once.
+        .pool_max_idle_per_host(config.max_concurrent_requests)
+        .build()
+        .map_err(|e| Error::config(format!("cannot build the HTTP client: {e}")))
+}
+
+thread_local! {
+    /// This thread's own HTTP clients (one per live [`CyclesClient`] it drove a call for):
+    /// their connections are spawned on, and driven by, this thread's runtime.
+    static THREAD_HTTP: std::cell::RefCell<Vec<(std::sync::Weak<()>, reqwest::Client)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// Serializes a request body.
