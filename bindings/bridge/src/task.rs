@@ -79,15 +79,13 @@ pub fn start<T: Send + 'static>(
     fut: impl Future<Output = T> + Send + 'static,
 ) -> Result<Blocking<T>, ErrorFields> {
     let rt = runtime::handle()?;
+    let may_drive = caller::enabled()?;
     let calls = CALLS.with(|c| {
         let n = c.get().saturating_add(1).min(DRIVE_FROM_CALL);
         c.set(n);
         n
     });
-    if calls >= DRIVE_FROM_CALL
-        && caller::enabled()?
-        && tokio::runtime::Handle::try_current().is_err()
-    {
+    if may_drive && calls >= DRIVE_FROM_CALL && tokio::runtime::Handle::try_current().is_err() {
         return Ok(Blocking {
             how: How::Here {
                 work: Some(Box::pin(fut)),
