@@ -18,7 +18,7 @@ use cycles_core::settle::{DrainReport, ReplayHandle, SettleConfig, Settler};
 use cycles_core::{Config, CyclesClient};
 
 use crate::error::ErrorFields;
-use crate::guard::{drain_json, event_json, finished_json, parse_spec};
+use crate::guard::{drain_json, event_json, finished_text, parse_spec};
 use crate::task::Work;
 
 /// The host-callback channel: an `EventSink` whose callback only queues event JSON, and the
@@ -264,7 +264,7 @@ impl Active {
             .take()
             .ok_or_else(|| ErrorFields::invalid("this guarded action has already finished"))?;
         Ok(Box::pin(async move {
-            finished_json(&a.finish(work_succeeded).await).to_string()
+            finished_text(&a.finish(work_succeeded).await)
         }))
     }
 }

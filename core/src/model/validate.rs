@@ -12,6 +12,8 @@
 //! `null` for unset subject/action members and for `next_cursor` on a last page; see
 //! docs/contracts.md, "Null handling"). A `null` on a REQUIRED field still fails.
 
+use std::fmt::Display;
+
 use serde_json::{Map, Value};
 
 /// Why a response is not a schema-valid success.
@@ -38,7 +40,10 @@ fn status_is(got: u16, want: u16) -> Check {
     }
 }
 
-fn object<'a>(v: &'a Value, what: &str) -> Result<&'a Map<String, Value>, SchemaViolation> {
+// Labels are `impl Display` and formatted only when a check fails: callers pass
+// `format_args!`, so a valid body (every response) formats nothing.
+
+fn object<'a>(v: &'a Value, what: impl Display) -> Result<&'a Map<String, Value>, SchemaViolation> {
     v.as_object()
         .map_or_else(|| fail(format!("{what} is not a JSON object")), Ok)
 }
@@ -53,7 +58,7 @@ fn is_int(v: &Value) -> bool {
     v.as_i64().is_some()
 }
 
-fn int(v: &Value, k: &str, min0: bool) -> Check {
+fn int(v: &Value, k: impl Display, min0: bool) -> Check {
     match v.as_i64() {
         Some(n) if min0 && n < 0 => fail(format!("`{k}` must be >= 0, got {n}")),
         Some(_) => Ok(()),
@@ -62,6 +67,10 @@ fn int(v: &Value, k: &str, min0: bool) -> Check {
 }
 
 fn string(v: &Value, k: &str) -> Check {
+    string_labelled(v, k)
+}
+
+fn string_labelled(v: &Value, k: impl Display) -> Check {
     if v.is_string() {
         Ok(())
     } else {
@@ -99,10 +108,10 @@ fn has(o: &Map<String, Value>, k: &str) -> bool {
 }
 
 fn amount_impl(v: &Value, k: &str, min0: bool) -> Check {
-    let o = object(v, &format!("`{k}`"))?;
+    let o = object(v, format_args!("`{k}`"))?;
     // The unit must be a string but need not be known: new units are additive.
-    string(req(o, "unit")?, &format!("{k}.unit"))?;
-    int(req(o, "amount")?, &format!("{k}.amount"), min0)
+    string_labelled(req(o, "unit")?, format_args!("{k}.unit"))?;
+    int(req(o, "amount")?, format_args!("{k}.amount"), min0)
 }
 
 fn amount(v: &Value, k: &str) -> Check {
@@ -130,17 +139,17 @@ fn boolean(v: &Value, k: &str) -> Check {
 }
 
 fn json_object(v: &Value, k: &str) -> Check {
-    object(v, &format!("`{k}`")).map(|_| ())
+    object(v, format_args!("`{k}`")).map(|_| ())
 }
 
 fn evidence_ref(v: &Value, k: &str) -> Check {
-    let o = object(v, &format!("`{k}`"))?;
+    let o = object(v, format_args!("`{k}`"))?;
     string(req(o, "evidence_id")?, "evidence_id")?;
     string(req(o, "cycles_evidence_url")?, "cycles_evidence_url")
 }
 
 fn caps(v: &Value, k: &str) -> Check {
-    let o = object(v, &format!("`{k}`"))?;
+    let o = object(v, format_args!("`{k}`"))?;
     opt(o, "max_tokens", int_min0)?;
     opt(o, "max_steps_remaining", int_min0)?;
     opt(o, "cooldown_ms", int_min0)?;
@@ -149,7 +158,7 @@ fn caps(v: &Value, k: &str) -> Check {
 }
 
 fn balance(v: &Value, k: &str) -> Check {
-    let o = object(v, &format!("`{k}` item"))?;
+    let o = object(v, format_args!("`{k}` item"))?;
     string(req(o, "scope")?, "scope")?;
     string(req(o, "scope_path")?, "scope_path")?;
     signed_amount(req(o, "remaining")?, "remaining")?;
@@ -167,7 +176,7 @@ fn balances(v: &Value, k: &str) -> Check {
 }
 
 fn subject(v: &Value, k: &str) -> Check {
-    let o = object(v, &format!("`{k}`"))?;
+    let o = object(v, format_args!("`{k}`"))?;
     let std_fields = ["tenant", "workspace", "app", "workflow", "agent", "toolset"];
     for f in std_fields {
         opt(o, f, string)?;
@@ -176,7 +185,7 @@ fn subject(v: &Value, k: &str) -> Check {
         return fail(format!("`{k}` has no standard field"));
     }
     opt(o, "dimensions", |v, k| {
-        let d = object(v, &format!("`{k}`"))?;
+        let d = object(v, format_args!("`{k}`"))?;
         if d.values().all(Value::is_string) {
             Ok(())
         } else {
@@ -186,7 +195,7 @@ fn subject(v: &Value, k: &str) -> Check {
 }
 
 fn action(v: &Value, k: &str) -> Check {
-    let o = object(v, &format!("`{k}`"))?;
+    let o = object(v, format_args!("`{k}`"))?;
     string(req(o, "kind")?, "action.kind")?;
     string(req(o, "name")?, "action.name")?;
     opt(o, "tags", string_array)
@@ -298,7 +307,7 @@ fn reservation_row(v: &Value, what: &str, min0: bool) -> Check {
     opt(o, "metadata", json_object)?;
     opt(o, "committed_metadata", json_object)?;
     opt(o, "evidence", |v, k| {
-        let e = object(v, &format!("`{k}`"))?;
+        let e = object(v, format_args!("`{k}`"))?;
         for f in ["reserve", "commit", "release"] {
             opt(e, f, evidence_ref)?;
         }
