@@ -43,7 +43,7 @@ fn status_is(got: u16, want: u16) -> Check {
 // Labels are `impl Display` and formatted only when a check fails: callers pass
 // `format_args!`, so a valid body (every response) formats nothing.
 
-fn object<'a>(v: &'a Value, what: impl Display) -> Result<&'a Map<String, Value>, SchemaViolation> {
+fn object(v: &Value, what: impl Display) -> Result<&Map<String, Value>, SchemaViolation> {
     v.as_object()
         .map_or_else(|| fail(format!("{what} is not a JSON object")), Ok)
 }
