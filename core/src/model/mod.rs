@@ -10,6 +10,7 @@ pub mod error_body;
 pub mod event;
 pub mod evidence;
 pub mod json_object;
+pub mod json_view;
 pub mod query;
 pub mod reservation;
 pub mod validate;

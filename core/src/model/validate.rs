@@ -3,7 +3,9 @@
 //! The spec (HEARTBEAT GUIDANCE and the recovery profile, C6) says only a schema-valid
 //! response with the exact expected status proves success; any other 2xx is ambiguous and
 //! must not be trusted (e.g. for scheduling a heartbeat or deleting a journal record).
-//! These are pure functions over `(status, &Value)`, kept apart from decoding: decoding is
+//! These are pure functions over `(status, &J)`, any [`JsonView`] (a `serde_json::Value`, or
+//! the [`BorrowedJson`](super::json_view::BorrowedJson) the client parses each response into),
+//! kept apart from decoding: decoding is
 //! lenient (unknown fields and enum values tolerated), the predicate is strict about what the
 //! schema requires (exact status, required fields, JSON types, closed enums, `minimum: 0`).
 //! Unknown extra fields never fail a predicate: additive server releases must not break users.
@@ -14,7 +16,9 @@
 
 use std::fmt::Display;
 
-use serde_json::{Map, Value};
+pub use super::json_view::JsonView;
+#[cfg(test)]
+use serde_json::Value;
 
 /// Why a response is not a schema-valid success.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,22 +47,26 @@ fn status_is(got: u16, want: u16) -> Check {
 // Labels are `impl Display` and formatted only when a check fails: callers pass
 // `format_args!`, so a valid body (every response) formats nothing.
 
-fn object(v: &Value, what: impl Display) -> Result<&Map<String, Value>, SchemaViolation> {
-    v.as_object()
-        .map_or_else(|| fail(format!("{what} is not a JSON object")), Ok)
+/// `v` itself, once it is known to be an object.
+fn object<J: JsonView>(v: &J, what: impl Display) -> Result<&J, SchemaViolation> {
+    if v.is_object() {
+        Ok(v)
+    } else {
+        fail(format!("{what} is not a JSON object"))
+    }
 }
 
-fn req<'a>(o: &'a Map<String, Value>, k: &str) -> Result<&'a Value, SchemaViolation> {
+fn req<'a, J: JsonView>(o: &'a J, k: &str) -> Result<&'a J, SchemaViolation> {
     o.get(k)
         .map_or_else(|| fail(format!("missing required field `{k}`")), Ok)
 }
 
-fn is_int(v: &Value) -> bool {
+fn is_int<J: JsonView>(v: &J) -> bool {
     // int64 on the wire: a JSON integer that fits i64 (floats such as 1.5 or 1e3 are not).
     v.as_i64().is_some()
 }
 
-fn int(v: &Value, k: impl Display, min0: bool) -> Check {
+fn int<J: JsonView>(v: &J, k: impl Display, min0: bool) -> Check {
     match v.as_i64() {
         Some(n) if min0 && n < 0 => fail(format!("`{k}` must be >= 0, got {n}")),
         Some(_) => Ok(()),
@@ -66,11 +74,11 @@ fn int(v: &Value, k: impl Display, min0: bool) -> Check {
     }
 }
 
-fn string(v: &Value, k: &str) -> Check {
+fn string<J: JsonView>(v: &J, k: &str) -> Check {
     string_labelled(v, k)
 }
 
-fn string_labelled(v: &Value, k: impl Display) -> Check {
+fn string_labelled<J: JsonView>(v: &J, k: impl Display) -> Check {
     if v.is_string() {
         Ok(())
     } else {
@@ -78,7 +86,7 @@ fn string_labelled(v: &Value, k: impl Display) -> Check {
     }
 }
 
-fn one_of(v: &Value, k: &str, allowed: &[&str]) -> Check {
+fn one_of<J: JsonView>(v: &J, k: &str, allowed: &[&str]) -> Check {
     match v.as_str() {
         Some(s) if allowed.contains(&s) => Ok(()),
         Some(s) => fail(format!("`{k}` must be one of {allowed:?}, got {s:?}")),
@@ -86,51 +94,51 @@ fn one_of(v: &Value, k: &str, allowed: &[&str]) -> Check {
     }
 }
 
-fn string_array(v: &Value, k: &str) -> Check {
+fn string_array<J: JsonView>(v: &J, k: &str) -> Check {
     match v.as_array() {
-        Some(a) if a.iter().all(Value::is_string) => Ok(()),
+        Some(a) if a.iter().all(J::is_string) => Ok(()),
         _ => fail(format!("`{k}` must be an array of strings")),
     }
 }
 
 /// Runs `f` on the field when present and not `null`: an explicit `null` on an optional
 /// field means "absent" (what the reference server sends for unset optionals).
-fn opt(o: &Map<String, Value>, k: &str, f: impl Fn(&Value, &str) -> Check) -> Check {
+fn opt<J: JsonView>(o: &J, k: &str, f: impl Fn(&J, &str) -> Check) -> Check {
     match o.get(k) {
-        Some(Value::Null) | None => Ok(()),
-        Some(v) => f(v, k),
+        Some(v) if !v.is_null() => f(v, k),
+        _ => Ok(()),
     }
 }
 
 /// True when the optional field `k` is present with a non-null value.
-fn has(o: &Map<String, Value>, k: &str) -> bool {
-    !matches!(o.get(k), None | Some(Value::Null))
+fn has<J: JsonView>(o: &J, k: &str) -> bool {
+    o.get(k).is_some_and(|v| !v.is_null())
 }
 
-fn amount_impl(v: &Value, k: &str, min0: bool) -> Check {
+fn amount_impl<J: JsonView>(v: &J, k: &str, min0: bool) -> Check {
     let o = object(v, format_args!("`{k}`"))?;
     // The unit must be a string but need not be known: new units are additive.
     string_labelled(req(o, "unit")?, format_args!("{k}.unit"))?;
     int(req(o, "amount")?, format_args!("{k}.amount"), min0)
 }
 
-fn amount(v: &Value, k: &str) -> Check {
+fn amount<J: JsonView>(v: &J, k: &str) -> Check {
     amount_impl(v, k, true)
 }
 
-fn signed_amount(v: &Value, k: &str) -> Check {
+fn signed_amount<J: JsonView>(v: &J, k: &str) -> Check {
     amount_impl(v, k, false)
 }
 
-fn int_min0(v: &Value, k: &str) -> Check {
+fn int_min0<J: JsonView>(v: &J, k: &str) -> Check {
     int(v, k, true)
 }
 
-fn int_any(v: &Value, k: &str) -> Check {
+fn int_any<J: JsonView>(v: &J, k: &str) -> Check {
     int(v, k, false)
 }
 
-fn boolean(v: &Value, k: &str) -> Check {
+fn boolean<J: JsonView>(v: &J, k: &str) -> Check {
     if v.is_boolean() {
         Ok(())
     } else {
@@ -138,17 +146,17 @@ fn boolean(v: &Value, k: &str) -> Check {
     }
 }
 
-fn json_object(v: &Value, k: &str) -> Check {
+fn json_object<J: JsonView>(v: &J, k: &str) -> Check {
     object(v, format_args!("`{k}`")).map(|_| ())
 }
 
-fn evidence_ref(v: &Value, k: &str) -> Check {
+fn evidence_ref<J: JsonView>(v: &J, k: &str) -> Check {
     let o = object(v, format_args!("`{k}`"))?;
     string(req(o, "evidence_id")?, "evidence_id")?;
     string(req(o, "cycles_evidence_url")?, "cycles_evidence_url")
 }
 
-fn caps(v: &Value, k: &str) -> Check {
+fn caps<J: JsonView>(v: &J, k: &str) -> Check {
     let o = object(v, format_args!("`{k}`"))?;
     opt(o, "max_tokens", int_min0)?;
     opt(o, "max_steps_remaining", int_min0)?;
@@ -157,7 +165,7 @@ fn caps(v: &Value, k: &str) -> Check {
     opt(o, "tool_denylist", string_array)
 }
 
-fn balance(v: &Value, k: &str) -> Check {
+fn balance<J: JsonView>(v: &J, k: &str) -> Check {
     let o = object(v, format_args!("`{k}` item"))?;
     string(req(o, "scope")?, "scope")?;
     string(req(o, "scope_path")?, "scope_path")?;
@@ -168,14 +176,14 @@ fn balance(v: &Value, k: &str) -> Check {
     opt(o, "is_over_limit", boolean)
 }
 
-fn balances(v: &Value, k: &str) -> Check {
+fn balances<J: JsonView>(v: &J, k: &str) -> Check {
     match v.as_array() {
         Some(a) => a.iter().try_for_each(|b| balance(b, k)),
         None => fail(format!("`{k}` must be an array")),
     }
 }
 
-fn subject(v: &Value, k: &str) -> Check {
+fn subject<J: JsonView>(v: &J, k: &str) -> Check {
     let o = object(v, format_args!("`{k}`"))?;
     let std_fields = ["tenant", "workspace", "app", "workflow", "agent", "toolset"];
     for f in std_fields {
@@ -186,7 +194,7 @@ fn subject(v: &Value, k: &str) -> Check {
     }
     opt(o, "dimensions", |v, k| {
         let d = object(v, format_args!("`{k}`"))?;
-        if d.values().all(Value::is_string) {
+        if d.object_values().all(J::is_string) {
             Ok(())
         } else {
             fail("`dimensions` values must be strings")
@@ -194,7 +202,7 @@ fn subject(v: &Value, k: &str) -> Check {
     })
 }
 
-fn action(v: &Value, k: &str) -> Check {
+fn action<J: JsonView>(v: &J, k: &str) -> Check {
     let o = object(v, format_args!("`{k}`"))?;
     string(req(o, "kind")?, "action.kind")?;
     string(req(o, "name")?, "action.name")?;
@@ -207,7 +215,7 @@ const DECISIONS: &[&str] = &["ALLOW", "ALLOW_WITH_CAPS", "DENY"];
 ///
 /// Whether `reservation_id` must be present depends on `dry_run` and the decision, which
 /// this predicate cannot see; callers that need a live reservation check it themselves.
-pub fn create_reservation(status: u16, body: &Value) -> Check {
+pub fn create_reservation<J: JsonView>(status: u16, body: &J) -> Check {
     status_is(status, 200)?;
     let o = object(body, "body")?;
     one_of(req(o, "decision")?, "decision", DECISIONS)?;
@@ -225,7 +233,7 @@ pub fn create_reservation(status: u16, body: &Value) -> Check {
 }
 
 /// `commitReservation`: HTTP 200 `CommitResponse` with `status: COMMITTED`.
-pub fn commit_reservation(status: u16, body: &Value) -> Check {
+pub fn commit_reservation<J: JsonView>(status: u16, body: &J) -> Check {
     status_is(status, 200)?;
     let o = object(body, "body")?;
     one_of(req(o, "status")?, "status", &["COMMITTED"])?;
@@ -236,7 +244,7 @@ pub fn commit_reservation(status: u16, body: &Value) -> Check {
 }
 
 /// `releaseReservation`: HTTP 200 `ReleaseResponse` with `status: RELEASED`.
-pub fn release_reservation(status: u16, body: &Value) -> Check {
+pub fn release_reservation<J: JsonView>(status: u16, body: &J) -> Check {
     status_is(status, 200)?;
     let o = object(body, "body")?;
     one_of(req(o, "status")?, "status", &["RELEASED"])?;
@@ -246,7 +254,7 @@ pub fn release_reservation(status: u16, body: &Value) -> Check {
 }
 
 /// `extendReservation`: HTTP 200 `ReservationExtendResponse` with `status: ACTIVE`.
-pub fn extend_reservation(status: u16, body: &Value) -> Check {
+pub fn extend_reservation<J: JsonView>(status: u16, body: &J) -> Check {
     status_is(status, 200)?;
     let o = object(body, "body")?;
     one_of(req(o, "status")?, "status", &["ACTIVE"])?;
@@ -256,7 +264,7 @@ pub fn extend_reservation(status: u16, body: &Value) -> Check {
 }
 
 /// `decide`: HTTP 200 `DecisionResponse`.
-pub fn decide(status: u16, body: &Value) -> Check {
+pub fn decide<J: JsonView>(status: u16, body: &J) -> Check {
     status_is(status, 200)?;
     let o = object(body, "body")?;
     one_of(req(o, "decision")?, "decision", DECISIONS)?;
@@ -268,7 +276,7 @@ pub fn decide(status: u16, body: &Value) -> Check {
 }
 
 /// `createEvent`: HTTP **201** `EventCreateResponse` with `status: APPLIED`.
-pub fn create_event(status: u16, body: &Value) -> Check {
+pub fn create_event<J: JsonView>(status: u16, body: &J) -> Check {
     status_is(status, 201)?;
     let o = object(body, "body")?;
     one_of(req(o, "status")?, "status", &["APPLIED"])?;
@@ -278,7 +286,7 @@ pub fn create_event(status: u16, body: &Value) -> Check {
 }
 
 /// `getBalances`: HTTP 200 `BalanceResponse`.
-pub fn get_balances(status: u16, body: &Value) -> Check {
+pub fn get_balances<J: JsonView>(status: u16, body: &J) -> Check {
     status_is(status, 200)?;
     let o = object(body, "body")?;
     balances(req(o, "balances")?, "balances")?;
@@ -288,7 +296,7 @@ pub fn get_balances(status: u16, body: &Value) -> Check {
 
 /// Shared by `ReservationDetail` and `ReservationSummary`. The summary schema puts
 /// `minimum: 0` on its timestamps; the detail schema does not, hence `min0`.
-fn reservation_row(v: &Value, what: &str, min0: bool) -> Check {
+fn reservation_row<J: JsonView>(v: &J, what: &str, min0: bool) -> Check {
     let o = object(v, what)?;
     let ts = if min0 { int_min0 } else { int_any };
     string(req(o, "reservation_id")?, "reservation_id")?;
@@ -316,13 +324,13 @@ fn reservation_row(v: &Value, what: &str, min0: bool) -> Check {
 }
 
 /// `getReservation`: HTTP 200 `ReservationDetail`.
-pub fn get_reservation(status: u16, body: &Value) -> Check {
+pub fn get_reservation<J: JsonView>(status: u16, body: &J) -> Check {
     status_is(status, 200)?;
     reservation_row(body, "body", false)
 }
 
 /// `listReservations`: HTTP 200 `ReservationListResponse`.
-pub fn list_reservations(status: u16, body: &Value) -> Check {
+pub fn list_reservations<J: JsonView>(status: u16, body: &J) -> Check {
     status_is(status, 200)?;
     let o = object(body, "body")?;
     match req(o, "reservations")?.as_array() {
@@ -336,7 +344,7 @@ pub fn list_reservations(status: u16, body: &Value) -> Check {
 }
 
 /// `getEvidence`: HTTP 200 `CyclesEvidenceEnvelope` (extra members allowed).
-pub fn get_evidence(status: u16, body: &Value) -> Check {
+pub fn get_evidence<J: JsonView>(status: u16, body: &J) -> Check {
     status_is(status, 200)?;
     let o = object(body, "body")?;
     for f in [
@@ -355,7 +363,7 @@ pub fn get_evidence(status: u16, body: &Value) -> Check {
 }
 
 /// `getEvidenceJwks`: HTTP 200 `CyclesEvidenceJwks` (extra members allowed).
-pub fn get_evidence_jwks(status: u16, body: &Value) -> Check {
+pub fn get_evidence_jwks<J: JsonView>(status: u16, body: &J) -> Check {
     status_is(status, 200)?;
     let o = object(body, "body")?;
     let keys = req(o, "keys")?;

@@ -9,17 +9,14 @@
 //! [`Operation::has_side_effect`] and the table in [`crate::error`]). Any other status is the
 //! typed HTTP error of [`Error::from_http`].
 
-use serde::de::DeserializeOwned;
-use serde::Serialize;
-use serde_json::Value;
-
 use crate::error::{Correlation, Error};
+use crate::model::json_view::{BorrowedJson, JsonView};
 use crate::model::validate::{self, SchemaViolation};
 use crate::model::*;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 
 use super::{REQUEST_ID_HEADER, TRACE_ID_HEADER};
-
-type Predicate = fn(u16, &Value) -> Result<(), SchemaViolation>;
 
 /// The eleven runtime operations, named by the spec's operationIds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -100,19 +97,20 @@ impl Operation {
         )
     }
 
-    fn predicate(self) -> Predicate {
+    /// Checks a response body with this operation's success predicate.
+    fn check<J: JsonView>(self, status: u16, body: &J) -> Result<(), SchemaViolation> {
         match self {
-            Operation::Decide => validate::decide,
-            Operation::CreateReservation => validate::create_reservation,
-            Operation::ListReservations => validate::list_reservations,
-            Operation::GetReservation => validate::get_reservation,
-            Operation::CommitReservation => validate::commit_reservation,
-            Operation::ReleaseReservation => validate::release_reservation,
-            Operation::ExtendReservation => validate::extend_reservation,
-            Operation::CreateEvent => validate::create_event,
-            Operation::GetBalances => validate::get_balances,
-            Operation::GetEvidence => validate::get_evidence,
-            Operation::GetEvidenceJwks => validate::get_evidence_jwks,
+            Operation::Decide => validate::decide(status, body),
+            Operation::CreateReservation => validate::create_reservation(status, body),
+            Operation::ListReservations => validate::list_reservations(status, body),
+            Operation::GetReservation => validate::get_reservation(status, body),
+            Operation::CommitReservation => validate::commit_reservation(status, body),
+            Operation::ReleaseReservation => validate::release_reservation(status, body),
+            Operation::ExtendReservation => validate::extend_reservation(status, body),
+            Operation::CreateEvent => validate::create_event(status, body),
+            Operation::GetBalances => validate::get_balances(status, body),
+            Operation::GetEvidence => validate::get_evidence(status, body),
+            Operation::GetEvidenceJwks => validate::get_evidence_jwks(status, body),
         }
     }
 }
@@ -196,14 +194,16 @@ pub(crate) fn classify<T: DeserializeOwned>(
             Error::invalid_response(status, why, corr)
         }
     };
-    let value: Value = match serde_json::from_slice(body) {
+    // Checked on a borrowed parse, then decoded straight from the bytes: no `Value` tree
+    // (crate::model::json_view says why).
+    let doc = match BorrowedJson::parse(body) {
         Ok(v) => v,
         Err(e) => return Err(bad(format!("body is not JSON ({e})"), corr)),
     };
-    if let Err(v) = (op.predicate())(status, &value) {
+    if let Err(v) = op.check(status, &doc) {
         return Err(bad(v.to_string(), corr));
     }
-    serde_json::from_value(value).map_err(|e| bad(format!("cannot decode ({e})"), corr))
+    serde_json::from_slice(body).map_err(|e| bad(format!("cannot decode ({e})"), corr))
 }
 
 /// The error of a non-2xx response, whatever the operation (classification of errors does
@@ -338,5 +338,24 @@ mod tests {
         assert_eq!(e.retry_after().unwrap().delta_seconds, Some(7));
         let e = http_error(500, &h, br#"{"error":"INTERNAL_ERROR","message":"m"}"#);
         assert_eq!(e.kind(), &ErrorKind::ServerError);
+    }
+
+    /// A member the typed response reads, sent twice, is not a success to trust: the decode
+    /// straight from the bytes refuses it (a `Value` used to keep the last one silently). A
+    /// repeated member nobody reads is ignored, like any unknown one.
+    #[test]
+    fn a_repeated_member_is_ambiguous_for_a_write() {
+        let charged = r#"{"unit":"USD_MICROCENTS","amount":5}"#;
+        let twice = format!(r#"{{"status":"COMMITTED","charged":{charged},"charged":{charged}}}"#);
+        let e =
+            decode_response(Operation::CommitReservation, 200, &[], twice.as_bytes()).unwrap_err();
+        assert_eq!(e.kind(), &ErrorKind::AmbiguousSuccess);
+        assert!(
+            e.message().contains("duplicate field `charged`"),
+            "{}",
+            e.message()
+        );
+        let extra = format!(r#"{{"status":"COMMITTED","charged":{charged},"x":1,"x":2}}"#);
+        assert!(decode_response(Operation::CommitReservation, 200, &[], extra.as_bytes()).is_ok());
     }
 }
