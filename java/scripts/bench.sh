@@ -9,6 +9,7 @@
 # two passes. Honours CARGO_TARGET_DIR.
 #
 #   java/scripts/bench.sh [ROUNDS [LIFECYCLES [CONCURRENT]]]   # default 7 rounds of 1000, 10000 in flight
+#   JAVA_BENCH_OPTS=-Dbench.warmup=15000 java/scripts/bench.sh 5 1000 0      # a longer warm-up
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
@@ -36,8 +37,10 @@ log "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 log "JVM: $ROUNDS rounds x $N lifecycles per path against $URL"
 # A fixed heap touched at start: the rounds measure lifecycles, not the kernel's first touch
 # of young-generation pages (a cost a long-running JVM pays once; docs/benchmarks.md).
-java -Xms256m -Xmx256m -XX:+AlwaysPreTouch -Dcycles.shutdown.drain.ms=0 -cp "$JAR:$WORK/classes" \
-    LifecycleBench "$URL" cycles-local-key "$ROUNDS" "$N" 0
+# JAVA_BENCH_OPTS: extra JVM options for the rounds (e.g. -Dbench.warmup=15000), word-split.
+# shellcheck disable=SC2086
+java -Xms256m -Xmx256m -XX:+AlwaysPreTouch -Dcycles.shutdown.drain.ms=0 ${JAVA_BENCH_OPTS:-} \
+    -cp "$JAR:$WORK/classes" LifecycleBench "$URL" cycles-local-key "$ROUNDS" "$N" 0
 
 log "core: lifecycle-cpu ($ROUNDS rounds x $N)"
 "$TARGET/release/lifecycle-cpu" --cycles-bin "$TARGET/release/cycles" --rounds "$ROUNDS" --lifecycles "$N"
