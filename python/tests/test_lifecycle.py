@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -315,6 +316,30 @@ def test_heartbeat_keeps_a_short_lease_alive(server: LocalServer, tmp_path: Path
     # Committed (not recovered through an event): the reservation never expired.
     assert r.settlement.status == "committed"
     assert ops(server).count("extendReservation") >= 1
+
+
+def test_a_guard_driven_on_its_thread_beats_while_the_thread_sleeps(
+    server: LocalServer, tmp_path: Path
+) -> None:
+    # A thread's third blocking call on is driven on the thread itself (docs/bindings.md,
+    # threading rule 2); its guard's heartbeat must still run while the thread sleeps.
+    out: dict[str, Any] = {}
+
+    def worker() -> None:
+        with server.client(journal_dir=tmp_path, request_timeout=0.5) as client:
+            with client.reserve(10, action=ACTION) as warm:  # calls one and two
+                warm.set_actual(1)
+            with client.reserve(1_000, action=ACTION, ttl_ms=1_000) as r:  # driven
+                time.sleep(1.6)
+                r.set_actual(900)
+            out["r"] = r
+
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join(30)
+    r = out["r"]
+    assert r.lease is not None and r.lease.extensions >= 1
+    assert r.settlement is not None and r.settlement.status == "committed"
 
 
 # -- settlement outage, flush, drain, close -------------------------------------------------
