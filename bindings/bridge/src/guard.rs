@@ -141,14 +141,15 @@ struct LeaseOut<'a> {
 }
 
 fn lease_out(l: &LeaseReport) -> LeaseOut<'_> {
+    let stop = stop_reason(&l.end);
     LeaseOut {
         extensions: l.extensions,
         failures: l.failures,
         path: l.path.name(),
         stopped_early: l.stopped_early(),
         end: l.end.name(),
-        stop_reason: stop_reason(&l.end).map(StopReason::name),
-        stop_detail: stop_reason(&l.end).map(StopReason::detail_json),
+        stop_reason: stop.map(StopReason::name),
+        stop_detail: stop.map(StopReason::detail_json),
         last_error: l.last_error.as_ref().map(|(k, m)| (k.as_str(), m.as_str())),
     }
 }

@@ -5,11 +5,14 @@
 
 #![allow(clippy::result_large_err)] // ErrorFields: see the crate root
 
+mod common;
+
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
+use common::journaled_client;
 use cycles_bridge::task::{self, DRIVE_FROM_CALL};
-use cycles_bridge::{ClientHandle, ClientOptions, ErrorFields, Lifecycle};
+use cycles_bridge::{ClientHandle, ErrorFields, Lifecycle};
 use cycles_core::runtime;
 use cycles_local_server::{LocalServer, Operation, ServerConfig};
 use serde_json::{json, Value};
@@ -32,19 +35,7 @@ fn setup() -> Setup {
         .block_on(LocalServer::start(ServerConfig::default()))
         .unwrap();
     let journal = tempfile::tempdir().unwrap();
-    let client = Arc::new(
-        ClientHandle::new(
-            ClientOptions {
-                base_url: server.url(),
-                api_key: "cycles-local-key".into(),
-                request_timeout_ms: Some(2000),
-                journal_dir: Some(journal.path().to_path_buf()),
-                ..ClientOptions::default()
-            }
-            .into_config(),
-        )
-        .unwrap(),
-    );
+    let client = Arc::new(journaled_client(&server, journal.path()));
     Setup {
         _serial: serial,
         server,

@@ -5,17 +5,13 @@
 
 use std::time::Duration;
 
-use cycles_bridge::task;
-use cycles_bridge::{ClientHandle, ClientOptions, ErrorFields, Lifecycle};
+mod common;
+
+use common::{block, journaled_client};
+use cycles_bridge::{ClientHandle, ErrorFields, Lifecycle};
 use cycles_core::runtime;
 use cycles_local_server::{LocalServer, ServerConfig};
 use serde_json::{json, Value};
-
-const KEY: &str = "cycles-local-key";
-
-fn block<T: Send + 'static>(fut: impl std::future::Future<Output = T> + Send + 'static) -> T {
-    task::start(fut).unwrap().finish().unwrap()
-}
 
 struct Setup {
     _server: LocalServer,
@@ -29,17 +25,7 @@ fn setup() -> Setup {
         .block_on(LocalServer::start(ServerConfig::default()))
         .unwrap();
     let journal = tempfile::tempdir().unwrap();
-    let client = ClientHandle::new(
-        ClientOptions {
-            base_url: server.url(),
-            api_key: KEY.into(),
-            request_timeout_ms: Some(2000),
-            journal_dir: Some(journal.path().to_path_buf()),
-            ..ClientOptions::default()
-        }
-        .into_config(),
-    )
-    .unwrap();
+    let client = journaled_client(&server, journal.path());
     Setup {
         _server: server,
         client,

@@ -6,15 +6,13 @@
 
 use std::time::Duration;
 
-use cycles_bridge::task;
-use cycles_bridge::{process, ClientHandle, ClientOptions, Lifecycle};
+mod common;
+
+use common::{block, journaled_client};
+use cycles_bridge::{process, task, Lifecycle};
 use cycles_core::runtime::SHUT_DOWN_MESSAGE;
 use cycles_local_server::{Fault, FaultRule, LocalServer, Operation, ServerConfig};
 use serde_json::{json, Value};
-
-fn block<T: Send + 'static>(fut: impl std::future::Future<Output = T> + Send + 'static) -> T {
-    task::start(fut).unwrap().finish().unwrap()
-}
 
 #[test]
 fn shutdown_drains_then_every_call_fails_with_runtime() {
@@ -24,17 +22,7 @@ fn shutdown_drains_then_every_call_fails_with_runtime() {
         .block_on(LocalServer::start(ServerConfig::default()))
         .unwrap();
     let journal = tempfile::tempdir().unwrap();
-    let client = ClientHandle::new(
-        ClientOptions {
-            base_url: server.url(),
-            api_key: "cycles-local-key".into(),
-            request_timeout_ms: Some(2000),
-            journal_dir: Some(journal.path().to_path_buf()),
-            ..ClientOptions::default()
-        }
-        .into_config(),
-    )
-    .unwrap();
+    let client = journaled_client(&server, journal.path());
     let lc = Lifecycle::new(client.live().unwrap(), client.config(), Some(1), None).unwrap();
     let spec = json!({
         "idempotency_key": "bridge-shutdown-1",

@@ -9,12 +9,13 @@
 //! [`Operation::has_side_effect`] and the table in [`crate::error`]). Any other status is the
 //! typed HTTP error of [`Error::from_http`].
 
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
 use crate::error::{Correlation, Error};
 use crate::model::json_view::{BorrowedJson, JsonView};
 use crate::model::validate::{self, SchemaViolation};
 use crate::model::*;
-use serde::de::DeserializeOwned;
-use serde::Serialize;
 
 use super::{REQUEST_ID_HEADER, TRACE_ID_HEADER};
 
