@@ -266,10 +266,54 @@ fn locks_exclude_workers_in_one_process() {
     assert!(j.try_lock("rsv-2").unwrap().is_some());
     drop(a);
     assert!(j.try_lock("rsv-1").unwrap().is_some());
-    assert!(
-        !listing(j.dir()).iter().any(|f| f.ends_with(".lock")),
-        "lock files are cleaned up"
+    assert_eq!(
+        listing(j.dir()),
+        vec![names::LOCK_TABLE.to_string()],
+        "one lock table, no file per record"
     );
+}
+
+#[test]
+fn an_earlier_versions_lock_files_are_reaped_once_stale_unless_held() {
+    use rustix::fs::{flock, FlockOperation};
+    let tmp = tempfile::tempdir().unwrap();
+    let j = journal(tmp.path());
+    j.ensure_dir().unwrap();
+    let old = SystemTime::now() - Duration::from_secs(2 * 3600);
+    let make = |id: &str| {
+        let p = j
+            .dir()
+            .join(names::lock_file_name(&names::record_file_name(id)));
+        let f = std::fs::File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&p)
+            .unwrap();
+        f.set_modified(old).unwrap();
+        (p, f)
+    };
+    let (orphan, f) = make("rsv-1");
+    drop(f);
+    // Held by a live worker of that version: kept.
+    let (held, h) = make("rsv-2");
+    flock(&h, FlockOperation::NonBlockingLockExclusive).unwrap();
+    // Its record still exists: kept.
+    let (with_record, f) = make("rsv-3");
+    drop(f);
+    save(&j, "rsv-3");
+    // Young: kept.
+    let young = j
+        .dir()
+        .join(names::lock_file_name(&names::record_file_name("rsv-4")));
+    std::fs::write(&young, b"").unwrap();
+    let scan = j.scan().unwrap();
+    let orphan_name = orphan.file_name().unwrap().to_string_lossy().into_owned();
+    assert_eq!(scan.reaped, vec![orphan_name]);
+    assert!(!orphan.exists());
+    assert!(held.exists() && with_record.exists() && young.exists());
+    assert!(j.dir().join(names::LOCK_TABLE).exists(), "the table stays");
+    drop(h);
 }
 
 const CHILD_ENV: &str = "CYCLES_JOURNAL_LOCK_CHILD_DIR";

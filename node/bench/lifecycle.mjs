@@ -8,7 +8,11 @@
 // and compiler threads, core's native runtime threads alike), divided by its lifecycles.
 //
 //   node --expose-gc bench/lifecycle.mjs --url URL [--rounds 7] [--lifecycles 1000]
-//       [--lifecycle-cpu BIN --cycles-bin BIN] [--concurrent 10000] [--passes 2] [--paths off,on,fetch]
+//       [--lifecycle-cpu BIN --cycles-bin BIN] [--concurrent 10000] [--passes 2] [--paths off,on,fetch,hop]
+//
+// `hop` is one native async round trip with no I/O (`flush()` of a client without a journal:
+// a task on core's runtime settling a promise). A guarded lifecycle makes two of them (reserve,
+// then settle), so core's lifecycle plus two hops is the floor of any promise-based binding.
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -29,7 +33,7 @@ const { values: opt } = parseArgs({
     concurrent: { type: "string", default: "10000" },
     // A second pass tells a leak from pages the allocator kept: its "after" should be ~0.
     passes: { type: "string", default: "2" },
-    paths: { type: "string", default: "off,on,fetch" },
+    paths: { type: "string", default: "off,on,fetch,hop" },
   },
 });
 if (!opt.url) throw new Error("--url is required (a running `cycles serve`)");
@@ -89,6 +93,7 @@ const ALL = {
   off: { name: "node guarded, journal off", run: () => guarded(off) },
   on: { name: "node guarded, journal on", run: () => guarded(on) },
   fetch: { name: "fetch create+commit", run: bare },
+  hop: { name: "native round trip, no I/O", run: () => off.flush() },
 };
 const paths = opt.paths.split(",").map((k) => {
   if (!ALL[k]) throw new Error(`unknown path ${k} (off, on, fetch)`);
@@ -151,6 +156,11 @@ function ratios(med, core) {
     if (core) console.log(`ratio ${p.name} / core: rate ${(m[0] / (1e6 / core.core_wall_us)).toFixed(2)}x, CPU ${(m[1] / core.core_cpu_us).toFixed(2)}x`);
   }
   if (core) console.log(`ratio core / bare reqwest (lifecycle-cpu): CPU ${core.cpu_ratio.toFixed(2)}x, wall ${core.wall_ratio.toFixed(2)}x`);
+  const hopM = med.get(ALL.hop);
+  if (core && hopM) {
+    const floor = core.core_cpu_us + 2 * hopM[1];
+    console.log(`floor core + 2 round trips: ${fmt(floor, 1)} µs CPU per lifecycle, ${(floor / core.core_cpu_us).toFixed(2)}x core`);
+  }
 }
 
 function mem() {

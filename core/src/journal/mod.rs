@@ -9,7 +9,7 @@
 //!   kept byte-faithful;
 //! - [`fsio`]: atomic durable writes (0600 temp, fsync, rename, fsync dir), 0700 directories,
 //!   never-overwriting quarantine, temp reaping;
-//! - [`lock`]: advisory per-record `flock`;
+//! - [`lock`]: advisory per-record locks (a byte of the partition's lock table each);
 //! - [`store`]: [`Journal`], one partition and the locked record operations on it.
 //!
 //! Everything here blocks; the settlement engine calls it on the blocking pool.

@@ -9,7 +9,9 @@
 //!   reaped after an hour ([`is_temp_file_name`]): `*.tmp` (ours; Python's and TypeScript's
 //!   `<record name>.<pid>.<hex>.tmp`), `*.tmp.*`, and the Rust crate's `.tmpXXXXXX` (the
 //!   `tempfile` crate's default: `.tmp` and random alphanumerics, no extension).
-//! - Our lock files: `v2-<hash>.lock`, held with `flock` while a record is worked on.
+//! - Our lock table: `v2.locks`, one per partition; a record's lock is a byte range of it
+//!   (`super::lock`). Earlier versions locked `v2-<hash>.lock` files, one per record: those
+//!   are recognised and reaped once stale.
 //! - Quarantined records: `<record name>.<category>-<ms>-<n>` where `category` is `corrupt`,
 //!   `unsupported` or `unrecoverable`; the official SDKs' `<stem>.corrupt` is recognised too.
 
@@ -39,7 +41,11 @@ pub fn legacy_file_name(reservation_id: &str) -> String {
     s
 }
 
-/// The lock file of a record file name (`v2-<hash>.json` -> `v2-<hash>.lock`).
+/// The lock table of a partition (never a record, a temp file or a `*.lock`).
+pub const LOCK_TABLE: &str = "v2.locks";
+
+/// The per-record lock file earlier versions used (`v2-<hash>.json` -> `v2-<hash>.lock`),
+/// reaped by the scan once stale.
 pub fn lock_file_name(record_file: &str) -> String {
     format!(
         "{}.lock",
@@ -93,7 +99,7 @@ pub enum EntryKind {
     Legacy,
     /// A temp file (ours or an official SDK's).
     Temp,
-    /// A lock file.
+    /// A per-record lock file of an earlier version.
     Lock,
     /// A quarantined record and its category (`corrupt`, `unsupported`, `unrecoverable`).
     Quarantined(String),
@@ -182,6 +188,7 @@ mod tests {
         assert_eq!(classify("x.tmp.json"), EntryKind::Legacy);
         assert_eq!(classify(".tmpdir-x"), EntryKind::Other);
         assert_eq!(classify(&lock_file_name(&rec)), EntryKind::Lock);
+        assert_eq!(classify(LOCK_TABLE), EntryKind::Other);
         assert_eq!(
             classify(&quarantine_file_name(
                 &rec,

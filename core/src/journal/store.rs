@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use super::fsio;
 use super::identity;
-use super::lock::RecordLock;
+use super::lock::{self, RecordLock};
 use super::names::{self, EntryKind, QuarantineKind};
 use super::record::{ParseError, Record};
 
@@ -309,26 +309,27 @@ impl Journal {
                     });
                 }
                 EntryKind::Lock => {
-                    // A lock file outlives its holder only if the holder crashed (the kernel
-                    // released the lock). Reap it through the lock protocol once stale, and
-                    // only when its record is gone.
+                    // An earlier version's per-record lock file, left only if its holder
+                    // crashed. Reaped once stale, when its record is gone and nobody holds it.
                     let record = format!("{}.json", file.trim_end_matches(".lock"));
                     let stale = fs::metadata(&path)
                         .and_then(|m| m.modified())
                         .ok()
                         .and_then(|m| m.elapsed().ok())
                         .is_some_and(|age| age > fsio::TEMP_MAX_AGE);
-                    if stale && !self.dir.join(&record).exists() {
-                        if let Ok(Some(lock)) = RecordLock::try_acquire(&self.dir, &record) {
-                            drop(lock);
-                            scan.reaped.push(file);
-                        }
+                    if stale
+                        && !self.dir.join(&record).exists()
+                        && lock::reap_lock_file(&path).unwrap_or(false)
+                    {
+                        scan.reaped.push(file);
                     }
                 }
                 EntryKind::Temp | EntryKind::Other => {}
             }
         }
-        scan.reaped = fsio::reap_temps(&self.dir, fsio::TEMP_MAX_AGE)?;
+        // After the lock files: reaped lock files are reported too.
+        scan.reaped
+            .extend(fsio::reap_temps(&self.dir, fsio::TEMP_MAX_AGE)?);
         Ok(scan)
     }
 
