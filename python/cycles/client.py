@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import math
 import os
 import threading
 import uuid
@@ -66,12 +67,48 @@ ActualLike = Any  # int | Amount | Callable[[result], int | Amount] | None
 _DEFAULT_CLOSE_TIMEOUT = 5.0
 
 
+# The native layer takes milliseconds and counts as unsigned 64-bit integers: anything beyond
+# is refused here with a typed error (pyo3 would raise OverflowError).
+_U64_MAX = 2**64 - 1
+
+
 def _ms(seconds: float | None, name: str) -> int | None:
     if seconds is None:
         return None
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds <= 0:
-        raise InvalidArgumentError(f"{name} must be a positive number of seconds")
-    return max(1, round(seconds * 1000))
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, (int, float))
+        or not math.isfinite(seconds)
+        or seconds <= 0
+    ):
+        raise InvalidArgumentError(f"{name} must be a positive, finite number of seconds")
+    ms = max(1, round(seconds * 1000))
+    if ms > _U64_MAX:
+        raise InvalidArgumentError(f"{name} is too large ({seconds} s)")
+    return ms
+
+
+def _close_seconds(seconds: float, name: str) -> float:
+    """A close's drain bound: a finite number of seconds, 0 for no drain."""
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, (int, float))
+        or not math.isfinite(seconds)
+        or seconds < 0
+    ):
+        raise InvalidArgumentError(f"{name} must be a finite number of seconds, 0 or more")
+    if round(seconds * 1000) > _U64_MAX:
+        raise InvalidArgumentError(f"{name} is too large ({seconds} s)")
+    return float(seconds)
+
+
+def _count(value: int | None, name: str, upper: int) -> int | None:
+    """A positive int of at most ``upper``, or None."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= upper:
+        raise InvalidArgumentError(f"{name} must be an int from 1 to {upper}")
+    return value
 
 
 def _part(value: Any, cls: type, what: str) -> Any:
@@ -262,12 +299,7 @@ class _Base(_Requests):
         replay_interval: float | None = None,
         max_concurrent_requests: int | None = None,
     ) -> None:
-        if max_concurrent_requests is not None and (
-            isinstance(max_concurrent_requests, bool)
-            or not isinstance(max_concurrent_requests, int)
-            or max_concurrent_requests < 1
-        ):
-            raise InvalidArgumentError("max_concurrent_requests must be a positive int")
+        _count(max_concurrent_requests, "max_concurrent_requests", _U64_MAX)
         self._native = _native.NativeClient(
             base_url,
             api_key,
@@ -287,13 +319,9 @@ class _Base(_Requests):
         settle_max_attempts: int | None,
         replay_interval: float | None,
     ) -> None:
-        if isinstance(close_timeout, bool) or not isinstance(close_timeout, (int, float)):
-            raise InvalidArgumentError("close_timeout must be a number of seconds")
-        if close_timeout < 0:
-            raise InvalidArgumentError("close_timeout must not be negative")
         self._on_event = on_event
-        self._close_timeout = float(close_timeout)
-        self._settle_max_attempts = settle_max_attempts
+        self._close_timeout = _close_seconds(close_timeout, "close_timeout")
+        self._settle_max_attempts = _count(settle_max_attempts, "settle_max_attempts", 2**32 - 1)
         self._replay_interval_ms = _ms(replay_interval, "replay_interval")
         self._lc: _Lifecycle | None = None
         self._lc_lock = threading.Lock()
@@ -328,6 +356,8 @@ class _Base(_Requests):
             return self._lc
 
     def _close_lifecycle(self, timeout: float | None) -> DrainReport | None:
+        if timeout is not None:
+            timeout = _close_seconds(timeout, "timeout")
         with self._lc_lock:
             lc = self._lc
         return None if lc is None else lc.close(timeout)
@@ -763,8 +793,8 @@ class AsyncClient(_Base):
         report = None
         lc = self._lc
         if lc is not None:
-            t = lc.close_timeout if timeout is None else timeout
-            ms = max(0, round(t * 1000))
+            t = lc.close_timeout if timeout is None else _close_seconds(timeout, "timeout")
+            ms = round(t * 1000)
             if ms > 0 and not lc.native.closed:
                 await lc.native.drain_async(ms)
             report = self._close_lifecycle(0)

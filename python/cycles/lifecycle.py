@@ -363,6 +363,9 @@ class GuardedReservation:
             amount = amount.amount
         if isinstance(amount, bool) or not isinstance(amount, int):
             raise InvalidArgumentError("an actual amount must be an int (or an Amount)")
+        if not -(2**63) <= amount < 2**63:
+            # Core counts in signed 64 bits (pyo3 would raise OverflowError).
+            raise InvalidArgumentError(f"an actual amount must fit in 64 bits, not {amount}")
         return amount
 
     def set_actual(self, amount: int | Amount) -> None:

@@ -546,6 +546,39 @@ def test_invalid_arguments(client: cycles.Client) -> None:
             r.set_actual(1.5)  # type: ignore[arg-type]
 
 
+def test_out_of_range_numbers_are_typed_errors_and_the_actual_is_kept(
+    client: cycles.Client, server: LocalServer
+) -> None:
+    # Beyond what the native layer counts in: InvalidArgumentError, never OverflowError.
+    with client.reserve(10, action=ACTION) as r:
+        for bad in (2**63, -(2**63) - 1, 2**70):
+            with pytest.raises(cycles.InvalidArgumentError, match="64 bits"):
+                r.set_actual(bad)
+            with pytest.raises(cycles.InvalidArgumentError, match="64 bits"):
+                r.add(bad)
+        r.set_actual(2**63 - 1)  # the edge still fits
+        r.set_actual(7)  # the known actual survives the refusals above
+    assert r.settlement is not None and r.settlement.status == "committed"
+    assert r.settlement.charged is not None and r.settlement.charged.amount == 7
+    for bad in (float("inf"), float("nan"), 1e300):
+        with pytest.raises(cycles.InvalidArgumentError, match="timeout"):
+            client.drain(timeout=bad)
+        with pytest.raises(cycles.InvalidArgumentError, match="request_timeout"):
+            cycles.Client(server.url, server.api_key, request_timeout=bad)
+        with pytest.raises(cycles.InvalidArgumentError, match="replay_interval"):
+            cycles.Client(server.url, server.api_key, replay_interval=bad)
+        with pytest.raises(cycles.InvalidArgumentError, match="close_timeout"):
+            cycles.Client(server.url, server.api_key, close_timeout=bad)
+    for bad_count in (0, 2**32, 2**70):
+        with pytest.raises(cycles.InvalidArgumentError, match="settle_max_attempts"):
+            cycles.Client(server.url, server.api_key, settle_max_attempts=bad_count)
+    with pytest.raises(cycles.InvalidArgumentError, match="max_concurrent_requests"):
+        cycles.Client(server.url, server.api_key, max_concurrent_requests=2**64)
+    with pytest.raises(cycles.InvalidArgumentError, match="timeout"):
+        client.close(timeout=float("inf"))
+    assert not client.closed
+
+
 # -- interpreter exit -----------------------------------------------------------------------
 
 
