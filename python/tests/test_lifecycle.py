@@ -560,15 +560,15 @@ def test_out_of_range_numbers_are_typed_errors_and_the_actual_is_kept(
         r.set_actual(7)  # the known actual survives the refusals above
     assert r.settlement is not None and r.settlement.status == "committed"
     assert r.settlement.charged is not None and r.settlement.charged.amount == 7
-    for bad in (float("inf"), float("nan"), 1e300):
+    for bad_seconds in (float("inf"), float("nan"), 1e300):
         with pytest.raises(cycles.InvalidArgumentError, match="timeout"):
-            client.drain(timeout=bad)
+            client.drain(timeout=bad_seconds)
         with pytest.raises(cycles.InvalidArgumentError, match="request_timeout"):
-            cycles.Client(server.url, server.api_key, request_timeout=bad)
+            cycles.Client(server.url, server.api_key, request_timeout=bad_seconds)
         with pytest.raises(cycles.InvalidArgumentError, match="replay_interval"):
-            cycles.Client(server.url, server.api_key, replay_interval=bad)
+            cycles.Client(server.url, server.api_key, replay_interval=bad_seconds)
         with pytest.raises(cycles.InvalidArgumentError, match="close_timeout"):
-            cycles.Client(server.url, server.api_key, close_timeout=bad)
+            cycles.Client(server.url, server.api_key, close_timeout=bad_seconds)
     for bad_count in (0, 2**32, 2**70):
         with pytest.raises(cycles.InvalidArgumentError, match="settle_max_attempts"):
             cycles.Client(server.url, server.api_key, settle_max_attempts=bad_count)
