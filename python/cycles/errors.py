@@ -18,6 +18,9 @@ whatever its class:
 ``retry_after``           valid ``Retry-After`` delta-seconds (``int``), else ``None``
 ``retry_after_raw``       the ``Retry-After`` header verbatim, when one came
 ``details``               the error body's ``details`` object, when present
+``cycles_evidence``       the error body's :class:`~cycles.models.EvidenceRef`, when the
+                          server sent one (e.g. a live reservation's 409 denial: fetch
+                          the signed envelope with ``get_evidence(ref.evidence_id)``)
 ========================  ==============================================================
 
 Catch what you can act on::
@@ -40,6 +43,7 @@ import json
 from typing import Any
 
 from . import _native
+from .models import EvidenceRef
 
 __all__ = [
     "CyclesError",
@@ -96,6 +100,7 @@ class CyclesError(Exception):
     retry_after: int | None
     retry_after_raw: str | None
     details: dict[str, Any] | None
+    cycles_evidence: EvidenceRef | None
     _default_code: int = 4
     _default_name: str = "INTERNAL"
 
@@ -113,6 +118,7 @@ class CyclesError(Exception):
         retry_after: int | None = None,
         retry_after_raw: str | None = None,
         details: dict[str, Any] | None = None,
+        cycles_evidence: EvidenceRef | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -126,6 +132,7 @@ class CyclesError(Exception):
         self.retry_after = retry_after
         self.retry_after_raw = retry_after_raw
         self.details = details
+        self.cycles_evidence = cycles_evidence
 
     def __str__(self) -> str:
         text = f"[{self.name}] "
@@ -161,6 +168,7 @@ class CyclesError(Exception):
             "retry_after": self.retry_after,
             "retry_after_raw": self.retry_after_raw,
             "details": self.details,
+            "cycles_evidence": self.cycles_evidence,
         }
 
 
@@ -382,6 +390,7 @@ def _from_native(
     retry_after_raw: str | None,
     retry_after_seconds: int | None,
     details_json: str | None,
+    cycles_evidence: dict[str, Any] | None,
     variant: str | None,
 ) -> CyclesError:
     """Builds the exception for a native error (called by ``cycles._native`` only)."""
@@ -404,4 +413,7 @@ def _from_native(
         retry_after=retry_after_seconds,
         retry_after_raw=retry_after_raw,
         details=details,
+        cycles_evidence=(
+            None if cycles_evidence is None else EvidenceRef._from_json(cycles_evidence)
+        ),
     )

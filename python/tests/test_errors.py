@@ -251,11 +251,14 @@ def test_hierarchy_is_complete_and_picklable() -> None:
     e = errors._from_native(
         code=20, name="RATE_LIMITED", message="slow", http_status=429,
         error_code="LIMIT_EXCEEDED", request_id="r", trace_id="t", retryable=True,
-        retry_after_raw="3", retry_after_seconds=3, details_json='{"a": 1}', variant=None,
+        retry_after_raw="3", retry_after_seconds=3, details_json='{"a": 1}',
+        cycles_evidence={"evidence_id": "e1", "cycles_evidence_url": "http://h/e1"}, variant=None,
     )  # fmt: skip
     assert type(e) is cycles.RateLimitedError and e.details == {"a": 1}
+    assert e.cycles_evidence == cycles.EvidenceRef("e1", "http://h/e1")
     back = pickle.loads(pickle.dumps(e))
     assert type(back) is cycles.RateLimitedError and back.retry_after == 3
+    assert back.cycles_evidence == e.cycles_evidence
     assert back.request_id == "r" and str(back) == str(e)
     assert errors.error_class("SOMETHING_NEW") is cycles.CyclesError
     assert cycles.TransportTimeoutError("x").code == 11

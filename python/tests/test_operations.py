@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import re
 
 import pytest
 from conftest import ACTION, SERVER_MODE, USD, usd
@@ -143,6 +144,25 @@ def test_dry_run_and_evidence(api) -> None:
     assert isinstance(jwks, cycles.EvidenceJwks)
     assert jwks.keys and isinstance(jwks.keys[0], cycles.EvidenceJwk)
     assert jwks.keys[0].crv == "Ed25519"
+
+
+def test_a_denial_error_carries_its_evidence(api) -> None:
+    with pytest.raises(cycles.BudgetExceededError) as e:
+        reserve(api, "k-denied", amount=10**15)
+    ref = e.value.cycles_evidence
+    assert isinstance(ref, cycles.EvidenceRef), ref
+    assert re.fullmatch("[0-9a-f]{64}", ref.evidence_id), ref.evidence_id
+    assert ref.cycles_evidence_url.endswith("/" + ref.evidence_id), ref.cycles_evidence_url
+    # The reference is the server's: it serves the signed envelope of the denial.
+    env = api.get_evidence(ref.evidence_id)
+    assert (env.evidence_id, env.artifact_type) == (ref.evidence_id, "error")
+
+
+def test_an_error_without_evidence_has_none(api) -> None:
+    with pytest.raises(cycles.NotFoundError) as e:
+        api.get_evidence("0" * 64)
+    assert e.value.http_status == 404
+    assert e.value.cycles_evidence is None
 
 
 def test_subject_defaults_to_client_tenant(server) -> None:

@@ -115,6 +115,9 @@ def check_error(x: dict[str, Any]) -> cycles.CyclesError:
     if body is not None:
         assert e.request_id == body.get("request_id") and e.trace_id == body.get("trace_id")
     assert e.details == (body or {}).get("details"), name
+    ev = (body or {}).get("cycles_evidence")
+    want = None if ev is None else cycles.EvidenceRef(ev["evidence_id"], ev["cycles_evidence_url"])
+    assert e.cycles_evidence == want, name
     ra = header(x, "Retry-After")
     assert e.retry_after_raw == ra, name
     assert e.retry_after == (int(ra) if ra is not None else None), name
@@ -185,6 +188,8 @@ def test_every_exchange_decodes_like_the_client(corpus) -> None:
     assert type(failed["routing.unknown_path_no_key"]) is cycles.UnauthorizedError
     assert "requested_unit" in (failed["create.unit_mismatch"].details or {})
     assert type(failed["get.expired"]) is cycles.ReservationExpiredError
+    denied = failed["evidence_on.create_denied"]
+    assert type(denied) is cycles.BudgetExceededError and denied.cycles_evidence is not None
 
 
 def test_a_missing_corpus_fails_naming_the_path(tmp_path) -> None:

@@ -24,6 +24,17 @@ fn build(py: Python<'_>, f: &ErrorFields) -> PyResult<PyErr> {
     kw.set_item("retry_after_raw", &f.retry_after_raw)?;
     kw.set_item("retry_after_seconds", f.retry_after_seconds)?;
     kw.set_item("details_json", &f.details_json)?;
+    // A plain dict: `_from_native` turns it into the package's `EvidenceRef` model.
+    let evidence = match &f.cycles_evidence {
+        Some(ev) => {
+            let d = PyDict::new(py);
+            d.set_item("evidence_id", &ev.evidence_id)?;
+            d.set_item("cycles_evidence_url", &ev.cycles_evidence_url)?;
+            Some(d)
+        }
+        None => None,
+    };
+    kw.set_item("cycles_evidence", evidence)?;
     kw.set_item("variant", f.variant)?;
     let exc = factory.call((), Some(&kw))?;
     Ok(PyErr::from_value(exc))
