@@ -10,14 +10,17 @@
 //   node --expose-gc bench/lifecycle.mjs --url URL [--rounds 7] [--lifecycles 1000]
 //       [--lifecycle-cpu BIN --cycles-bin BIN] [--concurrent 10000] [--passes 2] [--paths off,on,fetch,hop]
 //
-// `hop` is one native async round trip with no I/O (`flush()` of a client without a journal:
-// a task on core's runtime settling a promise). A guarded lifecycle makes two of them (reserve,
-// then settle), so core's lifecycle plus two hops is the floor of any promise-based binding.
+// `hop` is one native async round trip with no I/O, straight on the addon (the native
+// lifecycle's `flush()` without a journal: a napi call, a task on core's runtime, a promise
+// settled from it, awaited). A guarded lifecycle makes two of them (reserve, then settle), so
+// core's lifecycle plus two hops is the floor of any promise-based binding of core.
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+
+import { createRequire } from "node:module";
 
 import { Client } from "cycles-sdk";
 
@@ -51,6 +54,18 @@ const GUARD = { estimate: 1000, action: ACTION, ttlMs: 60_000, actual: 800 };
 const journal = mkdtempSync(join(tmpdir(), "cycles-node-bench-"));
 const off = new Client({ baseUrl: URL_, apiKey: KEY, tenant: "acme", journalEnabled: false });
 const on = new Client({ baseUrl: URL_, apiKey: KEY, tenant: "acme", journalDir: journal });
+
+// The addon itself (the package's internal native layer), for the `hop` path only.
+const addon = createRequire(import.meta.url)("../native/native.js");
+let hopLc = null;
+function hopLifecycle() {
+  if (hopLc === null) {
+    const n = new addon.NativeClient({ baseUrl: URL_, apiKey: KEY, tenant: "acme", journalEnabled: false });
+    hopLc = n.lifecycle(undefined, undefined, () => undefined);
+    hopLc.setEventsWanted(false);
+  }
+  return hopLc;
+}
 
 /** The package's guarded lifecycle; the settlement checked, as core's bench asserts it. */
 async function guarded(client) {
@@ -93,7 +108,7 @@ const ALL = {
   off: { name: "node guarded, journal off", run: () => guarded(off) },
   on: { name: "node guarded, journal on", run: () => guarded(on) },
   fetch: { name: "fetch create+commit", run: bare },
-  hop: { name: "native round trip, no I/O", run: () => off.flush() },
+  hop: { name: "native round trip, no I/O", run: () => hopLifecycle().flush() },
 };
 const paths = opt.paths.split(",").map((k) => {
   if (!ALL[k]) throw new Error(`unknown path ${k} (off, on, fetch)`);
@@ -234,5 +249,6 @@ try {
 } finally {
   await off.close();
   await on.close();
+  if (hopLc !== null) await hopLc.close(0);
   rmSync(journal, { recursive: true, force: true });
 }

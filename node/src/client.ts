@@ -149,6 +149,7 @@ export class Client implements AsyncDisposable {
   private eventsEnded: Promise<void> | null = null;
   private endEvents: (() => void) | null = null;
   private closing: Promise<DrainReport | null> | null = null;
+  private defaultTenant: { value: string | null } | null = null;
 
   /** A client of explicit settings. */
   constructor(options: ClientOptions);
@@ -322,7 +323,10 @@ export class Client implements AsyncDisposable {
     if (!o.action || typeof o.action !== "object") throw new InvalidArgumentError("action is required ({kind, name})");
     const estimate = intOrAmount(o.estimate, o.unit ?? "USD_MICROCENTS");
     if (o.unit !== undefined && estimate.unit !== o.unit) throw new InvalidArgumentError("unit differs from the estimate's unit");
-    const subject = o.subject ?? (this.tenant !== null ? { tenant: this.tenant } : undefined);
+    // The client's tenant is fixed: read across the native boundary once, not per reservation.
+    this.defaultTenant ??= { value: this.native.tenant };
+    const tenant = this.defaultTenant.value;
+    const subject = o.subject ?? (tenant !== null ? { tenant } : undefined);
     if (subject === undefined) throw new InvalidArgumentError("a subject is required when the client has no tenant");
     const spec = {
       idempotency_key: o.idempotencyKey ?? `cycles-${randomUUID()}`,
