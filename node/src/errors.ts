@@ -14,6 +14,7 @@
  * ```
  * @module
  */
+import type { EvidenceRef } from "./models";
 import { native } from "./native";
 
 /** Core's stable `name -> code` table, from the addon. */
@@ -43,6 +44,12 @@ export interface CyclesErrorFields {
   retryAfterRaw: string | null;
   /** The server's `details` object. */
   details: Record<string, unknown> | null;
+  /**
+   * The server's `cycles_evidence` reference on the error body, when it sent one (a live
+   * reservation's 409 denial does): `client.getEvidence(e.cyclesEvidence.evidenceId)`
+   * fetches the signed envelope.
+   */
+  cyclesEvidence: EvidenceRef | null;
 }
 
 /** Base of every error this package throws. Never contains the API key. */
@@ -60,6 +67,7 @@ export class CyclesError extends Error implements CyclesErrorFields {
   retryAfterSeconds: number | null = null;
   retryAfterRaw: string | null = null;
   details: Record<string, unknown> | null = null;
+  cyclesEvidence: EvidenceRef | null = null;
 
   /** An error of this class's kind; `fields` override the defaults. */
   constructor(message: string, fields: Partial<Omit<CyclesErrorFields, "name">> & { errorName?: string } = {}, options?: { cause?: unknown }) {
@@ -207,6 +215,7 @@ interface NativeFields {
   retry_after_raw: string | null;
   retry_after_seconds: number | null;
   details_json: string | null;
+  cycles_evidence: { evidence_id: string; cycles_evidence_url: string } | null;
   variant: string | null;
 }
 
@@ -239,6 +248,9 @@ export function fromNative(e: unknown): unknown {
     retryAfterSeconds: f.retry_after_seconds,
     retryAfterRaw: f.retry_after_raw,
     details,
+    cyclesEvidence: f.cycles_evidence
+      ? { evidenceId: f.cycles_evidence.evidence_id, cyclesEvidenceUrl: f.cycles_evidence.cycles_evidence_url }
+      : null,
   });
 }
 

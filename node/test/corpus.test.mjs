@@ -49,6 +49,7 @@ test("every exchange of the reference-server corpus decodes like the client", ()
   assert.equal(corpus.length, EXPECTED_EXCHANGES);
   let ok = 0;
   let failed = 0;
+  const withEvidence = [];
   for (const x of corpus) {
     const r = x.response;
     const headers = Object.entries(r.headers).map(([k, v]) => [k, String(v)]);
@@ -72,6 +73,9 @@ test("every exchange of the reference-server corpus decodes like the client", ()
     assert.equal(err.requestId, header(x, "X-Request-Id"), x.name);
     assert.equal(err.traceId, header(x, "X-Cycles-Trace-Id"), x.name);
     assert.deepEqual(err.details, body?.details ?? null, x.name);
+    const ev = body?.cycles_evidence ?? null;
+    assert.deepEqual(err.cyclesEvidence, ev && { evidenceId: ev.evidence_id, cyclesEvidenceUrl: ev.cycles_evidence_url }, x.name);
+    if (err.cyclesEvidence) withEvidence.push(x.name);
     const ra = header(x, "Retry-After");
     assert.equal(err.retryAfterRaw, ra, x.name);
     assert.equal(err.retryAfterSeconds, ra === null ? null : Number(ra), x.name);
@@ -80,4 +84,5 @@ test("every exchange of the reference-server corpus decodes like the client", ()
   }
   assert.equal(ok + failed, EXPECTED_EXCHANGES);
   assert.ok(ok > 50 && failed > 50, `${ok} successes, ${failed} errors`);
+  assert.deepEqual(withEvidence, ["evidence_on.create_denied"], "the reference server's live denial carries its evidence");
 });

@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 
 import {
+  BudgetExceededError,
   Client,
   ClientClosedError,
   CyclesError,
@@ -111,6 +112,34 @@ test("errors carry their fields: NOT_FOUND", async () => {
     assert.equal(e.serverCode, "NOT_FOUND");
     assert.ok(e.requestId);
     assert.equal(e.retryable, false);
+    return true;
+  });
+});
+
+test("a denial's error carries the server's cyclesEvidence", async () => {
+  let denial;
+  await assert.rejects(
+    client.createReservation({ idempotencyKey: key("big"), subject: SUBJECT, action: ACTION, estimate: { unit: "USD_MICROCENTS", amount: 1e15 } }),
+    (e) => {
+      denial = e;
+      return e instanceof BudgetExceededError && e.httpStatus === 409;
+    },
+  );
+  const ref = denial.cyclesEvidence;
+  assert.deepEqual(Object.keys(ref ?? {}).sort(), ["cyclesEvidenceUrl", "evidenceId"]);
+  assert.match(ref.evidenceId, /^[0-9a-f]{64}$/);
+  assert.ok(ref.cyclesEvidenceUrl.endsWith(`/${ref.evidenceId}`), ref.cyclesEvidenceUrl);
+  // The reference is the server's: it serves the signed envelope of the denial.
+  const env = await client.getEvidence(ref.evidenceId);
+  assert.equal(env.evidenceId, ref.evidenceId);
+  assert.equal(env.artifactType, "error");
+});
+
+test("an error without evidence has cyclesEvidence null", async () => {
+  await assert.rejects(client.getEvidence("0".repeat(64)), (e) => {
+    assert.ok(e instanceof NotFoundError);
+    assert.equal(e.httpStatus, 404);
+    assert.equal(e.cyclesEvidence, null);
     return true;
   });
 });
