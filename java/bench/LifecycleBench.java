@@ -40,7 +40,7 @@ public final class LifecycleBench {
     private LifecycleBench() {}
 
     /** Warm-up lifecycles per path before the timed rounds, run in WARMUP_PASSES alternating passes. */
-    private static final int WARMUP = Integer.getInteger("bench.warmup", 3000);
+    private static final int WARMUP = Integer.getInteger("bench.warmup", 15000);
 
     private static final int WARMUP_PASSES = 3;
 

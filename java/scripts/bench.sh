@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The JVM lifecycle benchmark (docs/benchmarks.md, "JVM guarded lifecycle"): release builds of
 # the jar (tests skipped), the CLI and core's lifecycle-cpu bench; then `cycles serve` as a child
-# (its CPU not counted) and java/bench/LifecycleBench.java (3,000 warm-up lifecycles per path,
+# (its CPU not counted) and java/bench/LifecycleBench.java (15,000 warm-up lifecycles per path,
 # a fixed pre-touched heap) in alternating rounds (the binding
 # with the journal off and on, and a plain java.net.http create+commit pair), followed by core's
 # own lifecycle-cpu (core's guarded lifecycle against a bare reqwest pair) for the comparison
@@ -9,7 +9,7 @@
 # two passes. Honours CARGO_TARGET_DIR.
 #
 #   java/scripts/bench.sh [ROUNDS [LIFECYCLES [CONCURRENT]]]   # default 7 rounds of 1000, 10000 in flight
-#   JAVA_BENCH_OPTS=-Dbench.warmup=15000 java/scripts/bench.sh 5 1000 0      # a longer warm-up
+#   JAVA_BENCH_OPTS=-Dbench.warmup=3000 java/scripts/bench.sh 5 1000 0       # a shorter warm-up
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
@@ -37,7 +37,7 @@ log "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 log "JVM: $ROUNDS rounds x $N lifecycles per path against $URL"
 # A fixed heap touched at start: the rounds measure lifecycles, not the kernel's first touch
 # of young-generation pages (a cost a long-running JVM pays once; docs/benchmarks.md).
-# JAVA_BENCH_OPTS: extra JVM options for the rounds (e.g. -Dbench.warmup=15000), word-split.
+# JAVA_BENCH_OPTS: extra JVM options for the rounds (e.g. -Dbench.warmup=3000), word-split.
 # shellcheck disable=SC2086
 java -Xms256m -Xmx256m -XX:+AlwaysPreTouch -Dcycles.shutdown.drain.ms=0 ${JAVA_BENCH_OPTS:-} \
     -cp "$JAR:$WORK/classes" LifecycleBench "$URL" cycles-local-key "$ROUNDS" "$N" 0
