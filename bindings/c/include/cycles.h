@@ -654,6 +654,27 @@ bool cycles_error_retry_after_seconds(const struct cycles_error *e, uint64_t *ou
 const char *cycles_error_details_json(const struct cycles_error *e);
 
 /**
+ * The `evidence_id` (the signed envelope's sha256 content hash) of the server's
+ * `cycles_evidence` reference on the error body, or NULL when it sent none (a live
+ * reservation's 409 denial carries one). The `get_evidence` operation with this id returns
+ * the envelope. Owned by the error.
+ *
+ * # Safety
+ * As `cycles_error_status`.
+ */
+const char *cycles_error_evidence_id(const struct cycles_error *e);
+
+/**
+ * The `cycles_evidence_url` of the server's `cycles_evidence` reference on the error body,
+ * or NULL when it sent none (exactly when `cycles_error_evidence_id` is NULL). Owned by the
+ * error.
+ *
+ * # Safety
+ * As `cycles_error_status`.
+ */
+const char *cycles_error_evidence_url(const struct cycles_error *e);
+
+/**
  * A binding-level refinement of the kind (`"closed"`: a call on a closed client), or NULL.
  * Owned by the error.
  *

@@ -22,6 +22,8 @@ pub struct cycles_error {
     trace_id: Option<CString>,
     retry_after_raw: Option<CString>,
     details_json: Option<CString>,
+    evidence_id: Option<CString>,
+    evidence_url: Option<CString>,
     variant: Option<CString>,
     json: CString,
 }
@@ -38,6 +40,14 @@ impl cycles_error {
             trace_id: opt(&fields.trace_id),
             retry_after_raw: opt(&fields.retry_after_raw),
             details_json: opt(&fields.details_json),
+            evidence_id: fields
+                .cycles_evidence
+                .as_ref()
+                .map(|ev| c_string(&ev.evidence_id)),
+            evidence_url: fields
+                .cycles_evidence
+                .as_ref()
+                .map(|ev| c_string(&ev.cycles_evidence_url)),
             variant: fields.variant.map(c_string),
             json: c_string(&fields.to_json().to_string()),
             fields,
@@ -192,6 +202,29 @@ pub unsafe extern "C" fn cycles_error_retry_after_seconds(
 #[no_mangle]
 pub unsafe extern "C" fn cycles_error_details_json(e: *const cycles_error) -> *const c_char {
     with(e, |e| text(&e.details_json))
+}
+
+/// The `evidence_id` (the signed envelope's sha256 content hash) of the server's
+/// `cycles_evidence` reference on the error body, or NULL when it sent none (a live
+/// reservation's 409 denial carries one). The `get_evidence` operation with this id returns
+/// the envelope. Owned by the error.
+///
+/// # Safety
+/// As `cycles_error_status`.
+#[no_mangle]
+pub unsafe extern "C" fn cycles_error_evidence_id(e: *const cycles_error) -> *const c_char {
+    with(e, |e| text(&e.evidence_id))
+}
+
+/// The `cycles_evidence_url` of the server's `cycles_evidence` reference on the error body,
+/// or NULL when it sent none (exactly when `cycles_error_evidence_id` is NULL). Owned by the
+/// error.
+///
+/// # Safety
+/// As `cycles_error_status`.
+#[no_mangle]
+pub unsafe extern "C" fn cycles_error_evidence_url(e: *const cycles_error) -> *const c_char {
+    with(e, |e| text(&e.evidence_url))
 }
 
 /// A binding-level refinement of the kind (`"closed"`: a call on a closed client), or NULL.

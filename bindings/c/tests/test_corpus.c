@@ -119,6 +119,9 @@ static void check_error(const char *name, const jv *resp, cycles_status st, cycl
     } else {
         CHECK(cycles_error_details_json(e) == NULL, "%s: no details", name);
     }
+    const jv *evidence = json_get(body, "cycles_evidence");
+    CHECK(same(cycles_error_evidence_id(e), jstr(evidence, "evidence_id")), "%s: evidence id", name);
+    CHECK(same(cycles_error_evidence_url(e), jstr(evidence, "cycles_evidence_url")), "%s: evidence url", name);
     const char *ra = header(headers, "Retry-After");
     CHECK(same(cycles_error_retry_after_raw(e), ra), "%s: Retry-After", name);
     uint64_t secs = 0;
@@ -196,6 +199,8 @@ int main(int argc, char **argv) {
     CHECK(cycles_error_status(find("routing.unknown_path_no_key")->err) == CYCLES_UNAUTHORIZED, "no key");
     CHECK(strstr(cycles_error_details_json(find("create.unit_mismatch")->err), "requested_unit"), "unit mismatch details");
     CHECK(cycles_error_status(find("get.expired")->err) == CYCLES_RESERVATION_EXPIRED, "expired");
+    cycles_error *denied = find("evidence_on.create_denied")->err;
+    CHECK(cycles_error_status(denied) == CYCLES_BUDGET_EXCEEDED && cycles_error_evidence_id(denied), "denial evidence");
 
     /* What it cannot decode: an unknown operation id, a 2xx without one, bad headers. */
     cycles_error *e = NULL;

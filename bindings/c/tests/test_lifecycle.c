@@ -1,8 +1,9 @@
 /* The C API against the local server over real HTTP: a guarded lifecycle (reserve, heartbeat
  * on a short lease, streaming usage, commit; the ledger shows the actual), every operation
- * through cycles_client_call, error kinds with their fields, events reaching the callback, a
- * blocking call from inside the callback refused with CYCLES_RUNTIME, misuse (NULLs, double
- * finish, closed client), a panic as CYCLES_INTERNAL, and cycles_shutdown ending everything. */
+ * through cycles_client_call, error kinds with their fields (a denial's evidence reference
+ * among them), events reaching the callback, a blocking call from inside the callback
+ * refused with CYCLES_RUNTIME, misuse (NULLs, double finish, closed client), a panic as
+ * CYCLES_INTERNAL, and cycles_shutdown ending everything. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -114,6 +115,7 @@ static void operations(cycles_client *c) {
     CHECK(cycles_error_code(err) == 103 && !strcmp(cycles_error_name(err), "NOT_FOUND"), "%s", cycles_error_json(err));
     CHECK(cycles_error_http_status(err) == 404 && cycles_error_status(err) == CYCLES_NOT_FOUND, "%s", cycles_error_json(err));
     CHECK(!cycles_error_retryable(err) && cycles_error_message(err)[0], "%s", cycles_error_json(err));
+    CHECK(cycles_error_evidence_id(err) == NULL && cycles_error_evidence_url(err) == NULL, "%s", cycles_error_json(err));
     cycles_error_free(err);
     CHECK(ops == 12, "every operation: %d", ops);
 
@@ -125,6 +127,24 @@ static void operations(cycles_client *c) {
     CHECK(st == CYCLES_BUDGET_EXCEEDED, "-> %d %s", (int)st, err ? cycles_error_json(err) : "");
     CHECK(!strcmp(cycles_error_server_code(err), "BUDGET_EXCEEDED") && cycles_error_http_status(err) == 409, "%s", cycles_error_json(err));
     CHECK(cycles_error_request_id(err) != NULL, "request id: %s", cycles_error_json(err));
+    /* ... and the server's evidence reference: a 64-hex id, a URL that names it, and the
+     * signed envelope of the denial served under that id. */
+    const char *ev_id = cycles_error_evidence_id(err), *ev_url = cycles_error_evidence_url(err);
+    CHECK(ev_id != NULL && strlen(ev_id) == 64 && strspn(ev_id, "0123456789abcdef") == 64, "evidence id: %s", cycles_error_json(err));
+    size_t url_len = ev_url ? strlen(ev_url) : 0;
+    CHECK(url_len > 65 && ev_url[url_len - 65] == '/' && !strcmp(ev_url + url_len - 64, ev_id), "evidence url: %s", cycles_error_json(err));
+    char denial_id[65];
+    snprintf(denial_id, sizeof denial_id, "%s", ev_id);
+    cycles_error_free(err);
+    snprintf(args, sizeof args, "{\"evidence_id\":\"%s\"}", denial_id);
+    r = call(c, "get_evidence", args);
+    CHECK(strstr(r, "\"artifact_type\":\"error\"") && strstr(r, denial_id), "%s", r);
+    cycles_string_free(r);
+    /* An error without evidence: both accessors NULL (an unknown evidence id, and the
+     * unknown reservation above). */
+    st = cycles_client_call(c, "get_evidence", "{\"evidence_id\":\"0000000000000000000000000000000000000000000000000000000000000000\"}", &out, &err);
+    CHECK(st == CYCLES_NOT_FOUND && cycles_error_http_status(err) == 404, "get_evidence -> %d", (int)st);
+    CHECK(cycles_error_evidence_id(err) == NULL && cycles_error_evidence_url(err) == NULL, "%s", cycles_error_json(err));
     cycles_error_free(err);
     /* Argument errors name the field. */
     st = cycles_client_call(c, "get_reservation", "{}", &out, &err);
@@ -145,6 +165,7 @@ static void misuse(cycles_client *c) {
     STATUS_IS(CYCLES_INVALID_ARGUMENT, cycles_guard_finish(NULL, true, NULL, NULL, NULL));
     STATUS_IS(CYCLES_INVALID_ARGUMENT, cycles_timing_call("schedule", NULL, NULL, NULL));
     CHECK(cycles_error_name(NULL) == NULL && cycles_error_code(NULL) == 0, "NULL error accessors");
+    CHECK(cycles_error_evidence_id(NULL) == NULL && cycles_error_evidence_url(NULL) == NULL, "NULL evidence accessors");
     CHECK(cycles_guard_reservation_id(NULL) == NULL && !cycles_client_is_closed(NULL), "NULL accessors");
     cycles_client_free(NULL);
     cycles_guard_free(NULL);
