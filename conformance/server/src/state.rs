@@ -99,7 +99,9 @@ impl Reservation {
 pub(crate) struct IdemRecord {
     pub fingerprint: String,
     pub status: u16,
-    pub body: Value,
+    /// The reply as compact JSON text: kept for every write for ever, and a `Value` tree
+    /// (index maps, boxed strings) takes several times the text's size.
+    pub body: String,
     pub reservation_id: Option<String>,
 }
 
@@ -119,7 +121,8 @@ pub(crate) struct State {
     pub deadlines: BTreeSet<(i64, String)>,
     pub next_reservation_seq: u64,
     pub idempotency: HashMap<(String, String, String), IdemRecord>,
-    pub evidence: HashMap<String, Value>,
+    /// Evidence envelopes by id, as compact JSON text (see `IdemRecord::body`).
+    pub evidence: HashMap<String, String>,
     pub tenants: HashMap<String, Tenant>,
     /// API key -> tenant id.
     pub api_keys: HashMap<String, String>,

@@ -15,12 +15,13 @@ pub(super) fn get(sh: &Shared, ctx: &Ctx) -> Result<Outcome, ApiError> {
             "evidence_id must be 64 lowercase hex characters",
         ));
     }
-    let env = sh
+    let text = sh
         .state()
         .evidence
         .get(&id)
         .cloned()
         .ok_or_else(|| ApiError::not_found(format!("Evidence {id} not found")))?;
+    let env = serde_json::from_str(&text).expect("a stored envelope is JSON");
     let mut out = Outcome::ok(200, env, None);
     out.headers
         .push(("cache-control", "public, immutable".to_string()));

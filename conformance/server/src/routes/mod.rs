@@ -234,7 +234,7 @@ pub(crate) fn replay(
             "idempotency_key was already used with a different request payload",
         )));
     }
-    let mut body = rec.body.clone();
+    let mut body: Value = serde_json::from_str(&rec.body).expect("a stored reply is JSON");
     if body.get("remaining_ttl_ms").is_some() {
         let active = rec
             .reservation_id
@@ -271,7 +271,7 @@ pub(crate) fn store(
         IdemRecord {
             fingerprint: fp,
             status: out.status,
-            body: out.body.clone(),
+            body: out.body.to_string(),
             reservation_id,
         },
     );
@@ -294,7 +294,7 @@ pub(crate) fn emit_evidence(
     let payload = json!({"request": request, "response": response});
     let (id, env) = sh.signer.issue(artifact, payload, now, trace_id);
     let url = sh.signer.url(&id);
-    st.evidence.insert(id.clone(), env);
+    st.evidence.insert(id.clone(), env.to_string());
     Some(json!({"evidence_id": id, "cycles_evidence_url": url}))
 }
 
