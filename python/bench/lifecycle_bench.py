@@ -248,11 +248,11 @@ def _make_sync(sdk: str, url: str, journal_dir: str | None) -> tuple[Any, Any]:
 
         return work, client
 
-    import runcycles
+    import runcycles  # type: ignore[import-untyped]
 
     client = runcycles.CyclesClient(_their_config(url, journal_dir))
 
-    @runcycles.cycles(
+    @runcycles.cycles(  # type: ignore[untyped-decorator]  # runcycles ships no types
         estimate=ESTIMATE,
         actual=ACTUAL,
         action_kind=ACTION_KIND,
@@ -694,7 +694,7 @@ def main() -> None:
 
 def _brief(scenario: str, out: dict[str, Any]) -> str:
     if "error" in out:
-        return "ERROR " + out["error"].splitlines()[0][:200]
+        return "ERROR " + str(out["error"]).splitlines()[0][:200]
     extra = f" VERIFY: {out['verify_error']}" if "verify_error" in out else ""
     if scenario == "memory":
         return (
@@ -810,19 +810,19 @@ def render(results: list[dict[str, Any]], args: argparse.Namespace, server_kind:
         allin: dict[str, float | None] = {}
         okc: dict[str, str | None] = {}
         for sdk in present:
-            runs = mem[sdk]
-            full = [r for r in runs if _ok(r) and r["failed"] == 0]
+            mem_runs = mem[sdk]
+            full = [r for r in mem_runs if _ok(r) and r["failed"] == 0]
             inc[sdk] = median([r["peak_rss_kb"] - r["base_rss_kb"] for r in full])
             held[sdk] = median([r["rss_all_in_kb"] - r["base_rss_kb"] for r in full])
             allin[sdk] = median([r["all_in_s"] for r in full])
             okc[sdk] = (
                 ", ".join(
                     "error" if "error" in r else f"{r.get('committed', 0):,}/{r['tasks']:,}"
-                    for r in runs
+                    for r in mem_runs
                 )
                 or None
             )
-            for r in runs:
+            for r in mem_runs:
                 if "error" in r or r.get("failed") or "verify_error" in r:
                     notes.append(f"memory, {sdk}: {_first_error([r])}")
         t = f"{args.tasks:,} concurrent async tasks"
@@ -852,9 +852,9 @@ def render(results: list[dict[str, Any]], args: argparse.Namespace, server_kind:
 def _first_error(runs: list[dict[str, Any]]) -> str:
     for r in runs:
         if "error" in r:
-            return r["error"].splitlines()[0][:300]
+            return str(r["error"]).splitlines()[0][:300]
         if "verify_error" in r:
-            return "verification: " + r["verify_error"]
+            return "verification: " + str(r["verify_error"])
         if r.get("errors"):
             (k, v), *_ = r["errors"].items()
             return f"{r['failed']:,} of {r['tasks']:,} failed, e.g. {v:,} x {k}"

@@ -83,10 +83,11 @@ fi
 
 BUILD_ONLY="${CYCLES_PY_BUILD_ONLY:-0}"
 if [[ "$BUILD_ONLY" != "1" ]]; then
-    log "ruff check + format check; mypy --strict on the package (against its _native.pyi), mypy on the tests"
+    log "ruff check + format check; mypy --strict on the package (against its _native.pyi) and the bench, mypy on the tests"
     "$TOOLS/bin/ruff" check --no-cache "$PKG"
     "$TOOLS/bin/ruff" format --no-cache --check "$PKG"
     (cd "$PKG" && "$TOOLS/bin/mypy" --strict --no-incremental --cache-dir=/dev/null cycles \
+        && "$TOOLS/bin/mypy" --strict --no-incremental --cache-dir=/dev/null bench \
         && "$TOOLS/bin/mypy" --no-incremental --cache-dir=/dev/null cycles tests)
 fi
 
