@@ -72,34 +72,35 @@ _DEFAULT_CLOSE_TIMEOUT = 5.0
 _U64_MAX = 2**64 - 1
 
 
-def _ms(seconds: float | None, name: str) -> int | None:
-    if seconds is None:
-        return None
-    if (
-        isinstance(seconds, bool)
-        or not isinstance(seconds, (int, float))
-        or not math.isfinite(seconds)
-        or seconds <= 0
-    ):
-        raise InvalidArgumentError(f"{name} must be a positive, finite number of seconds")
-    ms = max(1, round(seconds * 1000))
-    if ms > _U64_MAX:
-        raise InvalidArgumentError(f"{name} is too large ({seconds} s)")
-    return ms
-
-
-def _close_seconds(seconds: float, name: str) -> float:
-    """A close's drain bound: a finite number of seconds, 0 for no drain."""
+def _seconds(seconds: float, name: str, *, zero_ok: bool) -> float:
+    """A finite number of seconds whose milliseconds the native layer can hold."""
     if (
         isinstance(seconds, bool)
         or not isinstance(seconds, (int, float))
         or not math.isfinite(seconds)
         or seconds < 0
+        or (seconds == 0 and not zero_ok)
     ):
-        raise InvalidArgumentError(f"{name} must be a finite number of seconds, 0 or more")
+        what = (
+            "a finite number of seconds, 0 or more"
+            if zero_ok
+            else "a positive, finite number of seconds"
+        )
+        raise InvalidArgumentError(f"{name} must be {what}")
     if round(seconds * 1000) > _U64_MAX:
         raise InvalidArgumentError(f"{name} is too large ({seconds} s)")
-    return float(seconds)
+    return seconds
+
+
+def _ms(seconds: float | None, name: str) -> int | None:
+    if seconds is None:
+        return None
+    return max(1, round(_seconds(seconds, name, zero_ok=False) * 1000))
+
+
+def _close_seconds(seconds: float, name: str) -> float:
+    """A close's drain bound: 0 for no drain."""
+    return float(_seconds(seconds, name, zero_ok=True))
 
 
 def _count(value: int | None, name: str, upper: int) -> int | None:
