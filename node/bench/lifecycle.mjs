@@ -16,11 +16,10 @@
 // core's lifecycle plus two hops is the floor of any promise-based binding of core.
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-
-import { createRequire } from "node:module";
 
 import { Client } from "cycles-sdk";
 
@@ -111,7 +110,7 @@ const ALL = {
   hop: { name: "native round trip, no I/O", run: () => hopLifecycle().flush() },
 };
 const paths = opt.paths.split(",").map((k) => {
-  if (!ALL[k]) throw new Error(`unknown path ${k} (off, on, fetch)`);
+  if (!ALL[k]) throw new Error(`unknown path ${k} (${Object.keys(ALL).join(", ")})`);
   return ALL[k];
 });
 

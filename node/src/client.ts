@@ -149,7 +149,8 @@ export class Client implements AsyncDisposable {
   private eventsEnded: Promise<void> | null = null;
   private endEvents: (() => void) | null = null;
   private closing: Promise<DrainReport | null> | null = null;
-  private defaultTenant: { value: string | null } | null = null;
+  /** The client's tenant (fixed): read across the native boundary once, not per reservation. */
+  private readonly defaultTenant: string | null;
 
   /** A client of explicit settings. */
   constructor(options: ClientOptions);
@@ -171,6 +172,7 @@ export class Client implements AsyncDisposable {
             maxConcurrentRequests: options.maxConcurrentRequests,
           }),
       );
+    this.defaultTenant = this.native.tenant;
     this.maxAttempts = options.maxAttempts;
     this.replayIntervalMs = options.replayIntervalMs;
     this.closeTimeoutMs = options.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS;
@@ -189,7 +191,7 @@ export class Client implements AsyncDisposable {
   }
   /** Default tenant. */
   get tenant(): string | null {
-    return this.native.tenant;
+    return this.defaultTenant;
   }
   /** Journal directory in use. */
   get journalDir(): string {
@@ -323,9 +325,7 @@ export class Client implements AsyncDisposable {
     if (!o.action || typeof o.action !== "object") throw new InvalidArgumentError("action is required ({kind, name})");
     const estimate = intOrAmount(o.estimate, o.unit ?? "USD_MICROCENTS");
     if (o.unit !== undefined && estimate.unit !== o.unit) throw new InvalidArgumentError("unit differs from the estimate's unit");
-    // The client's tenant is fixed: read across the native boundary once, not per reservation.
-    this.defaultTenant ??= { value: this.native.tenant };
-    const tenant = this.defaultTenant.value;
+    const tenant = this.defaultTenant;
     const subject = o.subject ?? (tenant !== null ? { tenant } : undefined);
     if (subject === undefined) throw new InvalidArgumentError("a subject is required when the client has no tenant");
     const spec = {
