@@ -3,20 +3,26 @@
 // memory of 10,000 guarded calls in flight at once (docs/benchmarks.md, "Node guarded
 // lifecycle"). node/scripts/bench.sh builds everything and starts the server.
 //
-// One lifecycle at a time: reserve (heartbeat armed), trivial work, commit 800 of 1,000.
+// One lifecycle at a time (or --in-flight K: K loops at once, each running its share in turn):
+// reserve (heartbeat armed), trivial work, commit 800 of 1,000.
 // Client CPU is process.cpuUsage() over a round: the whole process (the JS thread, V8's GC
 // and compiler threads, core's native runtime threads alike), divided by its lifecycles.
 //
 //   node --expose-gc bench/lifecycle.mjs --url URL [--rounds 7] [--lifecycles 1000]
-//       [--lifecycle-cpu BIN --cycles-bin BIN] [--concurrent 10000] [--passes 2] [--paths off,on,fetch,hop]
+//       [--lifecycle-cpu BIN --cycles-bin BIN] [--concurrent 10000] [--passes 2] [--paths off,on,fetch,hop,net] (also: http)
+//       [--in-flight 1]
 //
 // `hop` is one native async round trip with no I/O, straight on the addon (the native
 // lifecycle's `flush()` without a journal: a napi call, a task on core's runtime, a promise
 // settled from it, awaited). A guarded lifecycle makes two of them (reserve, then settle), so
-// core's lifecycle plus two hops is the floor of any promise-based binding of core.
+// core's lifecycle plus two hops is the floor of any promise-based binding of core. `net` is a
+// probe of the other design: the same two requests written by hand on keep-alive `net`
+// sockets, all on the JS thread (no TLS, retries or timeouts: a lower bound, not a client).
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
+import { Agent, request as httpRequest } from "node:http";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -35,7 +41,8 @@ const { values: opt } = parseArgs({
     concurrent: { type: "string", default: "10000" },
     // A second pass tells a leak from pages the allocator kept: its "after" should be ~0.
     passes: { type: "string", default: "2" },
-    paths: { type: "string", default: "off,on,fetch,hop" },
+    paths: { type: "string", default: "off,on,fetch,hop,net" },
+    "in-flight": { type: "string", default: "1" },
   },
 });
 if (!opt.url) throw new Error("--url is required (a running `cycles serve`)");
@@ -47,6 +54,8 @@ const N = Number(opt.lifecycles);
 const WARMUP = Number(opt.warmup);
 const CONCURRENT = Number(opt.concurrent);
 const PASSES = Number(opt.passes);
+const IN_FLIGHT = Number(opt["in-flight"]);
+if (!Number.isInteger(IN_FLIGHT) || IN_FLIGHT < 1) throw new Error("--in-flight takes a whole number >= 1");
 const ACTION = { kind: "llm.completion", name: "bench" };
 const GUARD = { estimate: 1000, action: ACTION, ttlMs: 60_000, actual: 800 };
 
@@ -103,25 +112,119 @@ async function bare() {
   if (committed.status !== "COMMITTED") throw new Error(`not committed: ${JSON.stringify(committed)}`);
 }
 
+/**
+ * A probe, not a client: the least a JS-thread HTTP/1.1 exchange can cost in Node. Keep-alive
+ * `net` sockets (a pool, one request at a time each), request bytes written by hand, the
+ * response framed by Content-Length and its body parsed. No TLS, no timeouts, no retries, no
+ * error handling: what core's I/O would cost if it ran on the JS thread (docs/benchmarks.md).
+ */
+const target = new globalThis.URL(URL_);
+const idle = [];
+function exchange(path, body) {
+  const sock = idle.pop() ?? openSocket();
+  return new Promise((resolve, reject) => {
+    sock.cyclesPending = { resolve, reject, buf: Buffer.alloc(0) };
+    const bytes = Buffer.from(JSON.stringify(body));
+    sock.write(
+      `POST ${path} HTTP/1.1\r\nHost: ${target.host}\r\nX-Cycles-API-Key: ${KEY}\r\n` +
+        `Content-Type: application/json\r\nAccept: application/json\r\nContent-Length: ${bytes.length}\r\n\r\n`,
+    );
+    sock.write(bytes);
+  });
+}
+function openSocket() {
+  const sock = connect(Number(target.port), target.hostname);
+  sock.setNoDelay(true);
+  sock.on("data", (chunk) => {
+    const p = sock.cyclesPending;
+    p.buf = p.buf.length ? Buffer.concat([p.buf, chunk]) : chunk;
+    const end = p.buf.indexOf("\r\n\r\n");
+    if (end < 0) return;
+    const head = p.buf.toString("latin1", 0, end);
+    const len = Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1]);
+    if (p.buf.length < end + 4 + len) return;
+    sock.cyclesPending = null;
+    idle.push(sock);
+    const status = Number(head.slice(9, 12));
+    const json = JSON.parse(p.buf.toString("utf8", end + 4, end + 4 + len));
+    if (status !== 200) p.reject(new Error(`HTTP ${status} ${JSON.stringify(json)}`));
+    else p.resolve(json);
+  });
+  sock.on("error", (e) => sock.cyclesPending?.reject(e));
+  return sock;
+}
+
+/** One POST by node:http on a keep-alive agent, the body read and parsed. */
+const agent = new Agent({ keepAlive: true });
+function httpPost(path, body) {
+  return new Promise((resolve, reject) => {
+    const bytes = Buffer.from(JSON.stringify(body));
+    const req = httpRequest(
+      {
+        agent,
+        host: target.hostname,
+        port: target.port,
+        path,
+        method: "POST",
+        headers: { ...HEADERS, Accept: "application/json", "Content-Length": bytes.length },
+      },
+      (res) => {
+        const chunks = [];
+        res.on("data", (c) => chunks.push(c));
+        res.on("end", () => {
+          const json = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+          if (res.statusCode !== 200) reject(new Error(`HTTP ${res.statusCode} ${JSON.stringify(json)}`));
+          else resolve(json);
+        });
+      },
+    );
+    req.on("error", reject);
+    req.end(bytes);
+  });
+}
+
+/** The probe's lifecycle: the same create and commit as `bare`, over `exchange` (or `post`). */
+async function raw(post = exchange) {
+  const created = await post("/v1/reservations", {
+    idempotency_key: fresh("bench-net"),
+    subject: { tenant: "acme" },
+    action: ACTION,
+    estimate: { unit: "USD_MICROCENTS", amount: 1000 },
+    ttl_ms: 60000,
+  });
+  const committed = await post(`/v1/reservations/${created.reservation_id}/commit`, {
+    idempotency_key: fresh("bench-net-commit"),
+    actual: { unit: "USD_MICROCENTS", amount: 800 },
+  });
+  if (committed.status !== "COMMITTED") throw new Error(`not committed: ${JSON.stringify(committed)}`);
+}
+
 const ALL = {
   off: { name: "node guarded, journal off", run: () => guarded(off) },
   on: { name: "node guarded, journal on", run: () => guarded(on) },
   fetch: { name: "fetch create+commit", run: bare },
   hop: { name: "native round trip, no I/O", run: () => hopLifecycle().flush() },
+  net: { name: "net socket create+commit", run: () => raw() },
+  http: { name: "node:http create+commit", run: () => raw(httpPost) },
 };
 const paths = opt.paths.split(",").map((k) => {
   if (!ALL[k]) throw new Error(`unknown path ${k} (${Object.keys(ALL).join(", ")})`);
   return ALL[k];
 });
 
-/** [lifecycles per second, client CPU µs per lifecycle] over n lifecycles, one at a time. */
+/** [lifecycles per second, client CPU µs per lifecycle] over n lifecycles, IN_FLIGHT at a time. */
 async function round(run, n) {
+  const each = Math.floor(n / IN_FLIGHT);
+  const loop = async () => {
+    for (let i = 0; i < each; i++) await run();
+  };
   const c0 = process.cpuUsage();
   const t0 = process.hrtime.bigint();
-  for (let i = 0; i < n; i++) await run();
+  await Promise.all(Array.from({ length: IN_FLIGHT }, loop));
   const wall = Number(process.hrtime.bigint() - t0);
   const c = process.cpuUsage(c0);
-  return [(n * 1e9) / wall, (c.user + c.system) / n];
+  const done = each * IN_FLIGHT;
+  return [(done * 1e9) / wall, (c.user + c.system) / done];
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -152,7 +255,7 @@ function coreFigures() {
   if (!opt["lifecycle-cpu"]) return null;
   const out = execFileSync(
     opt["lifecycle-cpu"],
-    ["--cycles-bin", opt["cycles-bin"], "--rounds", String(ROUNDS), "--lifecycles", String(N), "--json"],
+    ["--cycles-bin", opt["cycles-bin"], "--rounds", String(ROUNDS), "--lifecycles", String(N), "--in-flight", String(IN_FLIGHT), "--json"],
     { encoding: "utf8" },
   );
   const c = JSON.parse(out.trim().split("\n").pop());
@@ -175,6 +278,8 @@ function ratios(med, core) {
     const floor = core.core_cpu_us + 2 * hopM[1];
     console.log(`floor core + 2 round trips: ${fmt(floor, 1)} µs CPU per lifecycle, ${(floor / core.core_cpu_us).toFixed(2)}x core`);
   }
+  const netM = med.get(ALL.net);
+  if (core && netM) console.log(`ratio net probe / core: CPU ${(netM[1] / core.core_cpu_us).toFixed(2)}x`);
 }
 
 function mem() {
@@ -249,5 +354,7 @@ try {
   await off.close();
   await on.close();
   if (hopLc !== null) await hopLc.close(0);
+  for (const sock of idle) sock.destroy();
+  agent.destroy();
   rmSync(journal, { recursive: true, force: true });
 }

@@ -7,8 +7,9 @@
 //! - bare: one `reqwest::Client` posting the create body and the commit body as JSON and reading
 //!   each response into a `serde_json::Value` (the id taken from the create's).
 //!
-//! Both run one lifecycle at a time on core's runtime. Rounds alternate the paths; CPU is this
-//! process's user + system time (`CLOCK_PROCESS_CPUTIME_ID`) over a round, divided by its lifecycles.
+//! Both run one lifecycle at a time on core's runtime, or with `--in-flight K`, K tasks on it
+//! each running its share one at a time. Rounds alternate the paths; CPU is this process's
+//! user + system time (`CLOCK_PROCESS_CPUTIME_ID`) over a round, divided by its lifecycles.
 //! Run: `cargo run --release -p cycles-bench --bin lifecycle-cpu -- --cycles-bin
 //! target/release/cycles` (see docs/benchmarks.md).
 
@@ -49,6 +50,10 @@ struct Args {
     /// Guarded lifecycles without a heartbeat (to see what arming one costs).
     #[arg(long)]
     no_heartbeat: bool,
+    /// Lifecycles in flight at once: K tasks, each running lifecycles / K in turn (1: the
+    /// calling thread runs them one at a time).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    in_flight: u32,
 }
 
 const KEY: &str = "cycles-local-key";
@@ -162,6 +167,52 @@ async fn bare_lifecycle(http: &reqwest::Client, url: &str) {
     assert_eq!(committed["status"], "COMMITTED", "{committed}");
 }
 
+/// Which lifecycle a round runs.
+#[derive(Clone, Copy, PartialEq)]
+enum Path {
+    Core,
+    Bare,
+}
+
+/// What the lifecycles need, cloned into each task.
+#[derive(Clone)]
+struct Paths {
+    guard: Guard,
+    http: reqwest::Client,
+    url: String,
+    heartbeat: bool,
+}
+
+impl Paths {
+    async fn lifecycles(&self, path: Path, n: usize) {
+        for _ in 0..n {
+            match path {
+                Path::Core => core_lifecycle(&self.guard, self.heartbeat).await,
+                Path::Bare => bare_lifecycle(&self.http, &self.url).await,
+            }
+        }
+    }
+
+    /// `k * per_task` lifecycles of `path`: one at a time on this thread when `k` is 1,
+    /// otherwise `k` tasks on core's runtime, each running `per_task` in turn.
+    fn run(&self, rt: &tokio::runtime::Handle, path: Path, k: usize, per_task: usize) {
+        if k == 1 {
+            rt.block_on(self.lifecycles(path, per_task));
+            return;
+        }
+        let mut set = tokio::task::JoinSet::new();
+        for _ in 0..k {
+            let me = self.clone();
+            set.spawn_on(async move { me.lifecycles(path, per_task).await }, rt);
+        }
+        rt.block_on(async {
+            while let Some(done) = set.join_next().await {
+                done.expect("a lifecycle task panicked");
+            }
+        });
+    }
+}
+
 fn main() {
     let args = Args::parse();
     let server = Server::start(&args.cycles_bin);
@@ -170,69 +221,64 @@ fn main() {
     let config = Config::new(url.clone(), KEY).with_journal_enabled(false);
     let client = Arc::new(CyclesClient::new(config.clone()).expect("client"));
     let settler = Settler::new(&config, SettleConfig::default()).expect("settler");
-    let guard = Guard::new(client, settler, EventSink::default());
-    let http = reqwest::Client::new();
+    let paths = Paths {
+        guard: Guard::new(client, settler, EventSink::default()),
+        http: reqwest::Client::new(),
+        url,
+        heartbeat: !args.no_heartbeat,
+    };
+    let (k, per_task) = (
+        args.in_flight as usize,
+        args.lifecycles / args.in_flight as usize,
+    );
+    let n = (k * per_task) as f64;
 
     // Warm both (connection pools, allocator, server state).
-    rt.block_on(async {
-        for _ in 0..100 {
-            core_lifecycle(&guard, !args.no_heartbeat).await;
-            bare_lifecycle(&http, &url).await;
-        }
-    });
-    let (mut core_cpu, mut bare_cpu, mut core_wall, mut bare_wall) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let n = args.lifecycles as f64;
+    for path in [Path::Core, Path::Bare] {
+        paths.run(&rt, path, k, 100_usize.div_ceil(k));
+    }
     if let Some(only) = args.only.as_deref() {
+        let path = match only {
+            "core" => Path::Core,
+            "bare" => Path::Bare,
+            other => panic!("--only takes core or bare, not {other}"),
+        };
         let t0 = Instant::now();
-        rt.block_on(async {
-            for _ in 0..args.rounds * args.lifecycles {
-                match only {
-                    "core" => core_lifecycle(&guard, !args.no_heartbeat).await,
-                    "bare" => bare_lifecycle(&http, &url).await,
-                    other => panic!("--only takes core or bare, not {other}"),
-                }
-            }
-        });
+        paths.run(&rt, path, k, per_task * args.rounds);
         println!(
-            "{only}: {} lifecycles in {:.2} s",
-            args.rounds * args.lifecycles,
+            "{only}: {} lifecycles ({k} in flight) in {:.2} s",
+            k * per_task * args.rounds,
             t0.elapsed().as_secs_f64()
         );
         return;
     }
+    let (mut core_cpu, mut bare_cpu, mut core_wall, mut bare_wall) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..args.rounds {
-        let (c0, t0) = (cpu_us(), Instant::now());
-        rt.block_on(async {
-            for _ in 0..args.lifecycles {
-                core_lifecycle(&guard, !args.no_heartbeat).await;
-            }
-        });
-        core_wall.push(t0.elapsed().as_secs_f64() * 1e6 / n);
-        core_cpu.push((cpu_us() - c0) / n);
-        let (c0, t0) = (cpu_us(), Instant::now());
-        rt.block_on(async {
-            for _ in 0..args.lifecycles {
-                bare_lifecycle(&http, &url).await;
-            }
-        });
-        bare_wall.push(t0.elapsed().as_secs_f64() * 1e6 / n);
-        bare_cpu.push((cpu_us() - c0) / n);
+        for (path, cpu, wall) in [
+            (Path::Core, &mut core_cpu, &mut core_wall),
+            (Path::Bare, &mut bare_cpu, &mut bare_wall),
+        ] {
+            let (c0, t0) = (cpu_us(), Instant::now());
+            paths.run(&rt, path, k, per_task);
+            wall.push(t0.elapsed().as_secs_f64() * 1e6 / n);
+            cpu.push((cpu_us() - c0) / n);
+        }
     }
     let (cc, bc) = (median(core_cpu), median(bare_cpu));
     let (cw, bw) = (median(core_wall), median(bare_wall));
     if args.json {
         println!(
             "{}",
-            json!({"rounds": args.rounds, "lifecycles": args.lifecycles,
+            json!({"rounds": args.rounds, "lifecycles": args.lifecycles, "in_flight": k,
                 "core_cpu_us": cc, "bare_cpu_us": bc, "cpu_ratio": cc / bc,
                 "core_wall_us": cw, "bare_wall_us": bw, "wall_ratio": cw / bw})
         );
         return;
     }
     println!(
-        "lifecycle-cpu: {} rounds x {} lifecycles per path, medians, server in a child process",
-        args.rounds, args.lifecycles
+        "lifecycle-cpu: {} rounds x {} lifecycles per path, {k} in flight, medians, server in a child process",
+        args.rounds, n
     );
     println!("| path | client CPU µs per lifecycle | wall µs per lifecycle |");
     println!("|---|---:|---:|");
