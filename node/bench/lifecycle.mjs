@@ -20,8 +20,8 @@
 // sockets, all on the JS thread (no TLS, retries or timeouts: a lower bound, not a client).
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createRequire } from "node:module";
 import { Agent, request as httpRequest } from "node:http";
+import { createRequire } from "node:module";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

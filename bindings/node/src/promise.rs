@@ -56,8 +56,9 @@ pub fn deferred<T: ToNapiValue + Send + 'static>(
     Ok((Settle(Some(d)), promise, rt))
 }
 
-/// Runs `work` as a task on core's runtime (a panic in it becomes INTERNAL) and settles the
-/// returned promise with `to_js` of its value or with its error.
+/// Runs `work` as one task on core's runtime (a panic in it becomes INTERNAL, work dropped by
+/// a runtime shutdown RUNTIME) and settles the returned promise with `to_value` of its value
+/// or with its error.
 pub fn spawn<'e, V, T, F>(
     env: &'e Env,
     work: F,
@@ -68,12 +69,13 @@ where
     T: ToNapiValue + Send + 'static,
     F: Future<Output = Result<V, ErrorFields>> + Send + 'static,
 {
-    let (settle, promise, rt) = deferred::<T>(env)?;
-    rt.spawn(async move {
-        match task::joined(work).await {
-            Ok(v) => settle.resolve(to_value(v)),
-            Err(f) => settle.reject(f),
-        }
+    let (settle, promise, _) = deferred::<T>(env)?;
+    // One task (`spawn_then`), not a task awaiting another. It errs only if the runtime
+    // became unusable since `deferred` checked it; the dropped `settle` then rejects the
+    // promise the caller still receives, so nothing is left pending or unobserved.
+    let _ = task::spawn_then(work, move |r| match r {
+        Ok(v) => settle.resolve(to_value(v)),
+        Err(f) => settle.reject(f),
     });
     Ok(promise)
 }
