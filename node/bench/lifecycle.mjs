@@ -96,22 +96,6 @@ async function post(path, body) {
   return json;
 }
 
-/** The baseline: the same two requests by plain fetch, each response parsed as JSON. */
-async function bare() {
-  const created = await post("/v1/reservations", {
-    idempotency_key: fresh("bench-fetch"),
-    subject: { tenant: "acme" },
-    action: ACTION,
-    estimate: { unit: "USD_MICROCENTS", amount: 1000 },
-    ttl_ms: 60000,
-  });
-  const committed = await post(`/v1/reservations/${created.reservation_id}/commit`, {
-    idempotency_key: fresh("bench-fetch-commit"),
-    actual: { unit: "USD_MICROCENTS", amount: 800 },
-  });
-  if (committed.status !== "COMMITTED") throw new Error(`not committed: ${JSON.stringify(committed)}`);
-}
-
 /**
  * A probe, not a client: the least a JS-thread HTTP/1.1 exchange can cost in Node. Keep-alive
  * `net` sockets (a pool, one request at a time each), request bytes written by hand, the
@@ -183,17 +167,20 @@ function httpPost(path, body) {
   });
 }
 
-/** The probe's lifecycle: the same create and commit as `bare`, over `exchange` (or `post`). */
-async function raw(post = exchange) {
+/**
+ * The baselines' lifecycle: the create and the commit posted by `post` (fetch, or a probe),
+ * each response parsed as JSON.
+ */
+async function createCommit(post, prefix) {
   const created = await post("/v1/reservations", {
-    idempotency_key: fresh("bench-net"),
+    idempotency_key: fresh(prefix),
     subject: { tenant: "acme" },
     action: ACTION,
     estimate: { unit: "USD_MICROCENTS", amount: 1000 },
     ttl_ms: 60000,
   });
   const committed = await post(`/v1/reservations/${created.reservation_id}/commit`, {
-    idempotency_key: fresh("bench-net-commit"),
+    idempotency_key: fresh(`${prefix}-commit`),
     actual: { unit: "USD_MICROCENTS", amount: 800 },
   });
   if (committed.status !== "COMMITTED") throw new Error(`not committed: ${JSON.stringify(committed)}`);
@@ -202,10 +189,10 @@ async function raw(post = exchange) {
 const ALL = {
   off: { name: "node guarded, journal off", run: () => guarded(off) },
   on: { name: "node guarded, journal on", run: () => guarded(on) },
-  fetch: { name: "fetch create+commit", run: bare },
+  fetch: { name: "fetch create+commit", run: () => createCommit(post, "bench-fetch") },
   hop: { name: "native round trip, no I/O", run: () => hopLifecycle().flush() },
-  net: { name: "net socket create+commit", run: () => raw() },
-  http: { name: "node:http create+commit", run: () => raw(httpPost) },
+  net: { name: "net socket create+commit", run: () => createCommit(exchange, "bench-net") },
+  http: { name: "node:http create+commit", run: () => createCommit(httpPost, "bench-http") },
 };
 const paths = opt.paths.split(",").map((k) => {
   if (!ALL[k]) throw new Error(`unknown path ${k} (${Object.keys(ALL).join(", ")})`);
