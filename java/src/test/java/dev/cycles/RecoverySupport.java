@@ -7,13 +7,16 @@ import dev.cycles.internal.Json;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.nio.file.SimpleFileVisitor;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 
 /**
  * Helpers of the recovery conformance tests (Recovery*Test): request and ledger filters over
@@ -94,11 +97,34 @@ final class RecoverySupport {
         if (!Files.exists(dir)) {
             return List.of();
         }
-        try (Stream<Path> all = Files.walk(dir)) {
-            return all.filter(p -> Files.isRegularFile(p) && p.getFileName().toString().endsWith(".json")).sorted().toList();
+        // A live writer renames its temp file into place while we list: a file that vanished
+        // between the directory read and its stat is skipped, not an error.
+        List<Path> out = new ArrayList<>();
+        try {
+            Files.walkFileTree(dir, new SimpleFileVisitor<>() {
+                @Override
+                public FileVisitResult visitFile(Path p, BasicFileAttributes attrs) {
+                    if (attrs.isRegularFile() && p.getFileName().toString().endsWith(".json")) {
+                        out.add(p);
+                    }
+                    return FileVisitResult.CONTINUE;
+                }
+
+                @Override
+                public FileVisitResult visitFileFailed(Path p, IOException e) throws IOException {
+                    if (e instanceof NoSuchFileException) {
+                        return FileVisitResult.CONTINUE;
+                    }
+                    throw e;
+                }
+            });
+        } catch (NoSuchFileException e) {
+            return List.of();
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
+        out.sort(null);
+        return out;
     }
 
     /** A record as the official Python SDK writes it (spaced separators, no {@code mode}). */
