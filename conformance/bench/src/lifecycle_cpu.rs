@@ -168,7 +168,7 @@ async fn bare_lifecycle(http: &reqwest::Client, url: &str) {
 }
 
 /// Which lifecycle a round runs.
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy)]
 enum Path {
     Core,
     Bare,
