@@ -121,3 +121,50 @@ console.log("done-worker-only");
 `);
   assertExits(r, /done-worker-only/);
 });
+
+// Settlements still in flight when their worker's environment is torn down: each worker keeps
+// 16 guarded calls running, and is terminated at a staggered moment, so some settlements reach
+// the JS thread, some are queued at the teardown and some arrive after it. None may crash the
+// process or keep it alive, and the main thread's own promises still settle afterwards.
+const BUSY_WORKER = `
+const { parentPort } = require("node:worker_threads");
+const { Client } = require(${JSON.stringify(CJS)});
+const { LocalServer } = require(${JSON.stringify(CJS_TESTING)});
+const server = new LocalServer();
+const client = new Client({ baseUrl: server.url, apiKey: server.apiKey, tenant: "acme", journalEnabled: false });
+let done = 0;
+for (let lane = 0; lane < 16; lane++) {
+  (async () => {
+    for (;;) {
+      await client.guarded({ estimate: 10, action: { kind: "k", name: "n" }, actual: 1 }, async () => {});
+      if (++done === 32) parentPort.postMessage("busy");
+    }
+  })();
+}
+`;
+
+test("worker_threads: 12 workers with 16 calls in flight each, terminated at staggered moments", () => {
+  const r = runScript(`
+import { Worker } from "node:worker_threads";
+${PRELUDE}
+const worker = ${JSON.stringify(BUSY_WORKER)};
+for (let batch = 0; batch < 3; batch++) {
+  const done = [];
+  for (let i = 0; i < 4; i++) {
+    const w = new Worker(worker, { eval: true });
+    done.push(new Promise((resolve, reject) => {
+      w.on("message", () => setTimeout(() => w.terminate().then(resolve, reject), i * 3));
+      w.on("error", reject);
+    }));
+  }
+  await Promise.all(done);
+}
+const client = server.client({ journalEnabled: false });
+const results = await Promise.all(
+  Array.from({ length: 16 }, (_, i) => client.guarded({ estimate: 10, action: ACTION, actual: 1 }, async () => i)),
+);
+await client.close();
+console.log("done-staggered", results.length);
+`, { limitMs: 60_000 });
+  assertExits(r, /done-staggered 16/);
+});

@@ -2,8 +2,8 @@
 //!
 //! Rules (docs/bindings.md): every behaviour lives in `cycles-core`, every host-neutral shape
 //! in `cycles-bridge`; this crate translates only. Futures run on core's one runtime and
-//! settle napi deferreds (napi's tokio runtime is not compiled in); a dropped future rejects
-//! its promise ([`promise::Settle`]); every export catches panics ([`errors::guard`]);
+//! settle promises through one threadsafe function per environment ([`settle_channel`]; napi's
+//! tokio runtime is not compiled in); a dropped future rejects its promise ([`promise::Settle`]); every export catches panics ([`errors::guard`]);
 //! listeners are weak threadsafe functions.
 
 pub mod client;
@@ -12,6 +12,7 @@ pub mod journal;
 pub mod lifecycle;
 mod promise;
 pub mod server;
+mod settle_channel;
 pub mod timing;
 
 use cycles_core::runtime;

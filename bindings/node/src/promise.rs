@@ -1,32 +1,34 @@
 //! Futures on core's runtime settling JavaScript promises (napi's own tokio runtime is not
 //! used: one runtime per process, core's).
 //!
-//! A napi deferred has no `Drop`: one dropped unsettled leaves its promise pending and Node
-//! waiting for ever. [`Settle`] rejects on drop, so a task that is aborted, panics past the
-//! join, or is dropped by a runtime shutdown still settles its promise.
+//! Settlements travel back to the JS thread on the environment's one threadsafe function
+//! ([`settle_channel`](crate::settle_channel)). A pending promise keeps Node alive, so one
+//! dropped unsettled would leave Node waiting for ever: [`Settle`] rejects on drop, so a task
+//! that is aborted, panics past the join, or is dropped by a runtime shutdown still settles its
+//! promise.
 
 use std::future::Future;
+use std::marker::PhantomData;
 
 use cycles_bridge::{task, ErrorFields};
 use cycles_core::runtime;
 use napi::bindgen_prelude::{Object, ToNapiValue};
-use napi::{Env, JsDeferred};
+use napi::Env;
 
 use crate::errors::{core, to_js};
-
-type Resolver<T> = Box<dyn FnOnce(Env) -> napi::Result<T> + Send>;
+use crate::settle_channel::{self, Pending};
 
 /// Message of a promise whose native task was dropped before it settled.
 pub const DROPPED: &str = "the native task ended without settling its promise (cancelled by a runtime shutdown, or a bug)";
 
 /// A deferred that is settled exactly once: explicitly, or rejected when dropped.
-pub struct Settle<T: ToNapiValue + 'static>(Option<JsDeferred<T, Resolver<T>>>);
+pub struct Settle<T: ToNapiValue + 'static>(Option<Pending>, PhantomData<fn(T)>);
 
 impl<T: ToNapiValue + Send + 'static> Settle<T> {
     /// Resolves with `value`.
     pub fn resolve(mut self, value: T) {
         if let Some(d) = self.0.take() {
-            d.resolve(Box::new(move |_| Ok(value)));
+            d.resolve(value);
         }
     }
 
@@ -52,8 +54,8 @@ pub fn deferred<T: ToNapiValue + Send + 'static>(
     env: &Env,
 ) -> napi::Result<(Settle<T>, Object<'_>, tokio::runtime::Handle)> {
     let rt = runtime::handle().map_err(core)?;
-    let (d, promise) = env.create_deferred::<T, Resolver<T>>()?;
-    Ok((Settle(Some(d)), promise, rt))
+    let (pending, promise) = settle_channel::create(env)?;
+    Ok((Settle(Some(pending), PhantomData), promise, rt))
 }
 
 /// Runs `work` as one task on core's runtime (a panic in it becomes INTERNAL, work dropped by
