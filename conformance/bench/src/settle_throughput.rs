@@ -44,6 +44,10 @@ struct Args {
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
+    /// Run only one path, `ours`, `baseline` or `none` (the commits with no journal), for a
+    /// profiler attached to this process; prints its rate per concurrency level.
+    #[arg(long)]
+    only: Option<String>,
 }
 
 const KEY: &str = "cycles-local-key";
@@ -150,6 +154,86 @@ fn remove_record(dir: &Path, name: &str) {
     sync_dir(dir);
 }
 
+/// Which settlement path a timed run takes.
+#[derive(Clone, Copy)]
+enum Route {
+    /// Core's `Settler::settle`.
+    Ours,
+    /// One record file written, fsynced and removed per settlement, nothing shared.
+    Baseline,
+    /// The commit alone, no journal: the ceiling of any durable path.
+    NoJournal,
+}
+
+/// What the three paths share.
+struct Paths {
+    client: Arc<CyclesClient>,
+    settler: Settler,
+    base_dir: Arc<PathBuf>,
+}
+
+impl Paths {
+    /// Settlements per second of `route` over `n` fresh reservations (created untimed),
+    /// `concurrency` in flight.
+    fn time(&self, rt: &tokio::runtime::Handle, route: Route, concurrency: usize, n: usize) -> f64 {
+        let ids = rt.block_on(reserve(&self.client, n));
+        match route {
+            Route::NoJournal => {
+                let cl = self.client.clone();
+                rt.block_on(run(ids, concurrency, move |id| {
+                    let cl = cl.clone();
+                    async move {
+                        cl.commit_reservation(&id, &commit_request())
+                            .await
+                            .expect("commit");
+                    }
+                }))
+            }
+            Route::Ours => {
+                let s = self.settler.clone();
+                rt.block_on(run(ids, concurrency, move |id| {
+                    let s = s.clone();
+                    async move {
+                        let outcome = s
+                            .settle(Settlement {
+                                reservation_id: id,
+                                commit: commit_request(),
+                                fallback: None,
+                            })
+                            .await;
+                        assert!(
+                            matches!(outcome, cycles_core::settle::SettleOutcome::Committed(_)),
+                            "{outcome:?}"
+                        );
+                    }
+                }))
+            }
+            Route::Baseline => {
+                let (cl, dir) = (self.client.clone(), self.base_dir.clone());
+                rt.block_on(run(ids, concurrency, move |id| {
+                    let (cl, dir) = (cl.clone(), dir.clone());
+                    async move {
+                        let commit = commit_request();
+                        let name = format!("{id}.json");
+                        let bytes = serde_json::to_vec(&serde_json::json!({
+                            "reservation_id": id, "commit": &commit,
+                        }))
+                        .expect("encode");
+                        let (d, n) = (dir.clone(), name.clone());
+                        tokio::task::spawn_blocking(move || write_record(&d, &n, &bytes))
+                            .await
+                            .expect("write");
+                        cl.commit_reservation(&id, &commit).await.expect("commit");
+                        tokio::task::spawn_blocking(move || remove_record(&dir, &name))
+                            .await
+                            .expect("remove");
+                    }
+                }))
+            }
+        }
+    }
+}
+
 fn main() {
     let args = Args::parse();
     let server_rt = tokio::runtime::Builder::new_multi_thread()
@@ -177,63 +261,41 @@ fn main() {
     fs::create_dir_all(&base_dir).expect("baseline dir");
     let base_dir = Arc::new(base_dir);
 
+    let paths = Paths {
+        client,
+        settler,
+        base_dir,
+    };
+    if let Some(only) = args.only.as_deref() {
+        let route = match only {
+            "ours" => Route::Ours,
+            "baseline" => Route::Baseline,
+            "none" => Route::NoJournal,
+            other => panic!("--only takes ours, baseline or none, not {other}"),
+        };
+        for &c in &args.concurrency {
+            let rates: Vec<f64> = (0..args.rounds)
+                .map(|_| paths.time(&rt, route, c, args.settlements))
+                .collect();
+            println!(
+                "{only}: {c} in flight, {} settlements per round, median {:.0}/s",
+                args.settlements,
+                median(rates)
+            );
+        }
+        let _ = fs::remove_dir_all(&root);
+        return;
+    }
+
     let mut rows = Vec::new();
     for &c in &args.concurrency {
         let (mut ours, mut base, mut ceiling) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..args.rounds {
-            // The ceiling: the same commits with no journal at all (what durability costs on
-            // top of the commit itself).
-            let ids = rt.block_on(reserve(&client, args.settlements));
-            let cl = client.clone();
-            ceiling.push(rt.block_on(run(ids, c, move |id| {
-                let cl = cl.clone();
-                async move {
-                    cl.commit_reservation(&id, &commit_request())
-                        .await
-                        .expect("commit");
-                }
-            })));
-
-            let ids = rt.block_on(reserve(&client, args.settlements));
-            let s = settler.clone();
-            ours.push(rt.block_on(run(ids, c, move |id| {
-                let s = s.clone();
-                async move {
-                    let outcome = s
-                        .settle(Settlement {
-                            reservation_id: id,
-                            commit: commit_request(),
-                            fallback: None,
-                        })
-                        .await;
-                    assert!(
-                        matches!(outcome, cycles_core::settle::SettleOutcome::Committed(_)),
-                        "{outcome:?}"
-                    );
-                }
-            })));
-
-            let ids = rt.block_on(reserve(&client, args.settlements));
-            let (cl, dir) = (client.clone(), base_dir.clone());
-            base.push(rt.block_on(run(ids, c, move |id| {
-                let (cl, dir) = (cl.clone(), dir.clone());
-                async move {
-                    let commit = commit_request();
-                    let name = format!("{id}.json");
-                    let bytes = serde_json::to_vec(&serde_json::json!({
-                        "reservation_id": id, "commit": &commit,
-                    }))
-                    .expect("encode");
-                    let (d, n) = (dir.clone(), name.clone());
-                    tokio::task::spawn_blocking(move || write_record(&d, &n, &bytes))
-                        .await
-                        .expect("write");
-                    cl.commit_reservation(&id, &commit).await.expect("commit");
-                    tokio::task::spawn_blocking(move || remove_record(&dir, &name))
-                        .await
-                        .expect("remove");
-                }
-            })));
+            // The ceiling first: the same commits with no journal at all (what durability
+            // costs on top of the commit itself).
+            ceiling.push(paths.time(&rt, Route::NoJournal, c, args.settlements));
+            ours.push(paths.time(&rt, Route::Ours, c, args.settlements));
+            base.push(paths.time(&rt, Route::Baseline, c, args.settlements));
         }
         let (o, b, n) = (median(ours), median(base), median(ceiling));
         rows.push((c, o, b, n));
