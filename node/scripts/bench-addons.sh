@@ -19,7 +19,9 @@ A="$(realpath "$1")"
 B="$(realpath "$2")"
 PAIRS="${3:-6}"
 IN_FLIGHT="${4:-16}"
-ADDON="$NODE_DIR/native/cycles.linux-x64-gnu.node"
+# The addon napi built for this platform (native/cycles.<platform>.node).
+ADDON="$(ls "$NODE_DIR"/native/cycles.*.node 2>/dev/null | head -1)"
+[[ -n "$ADDON" ]] || { echo "no built addon in $NODE_DIR/native: run node/scripts/build.sh" >&2; exit 1; }
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/cycles-node-ab.XXXXXX")"
 cp "$ADDON" "$WORK/own.node"
 SERVER=""
