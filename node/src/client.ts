@@ -10,6 +10,7 @@ import { DrainReport, GuardedReservation, currentReservation, drainReportOf, run
 import type * as M from "./models";
 import { fromWire, toWire } from "./models";
 import { native, type NativeClient, type NativeLifecycle } from "./native";
+import { checkOptions, requiredMs } from "./options";
 
 /** One event of core's stable schema (docs/events.md), keys in camelCase. */
 export interface CyclesEvent {
@@ -157,6 +158,7 @@ export class Client implements AsyncDisposable {
   /** @internal */
   constructor(options: ClientOptions, nativeClient: NativeClient);
   constructor(options: ClientOptions, nativeClient?: NativeClient) {
+    const settings = checkOptions(options, nativeClient === undefined);
     this.native =
       nativeClient ??
       call(
@@ -173,14 +175,15 @@ export class Client implements AsyncDisposable {
           }),
       );
     this.defaultTenant = this.native.tenant;
-    this.maxAttempts = options.maxAttempts;
-    this.replayIntervalMs = options.replayIntervalMs;
-    this.closeTimeoutMs = options.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS;
+    this.maxAttempts = settings.maxAttempts;
+    this.replayIntervalMs = settings.replayIntervalMs;
+    this.closeTimeoutMs = settings.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS;
     if (options.onEvent) this.listeners.add(options.onEvent);
   }
 
   /** A client of the `CYCLES_*` environment variables (`CYCLES_BASE_URL`, `CYCLES_API_KEY`, ...). */
   static fromEnv(options: FromEnvOptions = {}): Client {
+    checkOptions(options, false);
     const n = call(() => native.NativeClient.fromEnv(options.journalDir, options.journalEnabled));
     return new Client({ ...options, baseUrl: n.baseUrl, apiKey: "" }, n);
   }
@@ -213,6 +216,7 @@ export class Client implements AsyncDisposable {
   /** Adds an event listener. Listener errors are reported as process warnings. */
   on(event: "event", listener: EventListener): this {
     if (event !== "event") throw new InvalidArgumentError(`unknown event ${String(event)}`);
+    if (typeof listener !== "function") throw new InvalidArgumentError("an event listener must be a function");
     this.listeners.add(listener);
     this.lc?.setEventsWanted(true);
     return this;
@@ -434,8 +438,9 @@ export class Client implements AsyncDisposable {
 
   /** Replays pending settlements until none is left or `timeoutMs` passed. */
   async drain(timeoutMs: number): Promise<DrainReport> {
+    const ms = requiredMs(timeoutMs, "timeoutMs");
     const lc = this.lifecycle();
-    return drainReportOf(await awaitNative(call(() => lc.drain(timeoutMs))));
+    return drainReportOf(await awaitNative(call(() => lc.drain(ms))));
   }
 
   /**
@@ -445,7 +450,15 @@ export class Client implements AsyncDisposable {
    * used). Idempotent; what stays pending remains journaled for the next process.
    */
   close(timeoutMs?: number): Promise<DrainReport | null> {
-    if (this.closing === null) this.closing = this.doClose(timeoutMs ?? this.closeTimeoutMs);
+    if (this.closing === null) {
+      let ms: number;
+      try {
+        ms = requiredMs(timeoutMs ?? this.closeTimeoutMs, "timeoutMs");
+      } catch (e) {
+        return Promise.reject(e); // the client stays open
+      }
+      this.closing = this.doClose(ms);
+    }
     return this.closing;
   }
 

@@ -7,6 +7,7 @@
 import { Client, type ClientOptions } from "./client";
 import { call } from "./errors";
 import { native, type NativeLocalServer } from "./native";
+import { requiredMs } from "./options";
 
 /** The tenant the default server knows. */
 export const DEFAULT_TENANT = "acme";
@@ -76,7 +77,8 @@ export class LocalServer implements Disposable {
   }
   /** Moves the server's clock forward. */
   advanceClock(ms: number): void {
-    call(() => this.native.advanceClock(ms));
+    const by = requiredMs(ms, "ms");
+    call(() => this.native.advanceClock(by));
   }
   /** The server's clock in epoch milliseconds. */
   nowMs(): number {

@@ -7,6 +7,7 @@ import {
   BudgetExceededError,
   Client,
   ClientClosedError,
+  ConfigError,
   CyclesError,
   InvalidArgumentError,
   NotFoundError,
@@ -159,6 +160,49 @@ test("errors: unauthorized never shows the key; connect failure; bad arguments",
   await nowhere.close();
   await assert.rejects(client.commitReservation("r", { idempotencyKey: "k" }), (e) => e instanceof InvalidArgumentError && /commit request/.test(e.message));
   assert.throws(() => new Client({ baseUrl: "not a url", apiKey: "k" }), (e) => e instanceof CyclesError && e.errorName === "CONFIG");
+});
+
+test("bad options are a ConfigError before anything reaches native code", async () => {
+  const base = { baseUrl: server.url, apiKey: server.apiKey, journalEnabled: false };
+  const cases = [
+    [null, /options must be an object/],
+    [{ apiKey: "k" }, /baseUrl is required and must be a string, not undefined/],
+    [{ baseUrl: server.url, apiKey: 5 }, /apiKey is required and must be a string, not 5/],
+    [{ ...base, tenant: 7 }, /tenant must be a string, not 7/],
+    [{ ...base, journalDir: 5 }, /journalDir must be a string/],
+    [{ ...base, journalEnabled: "yes" }, /journalEnabled must be a boolean, not "yes"/],
+    [{ ...base, onEvent: 5 }, /onEvent must be a function/],
+    // napi would have wrapped these to 4294967295 or truncated them.
+    [{ ...base, requestTimeoutMs: -1 }, /requestTimeoutMs must be an integer from 1 to 4294967295, not -1/],
+    [{ ...base, requestTimeoutMs: 1.5 }, /requestTimeoutMs must be an integer/],
+    [{ ...base, requestTimeoutMs: "5" }, /requestTimeoutMs must be an integer.*not "5"/],
+    [{ ...base, connectTimeoutMs: 2 ** 40 }, /connectTimeoutMs must be an integer from 1/],
+    [{ ...base, maxConcurrentRequests: -2 }, /maxConcurrentRequests must be an integer from 1/],
+    [{ ...base, maxAttempts: 0 }, /maxAttempts must be an integer from 1/],
+    [{ ...base, maxAttempts: "3" }, /maxAttempts must be an integer from 1/],
+    [{ ...base, replayIntervalMs: -5 }, /replayIntervalMs must be an integer from 1/],
+    [{ ...base, closeTimeoutMs: -1 }, /closeTimeoutMs must be an integer from 0/],
+  ];
+  for (const [options, message] of cases) {
+    assert.throws(() => new Client(options), (e) => {
+      assert.ok(e instanceof ConfigError, `${JSON.stringify(options)}: ${e}`);
+      assert.equal(e.errorName, "CONFIG");
+      assert.match(e.message, message);
+      return true;
+    });
+  }
+  assert.throws(() => Client.fromEnv({ maxAttempts: -1 }), (e) => e instanceof ConfigError && /maxAttempts/.test(e.message));
+  // Core's own range checks still apply to well-typed values.
+  assert.throws(() => new Client({ ...base, requestTimeoutMs: 90_000_000 }), (e) => e instanceof ConfigError && /at most 86400000/.test(e.message));
+  // Accepted at the edges: 0 ms is "no drain" for closeTimeoutMs.
+  const ok = new Client({ ...base, closeTimeoutMs: 0, maxAttempts: 1, replayIntervalMs: 1, maxConcurrentRequests: 1 });
+  // A bad drain bound is an InvalidArgumentError, and leaves the client open.
+  await assert.rejects(ok.drain(-1), (e) => e instanceof InvalidArgumentError && /timeoutMs must be an integer from 0/.test(e.message));
+  await assert.rejects(ok.close(1.5), (e) => e instanceof InvalidArgumentError && /timeoutMs/.test(e.message));
+  assert.equal(ok.closed, false);
+  assert.throws(() => ok.on("event", 5), (e) => e instanceof InvalidArgumentError && /listener must be a function/.test(e.message));
+  assert.equal((await ok.close()), null);
+  assert.equal(ok.closed, true);
 });
 
 test("a closed client throws ClientClosedError", async () => {

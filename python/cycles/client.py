@@ -117,7 +117,8 @@ def _part(value: Any, cls: type, what: str) -> Any:
         return value.to_json()  # type: ignore[attr-defined]
     if isinstance(value, Mapping):
         return _encode(dict(value))
-    raise InvalidArgumentError(f"{what} must be a {cls.__name__} or a mapping")
+    article = "an" if cls.__name__[0] in "AEIOU" else "a"
+    raise InvalidArgumentError(f"{what} must be {article} {cls.__name__} or a mapping")
 
 
 def _clean(d: dict[str, Any]) -> dict[str, Any]:
@@ -404,9 +405,12 @@ class _Base(_Requests):
         """
         if heartbeat_policy not in HEARTBEAT_POLICIES:
             raise InvalidArgumentError(f"heartbeat_policy must be one of {HEARTBEAT_POLICIES}")
-        if isinstance(estimate, bool):
+        if isinstance(estimate, bool) or not isinstance(estimate, (int, Amount, Mapping)):
             raise InvalidArgumentError("estimate must be an Amount, a mapping or an int")
         if isinstance(estimate, int):
+            if not -(2**63) <= estimate < 2**63:
+                # Core counts in signed 64 bits; JSON would carry it as a float.
+                raise InvalidArgumentError(f"estimate must fit in 64 bits, not {estimate}")
             est = {"unit": unit or "USD_MICROCENTS", "amount": estimate}  # Amount.to_json()
         else:
             est = _part(estimate, Amount, "estimate")

@@ -541,6 +541,15 @@ def test_invalid_arguments(client: cycles.Client) -> None:
         client.reserve(10, action=ACTION, heartbeat_policy="panic")
     with pytest.raises(cycles.InvalidArgumentError):
         client.reserve(True, action=ACTION)  # type: ignore[arg-type]
+    for bad in (1.5, "10", None):
+        with pytest.raises(cycles.InvalidArgumentError, match="an Amount, a mapping or an int"):
+            client.reserve(bad, action=ACTION)  # type: ignore[arg-type]
+    # Beyond 64 bits JSON would carry the estimate as a float: refused before it is sent.
+    for big in (2**63, 2**70, -(2**63) - 1):
+        with pytest.raises(cycles.InvalidArgumentError, match="estimate must fit in 64 bits"):
+            client.reserve(big, action=ACTION)
+    with pytest.raises(cycles.InvalidArgumentError, match="action must be an Action or a mapping"):
+        client.reserve(10, action="llm")  # type: ignore[arg-type]
     with pytest.raises(cycles.InvalidArgumentError):
         with client.reserve(10, action=ACTION) as r:
             r.set_actual(1.5)  # type: ignore[arg-type]
