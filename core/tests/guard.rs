@@ -99,7 +99,7 @@ async fn guarded_work_commits_its_actual_and_returns_its_value() {
     let done = s
         .guard
         .run(spec(60_000), |usage: Usage| async move {
-            usage.set_actual(400);
+            usage.set_actual(400).expect("reported before the end");
             Ok::<_, std::io::Error>("model output")
         })
         .await
@@ -133,7 +133,7 @@ async fn heartbeat_transport_failure_is_observable_and_non_fatal() {
         .guard
         .run(spec(3500), |usage: Usage| async move {
             tokio::time::sleep(Duration::from_millis(4000)).await;
-            usage.set_actual(700);
+            usage.set_actual(700).expect("reported before the end");
             Ok::<_, std::io::Error>(42)
         })
         .await
@@ -252,7 +252,7 @@ async fn a_broken_stream_settles_the_usage_already_known() {
         .guard
         .run(spec(60_000), |usage: Usage| async move {
             for chunk in [120, 80, 50] {
-                usage.add(chunk);
+                usage.add(chunk).expect("reported before the end");
             }
             Err::<(), _>(std::io::Error::other("stream reset by peer"))
         })
@@ -307,7 +307,7 @@ async fn a_create_timeout_gets_one_same_key_retry() {
     let done = s
         .guard
         .run(spec(60_000), |usage: Usage| async move {
-            usage.set_actual(10);
+            usage.set_actual(10).expect("reported before the end");
             Ok::<_, std::io::Error>(())
         })
         .await
@@ -348,7 +348,7 @@ async fn fail_on_finalize_reports_the_lapse_after_settling() {
             },
             |usage: Usage| async move {
                 tokio::time::sleep(Duration::from_millis(800)).await; // the first beat is refused
-                usage.set_actual(5);
+                usage.set_actual(5).expect("reported before the end");
                 Ok::<_, std::io::Error>(())
             },
         )
@@ -389,7 +389,7 @@ async fn cancel_policy_signals_the_work() {
                     _ = token.cancelled() => true,
                     _ = tokio::time::sleep(Duration::from_secs(10)) => false,
                 };
-                usage.set_actual(3);
+                usage.set_actual(3).expect("reported before the end");
                 Ok::<_, std::io::Error>(cancelled)
             },
         )
@@ -405,8 +405,8 @@ async fn begin_and_finish_is_the_same_lifecycle_in_two_phases() {
     use cycles_core::guard::Finished;
     let s = setup(Regime::default()).await;
     let active = s.guard.begin(spec(60_000)).await.expect("reserved");
-    active.usage().add(30);
-    active.usage().add(12);
+    active.usage().add(30).expect("reported before the end");
+    active.usage().add(12).expect("reported before the end");
     let id = active.reservation_id().to_string();
     match active.finish(true).await {
         Finished::Settled {
@@ -434,13 +434,49 @@ async fn begin_and_finish_is_the_same_lifecycle_in_two_phases() {
     assert_eq!(kinds, ["reserve", "commit", "reserve", "release"]);
 }
 
+/// A report after the action ended would not be settled: it is refused, not dropped unseen,
+/// and what was settled stays what was known at the end.
+#[tokio::test]
+async fn usage_reported_after_the_end_is_refused() {
+    use cycles_core::guard::Finished;
+    let s = setup(Regime::default()).await;
+    let active = s.guard.begin(spec(60_000)).await.expect("reserved");
+    let usage = active.usage().clone();
+    usage.set_actual(40).expect("reported before the end");
+    assert!(matches!(
+        active.finish(true).await,
+        Finished::Settled { ref actual, .. } if *actual == usd(40)
+    ));
+    for refused in [
+        usage.set_actual(99),
+        usage.add(1),
+        usage.set_metrics_json(r#"{"tokens_input": 3}"#),
+        usage.set_metadata_json(r#"{"late": true}"#),
+    ] {
+        let e = refused.expect_err("a late report is refused");
+        assert_eq!(e.kind(), &ErrorKind::InvalidArgument);
+        assert!(e.message().contains("would not be settled"), "{e}");
+    }
+    assert_eq!(usage.actual(), Some(40));
+    let commits: Vec<_> = s
+        .server
+        .ledger()
+        .into_iter()
+        .filter(|e| e.kind == "commit")
+        .collect();
+    assert_eq!(commits.len(), 1);
+}
+
 /// Finishes a guard whose reservation expired on the server (clock moved past ttl + grace, no
 /// heartbeat), so its commit answers 410 and the settlement falls back to an event.
 async fn finish_after_expiry(s: &Setup, spec: GuardSpec, actual: i64) -> SettleOutcome {
     use cycles_core::guard::Finished;
     let active = s.guard.begin(spec).await.expect("reserved");
     s.server.advance_clock(5_000);
-    active.usage().set_actual(actual);
+    active
+        .usage()
+        .set_actual(actual)
+        .expect("reported before the end");
     match active.finish(true).await {
         Finished::Settled { settlement, .. } => settlement,
         other => panic!("expected a settlement, got {other:?}"),
@@ -548,7 +584,7 @@ async fn a_dropped_guard_settles_its_known_usage() {
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    active.usage().add(70);
+    active.usage().add(70).expect("reported before the end");
     drop(active);
     let applied = await_ledger(&s.server, "commit").await;
     let settled: Vec<_> = applied.iter().filter(|(k, _)| k != "extend").collect();

@@ -13,9 +13,12 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 export declare class NativeActive {
   /** The reservation. */
   get reservationId(): string
-  /** Sets the actual amount. */
+  /**
+   * Sets the actual amount (INVALID_ARGUMENT once the action has finished: the report
+   * would not be settled).
+   */
   setActual(amount: number): void
-  /** Adds to the actual amount. */
+  /** Adds to the actual amount (INVALID_ARGUMENT once the action has finished). */
   add(amount: number): void
   /** The actual amount so far, if any. */
   actual(): number | null

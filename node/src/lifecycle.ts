@@ -266,13 +266,19 @@ export class GuardedReservation implements AsyncDisposable {
     return this.outcome === "work_failed" && this.settlement === null && this.releaseError === null;
   }
 
-  /** Sets the actual amount (in the estimate's unit), replacing anything before. */
+  /**
+   * Sets the actual amount (in the estimate's unit), replacing anything before. Throws
+   * `InvalidArgumentError` once the reservation has finished: the amount would not be settled.
+   */
   setActual(amount: number | bigint | Amount): void {
     const n = exactAmount(amount, this.unit);
     call(() => this.native.setActual(n));
   }
 
-  /** Adds to the actual amount (streaming); whatever is known when it ends is settled. */
+  /**
+   * Adds to the actual amount (streaming); whatever is known when it ends is settled. Throws
+   * `InvalidArgumentError` once the reservation has finished.
+   */
   add(amount: number | bigint | Amount): void {
     const n = exactAmount(amount, this.unit);
     call(() => this.native.add(n));

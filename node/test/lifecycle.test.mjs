@@ -47,6 +47,11 @@ test("reserve + finish, and Symbol.asyncDispose settles what is known", async ()
   assert.deepEqual(r.settlement.charged, { unit: "USD_MICROCENTS", amount: 150_000 });
   assert.equal(committed(r.reservationId).amount, 150_000);
   await r.finish(); // idempotent
+  // Usage reported after the end would not be settled: refused, not dropped unseen.
+  assert.throws(() => r.setActual(1), (e) => e instanceof InvalidArgumentError && /would not be settled/.test(e.message));
+  assert.throws(() => r.add(1), InvalidArgumentError);
+  assert.throws(() => r.setMetadata({ late: true }), InvalidArgumentError);
+  assert.equal(committed(r.reservationId).amount, 150_000);
 
   const d = await client.reserve({ estimate: 1000, action: ACTION });
   d.add(10);

@@ -369,12 +369,16 @@ class GuardedReservation:
         return amount
 
     def set_actual(self, amount: int | Amount) -> None:
-        """Sets the actual amount (in the estimate's unit), replacing anything before."""
+        """Sets the actual amount (in the estimate's unit), replacing anything before.
+
+        Raises :class:`~cycles.InvalidArgumentError` once the reservation has finished (the
+        block ended): the amount would not be settled."""
         self._native.set_actual(self._amount(amount))
 
     def add(self, amount: int | Amount) -> None:
         """Adds to the actual amount (streaming); the first call starts from zero. Whatever
-        is known when the block ends, even by an exception, is settled."""
+        is known when the block ends, even by an exception, is settled. Raises
+        :class:`~cycles.InvalidArgumentError` once the reservation has finished."""
         self._native.add(self._amount(amount))
 
     def set_metrics(self, metrics: MetricsLike) -> None:

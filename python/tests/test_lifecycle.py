@@ -555,6 +555,18 @@ def test_invalid_arguments(client: cycles.Client) -> None:
             r.set_actual(1.5)  # type: ignore[arg-type]
 
 
+def test_usage_reported_after_the_block_is_refused(client: cycles.Client) -> None:
+    with client.reserve(10, action=ACTION) as r:
+        r.set_actual(4)
+    # It would not be settled: refused, never dropped unseen.
+    with pytest.raises(cycles.InvalidArgumentError, match="would not be settled"):
+        r.set_actual(9)
+    with pytest.raises(cycles.InvalidArgumentError, match="would not be settled"):
+        r.add(1)
+    assert r.settlement is not None and r.settlement.charged is not None
+    assert r.settlement.charged.amount == 4
+
+
 def test_out_of_range_numbers_are_typed_errors_and_the_actual_is_kept(
     client: cycles.Client, server: LocalServer
 ) -> None:

@@ -104,7 +104,10 @@ fn a_driven_guard_beats_while_its_thread_is_busy_and_settles_through_the_journal
         .count();
     assert!(extends >= 1, "no extend while the thread was away");
 
-    active.usage().set_actual(400);
+    active
+        .usage()
+        .set_actual(400)
+        .expect("reported before the end");
     let finish = task::start(active.finish(true).unwrap()).unwrap();
     assert!(finish.driven_here());
     let finished: Value = serde_json::from_str(&finish.finish().unwrap()).unwrap();

@@ -117,7 +117,10 @@ fn guarded_action_from_json_with_events_and_close() {
     spec["ttl_ms"] = json!(60_000);
     let active = block(lc.begin(&spec.to_string()).unwrap()).unwrap();
     assert!(!active.reservation_id().is_empty());
-    active.usage().set_actual(250);
+    active
+        .usage()
+        .set_actual(250)
+        .expect("reported before the end");
     let finished: Value = serde_json::from_str(&block(active.finish(true).unwrap())).unwrap();
     assert_eq!(finished["outcome"], json!("settled"));
     assert_eq!(finished["reservation_id"], json!(active.reservation_id()));

@@ -31,7 +31,10 @@ fn shutdown_drains_then_every_call_fails_with_runtime() {
         "estimate": {"unit": "USD_MICROCENTS", "amount": 1000},
     });
     let active = block(lc.begin(&spec.to_string()).unwrap()).unwrap();
-    active.usage().set_actual(250);
+    active
+        .usage()
+        .set_actual(250)
+        .expect("reported before the end");
     server.add_fault(FaultRule {
         operation: Operation::CommitReservation,
         reservation_id: None,

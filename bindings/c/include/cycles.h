@@ -752,6 +752,7 @@ const char *cycles_guard_reservation_id(const struct cycles_guard *g);
 
 /**
  * Sets the actual amount (replaces earlier reports). Any thread; does not block.
+ * `CYCLES_INVALID_ARGUMENT` once the action has finished: the amount would not be settled.
  */
 enum cycles_status cycles_guard_set_actual(const struct cycles_guard *g,
                                            int64_t amount,
@@ -759,6 +760,7 @@ enum cycles_status cycles_guard_set_actual(const struct cycles_guard *g,
 
 /**
  * Adds to the actual amount (streaming usage). Any thread; does not block.
+ * `CYCLES_INVALID_ARGUMENT` once the action has finished.
  */
 enum cycles_status cycles_guard_add(const struct cycles_guard *g,
                                     int64_t amount,

@@ -413,29 +413,25 @@ pub unsafe extern "C" fn cycles_guard_reservation_id(g: *const cycles_guard) -> 
 }
 
 /// Sets the actual amount (replaces earlier reports). Any thread; does not block.
+/// `CYCLES_INVALID_ARGUMENT` once the action has finished: the amount would not be settled.
 #[no_mangle]
 pub unsafe extern "C" fn cycles_guard_set_actual(
     g: *const cycles_guard,
     amount: i64,
     err: *mut *mut cycles_error,
 ) -> cycles_status {
-    guard(err, || {
-        active(g)?.active.usage().set_actual(amount);
-        Ok(())
-    })
+    guard(err, || Ok(active(g)?.active.usage().set_actual(amount)?))
 }
 
 /// Adds to the actual amount (streaming usage). Any thread; does not block.
+/// `CYCLES_INVALID_ARGUMENT` once the action has finished.
 #[no_mangle]
 pub unsafe extern "C" fn cycles_guard_add(
     g: *const cycles_guard,
     amount: i64,
     err: *mut *mut cycles_error,
 ) -> cycles_status {
-    guard(err, || {
-        active(g)?.active.usage().add(amount);
-        Ok(())
-    })
+    guard(err, || Ok(active(g)?.active.usage().add(amount)?))
 }
 
 /// The actual reported so far: true and `*out` when one was reported.

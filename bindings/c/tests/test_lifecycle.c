@@ -221,6 +221,15 @@ static void guarded(cycles_client *c, cycles_local_server *s, seen_t *seen) {
     CHECK(cycles_guard_finish(g, true, NULL, NULL, &err) == CYCLES_INVALID_ARGUMENT, "double finish");
     CHECK(strstr(cycles_error_message(err), "already finished"), "%s", cycles_error_message(err));
     cycles_error_free(err);
+    /* Usage reported after the end would not be settled: refused, the settled actual kept. */
+    err = NULL;
+    CHECK(cycles_guard_set_actual(g, 5, &err) == CYCLES_INVALID_ARGUMENT, "late set_actual");
+    CHECK(strstr(cycles_error_message(err), "would not be settled"), "%s", cycles_error_message(err));
+    cycles_error_free(err);
+    err = NULL;
+    CHECK(cycles_guard_add(g, 5, &err) == CYCLES_INVALID_ARGUMENT, "late add");
+    cycles_error_free(err);
+    CHECK(cycles_guard_actual(g, &actual) && actual == 420000, "actual kept %lld", (long long)actual);
     cycles_guard_free(g);
 
     /* The ledger shows the commit of the actual. */

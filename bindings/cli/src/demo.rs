@@ -278,7 +278,7 @@ async fn outage(story: &mut Story) -> Result<(), Error> {
     );
     let run = guard
         .run(spec, |usage| async move {
-            usage.set_actual(300_000); // the model answered; this is what it cost
+            usage.set_actual(300_000)?; // the model answered; this is what it cost
             Ok::<_, Error>(())
         })
         .await;

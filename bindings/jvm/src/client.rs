@@ -354,8 +354,7 @@ pub extern "system" fn Java_dev_cycles_internal_Native_activeSetActual<'l>(
     amount: jlong,
 ) {
     entry(&mut env, (), |_| {
-        active(a)?.usage().set_actual(amount);
-        Ok(())
+        Ok(active(a)?.usage().set_actual(amount)?)
     })
 }
 
@@ -367,10 +366,7 @@ pub extern "system" fn Java_dev_cycles_internal_Native_activeAdd<'l>(
     a: jlong,
     amount: jlong,
 ) {
-    entry(&mut env, (), |_| {
-        active(a)?.usage().add(amount);
-        Ok(())
-    })
+    entry(&mut env, (), |_| Ok(active(a)?.usage().add(amount)?))
 }
 
 /// The actual reported so far as a decimal string, or null when none was.

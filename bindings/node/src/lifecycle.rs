@@ -141,16 +141,17 @@ impl NativeActive {
         self.inner.reservation_id().to_string()
     }
 
-    /// Sets the actual amount.
+    /// Sets the actual amount (INVALID_ARGUMENT once the action has finished: the report
+    /// would not be settled).
     #[napi]
-    pub fn set_actual(&self, amount: i64) {
-        self.inner.usage().set_actual(amount);
+    pub fn set_actual(&self, amount: i64) -> napi::Result<()> {
+        guard(|| self.inner.usage().set_actual(amount).map_err(core))
     }
 
-    /// Adds to the actual amount.
+    /// Adds to the actual amount (INVALID_ARGUMENT once the action has finished).
     #[napi]
-    pub fn add(&self, amount: i64) {
-        self.inner.usage().add(amount);
+    pub fn add(&self, amount: i64) -> napi::Result<()> {
+        guard(|| self.inner.usage().add(amount).map_err(core))
     }
 
     /// The actual amount so far, if any.

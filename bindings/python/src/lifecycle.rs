@@ -154,12 +154,17 @@ impl NativeActive {
         self.inner.reservation_id().to_string()
     }
 
-    fn set_actual(&self, amount: i64) {
-        self.inner.usage().set_actual(amount);
+    /// INVALID_ARGUMENT once the action has finished (the report would not be settled).
+    fn set_actual(&self, amount: i64) -> PyResult<()> {
+        self.inner
+            .usage()
+            .set_actual(amount)
+            .map_err(|e| core_err(&e))
     }
 
-    fn add(&self, amount: i64) {
-        self.inner.usage().add(amount);
+    /// As `set_actual`.
+    fn add(&self, amount: i64) -> PyResult<()> {
+        self.inner.usage().add(amount).map_err(|e| core_err(&e))
     }
 
     fn actual(&self) -> Option<i64> {

@@ -125,7 +125,10 @@ async fn core_lifecycle(guard: &Guard, heartbeat: bool) {
     );
     let spec = GuardSpec { heartbeat, ..spec };
     let active = guard.begin(spec).await.expect("begin");
-    active.usage().set_actual(800);
+    active
+        .usage()
+        .set_actual(800)
+        .expect("reported before the end");
     let done = active.finish(true).await;
     assert!(
         matches!(done, cycles_core::guard::Finished::Settled { .. }),

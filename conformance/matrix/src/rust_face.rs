@@ -310,7 +310,7 @@ async fn write(r: &Value) -> R<Value> {
         .run(
             GuardSpec::new(key, subject, action, estimate),
             |usage| async move {
-                usage.set_actual(actual);
+                usage.set_actual(actual)?;
                 if let Some(m) = metrics {
                     usage.set_metrics_json(&m)?;
                 }

@@ -11,11 +11,21 @@ struct State {
     actual: Option<i64>,
     metrics: Option<StandardMetrics>,
     metadata: Option<JsonObject>,
+    /// Taken for the settlement (or the release): later reports would not be sent.
+    taken: bool,
 }
+
+/// Why a report after the action ended is refused.
+const LATE: &str = "the guarded action has finished: usage reported after it would not be \
+                    settled (report the actual before the action ends)";
 
 /// Handed to the guarded work. The work reports its actual amount with [`Usage::set_actual`],
 /// or accumulates it with [`Usage::add`] while a stream runs; whatever is known when the work
 /// ends (even if it fails) is what gets settled. Cheap to clone and `Send`.
+///
+/// Once the action has ended (its usage taken for the settlement or the release) every
+/// report is refused with `INVALID_ARGUMENT` instead of being dropped unseen: it would not
+/// be settled.
 #[derive(Clone, Debug)]
 pub struct Usage {
     state: Arc<Mutex<State>>,
@@ -37,14 +47,27 @@ impl Usage {
         f(&mut guard)
     }
 
+    /// Applies one report, unless the usage was already taken.
+    fn report(&self, f: impl FnOnce(&mut State)) -> Result<(), Error> {
+        self.with(|s| {
+            if s.taken {
+                return Err(Error::invalid_argument(LATE));
+            }
+            f(s);
+            Ok(())
+        })
+    }
+
     /// Sets the actual amount (in the estimate's unit), replacing anything reported before.
-    pub fn set_actual(&self, amount: i64) {
-        self.with(|s| s.actual = Some(amount));
+    /// `INVALID_ARGUMENT` once the action has ended.
+    pub fn set_actual(&self, amount: i64) -> Result<(), Error> {
+        self.report(|s| s.actual = Some(amount))
     }
 
     /// Adds to the actual amount (streaming); the first call starts from zero.
-    pub fn add(&self, amount: i64) {
-        self.with(|s| s.actual = Some(s.actual.unwrap_or(0).saturating_add(amount)));
+    /// `INVALID_ARGUMENT` once the action has ended.
+    pub fn add(&self, amount: i64) -> Result<(), Error> {
+        self.report(|s| s.actual = Some(s.actual.unwrap_or(0).saturating_add(amount)))
     }
 
     /// The actual amount known so far, if any.
@@ -52,9 +75,10 @@ impl Usage {
         self.with(|s| s.actual)
     }
 
-    /// Metrics sent with the commit (and with the event fallback).
-    pub fn set_metrics(&self, metrics: StandardMetrics) {
-        self.with(|s| s.metrics = Some(metrics));
+    /// Metrics sent with the commit (and with the event fallback). `INVALID_ARGUMENT` once
+    /// the action has ended.
+    pub fn set_metrics(&self, metrics: StandardMetrics) -> Result<(), Error> {
+        self.report(|s| s.metrics = Some(metrics))
     }
 
     /// Metrics from JSON text (a `StandardMetrics` object). `custom` is kept exactly as
@@ -62,19 +86,18 @@ impl Usage {
     pub fn set_metrics_json(&self, json: &str) -> Result<(), Error> {
         let metrics: StandardMetrics = serde_json::from_str(json)
             .map_err(|e| Error::invalid_argument(format!("metrics: {e}")))?;
-        self.set_metrics(metrics);
-        Ok(())
+        self.set_metrics(metrics)
     }
 
-    /// Commit-time metadata.
-    pub fn set_metadata(&self, metadata: Metadata) {
-        self.set_metadata_exact(JsonObject::from(metadata));
+    /// Commit-time metadata. `INVALID_ARGUMENT` once the action has ended.
+    pub fn set_metadata(&self, metadata: Metadata) -> Result<(), Error> {
+        self.set_metadata_exact(JsonObject::from(metadata))
     }
 
     /// Commit-time metadata kept exactly as given: numbers of any size and spelling, key
-    /// order, unpaired-surrogate escapes.
-    pub fn set_metadata_exact(&self, metadata: JsonObject) {
-        self.with(|s| s.metadata = Some(metadata));
+    /// order, unpaired-surrogate escapes. `INVALID_ARGUMENT` once the action has ended.
+    pub fn set_metadata_exact(&self, metadata: JsonObject) -> Result<(), Error> {
+        self.report(|s| s.metadata = Some(metadata))
     }
 
     /// Commit-time metadata from JSON text (one object), kept exactly as written; bad input
@@ -82,8 +105,7 @@ impl Usage {
     pub fn set_metadata_json(&self, json: &str) -> Result<(), Error> {
         let m = JsonObject::parse(json)
             .map_err(|e| Error::invalid_argument(format!("metadata: {}", e.message())))?;
-        self.set_metadata_exact(m);
-        Ok(())
+        self.set_metadata_exact(m)
     }
 
     /// Cancelled when the heartbeat stops abnormally under
@@ -93,7 +115,11 @@ impl Usage {
         self.cancel.clone()
     }
 
+    /// What the settlement sends; every later report is refused.
     pub(super) fn take(&self) -> (Option<i64>, Option<StandardMetrics>, Option<JsonObject>) {
-        self.with(|s| (s.actual, s.metrics.clone(), s.metadata.clone()))
+        self.with(|s| {
+            s.taken = true;
+            (s.actual, s.metrics.take(), s.metadata.take())
+        })
     }
 }

@@ -104,7 +104,9 @@ public final class Reservation implements AutoCloseable {
      * Sets what the work cost (replaces anything reported before).
      *
      * @param amount the actual, in the spec's unit
-     * @throws ClientClosedException when the action has finished
+     * @throws ClientClosedException when the action has finished (while its settlement is
+     *     under way, {@link dev.cycles.errors.InvalidArgumentException}): the amount would not
+     *     be settled
      */
     public void setActual(long amount) {
         Native.activeSetActual(state.id, amount);
@@ -114,7 +116,9 @@ public final class Reservation implements AutoCloseable {
      * Adds to what the work cost (streaming usage).
      *
      * @param amount the increment, in the spec's unit
-     * @throws ClientClosedException when the action has finished
+     * @throws ClientClosedException when the action has finished (while its settlement is
+     *     under way, {@link dev.cycles.errors.InvalidArgumentException}): the amount would not
+     *     be settled
      */
     public void addUsage(long amount) {
         Native.activeAdd(state.id, amount);
