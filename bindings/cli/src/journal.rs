@@ -152,18 +152,29 @@ fn list(d: &DirArgs) -> Result<(), String> {
         );
         quarantined += s.quarantined.len();
     }
+    // A mistyped --dir must not read as "nothing pending" without a word.
+    let exists = root.is_dir();
     if d.json {
-        print_json(
-            &json!({"journal_dir": root, "pending": rows, "invalid": invalid, "quarantined": quarantined}),
-        );
+        print_json(&json!({
+            "journal_dir": root,
+            "exists": exists,
+            "pending": rows,
+            "invalid": invalid,
+            "quarantined": quarantined,
+        }));
         return Ok(());
     }
     println!(
-        "journal {}: {} pending, {} invalid, {} quarantined",
+        "journal {}: {} pending, {} invalid, {} quarantined{}",
         root.display(),
         rows.len(),
         invalid.len(),
-        quarantined
+        quarantined,
+        if exists {
+            ""
+        } else {
+            " (no such directory: nothing was ever journaled there)"
+        }
     );
     for (p, s) in &scans {
         for r in &s.records {

@@ -97,6 +97,26 @@ async fn list_drain_and_quarantine_a_real_journal() {
         "the record names its server: {text}"
     );
     assert!(!text.contains(KEY), "the API key is never shown");
+    assert_eq!(json["exists"], true, "{json}");
+
+    // A directory that does not exist is said so, not just "0 pending".
+    let missing = dir
+        .path()
+        .join("no-such-dir")
+        .to_string_lossy()
+        .into_owned();
+    let (code, _, text) = cycles(vec![
+        "journal".into(),
+        "list".into(),
+        "--dir".into(),
+        missing,
+    ])
+    .await;
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains("0 pending") && text.contains("no such directory"),
+        "{text}"
+    );
 
     // A corrupt file beside it is quarantined by the next pass, not fatal.
     let partition = std::fs::read_dir(dir.path())
