@@ -219,11 +219,10 @@ test("a closed client throws ClientClosedError", async () => {
 });
 
 test("Client.fromEnv reads CYCLES_* variables", async () => {
-  const saved = { ...process.env };
+  const vars = { CYCLES_BASE_URL: server.url, CYCLES_API_KEY: server.apiKey, CYCLES_TENANT: "acme" };
+  const saved = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]));
   try {
-    process.env.CYCLES_BASE_URL = server.url;
-    process.env.CYCLES_API_KEY = server.apiKey;
-    process.env.CYCLES_TENANT = "acme";
+    Object.assign(process.env, vars);
     const c = Client.fromEnv({ journalEnabled: false });
     assert.equal(c.baseUrl, server.url);
     assert.equal(c.tenant, "acme");
@@ -231,6 +230,11 @@ test("Client.fromEnv reads CYCLES_* variables", async () => {
     assert.equal(d.decision, "ALLOW");
     await c.close();
   } finally {
-    process.env = saved;
+    // Per key: replacing process.env itself would leave the real environment (what the
+    // addon reads) as the test set it.
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
   }
 });
