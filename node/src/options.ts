@@ -2,29 +2,29 @@
  * Checks of what a JavaScript caller hands the client before it crosses into the native
  * module. TypeScript checks typed callers only; napi would coerce the rest silently (`-1`
  * becomes 4294967295 ms, `1.5` becomes 1, `2 ** 40` becomes 0) or fail with a message
- * naming Rust types. Ranges beyond these (a timeout's maximum, ...) stay core's to check.
+ * naming Rust types. Ranges beyond these (a timeout's maximum, ...) stay core's to check
+ * (`ConfigError`). `InvalidArgumentError` here, as the Python and JVM bindings raise for an
+ * option value their own checks refuse.
  * @module
  * @internal
  */
-import { ConfigError, type CyclesError, InvalidArgumentError } from "./errors";
+import { InvalidArgumentError } from "./errors";
 
 /** The largest value the native module takes for a count or a duration in milliseconds. */
 const U32_MAX = 0xffff_ffff;
 
-type ErrorClass = new (message: string) => CyclesError;
-
 /** `value` as an integer from `min` to 2^32 - 1 (`undefined`/`null` pass as `undefined`). */
-export function uint(value: unknown, name: string, min: number, Err: ErrorClass = ConfigError): number | undefined {
+export function uint(value: unknown, name: string, min: number): number | undefined {
   if (value === undefined || value === null) return undefined;
   if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > U32_MAX) {
-    throw new Err(`${name} must be an integer from ${min} to ${U32_MAX}, not ${describe(value)}`);
+    throw new InvalidArgumentError(`${name} must be an integer from ${min} to ${U32_MAX}, not ${describe(value)}`);
   }
   return value;
 }
 
 function optional(value: unknown, type: "string" | "boolean" | "function", name: string): void {
   if (value !== undefined && value !== null && typeof value !== type) {
-    throw new ConfigError(`${name} must be a ${type}, not ${describe(value)}`);
+    throw new InvalidArgumentError(`${name} must be a ${type}, not ${describe(value)}`);
   }
 }
 
@@ -45,16 +45,16 @@ export interface CheckedSettings {
 /**
  * Checks a `Client`'s options object: `withEndpoint` also requires `baseUrl` and `apiKey`
  * (not for `Client.fromEnv`, whose endpoint comes from the environment). Throws
- * {@link ConfigError}.
+ * {@link InvalidArgumentError}.
  */
 export function checkOptions(options: unknown, withEndpoint: boolean): CheckedSettings {
   if (options === null || typeof options !== "object") {
-    throw new ConfigError(`the client options must be an object ({ baseUrl, apiKey, ... }), not ${describe(options)}`);
+    throw new InvalidArgumentError(`the client options must be an object ({ baseUrl, apiKey, ... }), not ${describe(options)}`);
   }
   const o = options as Record<string, unknown>;
   if (withEndpoint) {
     for (const name of ["baseUrl", "apiKey"]) {
-      if (typeof o[name] !== "string") throw new ConfigError(`${name} is required and must be a string, not ${describe(o[name])}`);
+      if (typeof o[name] !== "string") throw new InvalidArgumentError(`${name} is required and must be a string, not ${describe(o[name])}`);
     }
   }
   optional(o.tenant, "string", "tenant");
@@ -73,7 +73,7 @@ export function checkOptions(options: unknown, withEndpoint: boolean): CheckedSe
 
 /** A required argument in milliseconds, 0 allowed (a drain bound, a clock step); throws {@link InvalidArgumentError}. */
 export function requiredMs(value: unknown, name: string): number {
-  const ms = uint(value, name, 0, InvalidArgumentError);
+  const ms = uint(value, name, 0);
   if (ms === undefined) throw new InvalidArgumentError(`${name} is required`);
   return ms;
 }

@@ -162,7 +162,7 @@ test("errors: unauthorized never shows the key; connect failure; bad arguments",
   assert.throws(() => new Client({ baseUrl: "not a url", apiKey: "k" }), (e) => e instanceof CyclesError && e.errorName === "CONFIG");
 });
 
-test("bad options are a ConfigError before anything reaches native code", async () => {
+test("bad options are an InvalidArgumentError before anything reaches native code", async () => {
   const base = { baseUrl: server.url, apiKey: server.apiKey, journalEnabled: false };
   const cases = [
     [null, /options must be an object/],
@@ -185,14 +185,14 @@ test("bad options are a ConfigError before anything reaches native code", async 
   ];
   for (const [options, message] of cases) {
     assert.throws(() => new Client(options), (e) => {
-      assert.ok(e instanceof ConfigError, `${JSON.stringify(options)}: ${e}`);
-      assert.equal(e.errorName, "CONFIG");
+      assert.ok(e instanceof InvalidArgumentError, `${JSON.stringify(options)}: ${e}`);
+      assert.equal(e.errorName, "INVALID_ARGUMENT");
       assert.match(e.message, message);
       return true;
     });
   }
-  assert.throws(() => Client.fromEnv({ maxAttempts: -1 }), (e) => e instanceof ConfigError && /maxAttempts/.test(e.message));
-  // Core's own range checks still apply to well-typed values.
+  assert.throws(() => Client.fromEnv({ maxAttempts: -1 }), (e) => e instanceof InvalidArgumentError && /maxAttempts/.test(e.message));
+  // Core's own range checks still apply to well-typed values (ConfigError, as in every binding).
   assert.throws(() => new Client({ ...base, requestTimeoutMs: 90_000_000 }), (e) => e instanceof ConfigError && /at most 86400000/.test(e.message));
   // Accepted at the edges: 0 ms is "no drain" for closeTimeoutMs.
   const ok = new Client({ ...base, closeTimeoutMs: 0, maxAttempts: 1, replayIntervalMs: 1, maxConcurrentRequests: 1 });
