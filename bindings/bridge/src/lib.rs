@@ -34,5 +34,5 @@ pub mod timing;
 pub mod timing_json;
 
 pub use error::{error_codes, panic_message, ErrorFields, INTERNAL_CODE, INTERNAL_NAME};
-pub use lifecycle::{Active, EventPump, Lifecycle};
+pub use lifecycle::{Active, EventPump, Lifecycle, SettleOverrides};
 pub use ops::{decode_captured, headers_from_json, ClientHandle, ClientOptions, Op, Reply};

@@ -17,6 +17,7 @@ use cycles_core::runtime;
 use cycles_core::settle::{DrainReport, ReplayHandle, SettleConfig, Settler};
 use cycles_core::{Config, CyclesClient};
 
+use crate::args::Args;
 use crate::error::ErrorFields;
 use crate::guard::{drain_json, event_json, finished_text, parse_spec};
 use crate::task::Work;
@@ -105,6 +106,38 @@ struct SetOnDrop(Arc<AtomicBool>);
 impl Drop for SetOnDrop {
     fn drop(&mut self) {
         self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+/// The settle overrides a host passes by name in a client's options JSON
+/// (`settle_max_attempts`, `replay_interval_ms`), checked where the client is built so a bad
+/// one fails there, not at the first guarded call that creates the [`Lifecycle`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SettleOverrides {
+    /// Settle attempts before a settlement stays pending (at least 1).
+    pub max_attempts: Option<u32>,
+    /// How often the background replay runs, in milliseconds (at least 1).
+    pub replay_interval_ms: Option<u64>,
+}
+
+impl SettleOverrides {
+    /// Reads both members (absent or `null`: core's default); 0 or a value of the wrong type
+    /// is INVALID_ARGUMENT, as the Python and Node bindings refuse it.
+    pub fn from_args(a: &Args) -> Result<SettleOverrides, ErrorFields> {
+        let max_attempts = a.optional::<u32>("settle_max_attempts")?;
+        let replay_interval_ms = a.optional::<u64>("replay_interval_ms")?;
+        for (name, zero) in [
+            ("settle_max_attempts", max_attempts == Some(0)),
+            ("replay_interval_ms", replay_interval_ms == Some(0)),
+        ] {
+            if zero {
+                return Err(ErrorFields::invalid(format!("{name} must be at least 1")));
+            }
+        }
+        Ok(SettleOverrides {
+            max_attempts,
+            replay_interval_ms,
+        })
     }
 }
 
@@ -277,6 +310,35 @@ mod tests {
     fn migrated() -> Event {
         Event::JournalMigrated {
             reservation_id: "r1".into(),
+        }
+    }
+
+    #[test]
+    fn settle_overrides_refuse_zero_and_bad_types() {
+        let parse = |t: &str| SettleOverrides::from_args(&Args::parse(t, "options").unwrap());
+        assert_eq!(parse("{}").unwrap(), SettleOverrides::default());
+        assert_eq!(
+            parse(r#"{"settle_max_attempts": 3, "replay_interval_ms": null}"#).unwrap(),
+            SettleOverrides {
+                max_attempts: Some(3),
+                replay_interval_ms: None
+            }
+        );
+        for (text, says) in [
+            (
+                r#"{"settle_max_attempts": 0}"#,
+                "settle_max_attempts must be at least 1",
+            ),
+            (
+                r#"{"replay_interval_ms": 0}"#,
+                "replay_interval_ms must be at least 1",
+            ),
+            (r#"{"settle_max_attempts": -1}"#, "settle_max_attempts"),
+            (r#"{"replay_interval_ms": "5"}"#, "replay_interval_ms"),
+        ] {
+            let e = parse(text).expect_err(text);
+            assert_eq!(e.name, "INVALID_ARGUMENT", "{text}");
+            assert!(e.message.contains(says), "{text}: {}", e.message);
         }
     }
 

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cycles_bridge::args::Args;
-use cycles_bridge::{ClientHandle, ClientOptions, ErrorFields, Lifecycle};
+use cycles_bridge::{ClientHandle, ClientOptions, ErrorFields, Lifecycle, SettleOverrides};
 use cycles_core::events::Level;
 use serde_json::json;
 
@@ -24,8 +24,7 @@ use crate::strings::{arg, into_raw, opt_arg};
 /// `cycles_client *` may be called from any thread concurrently, except `cycles_client_free`.
 pub struct cycles_client {
     handle: ClientHandle,
-    max_attempts: Option<u32>,
-    replay_interval_ms: Option<u64>,
+    settle: SettleOverrides,
     life: Mutex<Option<Arc<Life>>>,
     callback: Slot,
 }
@@ -41,16 +40,14 @@ pub struct Life {
 struct Extra {
     journal_dir: Option<PathBuf>,
     journal_enabled: Option<bool>,
-    max_attempts: Option<u32>,
-    replay_interval_ms: Option<u64>,
+    settle: SettleOverrides,
 }
 
 fn extra(a: &Args) -> Result<Extra, ErrorFields> {
     Ok(Extra {
         journal_dir: a.optional::<String>("journal_dir")?.map(PathBuf::from),
         journal_enabled: a.optional("journal_enabled")?,
-        max_attempts: a.optional("settle_max_attempts")?,
-        replay_interval_ms: a.optional("replay_interval_ms")?,
+        settle: SettleOverrides::from_args(a)?,
     })
 }
 
@@ -62,8 +59,7 @@ impl cycles_client {
     fn new(handle: ClientHandle, x: &Extra) -> cycles_client {
         cycles_client {
             handle,
-            max_attempts: x.max_attempts,
-            replay_interval_ms: x.replay_interval_ms,
+            settle: x.settle,
             life: Mutex::new(None),
             callback: events::slot(),
         }
@@ -84,8 +80,8 @@ impl cycles_client {
         let lifecycle = Arc::new(Lifecycle::new(
             client,
             self.handle.config(),
-            self.max_attempts,
-            self.replay_interval_ms,
+            self.settle.max_attempts,
+            self.settle.replay_interval_ms,
         )?);
         let pump = Pump::start(lifecycle.clone(), self.callback.clone())?;
         let l = Arc::new(Life { lifecycle, pump });

@@ -9,7 +9,9 @@ use std::time::Duration;
 use cycles_bridge::args::Args;
 use cycles_bridge::ops::Call;
 use cycles_bridge::task::Work;
-use cycles_bridge::{error_codes, Active, ClientHandle, ClientOptions, ErrorFields, Lifecycle};
+use cycles_bridge::{
+    error_codes, Active, ClientHandle, ClientOptions, ErrorFields, Lifecycle, SettleOverrides,
+};
 use cycles_core::events::Level;
 use jni::objects::{JClass, JString};
 use jni::sys::{jboolean, jint, jlong, jstring, JNI_FALSE, JNI_TRUE};
@@ -23,8 +25,7 @@ use crate::handles;
 /// One Java client.
 pub struct Client {
     handle: ClientHandle,
-    max_attempts: Option<u32>,
-    replay_interval_ms: Option<u64>,
+    settle: SettleOverrides,
     life: Mutex<Option<Arc<Lifecycle>>>,
 }
 
@@ -39,8 +40,8 @@ impl Client {
         let l = Arc::new(Lifecycle::new(
             client,
             self.handle.config(),
-            self.max_attempts,
-            self.replay_interval_ms,
+            self.settle.max_attempts,
+            self.settle.replay_interval_ms,
         )?);
         *slot = Some(l.clone());
         Ok(l)
@@ -104,8 +105,7 @@ pub extern "system" fn Java_dev_cycles_internal_Native_clientNew<'l>(
         };
         Ok(handles::put(Client {
             handle,
-            max_attempts: a.optional("settle_max_attempts")?,
-            replay_interval_ms: a.optional("replay_interval_ms")?,
+            settle: SettleOverrides::from_args(&a)?,
             life: Mutex::new(None),
         }))
     })

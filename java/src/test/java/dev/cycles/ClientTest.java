@@ -159,6 +159,13 @@ class ClientTest {
         InvalidArgumentException m = assertThrows(InvalidArgumentException.class,
                 () -> client.call("get_reservation", "{}"));
         assertTrue(m.getMessage().contains("reservation_id"), m.getMessage());
+        // A settle override of 0 fails at build(), not at the first guarded call.
+        InvalidArgumentException z = assertThrows(InvalidArgumentException.class,
+                () -> CyclesClient.builder().baseUrl("http://127.0.0.1:1").apiKey("k").settleMaxAttempts(0).build());
+        assertEquals("settle_max_attempts must be at least 1", z.getMessage());
+        assertThrows(InvalidArgumentException.class,
+                () -> CyclesClient.builder().baseUrl("http://127.0.0.1:1").apiKey("k")
+                        .replayInterval(Duration.ZERO).build());
     }
 
     @Test
