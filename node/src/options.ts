@@ -14,7 +14,7 @@ import { InvalidArgumentError } from "./errors";
 const U32_MAX = 0xffff_ffff;
 
 /** `value` as an integer from `min` to 2^32 - 1 (`undefined`/`null` pass as `undefined`). */
-export function uint(value: unknown, name: string, min: number): number | undefined {
+function uint(value: unknown, name: string, min: number): number | undefined {
   if (value === undefined || value === null) return undefined;
   if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > U32_MAX) {
     throw new InvalidArgumentError(`${name} must be an integer from ${min} to ${U32_MAX}, not ${describe(value)}`);

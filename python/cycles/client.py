@@ -29,6 +29,7 @@ from .lifecycle import (
     GuardedReservation,
     LifecycleEvent,
     ReservationContext,
+    _int64,
     _Lifecycle,
 )
 from .models import (
@@ -408,10 +409,7 @@ class _Base(_Requests):
         if isinstance(estimate, bool) or not isinstance(estimate, (int, Amount, Mapping)):
             raise InvalidArgumentError("estimate must be an Amount, a mapping or an int")
         if isinstance(estimate, int):
-            if not -(2**63) <= estimate < 2**63:
-                # Core counts in signed 64 bits; JSON would carry it as a float.
-                raise InvalidArgumentError(f"estimate must fit in 64 bits, not {estimate}")
-            est = {"unit": unit or "USD_MICROCENTS", "amount": estimate}  # Amount.to_json()
+            est = {"unit": unit or "USD_MICROCENTS", "amount": _int64(estimate, "estimate")}
         else:
             est = _part(estimate, Amount, "estimate")
             if unit is not None and est.get("unit") != unit:

@@ -299,6 +299,14 @@ def _lease(d: Mapping[str, Any] | None) -> LeaseInfo | None:
     )
 
 
+def _int64(amount: int, what: str) -> int:
+    """``amount`` when it fits core's signed 64 bits, else InvalidArgumentError (pyo3 would
+    raise OverflowError; JSON would carry it as a float)."""
+    if not -(2**63) <= amount < 2**63:
+        raise InvalidArgumentError(f"{what} must fit in 64 bits, not {amount}")
+    return amount
+
+
 class GuardedReservation:
     """A reservation whose work is running (yielded by ``reserve``/``stream``, and the value
     of :func:`current_reservation`). Report usage with :meth:`set_actual` or :meth:`add`;
@@ -363,10 +371,7 @@ class GuardedReservation:
             amount = amount.amount
         if isinstance(amount, bool) or not isinstance(amount, int):
             raise InvalidArgumentError("an actual amount must be an int (or an Amount)")
-        if not -(2**63) <= amount < 2**63:
-            # Core counts in signed 64 bits (pyo3 would raise OverflowError).
-            raise InvalidArgumentError(f"an actual amount must fit in 64 bits, not {amount}")
-        return amount
+        return _int64(amount, "an actual amount")
 
     def set_actual(self, amount: int | Amount) -> None:
         """Sets the actual amount (in the estimate's unit), replacing anything before.
