@@ -30,6 +30,19 @@ use url::{check_path_id, BaseUrl};
 pub const API_KEY_HEADER: &str = "x-cycles-api-key";
 /// Header carrying the idempotency key (same value as the body's `idempotency_key`).
 pub const IDEMPOTENCY_KEY_HEADER: &str = "x-idempotency-key";
+
+/// Whether `key` reaches the server unchanged as an HTTP header value: visible ASCII with
+/// inner spaces only. HTTP strips a value's leading and trailing whitespace, and a non-ASCII
+/// key would go out as raw bytes the server decodes differently.
+pub fn header_round_trips(key: &str) -> bool {
+    let bytes = key.as_bytes();
+    match (bytes.first(), bytes.last()) {
+        (Some(first), Some(last)) => {
+            *first != b' ' && *last != b' ' && bytes.iter().all(|b| (0x20..=0x7e).contains(b))
+        }
+        _ => false,
+    }
+}
 /// Response header with the request id.
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
 /// Response header with the trace id.
@@ -348,10 +361,11 @@ impl CyclesClient {
     ) -> Result<Response<T>, Error> {
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        // The header is optional in the spec; a key that cannot be an HTTP header value
-        // (control characters) is sent in the body only rather than failing the call.
-        if let Ok(v) = HeaderValue::from_str(idempotency_key) {
-            if !idempotency_key.is_empty() {
+        // The header is optional in the spec, and the server rejects a header that differs
+        // from the body's key: a key the header cannot carry byte for byte is sent in the
+        // body only.
+        if header_round_trips(idempotency_key) {
+            if let Ok(v) = HeaderValue::from_str(idempotency_key) {
                 headers.insert(HeaderName::from_static(IDEMPOTENCY_KEY_HEADER), v);
             }
         }
