@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::error::Error;
+use crate::model::Unit;
 
 /// Default per-attempt request timeout (whole request, including the response body).
 ///
@@ -104,6 +105,8 @@ pub struct Config {
     pub api_key: Secret,
     /// Default tenant for callers that build subjects from config.
     pub tenant: Option<String>,
+    /// Unit of an estimate given as a bare number (guarded calls); `None`: `USD_MICROCENTS`.
+    pub default_unit: Option<Unit>,
     /// Per-attempt timeout of a whole request, response body included.
     pub request_timeout: Duration,
     /// Connect timeout.
@@ -124,6 +127,7 @@ impl Config {
             base_url: base_url.into(),
             api_key: api_key.into(),
             tenant: None,
+            default_unit: None,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             journal: JournalConfig::default(),
@@ -135,6 +139,18 @@ impl Config {
     pub fn with_max_concurrent_requests(mut self, n: usize) -> Config {
         self.max_concurrent_requests = n;
         self
+    }
+
+    /// Sets the unit of estimates given as bare numbers.
+    pub fn with_default_unit(mut self, unit: impl Into<Unit>) -> Config {
+        self.default_unit = Some(unit.into());
+        self
+    }
+
+    /// The unit of an estimate given as a bare number: the configured one, else
+    /// `USD_MICROCENTS`.
+    pub fn unit(&self) -> Unit {
+        self.default_unit.clone().unwrap_or(Unit::UsdMicrocents)
     }
 
     /// Sets the tenant.
@@ -179,6 +195,13 @@ impl Config {
         if self.max_concurrent_requests == 0 {
             return Err(Error::config("max_concurrent_requests must be at least 1"));
         }
+        if let Some(u) = self.default_unit.as_ref().filter(|u| !u.is_known()) {
+            // A misspelt unit would otherwise reach the server on every guarded call.
+            return Err(Error::config(format!(
+                "the default unit must be USD_MICROCENTS, TOKENS, CREDITS or RISK_POINTS, not {:?}",
+                u.as_str()
+            )));
+        }
         Ok(())
     }
 
@@ -195,6 +218,7 @@ impl Config {
     /// | `CYCLES_BASE_URL` | server root without `/v1` | required |
     /// | `CYCLES_API_KEY` | API key | required |
     /// | `CYCLES_TENANT` | tenant | none |
+    /// | `CYCLES_UNIT` | unit of estimates given as bare numbers | `USD_MICROCENTS` |
     /// | `CYCLES_REQUEST_TIMEOUT_MS` | request timeout, integer milliseconds > 0 | 10000 |
     /// | `CYCLES_CONNECT_TIMEOUT_MS` | connect timeout, integer milliseconds > 0 | 5000 |
     /// | `CYCLES_MAX_CONCURRENT_REQUESTS` | in-flight request bound, integer > 0 | 256 |
@@ -216,6 +240,7 @@ impl Config {
             get("CYCLES_API_KEY").ok_or_else(|| Error::config("CYCLES_API_KEY is not set"))?;
         let mut cfg = Config::new(base_url.trim(), api_key);
         cfg.tenant = get("CYCLES_TENANT").map(|t| t.trim().to_string());
+        cfg.default_unit = get("CYCLES_UNIT").map(|u| Unit::from(u.trim().to_string()));
         if let Some(v) = get("CYCLES_REQUEST_TIMEOUT_MS") {
             cfg.request_timeout = parse_ms("CYCLES_REQUEST_TIMEOUT_MS", &v)?;
         }
@@ -381,6 +406,26 @@ mod tests {
         let d = format!("{c:?}");
         assert!(!d.contains(KEY), "{d}");
         assert!(d.contains("redacted"));
+    }
+
+    #[test]
+    fn default_unit_from_code_and_env() {
+        assert_eq!(Config::new("http://x", "k").unit(), Unit::UsdMicrocents);
+        let c = Config::new("http://x", "k").with_default_unit(Unit::Tokens);
+        assert_eq!((c.unit(), c.validate().is_ok()), (Unit::Tokens, true));
+        let e = Config::new("http://x", "k")
+            .with_default_unit("TOKEN")
+            .validate()
+            .unwrap_err();
+        assert_eq!(e.kind(), &ErrorKind::Config);
+        assert!(e.message().contains("not \"TOKEN\""), "{}", e.message());
+        let env = |name: &str| match name {
+            "CYCLES_BASE_URL" => Some("http://x".to_string()),
+            "CYCLES_API_KEY" => Some("k".to_string()),
+            "CYCLES_UNIT" => Some(" TOKENS ".to_string()),
+            _ => None,
+        };
+        assert_eq!(Config::from_lookup(env).unwrap().unit(), Unit::Tokens);
     }
 
     #[test]

@@ -339,6 +339,17 @@ pub(crate) struct Correlation {
     pub trace_id: Option<String>,
 }
 
+/// A JSON error's reason without serde's position ("at line 1 column 14"): the text was
+/// encoded by a host binding, never written by the user, so a position in it only misleads.
+pub fn json_reason(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let position = format!(" at line {} column {}", e.line(), e.column());
+    match text.strip_suffix(&position) {
+        Some(reason) => reason.to_string(),
+        None => text,
+    }
+}
+
 impl Error {
     fn new(kind: ErrorKind, message: impl Into<String>) -> Error {
         Error {
@@ -643,6 +654,19 @@ impl std::error::Error for Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_reasons_carry_no_position() {
+        for text in ["{\"a\": 1,", "[1]", "{\"x\": tru}", "\n\n  {\"a\" 1}"] {
+            let e =
+                serde_json::from_str::<std::collections::HashMap<String, i64>>(text).unwrap_err();
+            let reason = json_reason(&e);
+            assert!(!reason.contains(" at line "), "{text:?}: {reason}");
+            assert!(!reason.is_empty());
+        }
+        let e = serde_json::from_str::<i64>("\"x\"").unwrap_err();
+        assert_eq!(json_reason(&e), "invalid type: string \"x\", expected i64");
+    }
 
     fn corr() -> Correlation {
         Correlation {

@@ -359,6 +359,7 @@ async fn frozen_budget_and_max_extensions() {
         allocated: 1_000,
         overdraft_limit: 0,
         status: BudgetStatus::Frozen,
+        caps: None,
     });
     cfg.regime.max_extensions = Some(1);
     let s = LocalServer::start(cfg).await.unwrap();

@@ -202,13 +202,35 @@ async fn missing_actual_is_surfaced_without_settlement() {
         })
         .await
         .expect_err("a missing actual is an error");
-    assert!(matches!(err, GuardError::MissingActual { .. }), "{err:?}");
+    assert!(
+        matches!(
+            err,
+            GuardError::MissingActual {
+                release_error: None,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
     assert!(err
         .to_string()
-        .contains("without reporting its actual amount"));
-    assert!(
-        settlement_requests(&s.server).is_empty(),
-        "no commit, event or release without an actual"
+        .contains("without reporting its actual amount; nothing was committed, and the reservation was released"));
+    // No commit or event without an actual; the estimate is given back in the same call
+    // (issue 28) instead of staying held until the lease expires.
+    let requests = settlement_requests(&s.server);
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    assert_eq!(requests[0].operation, Some(Operation::ReleaseReservation));
+    assert!(requests[0]
+        .idempotency_key
+        .as_deref()
+        .is_some_and(|k| k.ends_with(":release")));
+    assert_eq!(
+        s.server
+            .ledger()
+            .iter()
+            .map(|e| e.kind.as_str())
+            .collect::<Vec<_>>(),
+        ["reserve", "release"]
     );
 
     // The work fails before any usage is known: its error comes back unchanged, no commit or
@@ -232,8 +254,8 @@ async fn missing_actual_is_surfaced_without_settlement() {
     assert_eq!(error.to_string(), "provider down");
     assert!(settlement.is_none() && release_error.is_none());
     let requests = settlement_requests(&s.server);
-    assert_eq!(requests.len(), 1);
-    assert_eq!(requests[0].operation, Some(Operation::ReleaseReservation));
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[1].operation, Some(Operation::ReleaseReservation));
     assert!(s
         .server
         .ledger()
@@ -605,4 +627,138 @@ async fn a_dropped_guard_without_usage_releases() {
         await_ledger(&s.server, "release").await,
         [("release".to_string(), Some(1000))]
     );
+}
+
+/// A negative actual cannot be carried: nothing is committed, and the estimate is released
+/// in the same call instead of staying held (issue 28).
+#[tokio::test]
+async fn a_negative_actual_releases_the_reservation() {
+    let s = setup(Regime::default()).await;
+    let err = s
+        .guard
+        .run(spec(60_000), |usage: Usage| async move {
+            usage.set_actual(-5).unwrap();
+            Ok::<_, std::io::Error>(())
+        })
+        .await
+        .expect_err("a negative actual is an error");
+    let GuardError::InvalidActual {
+        actual,
+        release_error,
+        ..
+    } = &err
+    else {
+        panic!("invalid actual expected: {err:?}")
+    };
+    assert_eq!((*actual, release_error.is_none()), (-5, true));
+    assert!(
+        err.to_string()
+            .ends_with("and the reservation was released"),
+        "{err}"
+    );
+    let kinds: Vec<String> = s.server.ledger().iter().map(|e| e.kind.clone()).collect();
+    assert_eq!(kinds, ["reserve", "release"]);
+}
+
+/// A release that fails is said so: the error names it and that the estimate stays held.
+#[tokio::test]
+async fn a_failed_release_after_a_missing_actual_is_reported() {
+    let s = setup(Regime::default()).await;
+    s.server.add_fault(FaultRule {
+        operation: Operation::ReleaseReservation,
+        reservation_id: None,
+        skip: 0,
+        times: 0,
+        fault: Fault::ServerError { status: 503 },
+    });
+    let err = s
+        .guard
+        .run(spec(60_000), |_usage: Usage| async move {
+            Ok::<_, std::io::Error>(())
+        })
+        .await
+        .expect_err("missing actual");
+    let GuardError::MissingActual { release_error, .. } = &err else {
+        panic!("missing actual expected: {err:?}")
+    };
+    assert_eq!(
+        release_error.as_ref().map(|e| e.kind().clone()),
+        Some(ErrorKind::ServerError)
+    );
+    assert!(
+        err.to_string()
+            .contains("releasing the reservation failed (SERVER_ERROR"),
+        "{err}"
+    );
+    assert!(
+        err.to_string().ends_with("until the lease expires"),
+        "{err}"
+    );
+}
+
+/// Under `ALLOW_WITH_CAPS` the active guard carries the decision and the caps the work should
+/// honour; an explicit release gives the estimate back, and a release after usage was
+/// reported settles that usage instead of dropping it.
+#[tokio::test]
+async fn caps_decision_and_explicit_release() {
+    let caps = cycles_local_server::CapsSeed {
+        max_tokens: Some(256),
+        tool_denylist: Some(vec!["shell".into()]),
+        ..Default::default()
+    };
+    let s = setup_with(ServerConfig {
+        budgets: vec![cycles_local_server::BudgetSeed {
+            caps: Some(caps),
+            ..Default::default()
+        }],
+        ..common::server_config()
+    })
+    .await;
+    let active = s.guard.begin(spec(60_000)).await.unwrap();
+    assert_eq!(active.decision(), &Decision::AllowWithCaps);
+    let got = active.caps().expect("caps under ALLOW_WITH_CAPS");
+    assert_eq!(got.max_tokens, Some(256));
+    assert_eq!(
+        got.tool_denylist.as_deref(),
+        Some(&["shell".to_string()][..])
+    );
+    assert_eq!(got.tool_allowlist, None);
+    let id = active.reservation_id().to_string();
+    let done = active.release(Some("the caps are too tight".into())).await;
+    let guard::Finished::Released {
+        reservation_id,
+        release_error: None,
+        ..
+    } = done
+    else {
+        panic!("released expected: {done:?}")
+    };
+    assert_eq!(reservation_id, id);
+    let release = s
+        .server
+        .requests()
+        .into_iter()
+        .find(|r| r.operation == Some(Operation::ReleaseReservation))
+        .expect("a release was sent");
+    assert!(release
+        .body
+        .as_deref()
+        .is_some_and(|b| b.contains("the caps are too tight")));
+
+    // Usage reported before the release is settled, never dropped.
+    let active = s.guard.begin(spec(60_000)).await.unwrap();
+    active.usage().add(40).unwrap();
+    let done = active.release(None).await;
+    assert!(
+        matches!(done, guard::Finished::Settled { ref actual, .. } if actual.amount == 40),
+        "{done:?}"
+    );
+    let kinds: Vec<String> = s.server.ledger().iter().map(|e| e.kind.clone()).collect();
+    assert_eq!(kinds, ["reserve", "release", "reserve", "commit"]);
+
+    // A plain budget answers ALLOW without caps.
+    let plain = setup(Regime::default()).await;
+    let active = plain.guard.begin(spec(60_000)).await.unwrap();
+    assert_eq!((active.decision(), active.caps()), (&Decision::Allow, None));
+    active.release(None).await;
 }

@@ -332,17 +332,35 @@ async fn keys_a_header_cannot_carry_go_in_the_body_only() {
         c.release_reservation(&id2, &ReleaseRequest::new(k(":release")))
             .await
             .unwrap_or_else(|e| panic!("release with {base:?}: {e}"));
-        c.decide(&DecisionRequest::new(k(":decide"), subject(), action(), usd(1)))
-            .await
-            .unwrap_or_else(|e| panic!("decide with {base:?}: {e}"));
-        c.create_event(&EventCreateRequest::new(k(":event"), subject(), action(), usd(1)))
-            .await
-            .unwrap_or_else(|e| panic!("event with {base:?}: {e}"));
+        c.decide(&DecisionRequest::new(
+            k(":decide"),
+            subject(),
+            action(),
+            usd(1),
+        ))
+        .await
+        .unwrap_or_else(|e| panic!("decide with {base:?}: {e}"));
+        c.create_event(&EventCreateRequest::new(
+            k(":event"),
+            subject(),
+            action(),
+            usd(1),
+        ))
+        .await
+        .unwrap_or_else(|e| panic!("event with {base:?}: {e}"));
         // Before the fix the server answered 400 ("header does not match body") to every
         // one of these calls; the ledger keeps each key exactly as sent in the body.
-        let keys: Vec<String> = s.ledger().iter().map(|e| e.idempotency_key.clone()).collect();
+        let keys: Vec<String> = s
+            .ledger()
+            .iter()
+            .map(|e| e.idempotency_key.clone())
+            .collect();
         for op in ["", ":ext", ":commit", ":2", ":release", ":event"] {
-            assert!(keys.contains(&k(op)), "{:?} not in the ledger: {keys:?}", k(op));
+            assert!(
+                keys.contains(&k(op)),
+                "{:?} not in the ledger: {keys:?}",
+                k(op)
+            );
         }
     }
     for (key, ok) in [

@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 
+use cycles_core::error::json_reason;
 use cycles_core::Error;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
@@ -25,11 +26,30 @@ impl Args {
     /// (`"<what>: <reason>"`, `InvalidArgument`).
     pub fn parse(text: &str, what: &str) -> Result<Args, Error> {
         let members = serde_json::from_str(text)
-            .map_err(|e| Error::invalid_argument(format!("{what}: {e}")))?;
+            .map_err(|e| Error::invalid_argument(format!("{what}: {}", json_reason(&e))))?;
         Ok(Args {
             text: text.to_string(),
             members,
         })
+    }
+
+    /// INVALID_ARGUMENT naming the first member (in sorted order) that is not in `known`:
+    /// a misspelt option must not be ignored in silence.
+    pub fn only(&self, known: &[&str], what: &str) -> Result<(), Error> {
+        let mut unknown: Vec<&str> = self
+            .members
+            .keys()
+            .map(String::as_str)
+            .filter(|k| !known.contains(k))
+            .collect();
+        unknown.sort_unstable();
+        match unknown.first() {
+            None => Ok(()),
+            Some(k) => Err(Error::invalid_argument(format!(
+                "unknown {what} {k:?} (known: {})",
+                known.join(", ")
+            ))),
+        }
     }
 
     /// A member's raw text; `None` when it is absent or `null`.
@@ -65,7 +85,8 @@ impl Args {
 }
 
 fn decode<T: DeserializeOwned>(text: &str, what: &str) -> Result<T, Error> {
-    serde_json::from_str(text).map_err(|e| Error::invalid_argument(format!("invalid {what}: {e}")))
+    serde_json::from_str(text)
+        .map_err(|e| Error::invalid_argument(format!("invalid {what}: {}", json_reason(&e))))
 }
 
 #[cfg(test)]

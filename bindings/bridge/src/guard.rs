@@ -2,12 +2,12 @@
 //! every binding shares (docs/bindings.md). Behaviour is core's; this only translates.
 
 use cycles_core::events::{Event, HeartbeatEnd};
-use cycles_core::guard::{Finished, GuardSpec};
+use cycles_core::guard::{invalid_actual_text, missing_actual_text, Finished, GuardSpec};
 use cycles_core::lease::{FailurePolicy, LeaseReport};
-use cycles_core::model::{Amount, CommitResponse, EventCreateResponse};
+use cycles_core::model::{Amount, CommitResponse, EventCreateResponse, Subject, Unit};
 use cycles_core::settle::{DrainReport, PendingRecord, SettleOutcome};
 use cycles_core::timing::StopReason;
-use cycles_core::Error;
+use cycles_core::{Config, Error};
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -27,17 +27,101 @@ pub fn policy(name: &str) -> Result<FailurePolicy, Error> {
     })
 }
 
-/// A guard spec of its JSON: `idempotency_key`, `subject`, `action`, `estimate` required (core's
-/// wire types); `ttl_ms`, `grace_period_ms`, `overage_policy`, `metadata`, `heartbeat`,
-/// `policy` optional (absent or null keeps core's default).
+/// What a client fills in where a guard spec leaves a member out (its config's tenant and
+/// default unit): one rule for every host, so no binding repeats it.
+#[derive(Clone, Debug, Default)]
+pub struct SpecDefaults {
+    /// Subject tenant when the spec has no `subject`.
+    pub tenant: Option<String>,
+    /// Unit of an estimate given as a bare number; `None`: `USD_MICROCENTS`.
+    pub unit: Option<Unit>,
+}
+
+impl SpecDefaults {
+    /// The defaults of a client's config.
+    pub fn of(config: &Config) -> SpecDefaults {
+        SpecDefaults {
+            tenant: config.tenant.clone(),
+            unit: config.default_unit.clone(),
+        }
+    }
+}
+
+/// The members a guard spec may have; any other is INVALID_ARGUMENT naming it.
+const SPEC_MEMBERS: &[&str] = &[
+    "idempotency_key",
+    "subject",
+    "action",
+    "estimate",
+    "unit",
+    "ttl_ms",
+    "grace_period_ms",
+    "overage_policy",
+    "metadata",
+    "heartbeat",
+    "policy",
+];
+
+/// A guard spec of its JSON with no client defaults (every member a host leaves out that
+/// [`parse_spec_with`] would fill is then required).
 pub fn parse_spec(json: &str) -> Result<GuardSpec, Error> {
+    parse_spec_with(json, &SpecDefaults::default())
+}
+
+/// A guard spec of its JSON. `action` and `estimate` are required; `estimate` is an
+/// `Amount` object or a bare integer in `unit` (else the client's default unit, else
+/// `USD_MICROCENTS`; a `unit` that differs from an `Amount`'s is an error). Left out:
+/// `idempotency_key` is a fresh `cycles-<uuid>`, `subject` is the client's tenant (an error
+/// when it has none); `ttl_ms`, `grace_period_ms`, `overage_policy`, `metadata`, `heartbeat`,
+/// `policy` keep core's defaults (absent or null). An unknown member is an error.
+pub fn parse_spec_with(json: &str, defaults: &SpecDefaults) -> Result<GuardSpec, Error> {
     // Member by member from the exact text: reserve-time metadata reaches the wire as given.
     let v = Args::parse(json, "guard spec")?;
+    v.only(SPEC_MEMBERS, "guard spec member")?;
+    let idempotency_key = match v.optional::<String>("idempotency_key")? {
+        Some(k) => k,
+        None => format!("cycles-{}", uuid::Uuid::new_v4()),
+    };
+    let subject = match (v.optional::<Subject>("subject")?, &defaults.tenant) {
+        (Some(s), _) => s,
+        (None, Some(t)) => Subject::tenant(t.clone()),
+        (None, None) => {
+            return Err(Error::invalid_argument(
+                "subject is required (or configure a tenant on the client)",
+            ))
+        }
+    };
+    let unit = v.optional::<String>("unit")?.map(Unit::from);
+    let estimate = match v.raw("estimate") {
+        None => return Err(Error::invalid_argument("missing estimate")),
+        Some(raw) if raw.get().starts_with('{') => {
+            let amount: Amount = v.required("estimate", "estimate")?;
+            if unit.as_ref().is_some_and(|u| *u != amount.unit) {
+                return Err(Error::invalid_argument(format!(
+                    "unit {} differs from the estimate's unit {}",
+                    unit.as_ref().map_or("", Unit::as_str),
+                    amount.unit
+                )));
+            }
+            amount
+        }
+        Some(_) => {
+            let n = v.optional::<i64>("estimate").map_err(|_| {
+                Error::invalid_argument(
+                    "estimate must be an Amount or an integer that fits in 64 bits",
+                )
+            })?;
+            let unit = unit
+                .or_else(|| defaults.unit.clone())
+                .unwrap_or(Unit::UsdMicrocents);
+            Amount::new(unit, n.unwrap_or_default())
+        }
+    };
     let mut spec = GuardSpec::new(
-        v.required::<String>("idempotency_key", "idempotency_key")?,
-        v.required("subject", "subject")?,
+        idempotency_key,
+        subject,
         v.required("action", "action")?,
-        v.required("estimate", "estimate")?,
+        estimate,
     );
     if let Some(ttl) = v.optional::<i64>("ttl_ms")? {
         spec.ttl_ms = ttl;
@@ -174,16 +258,29 @@ enum FinishedOut<'a> {
     WorkFailed {
         reservation_id: &'a str,
         settlement: Option<OutcomeOut<'a>>,
+        released: bool,
         release_error: Option<ReleaseErrorOut<'a>>,
         lease: Option<LeaseOut<'a>>,
     },
     MissingActual {
         reservation_id: &'a str,
+        released: bool,
+        release_error: Option<ReleaseErrorOut<'a>>,
+        message: String,
         lease: Option<LeaseOut<'a>>,
     },
     InvalidActual {
         reservation_id: &'a str,
         actual: i64,
+        released: bool,
+        release_error: Option<ReleaseErrorOut<'a>>,
+        message: String,
+    },
+    Released {
+        reservation_id: &'a str,
+        released: bool,
+        release_error: Option<ReleaseErrorOut<'a>>,
+        lease: Option<LeaseOut<'a>>,
     },
     HeartbeatLapsed {
         reservation_id: &'a str,
@@ -192,6 +289,13 @@ enum FinishedOut<'a> {
         message: String,
         settlement: OutcomeOut<'a>,
     },
+}
+
+fn release_error_out(e: &Option<Error>) -> Option<ReleaseErrorOut<'_>> {
+    e.as_ref().map(|e| ReleaseErrorOut {
+        error_kind: e.kind().name(),
+        message: e.message(),
+    })
 }
 
 fn finished_out(f: &Finished) -> FinishedOut<'_> {
@@ -215,25 +319,41 @@ fn finished_out(f: &Finished) -> FinishedOut<'_> {
         } => FinishedOut::WorkFailed {
             reservation_id,
             settlement: settlement.as_ref().map(outcome_out),
-            release_error: release_error.as_ref().map(|e| ReleaseErrorOut {
-                error_kind: e.kind().name(),
-                message: e.message(),
-            }),
+            released: settlement.is_none() && release_error.is_none(),
+            release_error: release_error_out(release_error),
             lease: lease.as_ref().map(lease_out),
         },
         Finished::MissingActual {
             reservation_id,
             lease,
+            release_error,
         } => FinishedOut::MissingActual {
             reservation_id,
+            released: release_error.is_none(),
+            release_error: release_error_out(release_error),
+            message: missing_actual_text(reservation_id, release_error.as_ref()),
             lease: lease.as_ref().map(lease_out),
         },
         Finished::InvalidActual {
             reservation_id,
             actual,
+            release_error,
         } => FinishedOut::InvalidActual {
             reservation_id,
             actual: *actual,
+            released: release_error.is_none(),
+            release_error: release_error_out(release_error),
+            message: invalid_actual_text(reservation_id, *actual, release_error.as_ref()),
+        },
+        Finished::Released {
+            reservation_id,
+            release_error,
+            lease,
+        } => FinishedOut::Released {
+            reservation_id,
+            released: release_error.is_none(),
+            release_error: release_error_out(release_error),
+            lease: lease.as_ref().map(lease_out),
         },
         Finished::HeartbeatLapsed { lapse, settlement } => FinishedOut::HeartbeatLapsed {
             reservation_id: &lapse.reservation_id,
@@ -246,8 +366,9 @@ fn finished_out(f: &Finished) -> FinishedOut<'_> {
 }
 
 /// Core's `Finished` as JSON text (what hosts receive): `outcome` is settled, work_failed,
-/// missing_actual, invalid_actual or heartbeat_lapsed; `lease` is what the heartbeat did
-/// (`null` without one).
+/// missing_actual, invalid_actual, released or heartbeat_lapsed; `released` says whether the
+/// estimate was given back; `message` (missing and invalid actual) is the error text every
+/// host raises; `lease` is what the heartbeat did (`null` without one).
 pub fn finished_text(f: &Finished) -> String {
     serde_json::to_string(&finished_out(f)).unwrap_or_else(|_| "null".into())
 }
@@ -321,7 +442,7 @@ mod tests {
         assert_eq!(*e.kind(), ErrorKind::InvalidArgument);
         assert!(e.message().starts_with("guard spec: "));
         let e = parse_spec(r#"{"subject":{}}"#).unwrap_err();
-        assert_eq!(e.message(), "missing idempotency_key");
+        assert_eq!(e.message(), "missing estimate");
         let mut v: Value = serde_json::from_str(SPEC).unwrap();
         v["policy"] = json!("ignore");
         let e = parse_spec(&v.to_string()).unwrap_err();
@@ -395,19 +516,115 @@ mod tests {
         let f = Finished::MissingActual {
             reservation_id: "r1".into(),
             lease: None,
+            release_error: None,
         };
         assert_eq!(
             finished_json(&f),
-            json!({"outcome": "missing_actual", "reservation_id": "r1", "lease": null})
+            json!({"outcome": "missing_actual", "reservation_id": "r1", "released": true,
+                   "release_error": null,
+                   "message": "the guarded work on reservation r1 finished without reporting its actual amount; nothing was committed, and the reservation was released",
+                   "lease": null})
         );
         let f = Finished::InvalidActual {
             reservation_id: "r2".into(),
             actual: -5,
+            release_error: Some(Error::runtime("timed out")),
+        };
+        let v = finished_json(&f);
+        assert_eq!(
+            (&v["outcome"], &v["actual"], &v["released"]),
+            (&json!("invalid_actual"), &json!(-5), &json!(false))
+        );
+        assert_eq!(
+            v["release_error"],
+            json!({"error_kind": "RUNTIME", "message": "timed out"})
+        );
+        assert!(v["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("releasing the reservation failed (RUNTIME: timed out); the estimate stays held until the lease expires"));
+        let f = Finished::Released {
+            reservation_id: "r3".into(),
+            release_error: None,
+            lease: None,
         };
         assert_eq!(
             finished_json(&f),
-            json!({"outcome": "invalid_actual", "reservation_id": "r2", "actual": -5})
+            json!({"outcome": "released", "reservation_id": "r3", "released": true,
+                   "release_error": null, "lease": null})
         );
+    }
+
+    #[test]
+    fn spec_defaults_come_from_the_client() {
+        let d = SpecDefaults {
+            tenant: Some("acme".into()),
+            unit: Some(Unit::Tokens),
+        };
+        let s = parse_spec_with(
+            r#"{"action":{"kind":"llm.completion","name":"m"},"estimate":40}"#,
+            &d,
+        )
+        .unwrap();
+        assert_eq!(s.subject, Subject::tenant("acme"));
+        assert_eq!(s.estimate, Amount::new(Unit::Tokens, 40));
+        assert!(s.idempotency_key.starts_with("cycles-") && s.idempotency_key.len() == 43);
+        let s = parse_spec_with(
+            r#"{"action":{"kind":"k","name":"m"},"estimate":40,"unit":"CREDITS","subject":{"tenant":"t2"},"idempotency_key":"k9"}"#,
+            &d,
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                s.estimate.unit,
+                s.subject.tenant.as_deref(),
+                s.idempotency_key.as_str()
+            ),
+            (Unit::Credits, Some("t2"), "k9")
+        );
+        // No defaults: USD_MICROCENTS, and a subject is required.
+        let e = parse_spec(r#"{"action":{"kind":"k","name":"m"},"estimate":1}"#).unwrap_err();
+        assert_eq!(
+            e.message(),
+            "subject is required (or configure a tenant on the client)"
+        );
+        let s = parse_spec(
+            r#"{"action":{"kind":"k","name":"m"},"estimate":1,"subject":{"tenant":"a"}}"#,
+        )
+        .unwrap();
+        assert_eq!(s.estimate.unit, Unit::UsdMicrocents);
+        for (text, says) in [
+            (
+                r#"{"action":{"kind":"k","name":"m"},"estimate":{"unit":"TOKENS","amount":1},"unit":"CREDITS"}"#,
+                "unit CREDITS differs from the estimate's unit TOKENS",
+            ),
+            (
+                r#"{"action":{"kind":"k","name":"m"},"estimate":1.5}"#,
+                "estimate must be an Amount or an integer that fits in 64 bits",
+            ),
+            (
+                r#"{"action":{"kind":"k","name":"m"},"estimate":100000000000000000000}"#,
+                "estimate must be an Amount or an integer that fits in 64 bits",
+            ),
+            (
+                r#"{"action":{"kind":"k","name":"m"},"estimate":1,"polcy":"warn"}"#,
+                "unknown guard spec member \"polcy\"",
+            ),
+            (r#"{"action":{"kind":"k","name":"m"}}"#, "missing estimate"),
+            (
+                r#"{"action":{"kind":"k"},"estimate":1}"#,
+                "invalid action: missing field `name`",
+            ),
+        ] {
+            let e = parse_spec_with(text, &d).unwrap_err();
+            assert_eq!(*e.kind(), cycles_core::ErrorKind::InvalidArgument, "{text}");
+            assert!(e.message().starts_with(says), "{text}: {}", e.message());
+            assert!(
+                !e.message().contains(" at line "),
+                "{text}: {}",
+                e.message()
+            );
+        }
     }
 
     #[test]
@@ -444,7 +661,7 @@ mod tests {
         };
         assert_eq!(
             finished_text(&f),
-            r#"{"outcome":"work_failed","reservation_id":"r2","settlement":{"status":"rejected","error_kind":"BUDGET_EXCEEDED","reason":"no budget","http_status":409,"error_code":"BUDGET_EXCEEDED"},"release_error":null,"lease":null}"#
+            r#"{"outcome":"work_failed","reservation_id":"r2","settlement":{"status":"rejected","error_kind":"BUDGET_EXCEEDED","reason":"no budget","http_status":409,"error_code":"BUDGET_EXCEEDED"},"released":false,"release_error":null,"lease":null}"#
         );
     }
 

@@ -34,5 +34,9 @@ pub mod timing;
 pub mod timing_json;
 
 pub use error::{error_codes, panic_message, ErrorFields, INTERNAL_CODE, INTERNAL_NAME};
+pub use guard::SpecDefaults;
 pub use lifecycle::{Active, EventPump, Lifecycle, SettleOverrides};
-pub use ops::{decode_captured, headers_from_json, ClientHandle, ClientOptions, Op, Reply};
+pub use ops::{
+    client_of_options, decode_captured, headers_from_json, ClientHandle, ClientOptions, Connection,
+    Op, Reply, CLIENT_OPTIONS,
+};

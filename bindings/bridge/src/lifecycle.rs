@@ -19,7 +19,7 @@ use cycles_core::{Config, CyclesClient};
 
 use crate::args::Args;
 use crate::error::ErrorFields;
-use crate::guard::{drain_json, event_json, finished_text, parse_spec};
+use crate::guard::{drain_json, event_json, finished_text, parse_spec_with, SpecDefaults};
 use crate::task::Work;
 
 /// The host-callback channel: an `EventSink` whose callback only queues event JSON, and the
@@ -92,6 +92,7 @@ impl EventPump {
 /// The guarded lifecycle of one client: guard, settler, background replay, event pump.
 pub struct Lifecycle {
     guard: Guard,
+    defaults: SpecDefaults,
     replay: Mutex<Option<ReplayHandle>>,
     events: EventPump,
     closed: AtomicBool,
@@ -170,6 +171,7 @@ impl Lifecycle {
         };
         Ok(Lifecycle {
             guard: Guard::new(client, settler, sink),
+            defaults: SpecDefaults::of(config),
             replay: Mutex::new(Some(replay)),
             events,
             closed: AtomicBool::new(false),
@@ -177,13 +179,14 @@ impl Lifecycle {
         })
     }
 
-    /// Phase one: checks the lifecycle is open and parses the spec now, then returns the
+    /// Phase one: checks the lifecycle is open and parses the spec now (members left out
+    /// take the client's defaults: [`crate::guard::parse_spec_with`]), then returns the
     /// reserve-and-heartbeat work to run on core's runtime.
     pub fn begin(&self, spec_json: &str) -> Result<Work<Result<Active, ErrorFields>>, ErrorFields> {
         if self.is_closed() {
             return Err(ErrorFields::closed());
         }
-        let spec = parse_spec(spec_json)?;
+        let spec = parse_spec_with(spec_json, &self.defaults)?;
         let g = self.guard.clone();
         Ok(Box::pin(
             async move { Ok(Active::new(g.begin(spec).await?)) },
@@ -253,9 +256,13 @@ impl Lifecycle {
     }
 }
 
+const ALREADY_FINISHED: &str = "this guarded action has already finished";
+
 /// A running guarded action (core's `ActiveGuard`) and its `Usage`.
 pub struct Active {
     reservation_id: String,
+    decision: String,
+    caps: Option<String>,
     usage: Usage,
     active: Mutex<Option<ActiveGuard>>,
 }
@@ -264,6 +271,8 @@ impl Active {
     fn new(a: ActiveGuard) -> Active {
         Active {
             reservation_id: a.reservation_id().to_string(),
+            decision: a.decision().as_str().to_string(),
+            caps: a.caps().and_then(|c| serde_json::to_string(c).ok()),
             usage: a.usage().clone(),
             active: Mutex::new(Some(a)),
         }
@@ -272,6 +281,52 @@ impl Active {
     /// The reservation.
     pub fn reservation_id(&self) -> &str {
         &self.reservation_id
+    }
+
+    /// The server's decision, by its wire name: `ALLOW` or `ALLOW_WITH_CAPS`.
+    pub fn decision(&self) -> &str {
+        &self.decision
+    }
+
+    /// The caps under `ALLOW_WITH_CAPS` as the spec's `Caps` JSON (members absent when
+    /// unset), `None` otherwise.
+    pub fn caps_json(&self) -> Option<&str> {
+        self.caps.as_deref()
+    }
+
+    /// `{"reservation_id", "decision", "caps"}` (caps `null` when none): the handle's facts
+    /// in one text, for hosts that read JSON.
+    pub fn info_json(&self) -> String {
+        format!(
+            r#"{{"reservation_id":{},"decision":{},"caps":{}}}"#,
+            serde_json::Value::from(self.reservation_id.as_str()),
+            serde_json::Value::from(self.decision.as_str()),
+            self.caps.as_deref().unwrap_or("null")
+        )
+    }
+
+    /// Ends the action early and gives the estimate back (the `released` outcome). Refused
+    /// with INVALID_ARGUMENT, the action left running, once usage was reported: a release
+    /// would drop a known actual (end the action normally to commit it). Refused like
+    /// [`Active::finish`] when already finished.
+    pub fn release(&self, reason: Option<String>) -> Result<Work<String>, ErrorFields> {
+        let mut slot = self.active.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.is_none() {
+            return Err(ErrorFields::invalid(ALREADY_FINISHED));
+        }
+        if let Some(n) = self.usage.actual() {
+            return Err(ErrorFields::invalid(format!(
+                "usage was already reported on reservation {} ({n}): a release would drop it; \
+                 end the action normally to commit it",
+                self.reservation_id
+            )));
+        }
+        let a = slot
+            .take()
+            .ok_or_else(|| ErrorFields::invalid(ALREADY_FINISHED))?;
+        Ok(Box::pin(
+            async move { finished_text(&a.release(reason).await) },
+        ))
     }
 
     /// What the work reports (actual, metrics, metadata) and its cancellation.
@@ -295,7 +350,7 @@ impl Active {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take()
-            .ok_or_else(|| ErrorFields::invalid("this guarded action has already finished"))?;
+            .ok_or_else(|| ErrorFields::invalid(ALREADY_FINISHED))?;
         Ok(Box::pin(async move {
             finished_text(&a.finish(work_succeeded).await)
         }))

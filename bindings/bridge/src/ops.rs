@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use cycles_core::error::json_reason;
 use cycles_core::transport::decode::{decode_response, http_error, Operation};
 use cycles_core::{
     BalanceQuery, CommitRequest, Config, CyclesClient, DecisionRequest, Error, EventCreateRequest,
@@ -138,7 +139,7 @@ impl Op {
 
 fn decode<T: DeserializeOwned>(v: &Value, what: &str) -> Result<T, Error> {
     serde_json::from_value(v.clone())
-        .map_err(|e| Error::invalid_argument(format!("invalid {what}: {e}")))
+        .map_err(|e| Error::invalid_argument(format!("invalid {what}: {}", json_reason(&e))))
 }
 
 fn string(args: &Args, name: &str) -> Result<String, Error> {
@@ -346,6 +347,8 @@ pub struct ClientOptions {
     pub api_key: String,
     /// Default tenant.
     pub tenant: Option<String>,
+    /// Unit of estimates given as bare numbers (core validates it).
+    pub default_unit: Option<String>,
     /// Per-attempt request timeout.
     pub request_timeout_ms: Option<u64>,
     /// Connect timeout.
@@ -369,6 +372,9 @@ impl ClientOptions {
         if let Some(t) = self.tenant {
             config = config.with_tenant(t);
         }
+        if let Some(u) = self.default_unit {
+            config = config.with_default_unit(u);
+        }
         if let Some(ms) = self.request_timeout_ms {
             config = config.with_request_timeout(Duration::from_millis(ms));
         }
@@ -377,6 +383,117 @@ impl ClientOptions {
         }
         config
     }
+}
+
+/// Where a client built from a host's options JSON finds its server and key.
+#[derive(Clone, Copy, Debug)]
+pub enum Connection<'a> {
+    /// In the options themselves: `base_url` and `api_key` required, `tenant` optional (JVM).
+    InOptions,
+    /// Given apart from the options, which then must not repeat them (C's parameters).
+    Given {
+        /// Server root.
+        base_url: &'a str,
+        /// API key.
+        api_key: &'a str,
+        /// Default tenant.
+        tenant: Option<&'a str>,
+    },
+    /// The `CYCLES_*` environment (core's `Config::from_env`); the options override it.
+    Env,
+}
+
+/// Every member a host's options JSON may have, for [`client_of_options`].
+pub const CLIENT_OPTIONS: &[&str] = &[
+    "base_url",
+    "api_key",
+    "tenant",
+    "default_unit",
+    "request_timeout_ms",
+    "connect_timeout_ms",
+    "journal_dir",
+    "journal_enabled",
+    "max_concurrent_requests",
+    "settle_max_attempts",
+    "replay_interval_ms",
+];
+
+/// A client of a host's options JSON (C, the JVM): one parser, one set of names and one
+/// error text for every host that passes options as JSON. An unknown member (a typo such as
+/// `journal_dri`) is INVALID_ARGUMENT naming it, as is a member of the wrong type; values
+/// core refuses (a zero timeout) are CONFIG. Returns the client and its settle overrides.
+pub fn client_of_options(
+    options: &Args,
+    connection: Connection<'_>,
+) -> Result<(ClientHandle, crate::SettleOverrides), ErrorFields> {
+    let known: Vec<&str> = match connection {
+        Connection::InOptions => CLIENT_OPTIONS.to_vec(),
+        Connection::Given { .. } => CLIENT_OPTIONS[3..].to_vec(),
+        Connection::Env => CLIENT_OPTIONS[2..].to_vec(),
+    };
+    options.only(&known, "option")?;
+    let settle = crate::SettleOverrides::from_args(options)?;
+    let journal_dir = options
+        .optional::<String>("journal_dir")?
+        .map(PathBuf::from);
+    let journal_enabled = options.optional("journal_enabled")?;
+    let request_timeout_ms: Option<u64> = options.optional("request_timeout_ms")?;
+    let connect_timeout_ms: Option<u64> = options.optional("connect_timeout_ms")?;
+    let max_concurrent_requests: Option<usize> = options.optional("max_concurrent_requests")?;
+    let tenant: Option<String> = options.optional("tenant")?;
+    let default_unit: Option<String> = options.optional("default_unit")?;
+    let config = match connection {
+        Connection::Env => {
+            let mut c = with_journal(Config::from_env()?, journal_dir, journal_enabled);
+            if let Some(t) = tenant {
+                c = c.with_tenant(t);
+            }
+            if let Some(u) = default_unit {
+                c = c.with_default_unit(u);
+            }
+            if let Some(ms) = request_timeout_ms {
+                c = c.with_request_timeout(Duration::from_millis(ms));
+            }
+            if let Some(ms) = connect_timeout_ms {
+                c = c.with_connect_timeout(Duration::from_millis(ms));
+            }
+            if let Some(n) = max_concurrent_requests {
+                c = c.with_max_concurrent_requests(n);
+            }
+            c
+        }
+        Connection::InOptions | Connection::Given { .. } => {
+            let (base_url, api_key, tenant) = match connection {
+                Connection::Given {
+                    base_url,
+                    api_key,
+                    tenant,
+                } => (
+                    base_url.to_string(),
+                    api_key.to_string(),
+                    tenant.map(str::to_string),
+                ),
+                _ => (
+                    options.required("base_url", "base_url")?,
+                    options.required("api_key", "api_key")?,
+                    tenant,
+                ),
+            };
+            ClientOptions {
+                base_url,
+                api_key,
+                tenant,
+                default_unit,
+                request_timeout_ms,
+                connect_timeout_ms,
+                journal_dir,
+                journal_enabled,
+                max_concurrent_requests,
+            }
+            .into_config()
+        }
+    };
+    Ok((ClientHandle::new(config)?, settle))
 }
 
 /// `config` with explicit journal settings applied over it.

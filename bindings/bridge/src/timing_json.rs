@@ -173,8 +173,9 @@ pub fn decision_json(d: &Decision) -> Value {
 
 /// `text` parsed as a JSON object (`what` names it in the INVALID_ARGUMENT otherwise).
 pub fn parse(text: &str, what: &str) -> Result<Value, Error> {
-    let v: Value =
-        serde_json::from_str(text).map_err(|e| Error::invalid_argument(format!("{what}: {e}")))?;
+    let v: Value = serde_json::from_str(text).map_err(|e| {
+        Error::invalid_argument(format!("{what}: {}", cycles_core::error::json_reason(&e)))
+    })?;
     if v.is_object() {
         Ok(v)
     } else {

@@ -154,3 +154,158 @@ fn guarded_action_from_json_with_events_and_close() {
     // Closed and drained: the pump ends instead of waiting.
     assert_eq!(lc.next_events(Duration::from_secs(60)), None);
 }
+
+/// The one contract every host gets from the bridge (issue 28): a spec with only an action
+/// and a bare estimate takes the client's tenant, unit and a fresh key; the handle carries
+/// the decision and caps; a release gives the estimate back; one refused while usage is
+/// known leaves the action running; a success without an actual releases and says so.
+#[test]
+fn guarded_contract_defaults_caps_release_and_missing_actual() {
+    let rt = runtime::handle().unwrap();
+    let caps = cycles_local_server::CapsSeed {
+        max_tokens: Some(64),
+        ..Default::default()
+    };
+    let server = rt
+        .block_on(LocalServer::start(ServerConfig {
+            budgets: vec![cycles_local_server::BudgetSeed {
+                unit: "TOKENS".into(),
+                allocated: 1_000,
+                caps: Some(caps),
+                ..Default::default()
+            }],
+            ..ServerConfig::default()
+        }))
+        .unwrap();
+    let journal = tempfile::tempdir().unwrap();
+    let options = cycles_bridge::args::Args::parse(
+        &json!({"base_url": server.url(), "api_key": "cycles-local-key", "tenant": "acme",
+                "default_unit": "TOKENS", "journal_dir": journal.path()})
+        .to_string(),
+        "options",
+    )
+    .unwrap();
+    let (client, _) =
+        cycles_bridge::client_of_options(&options, cycles_bridge::Connection::InOptions).unwrap();
+    let lc = Lifecycle::new(client.live().unwrap(), client.config(), None, None).unwrap();
+    let spec =
+        json!({"action": {"kind": "llm.completion", "name": "m"}, "estimate": 100}).to_string();
+
+    let active = block(lc.begin(&spec).unwrap()).unwrap();
+    assert_eq!(active.decision(), "ALLOW_WITH_CAPS");
+    assert_eq!(active.caps_json(), Some(r#"{"max_tokens":64}"#));
+    let info: Value = serde_json::from_str(&active.info_json()).unwrap();
+    assert_eq!(
+        info,
+        json!({"reservation_id": active.reservation_id(), "decision": "ALLOW_WITH_CAPS",
+               "caps": {"max_tokens": 64}})
+    );
+    active.usage().add(7).unwrap();
+    let refused = active.release(None).err().expect("usage is known");
+    assert_eq!(refused.name, "INVALID_ARGUMENT");
+    assert!(
+        refused.message.contains("a release would drop it"),
+        "{}",
+        refused.message
+    );
+    let done: Value = serde_json::from_str(&block(active.finish(true).unwrap())).unwrap();
+    assert_eq!(
+        (done["outcome"].as_str(), done["actual"].as_i64()),
+        (Some("settled"), Some(7))
+    );
+
+    let active = block(lc.begin(&spec).unwrap()).unwrap();
+    let done: Value =
+        serde_json::from_str(&block(active.release(Some("not needed".into())).unwrap())).unwrap();
+    assert_eq!(
+        (done["outcome"].as_str(), done["released"].as_bool()),
+        (Some("released"), Some(true))
+    );
+    assert_eq!(
+        active.release(None).err().map(|e| e.message),
+        Some("this guarded action has already finished".to_string())
+    );
+
+    let active = block(lc.begin(&spec).unwrap()).unwrap();
+    let done: Value = serde_json::from_str(&block(active.finish(true).unwrap())).unwrap();
+    assert_eq!(
+        (done["outcome"].as_str(), done["released"].as_bool()),
+        (Some("missing_actual"), Some(true))
+    );
+    let ledger: Vec<(String, Option<i64>, Option<String>)> = server
+        .ledger()
+        .into_iter()
+        .map(|e| (e.kind, e.amount, e.unit))
+        .collect();
+    let tokens = Some("TOKENS".to_string());
+    assert_eq!(
+        ledger,
+        [
+            ("reserve".to_string(), Some(100), tokens.clone()),
+            ("commit".to_string(), Some(7), tokens.clone()),
+            ("reserve".to_string(), Some(100), tokens.clone()),
+            ("release".to_string(), Some(100), tokens.clone()),
+            ("reserve".to_string(), Some(100), tokens.clone()),
+            ("release".to_string(), Some(100), tokens.clone()),
+        ]
+    );
+    block(lc.close(Duration::ZERO));
+}
+
+/// One options parser for the JSON hosts: unknown members and wrong types are named, never
+/// shown as serde positions; options that repeat a given parameter are unknown.
+#[test]
+fn client_options_json_is_checked_member_by_member() {
+    use cycles_bridge::{client_of_options, Connection};
+    let parse = |t: &str| cycles_bridge::args::Args::parse(t, "options").unwrap();
+    let given = Connection::Given {
+        base_url: "http://127.0.0.1:1",
+        api_key: "k",
+        tenant: None,
+    };
+    for (text, connection, says) in [
+        (
+            r#"{"journal_dri": "/tmp"}"#,
+            given,
+            "unknown option \"journal_dri\" (known: default_unit, ",
+        ),
+        (
+            r#"{"base_url": "http://x"}"#,
+            given,
+            "unknown option \"base_url\"",
+        ),
+        (
+            r#"{"request_timeout_ms": "5"}"#,
+            given,
+            "invalid request_timeout_ms: invalid type: string \"5\", expected u64",
+        ),
+        (
+            r#"{"settle_max_attempts": 0}"#,
+            given,
+            "settle_max_attempts must be at least 1",
+        ),
+        (
+            r#"{"api_key": "k"}"#,
+            Connection::InOptions,
+            "missing base_url",
+        ),
+        (
+            r#"{"api_key": "k", "base_url": "http://x"}"#,
+            Connection::Env,
+            "unknown option \"api_key\"",
+        ),
+    ] {
+        let e = client_of_options(&parse(text), connection)
+            .err()
+            .expect(text);
+        assert_eq!(e.name, "INVALID_ARGUMENT", "{text}");
+        assert!(e.message.starts_with(says), "{text}: {}", e.message);
+        assert!(!e.message.contains(" at line "), "{text}: {}", e.message);
+    }
+    let e = client_of_options(&parse(r#"{"default_unit": "TOKEN"}"#), given)
+        .err()
+        .unwrap();
+    assert_eq!(e.name, "CONFIG");
+    let (c, _) = client_of_options(&parse(r#"{"default_unit": "CREDITS"}"#), given).unwrap();
+    assert_eq!(c.config().unit(), cycles_core::model::Unit::Credits);
+}

@@ -3,13 +3,14 @@
 //! Operations go through the bridge's table as JSON in, JSON out.
 
 use std::ffi::{c_char, c_void};
-use std::path::PathBuf;
 use std::ptr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cycles_bridge::args::Args;
-use cycles_bridge::{ClientHandle, ClientOptions, ErrorFields, Lifecycle, SettleOverrides};
+use cycles_bridge::{
+    client_of_options, ClientHandle, Connection, ErrorFields, Lifecycle, SettleOverrides,
+};
 use cycles_core::events::Level;
 use serde_json::json;
 
@@ -36,30 +37,15 @@ pub struct Life {
     pump: Pump,
 }
 
-/// Options shared by both constructors (JSON object, every member optional).
-struct Extra {
-    journal_dir: Option<PathBuf>,
-    journal_enabled: Option<bool>,
-    settle: SettleOverrides,
-}
-
-fn extra(a: &Args) -> Result<Extra, ErrorFields> {
-    Ok(Extra {
-        journal_dir: a.optional::<String>("journal_dir")?.map(PathBuf::from),
-        journal_enabled: a.optional("journal_enabled")?,
-        settle: SettleOverrides::from_args(a)?,
-    })
-}
-
 fn options(json: Option<&str>) -> Result<Args, ErrorFields> {
     Ok(Args::parse(json.unwrap_or("{}"), "options")?)
 }
 
 impl cycles_client {
-    fn new(handle: ClientHandle, x: &Extra) -> cycles_client {
+    fn new((handle, settle): (ClientHandle, SettleOverrides)) -> cycles_client {
         cycles_client {
             handle,
-            settle: x.settle,
+            settle,
             life: Mutex::new(None),
             callback: events::slot(),
         }
@@ -118,8 +104,10 @@ unsafe fn out_client(
 
 /// Creates a client of `base_url` with `api_key`; `tenant` (NULL: none) is the default
 /// subject tenant. `options_json` (NULL: none) is a JSON object of optional settings:
-/// `request_timeout_ms`, `connect_timeout_ms`, `journal_dir`, `journal_enabled`,
-/// `max_concurrent_requests`, `settle_max_attempts`, `replay_interval_ms`.
+/// `default_unit` (the unit of estimates given as bare numbers), `request_timeout_ms`,
+/// `connect_timeout_ms`, `journal_dir`, `journal_enabled`, `max_concurrent_requests`,
+/// `settle_max_attempts`, `replay_interval_ms`; any other member (a typo) is
+/// `CYCLES_INVALID_ARGUMENT` naming it.
 /// On success `*out` is a new client owned by the caller (free with `cycles_client_free`).
 /// Does not block (no request is sent).
 #[no_mangle]
@@ -134,28 +122,22 @@ pub unsafe extern "C" fn cycles_client_new(
     guard(err, || {
         out_client(out, || {
             let a = options(opt_arg(options_json, "options_json")?)?;
-            let x = extra(&a)?;
-            let config = ClientOptions {
-                base_url: arg(base_url, "base_url")?.to_string(),
-                api_key: arg(api_key, "api_key")?.to_string(),
-                tenant: opt_arg(tenant, "tenant")?.map(str::to_string),
-                request_timeout_ms: a.optional("request_timeout_ms")?,
-                connect_timeout_ms: a.optional("connect_timeout_ms")?,
-                journal_dir: x.journal_dir.clone(),
-                journal_enabled: x.journal_enabled,
-                max_concurrent_requests: a.optional("max_concurrent_requests")?,
-            }
-            .into_config();
-            Ok(cycles_client::new(ClientHandle::new(config)?, &x))
+            let connection = Connection::Given {
+                base_url: arg(base_url, "base_url")?,
+                api_key: arg(api_key, "api_key")?,
+                tenant: opt_arg(tenant, "tenant")?,
+            };
+            Ok(cycles_client::new(client_of_options(&a, connection)?))
         })
     })
 }
 
 /// Creates a client from the `CYCLES_*` environment variables (core's `Config::from_env`:
 /// `CYCLES_BASE_URL`, `CYCLES_API_KEY`, `CYCLES_TENANT`, timeouts, `CYCLES_JOURNAL_DIR`,
-/// `CYCLES_JOURNAL_ENABLED`). `options_json` (NULL: none) may override `journal_dir`,
-/// `journal_enabled` and set `settle_max_attempts`, `replay_interval_ms`. A missing or bad
-/// variable is `CYCLES_CONFIG`. `*out` is owned by the caller.
+/// `CYCLES_JOURNAL_ENABLED`, `CYCLES_UNIT`). `options_json` (NULL: none) may override any of
+/// them but the base URL and key (`tenant` and the options of `cycles_client_new`); an
+/// unknown member is `CYCLES_INVALID_ARGUMENT`. A missing or bad variable is
+/// `CYCLES_CONFIG`. `*out` is owned by the caller.
 #[no_mangle]
 pub unsafe extern "C" fn cycles_client_from_env(
     options_json: *const c_char,
@@ -164,9 +146,8 @@ pub unsafe extern "C" fn cycles_client_from_env(
 ) -> cycles_status {
     guard(err, || {
         out_client(out, || {
-            let x = extra(&options(opt_arg(options_json, "options_json")?)?)?;
-            let handle = ClientHandle::from_env(x.journal_dir.clone(), x.journal_enabled)?;
-            Ok(cycles_client::new(handle, &x))
+            let a = options(opt_arg(options_json, "options_json")?)?;
+            Ok(cycles_client::new(client_of_options(&a, Connection::Env)?))
         })
     })
 }

@@ -2,7 +2,6 @@
 //! first use), operations (blocking or queued for the completion thread), guarded actions,
 //! events, and the process-wide exports (error table, poll, live handles, debug panic).
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -10,7 +9,8 @@ use cycles_bridge::args::Args;
 use cycles_bridge::ops::Call;
 use cycles_bridge::task::Work;
 use cycles_bridge::{
-    error_codes, Active, ClientHandle, ClientOptions, ErrorFields, Lifecycle, SettleOverrides,
+    client_of_options, error_codes, Active, ClientHandle, Connection, ErrorFields, Lifecycle,
+    SettleOverrides,
 };
 use cycles_core::events::Level;
 use jni::objects::{JClass, JString};
@@ -71,10 +71,10 @@ pub extern "system" fn Java_dev_cycles_internal_Native_errorCodes<'l>(
     })
 }
 
-/// A client from options JSON (`base_url`, `api_key`, `tenant`, `request_timeout_ms`,
-/// `connect_timeout_ms`, `journal_dir`, `journal_enabled`, `max_concurrent_requests`,
-/// `settle_max_attempts`, `replay_interval_ms`); `from_env`: the `CYCLES_*` environment,
-/// the journal options overriding it.
+/// A client from options JSON (the bridge's `client_of_options`: `base_url`, `api_key`,
+/// `tenant`, `default_unit`, timeouts, journal, `max_concurrent_requests`, settle
+/// overrides; an unknown member is INVALID_ARGUMENT); `from_env`: the `CYCLES_*`
+/// environment, the options overriding it.
 #[no_mangle]
 pub extern "system" fn Java_dev_cycles_internal_Native_clientNew<'l>(
     mut env: JNIEnv<'l>,
@@ -84,28 +84,15 @@ pub extern "system" fn Java_dev_cycles_internal_Native_clientNew<'l>(
 ) -> jlong {
     entry(&mut env, 0, |env| {
         let a = Args::parse(&string(env, &options, "options")?, "options")?;
-        let journal_dir = a.optional::<String>("journal_dir")?.map(PathBuf::from);
-        let journal_enabled = a.optional("journal_enabled")?;
-        let handle = if from_env == JNI_TRUE {
-            ClientHandle::from_env(journal_dir, journal_enabled)?
+        let connection = if from_env == JNI_TRUE {
+            Connection::Env
         } else {
-            ClientHandle::new(
-                ClientOptions {
-                    base_url: a.required("base_url", "base_url")?,
-                    api_key: a.required("api_key", "api_key")?,
-                    tenant: a.optional("tenant")?,
-                    request_timeout_ms: a.optional("request_timeout_ms")?,
-                    connect_timeout_ms: a.optional("connect_timeout_ms")?,
-                    journal_dir,
-                    journal_enabled,
-                    max_concurrent_requests: a.optional("max_concurrent_requests")?,
-                }
-                .into_config(),
-            )?
+            Connection::InOptions
         };
+        let (handle, settle) = client_of_options(&a, connection)?;
         Ok(handles::put(Client {
             handle,
-            settle: SettleOverrides::from_args(&a)?,
+            settle,
             life: Mutex::new(None),
         }))
     })

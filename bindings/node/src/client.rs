@@ -22,6 +22,8 @@ pub struct NativeClientOptions {
     pub api_key: String,
     /// Default tenant.
     pub tenant: Option<String>,
+    /// Unit of estimates given as bare numbers (core validates it).
+    pub default_unit: Option<String>,
     /// Per-attempt request timeout.
     pub request_timeout_ms: Option<u32>,
     /// Connect timeout.
@@ -74,6 +76,7 @@ impl NativeClient {
                 base_url: options.base_url,
                 api_key: options.api_key,
                 tenant: options.tenant,
+                default_unit: options.default_unit,
                 request_timeout_ms: options.request_timeout_ms.map(u64::from),
                 connect_timeout_ms: options.connect_timeout_ms.map(u64::from),
                 journal_dir: options.journal_dir.map(PathBuf::from),

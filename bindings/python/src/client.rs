@@ -77,7 +77,7 @@ pub struct NativeClient {
 #[pymethods]
 impl NativeClient {
     #[new]
-    #[pyo3(signature = (base_url, api_key, tenant=None, request_timeout_ms=None, connect_timeout_ms=None, journal_dir=None, journal_enabled=None, max_concurrent_requests=None))]
+    #[pyo3(signature = (base_url, api_key, tenant=None, request_timeout_ms=None, connect_timeout_ms=None, journal_dir=None, journal_enabled=None, max_concurrent_requests=None, default_unit=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         base_url: String,
@@ -88,12 +88,14 @@ impl NativeClient {
         journal_dir: Option<PathBuf>,
         journal_enabled: Option<bool>,
         max_concurrent_requests: Option<usize>,
+        default_unit: Option<String>,
     ) -> PyResult<NativeClient> {
         guard(|| {
             let config = ClientOptions {
                 base_url,
                 api_key,
                 tenant,
+                default_unit,
                 request_timeout_ms,
                 connect_timeout_ms,
                 journal_dir,

@@ -16,6 +16,8 @@ pub(crate) struct Budget {
     /// Set when ALLOW_IF_AVAILABLE had to cap a charge (cleared only by an operator).
     pub capped_over_limit: bool,
     pub status: BudgetStatus,
+    /// Caps granted with every allowed request in this scope (`ALLOW_WITH_CAPS`).
+    pub caps: Option<crate::config::CapsSeed>,
 }
 
 impl Budget {
@@ -30,6 +32,7 @@ impl Budget {
             overdraft_limit: s.overdraft_limit,
             capped_over_limit: false,
             status: s.status,
+            caps: s.caps.clone(),
         }
     }
 

@@ -1,12 +1,14 @@
 //! Server configuration. Everything derives serde with `#[serde(default)]` so a JSON file
-//! with only the interesting fields is a valid config (the CLI loads configs that way).
+//! with only the interesting fields is a valid config (the CLI loads configs that way), and
+//! `deny_unknown_fields`, so a misspelt key (`"budget"` for `"budgets"`) is an error naming it
+//! instead of a server silently started with the defaults.
 
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 
 /// Full configuration of a [`crate::LocalServer`].
 #[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct ServerConfig {
     /// Address to bind; port 0 picks a free port.
     pub bind: SocketAddr,
@@ -58,7 +60,7 @@ impl Default for ServerConfig {
 
 /// One tenant and the API keys that authenticate as it.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct TenantSeed {
     /// Tenant id (the `tenant` subject value).
     pub id: String,
@@ -96,7 +98,7 @@ pub enum BudgetStatus {
 
 /// A budget for one (scope, unit).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct BudgetSeed {
     /// Canonical scope, e.g. `tenant:acme/workspace:prod`.
     pub scope: String,
@@ -108,6 +110,31 @@ pub struct BudgetSeed {
     pub overdraft_limit: i64,
     /// Operator status.
     pub status: BudgetStatus,
+    /// Caps granted with every allowed reservation and decision in this scope: the answer is
+    /// then `ALLOW_WITH_CAPS` with these caps (`None`: plain `ALLOW`). The innermost scope's
+    /// caps win when several budgets of a request have them.
+    pub caps: Option<CapsSeed>,
+}
+
+/// The spec's `Caps` object a budget grants (every member optional).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(default, deny_unknown_fields)]
+pub struct CapsSeed {
+    /// Maximum tokens the work should request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<i64>,
+    /// Maximum remaining agent steps.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_steps_remaining: Option<i64>,
+    /// Only these tools are allowed (when non-empty).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_allowlist: Option<Vec<String>>,
+    /// These tools are not allowed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_denylist: Option<Vec<String>>,
+    /// Cooldown before the next action, in milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cooldown_ms: Option<i64>,
 }
 
 impl Default for BudgetSeed {
@@ -118,13 +145,14 @@ impl Default for BudgetSeed {
             allocated: 10_000_000_000,
             overdraft_limit: 0,
             status: BudgetStatus::Active,
+            caps: None,
         }
     }
 }
 
 /// TTL and extension behaviour, to emulate the server regimes the heartbeat spec describes.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct Regime {
     /// Emit `remaining_ttl_ms` on live create/extend successes.
     pub emit_remaining_ttl: bool,
@@ -150,7 +178,7 @@ impl Default for Regime {
 /// Extension clamp regime. Serde: `{"kind": "additive"}`, `{"kind": "grant_cap", "max_grant_ms": N}`,
 /// `{"kind": "max_lead", "max_lead_ms": N}` (PascalCase kinds accepted too).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ExtendClamp {
     /// new = expires + extend_by.
     #[default]

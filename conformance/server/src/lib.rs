@@ -32,8 +32,8 @@ mod trace;
 mod validate;
 
 pub use config::{
-    BudgetSeed, BudgetStatus, ExtendClamp, IdempotencyCompare, Regime, ServerConfig, ServerMode,
-    TenantSeed,
+    BudgetSeed, BudgetStatus, CapsSeed, ExtendClamp, IdempotencyCompare, Regime, ServerConfig,
+    ServerMode, TenantSeed,
 };
 pub use evidence::canonical_json;
 pub use faults::{Fault, FaultRule, Malformed, Operation};

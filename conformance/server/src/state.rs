@@ -226,6 +226,15 @@ impl State {
         keys.iter().filter_map(|k| self.budgets.get(k)).collect()
     }
 
+    /// The caps the innermost budget of `keys` that has any grants (`ALLOW_WITH_CAPS`).
+    pub fn caps_json(&self, keys: &[(String, String)]) -> Option<Value> {
+        self.budgets_of(keys)
+            .into_iter()
+            .rev()
+            .find_map(|b| b.caps.as_ref())
+            .and_then(|c| serde_json::to_value(c).ok())
+    }
+
     pub fn balances_json(&self, keys: &[(String, String)]) -> Value {
         Value::Array(self.budgets_of(keys).iter().map(|b| b.to_json()).collect())
     }

@@ -8,9 +8,15 @@
 //!   not released, and the work's error is returned unchanged ([`GuardError::Work`]);
 //! - work failed before any actual was known: the reservation is released and the error is
 //!   returned unchanged;
-//! - work succeeded WITHOUT an actual: nothing is sent, neither commit nor event nor release
-//!   (the action happened at an unknown cost; releasing would claim it cost nothing):
-//!   [`GuardError::MissingActual`] (the profile's boundary scenario);
+//! - work ended WITHOUT an actual (or with a negative one, which the protocol cannot carry):
+//!   no commit and no event is sent (the profile's boundary scenario), and the reservation is
+//!   released in the same call, so the estimate is never left held until the lease expires;
+//!   [`GuardError::MissingActual`] / [`GuardError::InvalidActual`] say whether the release
+//!   succeeded (issue 28: one rule for every language);
+//! - the host may end an action early with [`ActiveGuard::release`] (e.g. an agent that
+//!   decides not to proceed under `ALLOW_WITH_CAPS`): the reservation is released, unless
+//!   usage was already reported, which is then settled instead (a known actual is never
+//!   dropped);
 //! - settlement never releases because it is ambiguous or authentication failed: a pending
 //!   settlement stays journaled and is replayed;
 //! - a reservation that cannot be made runs no work ([`GuardError::Reserve`]). After a create
@@ -36,7 +42,7 @@ use crate::error::{Error, ErrorKind};
 use crate::events::EventSink;
 use crate::lease::{FailurePolicy, Heartbeat, HeartbeatConfig, HeartbeatLapse, LeaseReport};
 use crate::model::{
-    Action, Amount, CommitRequest, JsonObject, OveragePolicy, ReleaseRequest,
+    Action, Amount, Caps, CommitRequest, Decision, JsonObject, OveragePolicy, ReleaseRequest,
     ReservationCreateRequest, ReservationCreateResponse, Subject,
 };
 use crate::settle::{EventFallback, SettleOutcome, Settlement, Settler};
@@ -126,21 +132,28 @@ pub enum GuardError<E> {
         /// What the heartbeat did.
         lease: Option<LeaseReport>,
     },
-    /// The work succeeded but reported no actual amount: nothing was settled or released.
-    #[error("the guarded work on reservation {reservation_id} finished without reporting its actual amount; nothing was settled")]
+    /// The work succeeded but reported no actual amount: nothing was committed, and the
+    /// reservation was released (see `release_error`).
+    #[error("{}", missing_actual_text(reservation_id, release_error.as_ref()))]
     MissingActual {
-        /// The reservation (left to expire on the server).
+        /// The reservation.
         reservation_id: String,
         /// What the heartbeat did.
         lease: Option<LeaseReport>,
+        /// `None`: the reservation was released; else why the release failed (the estimate
+        /// then stays held until the lease expires).
+        release_error: Option<Error>,
     },
-    /// The work reported a negative actual amount, which the protocol cannot carry.
-    #[error("the guarded work reported a negative actual amount ({actual}) for reservation {reservation_id}; nothing was settled")]
+    /// The work reported a negative actual amount, which the protocol cannot carry: nothing
+    /// was committed, and the reservation was released (see `release_error`).
+    #[error("{}", invalid_actual_text(reservation_id, *actual, release_error.as_ref()))]
     InvalidActual {
         /// The reservation.
         reservation_id: String,
         /// The amount reported.
         actual: i64,
+        /// `None`: the reservation was released; else why the release failed.
+        release_error: Option<Error>,
     },
     /// Under [`FailurePolicy::FailOnFinalize`], the heartbeat stopped before the work ended.
     /// The known actual WAS settled (see `settlement`); the work's value is not returned.
@@ -151,6 +164,41 @@ pub enum GuardError<E> {
         /// The settlement of the actual amount.
         settlement: SettleOutcome,
     },
+}
+
+/// The message of a missing actual, in every language (the bridge hands it to hosts).
+pub fn missing_actual_text(reservation_id: &str, release_error: Option<&Error>) -> String {
+    format!(
+        "the guarded work on reservation {reservation_id} finished without reporting its \
+         actual amount; nothing was committed, {}",
+        released_text(release_error)
+    )
+}
+
+/// The message of a negative actual, in every language.
+pub fn invalid_actual_text(
+    reservation_id: &str,
+    actual: i64,
+    release_error: Option<&Error>,
+) -> String {
+    format!(
+        "the guarded work reported a negative actual amount ({actual}) for reservation \
+         {reservation_id}; nothing was committed, {}",
+        released_text(release_error)
+    )
+}
+
+/// The end of a missing- or invalid-actual message: whether the estimate was given back.
+fn released_text(release_error: Option<&Error>) -> String {
+    match release_error {
+        None => "and the reservation was released".to_string(),
+        Some(e) => format!(
+            "and releasing the reservation failed ({}: {}); the estimate stays held until \
+             the lease expires",
+            e.kind().name(),
+            e.message()
+        ),
+    }
 }
 
 impl<E> GuardError<E> {
@@ -246,8 +294,11 @@ impl Guard {
         let cancel = heartbeat
             .as_ref()
             .map_or_else(Default::default, Heartbeat::cancellation);
+        let created = created.body;
         Ok(ActiveGuard {
             reservation_id,
+            decision: created.decision,
+            caps: created.caps,
             usage: Usage::new(cancel),
             rest: Some(Unfinished {
                 guard: self.clone(),
@@ -307,27 +358,33 @@ impl Guard {
                 Finished::MissingActual {
                     reservation_id,
                     lease,
+                    release_error,
                 },
             ) => Err(GuardError::MissingActual {
                 reservation_id,
                 lease,
+                release_error,
             }),
             (
                 _,
                 Finished::InvalidActual {
                     reservation_id,
                     actual,
+                    release_error,
                 },
             ) => Err(GuardError::InvalidActual {
                 reservation_id,
                 actual,
+                release_error,
             }),
             (_, Finished::HeartbeatLapsed { lapse, settlement }) => {
                 Err(GuardError::HeartbeatLapsed { lapse, settlement })
             }
-            // `finish` mirrors `outcome.is_ok()`, so the other pairs cannot occur.
+            // `finish` mirrors `outcome.is_ok()` and never releases on request, so the other
+            // pairs cannot occur.
             (Ok(_), Finished::WorkFailed { reservation_id, .. })
-            | (Err(_), Finished::Settled { reservation_id, .. }) => {
+            | (Err(_), Finished::Settled { reservation_id, .. })
+            | (_, Finished::Released { reservation_id, .. }) => {
                 unreachable!("finish() disagreed with the work outcome for {reservation_id}")
             }
         }
@@ -361,6 +418,18 @@ impl Guard {
             })
             .await
     }
+
+    /// Releases the reservation with `{key}:release`; the release's error, if it failed.
+    async fn release(&self, spec: &GuardSpec, reservation_id: &str, reason: &str) -> Option<Error> {
+        let release = ReleaseRequest {
+            reason: Some(reason.into()),
+            ..ReleaseRequest::new(format!("{}:release", spec.idempotency_key))
+        };
+        self.client
+            .release_reservation(reservation_id, &release)
+            .await
+            .err()
+    }
 }
 
 /// How a guarded action ended, from [`ActiveGuard::finish`] (the work's own value or error
@@ -389,19 +458,35 @@ pub enum Finished {
         /// What the heartbeat did.
         lease: Option<LeaseReport>,
     },
-    /// The work succeeded without reporting an actual: nothing was sent.
+    /// The work succeeded without reporting an actual: nothing was committed, and the
+    /// reservation was released.
     MissingActual {
         /// The reservation.
         reservation_id: String,
         /// What the heartbeat did.
         lease: Option<LeaseReport>,
+        /// `None`: released; else why the release failed.
+        release_error: Option<Error>,
     },
-    /// The work reported a negative actual: nothing was sent.
+    /// The work reported a negative actual: nothing was committed, and the reservation was
+    /// released.
     InvalidActual {
         /// The reservation.
         reservation_id: String,
         /// The amount reported.
         actual: i64,
+        /// `None`: released; else why the release failed.
+        release_error: Option<Error>,
+    },
+    /// The host ended the action with [`ActiveGuard::release`] before any usage was
+    /// reported: the reservation was released.
+    Released {
+        /// The reservation.
+        reservation_id: String,
+        /// `None`: released; else why the release failed.
+        release_error: Option<Error>,
+        /// What the heartbeat did.
+        lease: Option<LeaseReport>,
     },
     /// Under `FailOnFinalize` the heartbeat stopped early; the actual was still settled.
     HeartbeatLapsed {
@@ -416,6 +501,8 @@ pub enum Finished {
 #[derive(Debug)]
 pub struct ActiveGuard {
     reservation_id: String,
+    decision: Decision,
+    caps: Option<Caps>,
     usage: Usage,
     /// Taken by `finish`; still present on drop means the host abandoned the action.
     rest: Option<Unfinished>,
@@ -448,7 +535,7 @@ impl Drop for ActiveGuard {
         if let Some(handle) = handle {
             // The task owns only plain parts: if the runtime drops it unpolled (shutdown),
             // nothing re-enters this Drop; the heartbeat stops with its own Drop.
-            handle.spawn(finish_parts(reservation_id, usage, rest, false));
+            handle.spawn(end_parts(reservation_id, usage, rest, End::Failed));
         }
     }
 }
@@ -459,30 +546,73 @@ impl ActiveGuard {
         &self.reservation_id
     }
 
+    /// The server's decision: `Allow` or `AllowWithCaps` (a denial never starts an action).
+    pub fn decision(&self) -> &Decision {
+        &self.decision
+    }
+
+    /// The limits the work should honour under `AllowWithCaps` (`None` otherwise), e.g. a
+    /// lower `max_tokens` for the model call.
+    pub fn caps(&self) -> Option<&Caps> {
+        self.caps.as_ref()
+    }
+
     /// Where the work reports its actual amount (and sees cancellation).
     pub fn usage(&self) -> &Usage {
         &self.usage
     }
 
-    /// Ends the guarded action: stops the heartbeat, then settles the known actual, releases
-    /// (work failed before any actual) or sends nothing (success without an actual).
+    /// Ends the action early and gives the estimate back: stops the heartbeat and releases
+    /// the reservation (`{key}:release`) with `reason`. Usage already reported is never
+    /// dropped: it is settled instead, as [`ActiveGuard::finish`] with a successful work
+    /// would (hosts refuse the call first when they can see usage; this covers a report
+    /// racing the release).
+    pub async fn release(mut self, reason: Option<String>) -> Finished {
+        let rest = self
+            .rest
+            .take()
+            .expect("an ActiveGuard is finished once (release consumes it)");
+        let reservation_id = std::mem::take(&mut self.reservation_id);
+        end_parts(
+            reservation_id,
+            self.usage.clone(),
+            rest,
+            End::Release(reason),
+        )
+        .await
+    }
+
+    /// Ends the guarded action: stops the heartbeat, then settles the known actual, else
+    /// releases the reservation (work that failed, or succeeded, without an actual; a success
+    /// without one is still reported as [`Finished::MissingActual`]).
     pub async fn finish(mut self, work_succeeded: bool) -> Finished {
         let rest = self
             .rest
             .take()
             .expect("an ActiveGuard is finished once (finish consumes it)");
         let reservation_id = std::mem::take(&mut self.reservation_id);
-        finish_parts(reservation_id, self.usage.clone(), rest, work_succeeded).await
+        let end = if work_succeeded {
+            End::Succeeded
+        } else {
+            End::Failed
+        };
+        end_parts(reservation_id, self.usage.clone(), rest, end).await
     }
 }
 
-/// [`ActiveGuard::finish`] on the guard's parts (also what an abandoned guard's drop runs).
-async fn finish_parts(
-    reservation_id: String,
-    usage: Usage,
-    rest: Unfinished,
-    work_succeeded: bool,
-) -> Finished {
+/// How the host ended an action.
+enum End {
+    /// The work succeeded.
+    Succeeded,
+    /// The work failed (or the action was abandoned).
+    Failed,
+    /// The host asked for a release, with this reason.
+    Release(Option<String>),
+}
+
+/// [`ActiveGuard::finish`] / [`ActiveGuard::release`] on the guard's parts (also what an
+/// abandoned guard's drop runs).
+async fn end_parts(reservation_id: String, usage: Usage, rest: Unfinished, end: End) -> Finished {
     let Unfinished {
         guard,
         spec,
@@ -494,13 +624,21 @@ async fn finish_parts(
     };
     let (actual, metrics, metadata) = usage.take();
     if let Some(amount) = actual.filter(|a| *a < 0) {
+        let release_error = guard
+            .release(
+                &spec,
+                &reservation_id,
+                "the guarded work reported a negative actual amount",
+            )
+            .await;
         return Finished::InvalidActual {
             reservation_id,
             actual: amount,
+            release_error,
         };
     }
-    match (work_succeeded, actual) {
-        (true, Some(amount)) => {
+    match (end, actual) {
+        (End::Succeeded | End::Release(_), Some(amount)) => {
             let settlement = guard
                 .settle(&spec, &reservation_id, amount, metrics, metadata)
                 .await;
@@ -514,11 +652,30 @@ async fn finish_parts(
                 lease,
             }
         }
-        (true, None) => Finished::MissingActual {
-            reservation_id,
-            lease,
-        },
-        (false, Some(amount)) => {
+        (End::Succeeded, None) => {
+            let release_error = guard
+                .release(
+                    &spec,
+                    &reservation_id,
+                    "the guarded work ended without reporting an actual amount",
+                )
+                .await;
+            Finished::MissingActual {
+                reservation_id,
+                lease,
+                release_error,
+            }
+        }
+        (End::Release(reason), None) => {
+            let reason = reason.unwrap_or_else(|| "released by the caller".to_string());
+            let release_error = guard.release(&spec, &reservation_id, &reason).await;
+            Finished::Released {
+                reservation_id,
+                release_error,
+                lease,
+            }
+        }
+        (End::Failed, Some(amount)) => {
             let settlement = guard
                 .settle(&spec, &reservation_id, amount, metrics, metadata)
                 .await;
@@ -529,16 +686,14 @@ async fn finish_parts(
                 lease,
             }
         }
-        (false, None) => {
-            let release = ReleaseRequest {
-                reason: Some("guarded work failed before reporting an actual amount".into()),
-                ..ReleaseRequest::new(format!("{}:release", spec.idempotency_key))
-            };
+        (End::Failed, None) => {
             let release_error = guard
-                .client
-                .release_reservation(&reservation_id, &release)
-                .await
-                .err();
+                .release(
+                    &spec,
+                    &reservation_id,
+                    "guarded work failed before reporting an actual amount",
+                )
+                .await;
             Finished::WorkFailed {
                 reservation_id,
                 settlement: None,

@@ -84,8 +84,9 @@ impl Usage {
     /// Metrics from JSON text (a `StandardMetrics` object). `custom` is kept exactly as
     /// written (see [`JsonObject`]); bad input is `InvalidArgument` and changes nothing.
     pub fn set_metrics_json(&self, json: &str) -> Result<(), Error> {
-        let metrics: StandardMetrics = serde_json::from_str(json)
-            .map_err(|e| Error::invalid_argument(format!("metrics: {e}")))?;
+        let metrics: StandardMetrics = serde_json::from_str(json).map_err(|e| {
+            Error::invalid_argument(format!("metrics: {}", crate::error::json_reason(&e)))
+        })?;
         self.set_metrics(metrics)
     }
 

@@ -21,8 +21,9 @@ pub struct JsonObject(Box<RawValue>);
 impl JsonObject {
     /// Parses JSON text that must be one object (`InvalidArgument` otherwise, e.g. `NaN`).
     pub fn parse(text: &str) -> Result<JsonObject, Error> {
-        let raw = rawjson::parse(text)
-            .map_err(|e| Error::invalid_argument(format!("not valid JSON: {e}")))?;
+        let raw = rawjson::parse(text).map_err(|e| {
+            Error::invalid_argument(format!("not valid JSON: {}", crate::error::json_reason(&e)))
+        })?;
         JsonObject::from_raw(raw).map_err(Error::invalid_argument)
     }
 

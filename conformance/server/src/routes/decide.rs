@@ -30,8 +30,11 @@ pub(super) fn decide(sh: &Shared, ctx: &Ctx) -> Result<Outcome, ApiError> {
         .unwrap_or_default()
         .to_string();
     let amount = body["estimate"]["amount"].as_i64().unwrap_or(0);
-    let (decision, reason, _) = evaluate(&st, &tenant, &scopes, &unit, amount)?;
+    let (decision, reason, keys) = evaluate(&st, &tenant, &scopes, &unit, amount)?;
     let mut resp = json!({"decision": decision, "affected_scopes": scopes});
+    if decision == "ALLOW_WITH_CAPS" {
+        resp["caps"] = st.caps_json(&keys).unwrap_or_default();
+    }
     if let Some(r) = reason {
         resp["reason_code"] = json!(r);
     }

@@ -37,6 +37,7 @@ pub(super) fn evaluate(
     };
     match deny_reason(&st.budgets_of(&keys), amount) {
         Some((code, _)) => Ok(("DENY", Some(code), keys)),
+        None if st.caps_json(&keys).is_some() => Ok(("ALLOW_WITH_CAPS", None, keys)),
         None => Ok(("ALLOW", None, keys)),
     }
 }
@@ -73,6 +74,9 @@ pub(super) fn create(sh: &Shared, ctx: &Ctx) -> Result<Outcome, ApiError> {
         });
         if !keys.is_empty() {
             resp["balances"] = st.balances_json(&keys);
+        }
+        if decision == "ALLOW_WITH_CAPS" {
+            resp["caps"] = st.caps_json(&keys).unwrap_or_default();
         }
         if let Some(r) = reason {
             resp["reason_code"] = json!(r);
@@ -154,8 +158,9 @@ pub(super) fn create(sh: &Shared, ctx: &Ctx) -> Result<Outcome, ApiError> {
         Some(amount),
         now,
     );
+    let caps = st.caps_json(&keys);
     let mut resp = json!({
-        "decision": "ALLOW",
+        "decision": if caps.is_some() { "ALLOW_WITH_CAPS" } else { "ALLOW" },
         "reservation_id": id,
         "reserved": estimate,
         "expires_at_ms": expires,
@@ -163,6 +168,9 @@ pub(super) fn create(sh: &Shared, ctx: &Ctx) -> Result<Outcome, ApiError> {
         "affected_scopes": scopes,
         "balances": st.balances_json(&keys),
     });
+    if let Some(c) = caps {
+        resp["caps"] = c;
+    }
     // Evidence is computed before transport-only fields (remaining_ttl_ms, cycles_evidence) are stamped.
     if let Some(ev) = emit_evidence(sh, &mut st, "reserve", &body, &resp, now, &ctx.trace_id) {
         res.evidence.insert("reserve", ev.clone());
