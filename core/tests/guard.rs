@@ -747,7 +747,12 @@ async fn caps_decision_and_explicit_release() {
 
     // Usage reported before the release is settled, never dropped.
     let active = s.guard.begin(spec(60_000)).await.unwrap();
+    assert!(active.check_release().is_ok());
     active.usage().add(40).unwrap();
+    let refused = active.check_release().unwrap_err();
+    assert_eq!(refused.kind(), &ErrorKind::InvalidArgument);
+    assert!(refused.message().contains("a release would drop it"));
+    // Released anyway (a report that raced the check): the usage is settled instead.
     let done = active.release(None).await;
     assert!(
         matches!(done, guard::Finished::Settled { ref actual, .. } if actual.amount == 40),

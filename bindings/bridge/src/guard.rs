@@ -80,16 +80,11 @@ pub fn parse_spec_with(json: &str, defaults: &SpecDefaults) -> Result<GuardSpec,
     v.only(SPEC_MEMBERS, "guard spec member")?;
     let idempotency_key = match v.optional::<String>("idempotency_key")? {
         Some(k) => k,
-        None => format!("cycles-{}", uuid::Uuid::new_v4()),
+        None => GuardSpec::fresh_key(),
     };
-    let subject = match (v.optional::<Subject>("subject")?, &defaults.tenant) {
-        (Some(s), _) => s,
-        (None, Some(t)) => Subject::tenant(t.clone()),
-        (None, None) => {
-            return Err(Error::invalid_argument(
-                "subject is required (or configure a tenant on the client)",
-            ))
-        }
+    let subject = match v.optional::<Subject>("subject")? {
+        Some(s) => s,
+        None => GuardSpec::default_subject(defaults.tenant.as_deref())?,
     };
     let unit = v.optional::<String>("unit")?.map(Unit::from);
     let estimate = match v.raw("estimate") {

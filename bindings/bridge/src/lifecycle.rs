@@ -311,15 +311,9 @@ impl Active {
     /// [`Active::finish`] when already finished.
     pub fn release(&self, reason: Option<String>) -> Result<Work<String>, ErrorFields> {
         let mut slot = self.active.lock().unwrap_or_else(|p| p.into_inner());
-        if slot.is_none() {
-            return Err(ErrorFields::invalid(ALREADY_FINISHED));
-        }
-        if let Some(n) = self.usage.actual() {
-            return Err(ErrorFields::invalid(format!(
-                "usage was already reported on reservation {} ({n}): a release would drop it; \
-                 end the action normally to commit it",
-                self.reservation_id
-            )));
+        match slot.as_ref() {
+            None => return Err(ErrorFields::invalid(ALREADY_FINISHED)),
+            Some(a) => a.check_release()?,
         }
         let a = slot
             .take()

@@ -7,6 +7,7 @@
 //! written to (or checked against) docs/matrix.md. Exit status 1 on any failed cell.
 
 mod checks;
+mod contract;
 mod face;
 mod gen;
 mod journal_matrix;
@@ -68,7 +69,7 @@ struct Run {
     /// Inputs per timing function and per planner.
     #[arg(long, default_value_t = 10_000)]
     count: usize,
-    /// Only these parts (vectors, differential, journal, recovery); default all.
+    /// Only these parts (vectors, differential, contract, journal, recovery); default all.
     #[arg(long = "only")]
     only: Vec<String>,
     /// Where the journal matrix writes (a fresh directory is made inside).
@@ -138,7 +139,10 @@ fn doc(run: &Run, table: &Table, known: &std::collections::BTreeSet<&str>) -> St
          ([protocol](../conformance/matrix/PROTOCOL.md)): the shared vectors and the \
          reference-server corpus against their expected values; a seeded differential \
          (seed {}, {} inputs per timing function and per planner, weighted toward edges) \
-         against the Rust face, byte for byte in canonical JSON; the journal matrix, where \
+         against the Rust face, byte for byte in canonical JSON; the lifecycle contract, one \
+         table of guarded actions (defaults, settle, release, missing actual, caps, denial, \
+         keys a header cannot carry) run through every face's guard API against one local \
+         server, answers and ledger checked; the journal matrix, where \
          every face drains every other face's pending records against one local server \
          (applied once, bodies byte-faithful, nothing left); and each face's recovery \
          conformance report (durable claim, schema-checked). A cell counts the cases that \
@@ -259,6 +263,17 @@ fn matrix(run: &Run) -> Result<bool, String> {
             }
         }
         step("differential", t);
+    }
+
+    if part(run, "contract") {
+        let root = run
+            .work
+            .join(format!("cycles-matrix-contract-{}", std::process::id()));
+        std::fs::create_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))?;
+        let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
+        failures.extend(rt.block_on(contract::run(&mut faces, &mut table, &root)));
+        let _ = std::fs::remove_dir_all(&root);
+        step("lifecycle contract", t);
     }
 
     if part(run, "journal") {

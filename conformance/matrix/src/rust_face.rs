@@ -11,7 +11,7 @@ use std::time::Duration;
 use cycles_bridge::timing::{parse_failure, regime_name, retry_after_kind};
 use cycles_bridge::timing_json::{self, decision_json, int_out, millis_out, signed_out};
 use cycles_core::events::EventSink;
-use cycles_core::guard::{Guard, GuardSpec};
+use cycles_core::guard::{Finished, Guard, GuardSpec};
 use cycles_core::journal::{identity, names, ParseError};
 use cycles_core::settle::{SettleConfig, SettleOutcome, Settler};
 use cycles_core::timing::retry::{self, RetryAfter};
@@ -325,6 +325,121 @@ async fn write(r: &Value) -> R<Value> {
     Ok(json!({"reservation_id": done.reservation_id, "outcome": outcome_name(&done.settlement)}))
 }
 
+/// One guarded action of the lifecycle contract (PROTOCOL.md, `guard`) through core's guard:
+/// the spec from the client's defaults, the work's steps, the canonical answer.
+async fn guard_case(r: &Value) -> R<Value> {
+    let cfg = config(r)?.with_default_unit(text(r, "default_unit")?);
+    let case = arg(r, "case")?;
+    let err = |e: Error| e.to_string();
+    let client = Arc::new(CyclesClient::new(cfg.clone()).map_err(err)?);
+    let guard = Guard::new(
+        client,
+        Settler::new(&cfg, SettleConfig::default()).map_err(err)?,
+        EventSink::tracing_only(),
+    );
+    let action = Action::new("llm.completion", "matrix");
+    let mut spec = GuardSpec::with_defaults(&cfg, action, int(case, "estimate")?).map_err(err)?;
+    if let Some(k) = case.get("idempotency_key").and_then(Value::as_str) {
+        spec.idempotency_key = k.to_string();
+    }
+    if let Some(s) = case.get("subject").filter(|s| !s.is_null()) {
+        spec.subject = serde_json::from_value(s.clone()).map_err(|e| e.to_string())?;
+    }
+    let mut out = json!({"decision": null, "caps": null, "steps": [], "outcome": null,
+                         "released": null, "charged": null, "error": null});
+    let active = match guard.begin(spec).await {
+        Ok(a) => a,
+        Err(e) => {
+            out["error"] = json!(e.kind().name());
+            return Ok(out);
+        }
+    };
+    out["decision"] = json!(active.decision().as_str());
+    out["caps"] = serde_json::to_value(active.caps()).map_err(|e| e.to_string())?;
+    let steps = case
+        .get("steps")
+        .and_then(Value::as_array)
+        .ok_or("case.steps must be a list")?;
+    let mut results = Vec::new();
+    let mut finished = None;
+    for step in steps {
+        let amount = || int::<i64>(step, "amount");
+        let result = match text(step, "do")? {
+            "add" => active.usage().add(amount()?),
+            "set_actual" => active.usage().set_actual(amount()?),
+            "release" => match active.check_release() {
+                Ok(()) => {
+                    results.push(Value::Null);
+                    let reason = step
+                        .get("reason")
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
+                    finished = Some((active.release(reason).await, false));
+                    break;
+                }
+                Err(e) => Err(e),
+            },
+            "fail" => {
+                results.push(Value::Null);
+                finished = Some((active.finish(false).await, true));
+                break;
+            }
+            "end" => {
+                results.push(Value::Null);
+                finished = Some((active.finish(true).await, false));
+                break;
+            }
+            other => return Err(format!("unknown step {other:?}")),
+        };
+        results.push(result.err().map_or(Value::Null, |e| json!(e.kind().name())));
+    }
+    out["steps"] = Value::Array(results);
+    let Some((done, work_failed)) = finished else {
+        return Err("the case's steps never end the action".into());
+    };
+    let charged = |s: &SettleOutcome| s.charged().map(|a| a.amount);
+    let (outcome, released, charged, error) = match &done {
+        Finished::Settled { settlement, .. } => ("settled", None, charged(settlement), None),
+        Finished::WorkFailed {
+            settlement,
+            release_error,
+            ..
+        } => (
+            "work_failed",
+            Some(settlement.is_none() && release_error.is_none()),
+            settlement.as_ref().and_then(charged),
+            Some("work"),
+        ),
+        Finished::MissingActual { release_error, .. } => (
+            "missing_actual",
+            Some(release_error.is_none()),
+            None,
+            Some("MISSING_ACTUAL"),
+        ),
+        Finished::InvalidActual { release_error, .. } => (
+            "invalid_actual",
+            Some(release_error.is_none()),
+            None,
+            Some("INVALID_ARGUMENT"),
+        ),
+        Finished::Released { release_error, .. } => {
+            ("released", Some(release_error.is_none()), None, None)
+        }
+        Finished::HeartbeatLapsed { settlement, .. } => (
+            "heartbeat_lapsed",
+            None,
+            charged(settlement),
+            Some("HEARTBEAT_LAPSED"),
+        ),
+    };
+    debug_assert!(!work_failed || outcome == "work_failed");
+    out["outcome"] = json!(outcome);
+    out["released"] = json!(released);
+    out["charged"] = json!(charged);
+    out["error"] = json!(error);
+    Ok(out)
+}
+
 async fn drain(r: &Value) -> R<Value> {
     let settler = Settler::new(&config(r)?, SettleConfig::default()).map_err(|e| e.to_string())?;
     let report = settler
@@ -356,6 +471,7 @@ fn answer(rt: &tokio::runtime::Runtime, r: &Value) -> Value {
         "decode" => decode(r),
         "write" => rt.block_on(write(r)),
         "drain" => rt.block_on(drain(r)),
+        "guard" => rt.block_on(guard_case(r)),
         other => Err(format!("unknown op {other:?}")),
     };
     let mut out = match res {

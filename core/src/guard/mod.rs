@@ -38,6 +38,7 @@ use std::sync::Arc;
 
 pub use usage::Usage;
 
+use crate::config::Config;
 use crate::error::{Error, ErrorKind};
 use crate::events::EventSink;
 use crate::lease::{FailurePolicy, Heartbeat, HeartbeatConfig, HeartbeatLapse, LeaseReport};
@@ -93,6 +94,37 @@ impl GuardSpec {
             heartbeat: true,
             policy: FailurePolicy::Warn,
         }
+    }
+}
+
+impl GuardSpec {
+    /// A spec with a client's defaults, the rule every language shares (the bridge applies
+    /// it to the specs hosts send): a fresh idempotency key ([`GuardSpec::fresh_key`]), the
+    /// subject of the config's tenant ([`GuardSpec::default_subject`]), the estimate in the
+    /// config's default unit ([`Config::unit`]).
+    pub fn with_defaults(
+        config: &Config,
+        action: Action,
+        estimate: i64,
+    ) -> Result<GuardSpec, Error> {
+        Ok(GuardSpec::new(
+            GuardSpec::fresh_key(),
+            GuardSpec::default_subject(config.tenant.as_deref())?,
+            action,
+            Amount::new(config.unit(), estimate),
+        ))
+    }
+
+    /// A fresh base idempotency key: `cycles-<uuid v4>`.
+    pub fn fresh_key() -> String {
+        format!("cycles-{}", uuid::Uuid::new_v4())
+    }
+
+    /// The subject of a client's default tenant; INVALID_ARGUMENT without one.
+    pub fn default_subject(tenant: Option<&str>) -> Result<Subject, Error> {
+        tenant.map(Subject::tenant).ok_or_else(|| {
+            Error::invalid_argument("subject is required (or configure a tenant on the client)")
+        })
     }
 }
 
@@ -562,11 +594,25 @@ impl ActiveGuard {
         &self.usage
     }
 
+    /// Whether [`ActiveGuard::release`] may be called now: INVALID_ARGUMENT, the action left
+    /// running, once usage was reported (a release would drop a known actual; end the
+    /// action normally to commit it). Every language refuses a release with this check.
+    pub fn check_release(&self) -> Result<(), Error> {
+        match self.usage.actual() {
+            None => Ok(()),
+            Some(n) => Err(Error::invalid_argument(format!(
+                "usage was already reported on reservation {} ({n}): a release would drop it; \
+                 end the action normally to commit it",
+                self.reservation_id
+            ))),
+        }
+    }
+
     /// Ends the action early and gives the estimate back: stops the heartbeat and releases
-    /// the reservation (`{key}:release`) with `reason`. Usage already reported is never
+    /// the reservation (`{key}:release`) with `reason`. Call [`ActiveGuard::check_release`]
+    /// first; usage reported after that check (a report racing the release) is never
     /// dropped: it is settled instead, as [`ActiveGuard::finish`] with a successful work
-    /// would (hosts refuse the call first when they can see usage; this covers a report
-    /// racing the release).
+    /// would.
     pub async fn release(mut self, reason: Option<String>) -> Finished {
         let rest = self
             .rest
