@@ -378,6 +378,12 @@ pub fn drain_json(r: &DrainReport) -> String {
     .to_string()
 }
 
+/// The drain report of a client that never ran a guarded action (nothing to drain): every
+/// host's `close` returns a report, always, in the one shape.
+pub fn empty_drain_json() -> String {
+    drain_json(&DrainReport::default())
+}
+
 /// One journal record still pending, as the drain and shutdown reports list it.
 pub fn pending_json(p: &PendingRecord) -> Value {
     json!({
@@ -662,7 +668,7 @@ mod tests {
 
     #[test]
     fn empty_drain_shape() {
-        let j: Value = serde_json::from_str(&drain_json(&DrainReport::default())).unwrap();
+        let j: Value = serde_json::from_str(&empty_drain_json()).unwrap();
         assert_eq!(
             j,
             json!({"outcomes": [], "remaining": [], "quarantined": []})

@@ -12,7 +12,6 @@ use cycles_bridge::{
     client_of_options, ClientHandle, Connection, ErrorFields, Lifecycle, SettleOverrides,
 };
 use cycles_core::events::Level;
-use serde_json::json;
 
 use crate::completion;
 use crate::error::cycles_error;
@@ -323,7 +322,7 @@ fn close_now(c: &cycles_client, timeout: Duration, wait: bool) -> Result<String,
             l.pump.join();
             report?
         }
-        None => json!({"outcomes": [], "remaining": [], "quarantined": []}).to_string(),
+        None => cycles_bridge::guard::empty_drain_json(),
     };
     c.handle.close();
     Ok(report)
