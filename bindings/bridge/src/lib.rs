@@ -10,6 +10,7 @@
 //! - [`guard`]: guard specs in, finished / settlement / drain JSON out.
 //! - [`lifecycle`]: the guarded lifecycle handle and the event pump (the host-callback channel).
 //! - [`process`]: the process-exit call (core's terminal runtime shutdown).
+//! - [`server`]: the local Cycles server every host's `LocalServer` wraps (config checked).
 //! - [`task`]: running work on core's runtime and waiting for it from a host thread.
 //! - [`timing`]: the boundary names of core's pure timing types (regimes, failures, keys).
 //! - [`timing_json`]: core's pure heartbeat math as JSON in, JSON out (the vectors' encoding).
@@ -29,6 +30,7 @@ pub mod journal_json;
 pub mod lifecycle;
 pub mod ops;
 pub mod process;
+pub mod server;
 pub mod task;
 pub mod timing;
 pub mod timing_json;
