@@ -358,12 +358,14 @@ class _Base(_Requests):
                 self._lc = _Lifecycle(native, self._on_event, self._close_timeout)
             return self._lc
 
-    def _close_lifecycle(self, timeout: float | None) -> DrainReport | None:
+    def _close_lifecycle(self, timeout: float | None) -> DrainReport:
         if timeout is not None:
             timeout = _close_seconds(timeout, "timeout")
         with self._lc_lock:
             lc = self._lc
-        return None if lc is None else lc.close(timeout)
+        # Never used: no replay ran and nothing of this client's is journaled; starting a
+        # lifecycle now only to report would scan (and replay) other processes' records.
+        return DrainReport._empty() if lc is None else lc.close(timeout)
 
     @property
     def journal_dir(self) -> str:
@@ -558,12 +560,16 @@ class Client(_Base):
             replay_interval,
         )
 
-    def close(self, timeout: float | None = None) -> DrainReport | None:
+    def close(self, timeout: float | None = None) -> DrainReport:
         """Closes the client: stops the background replay, settles pending settlements for at
         most ``timeout`` seconds (default: the client's ``close_timeout``, 5 s), delivers the
         last events, then later calls raise :class:`~cycles.errors.ClientClosedError`.
-        Returns what the drain did (``None`` when the lifecycle was never used). Idempotent;
-        what is still pending stays journaled for the next process."""
+
+        Returns what the drain did, always: a client whose guarded lifecycle never ran
+        (no ``reserve``, ``stream``, ``guarded`` call, ``flush`` or ``drain``) drained
+        nothing and returns an empty report. Idempotent: closing again drains nothing and
+        reports what is still pending (still empty for a never-used lifecycle); what is
+        pending stays journaled for the next process."""
         report = self._close_lifecycle(timeout)
         self._native.close()
         return report
@@ -784,25 +790,38 @@ class AsyncClient(_Base):
             replay_interval,
         )
 
-    def close(self, timeout: float | None = None) -> DrainReport | None:
-        """Closes the client synchronously, draining as :meth:`Client.close` does."""
+    def close(self, timeout: float | None = None) -> DrainReport:
+        """Closes the client synchronously, draining as :meth:`Client.close` does (and
+        returning its report, always)."""
         report = self._close_lifecycle(timeout)
         self._native.close()
         return report
 
-    async def aclose(self, timeout: float | None = None) -> DrainReport | None:
+    async def aclose(self, timeout: float | None = None) -> DrainReport:
         """Closes the client: drains pending settlements for at most ``timeout`` seconds
-        (default ``close_timeout``) without blocking the event loop, then closes."""
-        report = None
+        (default ``close_timeout``) without blocking the event loop, then closes. Returns the
+        drain report as :meth:`Client.close` does, always: what the drain settled, what is
+        still pending, what was quarantined (empty when the lifecycle never ran)."""
+        if timeout is not None:
+            timeout = _close_seconds(timeout, "timeout")
         lc = self._lc
+        drained: DrainReport | None = None
         if lc is not None:
-            t = lc.close_timeout if timeout is None else _close_seconds(timeout, "timeout")
+            t = lc.close_timeout if timeout is None else timeout
             ms = round(t * 1000)
             if ms > 0 and not lc.native.closed:
-                await lc.native.drain_async(ms)
-            report = self._close_lifecycle(0)
+                drained = DrainReport._from_json(await lc.native.drain_async(ms))
+        report = self._close_lifecycle(0)
         self._native.close()
-        return report
+        if drained is None:
+            return report
+        # The drain ran before the close, whose own report (no drain) only lists what is
+        # left: the settlements are the drain's.
+        return DrainReport(
+            outcomes=drained.outcomes + report.outcomes,
+            remaining=report.remaining,
+            quarantined=tuple(dict.fromkeys(drained.quarantined + report.quarantined)),
+        )
 
     async def flush(self) -> DrainReport:
         """Replays every pending settlement of this client's server once, now."""

@@ -180,7 +180,8 @@ class PendingSettlement:
 class DrainReport:
     """What :meth:`~cycles.Client.flush`, :meth:`~cycles.Client.drain` or ``close()`` did:
     the last outcome per record worked on, what is still pending (left in the journal) and
-    which files were quarantined."""
+    which files were quarantined. ``close()`` of a client whose lifecycle never ran returns
+    an empty report: it drained nothing and did not look at the journal."""
 
     outcomes: tuple[Settlement, ...]
     remaining: tuple[PendingSettlement, ...]
@@ -197,6 +198,10 @@ class DrainReport:
         is a record that could not be read (or settled) and may hold real spend: an operator
         must look at it (``cycles journal quarantine``)."""
         return not self.remaining and not self.quarantined
+
+    @classmethod
+    def _empty(cls) -> DrainReport:
+        return cls(outcomes=(), remaining=(), quarantined=())
 
     @classmethod
     def _from_json(cls, text: str) -> DrainReport:
