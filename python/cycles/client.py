@@ -19,7 +19,18 @@ import math
 import os
 import threading
 import uuid
-from typing import Any, Awaitable, Callable, Mapping, Sequence, TypeVar, cast
+from typing import (
+    Any,
+    Awaitable,
+    Callable,
+    Mapping,
+    ParamSpec,
+    Sequence,
+    TypeVar,
+    Union,
+    cast,
+    overload,
+)
 
 from . import _native
 from .errors import InvalidArgumentError
@@ -60,10 +71,14 @@ from .models import (
 __all__ = ["Client", "AsyncClient"]
 
 R = TypeVar("R", bound=_Model)
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+T = TypeVar("T")
 
-#: ``actual=`` of :meth:`Client.guarded`: a fixed amount, or a function of the result.
-ActualLike = Any  # int | Amount | Callable[[result], int | Amount] | None
+#: An estimate: an ``Amount`` (or a mapping of one), or an ``int`` in the reservation's unit.
+EstimateLike = Union[AmountLike, int]
+#: ``actual=`` of :meth:`Client.guarded`: a fixed amount, or a function of the call's result
+#: (for an ``async`` function, of the awaited result); ``None``: the function reports it.
+ActualLike = Union[int, Amount, Callable[[Any], Union[int, Amount]], None]
 
 _DEFAULT_CLOSE_TIMEOUT = 5.0
 
@@ -124,6 +139,39 @@ def _part(value: Any, cls: type, what: str) -> Any:
 
 def _clean(d: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in d.items() if v is not None}
+
+
+def _check_policy(heartbeat_policy: str) -> None:
+    if heartbeat_policy not in HEARTBEAT_POLICIES:
+        raise InvalidArgumentError(f"heartbeat_policy must be one of {HEARTBEAT_POLICIES}")
+
+
+def _estimate(estimate: Any, unit: str | None) -> dict[str, Any]:
+    """The wire amount of a reservation's estimate (an Amount, a mapping, or an int in
+    ``unit``, default USD_MICROCENTS)."""
+    if isinstance(estimate, bool) or not isinstance(estimate, (int, Amount, Mapping)):
+        raise InvalidArgumentError("estimate must be an Amount, a mapping or an int")
+    if isinstance(estimate, int):
+        return {"unit": unit or "USD_MICROCENTS", "amount": _int64(estimate, "estimate")}
+    est: dict[str, Any] = _part(estimate, Amount, "estimate")
+    if unit is not None and est.get("unit") != unit:
+        raise InvalidArgumentError("unit differs from the estimate's unit")
+    return est
+
+
+def _per_call(value: Any, name: str, args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
+    """``value``, or what it returns for the call's arguments when it is a function."""
+    if not callable(value):
+        return value
+    out = value(*args, **kw)
+    if inspect.isawaitable(out):
+        if inspect.iscoroutine(out):
+            out.close()  # never awaited: close it instead of leaving a warning behind
+        raise InvalidArgumentError(
+            f"the {name} function of guarded() returned an awaitable: it must return the "
+            f"{name} itself (it runs before the reservation is made, synchronously)"
+        )
+    return out
 
 
 # One encoder for every request: ``json.dumps`` with options builds a new one per call.
@@ -358,12 +406,14 @@ class _Base(_Requests):
                 self._lc = _Lifecycle(native, self._on_event, self._close_timeout)
             return self._lc
 
-    def _close_lifecycle(self, timeout: float | None) -> DrainReport | None:
+    def _close_lifecycle(self, timeout: float | None) -> DrainReport:
         if timeout is not None:
             timeout = _close_seconds(timeout, "timeout")
         with self._lc_lock:
             lc = self._lc
-        return None if lc is None else lc.close(timeout)
+        # Never used: no replay ran and nothing of this client's is journaled; starting a
+        # lifecycle now only to report would scan (and replay) other processes' records.
+        return DrainReport._empty() if lc is None else lc.close(timeout)
 
     @property
     def journal_dir(self) -> str:
@@ -404,16 +454,8 @@ class _Base(_Requests):
         body's own exceptions propagate unchanged. ``idempotency_key`` defaults to a fresh
         UUID. ``heartbeat_policy``: ``warn``, ``fail_on_finalize`` or ``cancel``.
         """
-        if heartbeat_policy not in HEARTBEAT_POLICIES:
-            raise InvalidArgumentError(f"heartbeat_policy must be one of {HEARTBEAT_POLICIES}")
-        if isinstance(estimate, bool) or not isinstance(estimate, (int, Amount, Mapping)):
-            raise InvalidArgumentError("estimate must be an Amount, a mapping or an int")
-        if isinstance(estimate, int):
-            est = {"unit": unit or "USD_MICROCENTS", "amount": _int64(estimate, "estimate")}
-        else:
-            est = _part(estimate, Amount, "estimate")
-            if unit is not None and est.get("unit") != unit:
-                raise InvalidArgumentError("unit differs from the estimate's unit")
+        _check_policy(heartbeat_policy)
+        est = _estimate(estimate, unit)
         spec = _dumps(
             _clean(
                 {
@@ -437,27 +479,118 @@ class _Base(_Requests):
         was added when the block ends (even by an exception) is settled."""
         return self.reserve(estimate, **kwargs)
 
+    @overload
     def guarded(
         self,
-        estimate: AmountLike | int,
+        estimate: EstimateLike,
         *,
         action: ActionLike,
+        subject: SubjectLike | None = None,
         actual: ActualLike = None,
-        **kwargs: Any,
-    ) -> Callable[[F], F]:
+        unit: str | None = None,
+        idempotency_key: str | None = None,
+        ttl_ms: int | None = None,
+        grace_period_ms: int | None = None,
+        overage_policy: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        heartbeat: bool = True,
+        heartbeat_policy: str = "warn",
+    ) -> Callable[[Callable[P, T]], Callable[P, T]]: ...
+
+    @overload
+    def guarded(
+        self,
+        estimate: EstimateLike | Callable[P, EstimateLike],
+        *,
+        action: ActionLike | Callable[P, ActionLike],
+        subject: SubjectLike | Callable[P, SubjectLike] | None = None,
+        actual: ActualLike = None,
+        unit: str | None = None,
+        idempotency_key: str | None = None,
+        ttl_ms: int | None = None,
+        grace_period_ms: int | None = None,
+        overage_policy: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        heartbeat: bool = True,
+        heartbeat_policy: str = "warn",
+    ) -> Callable[[Callable[P, T]], Callable[P, T]]: ...
+
+    def guarded(
+        self,
+        estimate: Any,
+        *,
+        action: Any,
+        subject: Any = None,
+        actual: ActualLike = None,
+        unit: str | None = None,
+        idempotency_key: str | None = None,
+        ttl_ms: int | None = None,
+        grace_period_ms: int | None = None,
+        overage_policy: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        heartbeat: bool = True,
+        heartbeat_policy: str = "warn",
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """A decorator guarding every call of a sync or ``async`` function with
-        :meth:`reserve` (same keyword arguments). ``actual`` is the amount to settle when the
-        call returns: an ``int`` (or ``Amount``), or a function of the call's result; with
-        ``actual=None`` the function reports it itself through
+        :meth:`reserve` (same keyword arguments).
+
+        ``estimate``, ``action`` and ``subject`` are each a value or a function of the
+        decorated call's arguments: it is called with exactly the arguments of each call
+        (``self`` first for a method) before anything is reserved, so the reservation can
+        depend on the request, e.g. ``estimate=lambda prompt, max_tokens: max_tokens * 30``.
+        These functions are plain (not ``async``) even for an ``async`` function; one that
+        raises propagates unchanged and nothing is reserved. Under mypy they must accept the
+        decorated function's parameters (same names: keyword calls pass them by name); the
+        decorated function then keeps the functions' parameter types, so give a ``def`` with
+        annotations, not a ``lambda``, where the parameter types matter.
+
+        ``actual`` is the amount to settle when the call returns: an ``int`` (or ``Amount``),
+        or a function of the call's result (of the awaited result for an ``async``
+        function); with ``actual=None`` the function reports it itself through
         ``cycles.current_reservation().set_actual(...)``. A call that raises is settled or
-        released as :meth:`reserve` describes, and its exception propagates unchanged."""
+        released as :meth:`reserve` describes, and its exception propagates unchanged.
+
+        Values are checked when ``guarded`` is called (a bad estimate, action, subject,
+        ``actual`` or ``heartbeat_policy`` raises :class:`~cycles.errors.InvalidArgumentError`
+        there); what the functions return is checked on each call.
+        """
+        _check_policy(heartbeat_policy)
+        if not callable(estimate):
+            _estimate(estimate, unit)
+        if not callable(action):
+            _part(action, Action, "action")
+        if not callable(subject):
+            self._subject(subject)
+        if actual is not None and not callable(actual):
+            if isinstance(actual, bool) or not isinstance(actual, (int, Amount)):
+                raise InvalidArgumentError(
+                    "actual must be an int, an Amount, a function of the result or None"
+                )
+        options: dict[str, Any] = {
+            "unit": unit,
+            "idempotency_key": idempotency_key,
+            "ttl_ms": ttl_ms,
+            "grace_period_ms": grace_period_ms,
+            "overage_policy": overage_policy,
+            "metadata": metadata,
+            "heartbeat": heartbeat,
+            "heartbeat_policy": heartbeat_policy,
+        }
+
+        def context(args: tuple[Any, ...], kw: dict[str, Any]) -> ReservationContext:
+            return self.reserve(
+                _per_call(estimate, "estimate", args, kw),
+                action=_per_call(action, "action", args, kw),
+                subject=_per_call(subject, "subject", args, kw),
+                **options,
+            )
 
         def settle_actual(r: GuardedReservation, result: Any) -> None:
             if actual is None:
                 return
             r.set_actual(actual(result) if callable(actual) else actual)
 
-        def decorate(fn: F) -> F:
+        def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
             if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
                 # Calling one only creates the generator: the guard would end before any of
                 # its work ran. Its body should use ``with client.stream(...) as r`` instead.
@@ -469,21 +602,21 @@ class _Base(_Requests):
 
                 @functools.wraps(fn)
                 async def async_wrapper(*args: Any, **kw: Any) -> Any:
-                    async with self.reserve(estimate, action=action, **kwargs) as r:
+                    async with context(args, kw) as r:
                         result = await cast(Callable[..., Awaitable[Any]], fn)(*args, **kw)
                         settle_actual(r, result)
                     return result
 
-                return cast(F, async_wrapper)
+                return async_wrapper
 
             @functools.wraps(fn)
             def wrapper(*args: Any, **kw: Any) -> Any:
-                with self.reserve(estimate, action=action, **kwargs) as r:
+                with context(args, kw) as r:
                     result = fn(*args, **kw)
                     settle_actual(r, result)
                 return result
 
-            return cast(F, wrapper)
+            return wrapper
 
         return decorate
 
@@ -558,12 +691,16 @@ class Client(_Base):
             replay_interval,
         )
 
-    def close(self, timeout: float | None = None) -> DrainReport | None:
+    def close(self, timeout: float | None = None) -> DrainReport:
         """Closes the client: stops the background replay, settles pending settlements for at
         most ``timeout`` seconds (default: the client's ``close_timeout``, 5 s), delivers the
         last events, then later calls raise :class:`~cycles.errors.ClientClosedError`.
-        Returns what the drain did (``None`` when the lifecycle was never used). Idempotent;
-        what is still pending stays journaled for the next process."""
+
+        Returns what the drain did, always: a client whose guarded lifecycle never ran
+        (no ``reserve``, ``stream``, ``guarded`` call, ``flush`` or ``drain``) drained
+        nothing and returns an empty report. Idempotent: closing again drains nothing and
+        reports what is still pending (still empty for a never-used lifecycle); what is
+        pending stays journaled for the next process."""
         report = self._close_lifecycle(timeout)
         self._native.close()
         return report
@@ -784,25 +921,38 @@ class AsyncClient(_Base):
             replay_interval,
         )
 
-    def close(self, timeout: float | None = None) -> DrainReport | None:
-        """Closes the client synchronously, draining as :meth:`Client.close` does."""
+    def close(self, timeout: float | None = None) -> DrainReport:
+        """Closes the client synchronously, draining as :meth:`Client.close` does (and
+        returning its report, always)."""
         report = self._close_lifecycle(timeout)
         self._native.close()
         return report
 
-    async def aclose(self, timeout: float | None = None) -> DrainReport | None:
+    async def aclose(self, timeout: float | None = None) -> DrainReport:
         """Closes the client: drains pending settlements for at most ``timeout`` seconds
-        (default ``close_timeout``) without blocking the event loop, then closes."""
-        report = None
+        (default ``close_timeout``) without blocking the event loop, then closes. Returns the
+        drain report as :meth:`Client.close` does, always: what the drain settled, what is
+        still pending, what was quarantined (empty when the lifecycle never ran)."""
+        if timeout is not None:
+            timeout = _close_seconds(timeout, "timeout")
         lc = self._lc
+        drained: DrainReport | None = None
         if lc is not None:
-            t = lc.close_timeout if timeout is None else _close_seconds(timeout, "timeout")
+            t = lc.close_timeout if timeout is None else timeout
             ms = round(t * 1000)
             if ms > 0 and not lc.native.closed:
-                await lc.native.drain_async(ms)
-            report = self._close_lifecycle(0)
+                drained = DrainReport._from_json(await lc.native.drain_async(ms))
+        report = self._close_lifecycle(0)
         self._native.close()
-        return report
+        if drained is None:
+            return report
+        # The drain ran before the close, whose own report (no drain) only lists what is
+        # left: the settlements are the drain's.
+        return DrainReport(
+            outcomes=drained.outcomes + report.outcomes,
+            remaining=report.remaining,
+            quarantined=tuple(dict.fromkeys(drained.quarantined + report.quarantined)),
+        )
 
     async def flush(self) -> DrainReport:
         """Replays every pending settlement of this client's server once, now."""

@@ -52,6 +52,7 @@ __all__ = [
     "MissingActualError",
     "InvalidActualError",
     "HeartbeatLapsedError",
+    "NotSettledError",
     "current_reservation",
     "HEARTBEAT_POLICIES",
 ]
@@ -94,15 +95,18 @@ class Settlement:
     idempotency key) or ``rejected`` (a genuine terminal rejection; ``error_kind``,
     ``http_status`` and ``error_code`` say why).
 
-    ``charged`` is the amount applied to the budget whichever path applied it: the commit's
-    ``charged``, or after the event fallback the event response's ``charged`` (present when
-    the server capped the actual) else the event's whole actual. ``None`` unless settled.
-    ``body`` is the server's response as received.
+    :attr:`charged` is the amount applied to the budget whichever path applied it: the
+    commit's ``charged``, or after the event fallback the event response's ``charged``
+    (present when the server capped the actual) else the event's whole actual. It exists
+    exactly when :attr:`settled`; reading it otherwise raises :class:`NotSettledError`, and
+    ``charged_or_none`` is the same value or ``None``. ``body`` is the server's response as
+    received.
     """
 
     status: str
     reservation_id: str
-    charged: Amount | None = None
+    #: :attr:`charged` when settled, else ``None``.
+    charged_or_none: Amount | None = None
     reason: str | None = None
     error_kind: str | None = None
     journaled: bool | None = None
@@ -121,6 +125,27 @@ class Settlement:
         """True when not settled yet (kept for replay)."""
         return self.status == SettlementStatus.PENDING
 
+    @property
+    def charged(self) -> Amount:
+        """The amount applied to the budget (see the class). Raises :class:`NotSettledError`
+        when nothing was applied (``pending`` or ``rejected``): check :attr:`settled`, or
+        read ``charged_or_none``."""
+        if self.charged_or_none is None:
+            # A pending settlement may still apply later (replay), a rejected one never will:
+            # either way there is no amount to report, and 0 would read as "applied nothing".
+            what = (
+                "is pending (journaled; the background replay, flush() or drain() retries it)"
+                if self.pending
+                else f"is {self.status}"
+            )
+            raise NotSettledError._of(
+                f"the settlement of reservation {self.reservation_id} {what}: nothing was "
+                "charged (check .settled, or read .charged_or_none)",
+                self.reservation_id,
+                self.status,
+            )
+        return self.charged_or_none
+
     @classmethod
     def _from(cls, reservation_id: str, d: Mapping[str, Any]) -> Settlement:
         body = d.get("body")
@@ -129,7 +154,7 @@ class Settlement:
         return cls(
             status=d["status"],
             reservation_id=reservation_id,
-            charged=charged,
+            charged_or_none=charged,
             reason=d.get("reason"),
             error_kind=d.get("error_kind"),
             journaled=d.get("journaled"),
@@ -155,7 +180,8 @@ class PendingSettlement:
 class DrainReport:
     """What :meth:`~cycles.Client.flush`, :meth:`~cycles.Client.drain` or ``close()`` did:
     the last outcome per record worked on, what is still pending (left in the journal) and
-    which files were quarantined."""
+    which files were quarantined. ``close()`` of a client whose lifecycle never ran returns
+    an empty report: it drained nothing and did not look at the journal."""
 
     outcomes: tuple[Settlement, ...]
     remaining: tuple[PendingSettlement, ...]
@@ -172,6 +198,10 @@ class DrainReport:
         is a record that could not be read (or settled) and may hold real spend: an operator
         must look at it (``cycles journal quarantine``)."""
         return not self.remaining and not self.quarantined
+
+    @classmethod
+    def _empty(cls) -> DrainReport:
+        return cls(outcomes=(), remaining=(), quarantined=())
 
     @classmethod
     def _from_json(cls, text: str) -> DrainReport:
@@ -264,6 +294,29 @@ class HeartbeatLapsedError(CyclesError):
     reason: str | None = None
 
 
+class NotSettledError(InvalidArgumentError):
+    """A settlement value that does not exist was read: :attr:`GuardedReservation.settlement`
+    of a reservation that has none (still running, released after its body raised before
+    reporting usage, or nothing sent), or :attr:`Settlement.charged` of a settlement that
+    applied nothing (``pending`` or ``rejected``). A misuse of the API like reporting usage
+    after the block, hence an :class:`~cycles.InvalidArgumentError`; nothing is sent.
+    ``reservation_id`` names the reservation; ``status`` is the settlement's status, or
+    ``None`` when there is no settlement. The ``..._or_none`` twins of both attributes read
+    the same values without raising."""
+
+    reservation_id: str | None = None
+    status: str | None = None
+
+    @classmethod
+    def _of(cls, message: str, reservation_id: str, status: str | None) -> NotSettledError:
+        # Set after construction, as the other lifecycle outcomes do: the base class's
+        # constructor (and so pickling) keeps its signature.
+        e = cls(message)
+        e.reservation_id = reservation_id
+        e.status = status
+        return e
+
+
 _CURRENT: contextvars.ContextVar[GuardedReservation | None] = contextvars.ContextVar(
     "cycles_current_reservation", default=None
 )
@@ -322,8 +375,7 @@ class GuardedReservation:
         #: How the block ended: ``settled``, ``work_failed``, ``missing_actual``,
         #: ``invalid_actual`` or ``heartbeat_lapsed`` (``None`` while running).
         self.outcome: str | None = None
-        #: The settlement (``None`` while running, after a release, or when nothing was sent).
-        self.settlement: Settlement | None = None
+        self._settlement: Settlement | None = None
         #: What the heartbeat did (``None`` while running or when disabled).
         self.lease: LeaseInfo | None = None
         #: ``(error_kind, message)`` when a release after a failing body failed.
@@ -356,10 +408,41 @@ class GuardedReservation:
         return self._native.finished
 
     @property
+    def settlement(self) -> Settlement:
+        """How the reservation was settled. Every block that ends without raising has one
+        (``status`` says whether it applied or is pending), as does a block that raised after
+        reporting usage. Raises :class:`NotSettledError` when there is none: while the block
+        runs, after a release (:attr:`released`), or when nothing was sent (the body raised
+        before reporting usage and the release failed, or :class:`MissingActualError`);
+        ``settlement_or_none`` reads the same value without raising."""
+        s = self._settlement
+        if s is None:
+            if self.outcome is None:
+                why = "is still running"
+            elif self.released:
+                why = "was released (the body raised before reporting usage)"
+            else:
+                why = f"ended with outcome {self.outcome} and sent no settlement"
+            raise NotSettledError._of(
+                f"reservation {self.reservation_id} has no settlement: it {why} "
+                "(read .settlement_or_none to get None instead)",
+                self.reservation_id,
+                None,
+            )
+        return s
+
+    @property
+    def settlement_or_none(self) -> Settlement | None:
+        """:attr:`settlement`, or ``None`` when there is none."""
+        return self._settlement
+
+    @property
     def released(self) -> bool:
         """True when the body failed before any actual and the reservation was released."""
         return (
-            self.outcome == "work_failed" and self.settlement is None and self.release_error is None
+            self.outcome == "work_failed"
+            and self._settlement is None
+            and self.release_error is None
         )
 
     def _amount(self, amount: int | Amount) -> int:
@@ -410,7 +493,7 @@ class GuardedReservation:
         rid = d["reservation_id"]
         self.outcome = d["outcome"]
         s = d.get("settlement")
-        self.settlement = None if s is None else Settlement._from(rid, s)
+        self._settlement = None if s is None else Settlement._from(rid, s)
         self.lease = _lease(d.get("lease"))
         rel = d.get("release_error")
         self.release_error = None if rel is None else (rel["error_kind"], rel["message"])
@@ -433,14 +516,14 @@ class GuardedReservation:
         if self.outcome == "heartbeat_lapsed":
             h = HeartbeatLapsedError(d.get("message") or "the heartbeat lapsed")
             h.reservation_id = rid
-            h.settlement = self.settlement
+            h.settlement = self._settlement
             h.reason = d.get("reason")
             raise h
 
     def __repr__(self) -> str:
         return (
             f"GuardedReservation(reservation_id={self.reservation_id!r}, actual={self.actual!r}, "
-            f"outcome={self.outcome!r}, settlement={self.settlement!r})"
+            f"outcome={self.outcome!r}, settlement={self._settlement!r})"
         )
 
 

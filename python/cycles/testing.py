@@ -4,23 +4,32 @@ loopback port, with TTL regimes, scripted faults, and ledger / request-log inspe
 
 ::
 
-    with LocalServer() as server, server.client() as client:
-        server.add_fault("commitReservation", {"kind": "drop_response_after_apply"})
-        ...
+    with LocalServer(budgets=[Budget("tenant:acme", "USD_MICROCENTS", 1_000_000)]) as server:
+        with server.client() as client:
+            server.add_fault("commitReservation", {"kind": "drop_response_after_apply"})
+            ...
         assert [e.kind for e in server.ledger()] == ["reserve", "commit"]
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping
+from typing import Any, Callable, Literal, Mapping, Sequence, TypeVar, cast
 
 from . import _native
 from .client import AsyncClient, Client
 from .errors import InvalidArgumentError
 
-__all__ = ["LocalServer", "LedgerEntry", "RequestRecord", "DEFAULT_API_KEY", "DEFAULT_TENANT"]
+__all__ = [
+    "LocalServer",
+    "Budget",
+    "LedgerEntry",
+    "RequestRecord",
+    "DEFAULT_API_KEY",
+    "DEFAULT_TENANT",
+]
 
 DEFAULT_TENANT = "acme"
 """Tenant of the default configuration."""
@@ -28,6 +37,175 @@ DEFAULT_API_KEY = "cycles-local-key"
 """API key of the default tenant."""
 DEFAULT_ADMIN_KEY = "cycles-local-admin"
 """Admin key of the default configuration."""
+
+
+_I64 = range(-(2**63), 2**63)
+
+#: Operator statuses of a budget (the server also reads them in lower case).
+_BUDGET_STATUSES = ("ACTIVE", "FROZEN", "CLOSED")
+
+
+def _int(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value not in _I64:
+        raise InvalidArgumentError(f"{what} must be an int of 64 bits, not {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class Budget:
+    """One budget of the local server: ``allocated`` in ``unit`` for ``scope``.
+
+    ``scope`` is a canonical scope path (``tenant:acme``, ``tenant:acme/workspace:prod``);
+    reservations are enforced on every derived scope that has a budget in their unit, and a
+    scope with no budget in the unit is refused. ``overdraft_limit`` is the debt
+    ``ALLOW_WITH_OVERDRAFT`` may accrue (``None``: the server's default, 0); ``status``
+    ``ACTIVE`` (``None``: the default), ``FROZEN`` or ``CLOSED``."""
+
+    scope: str
+    unit: str
+    allocated: int
+    overdraft_limit: int | None = None
+    status: Literal["ACTIVE", "FROZEN", "CLOSED"] | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("scope", "unit"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value:
+                raise InvalidArgumentError(f"Budget.{name} must be a non-empty str, not {value!r}")
+        _int(self.allocated, "Budget.allocated")
+        if self.overdraft_limit is not None:
+            _int(self.overdraft_limit, "Budget.overdraft_limit")
+        if self.status is not None and self.status not in _BUDGET_STATUSES:
+            raise InvalidArgumentError(
+                f"Budget.status must be one of {_BUDGET_STATUSES} or None, not {self.status!r}"
+            )
+
+    @classmethod
+    def _of(cls, value: Budget | Mapping[str, Any], where: str) -> Budget:
+        if isinstance(value, Budget):
+            return value
+        if not isinstance(value, Mapping):
+            raise InvalidArgumentError(f"{where} must be a Budget or a mapping, not {value!r}")
+        _known_keys(value, _BUDGET_KEYS, where)
+        missing = [k for k in ("scope", "unit", "allocated") if k not in value]
+        if missing:
+            # The server would fill them in (tenant:acme, USD_MICROCENTS, 10^10): the silent
+            # default this check exists to prevent.
+            raise InvalidArgumentError(f"{where} lacks {', '.join(map(repr, missing))}")
+        status = value.get("status")
+        return cls(
+            scope=value["scope"],
+            unit=value["unit"],
+            allocated=value["allocated"],
+            overdraft_limit=value.get("overdraft_limit"),
+            # Checked by __post_init__; the server reads lower case too.
+            status=cast(Any, status.upper() if isinstance(status, str) else status),
+        )
+
+    def _to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"scope": self.scope, "unit": self.unit, "allocated": self.allocated}
+        if self.overdraft_limit is not None:
+            out["overdraft_limit"] = self.overdraft_limit
+        if self.status is not None:
+            out["status"] = self.status
+        return out
+
+
+# The fields of the server's ServerConfig (conformance/server/src/config.rs). The server fills
+# in whatever is missing, so a misspelt key would silently leave its default in place;
+# tests/test_testing.py compares these with the config the server reports.
+_CONFIG_KEYS = (
+    "bind",
+    "tenants",
+    "admin_api_key",
+    "budgets",
+    "regime",
+    "idempotency_compare",
+    "evidence",
+    "mode",
+)
+_BUDGET_KEYS = ("scope", "unit", "allocated", "overdraft_limit", "status")
+_TENANT_KEYS = ("id", "api_keys", "closed")
+_REGIME_KEYS = ("emit_remaining_ttl", "extend", "initial_ttl_cap_ms", "max_extensions")
+_EXTEND_KEYS = {
+    "additive": ("kind",),
+    "grant_cap": ("kind", "max_grant_ms"),
+    "max_lead": ("kind", "max_lead_ms"),
+}
+_RULE_KEYS = ("operation", "fault", "reservation_id", "skip", "times")
+
+
+def _known_keys(value: Mapping[str, Any], known: Sequence[str], where: str) -> None:
+    for key in value:
+        if key not in known:
+            raise InvalidArgumentError(
+                f"unknown key {key!r} in {where} (known: {', '.join(known)})",
+                details={"key": str(key), "where": where},
+            )
+
+
+def _mapping(value: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise InvalidArgumentError(f"{where} must be a mapping, not {value!r}")
+    return value
+
+
+def _items(value: Any, where: str) -> Sequence[Any]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise InvalidArgumentError(f"{where} must be a list, not {value!r}")
+    return value
+
+
+def _regime(value: Any, where: str) -> dict[str, Any]:
+    regime = dict(_mapping(value, where))
+    _known_keys(regime, _REGIME_KEYS, where)
+    extend = regime.get("extend")
+    if extend is not None:
+        ext = _mapping(extend, f"{where}['extend']")
+        kind = ext.get("kind")
+        # The server also reads the PascalCase names (GrantCap); its own error lists the
+        # kinds when this is none of them.
+        snake = re.sub(r"(?<!^)([A-Z])", r"_\1", kind).lower() if isinstance(kind, str) else kind
+        if snake in _EXTEND_KEYS:
+            _known_keys(ext, _EXTEND_KEYS[snake], f"{where}['extend'] of kind {kind!r}")
+    return regime
+
+
+def _config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` checked against the server's fields (unknown keys raise), budgets as JSON."""
+    cfg = dict(_mapping(config, "the LocalServer config"))
+    _known_keys(cfg, _CONFIG_KEYS, "the LocalServer config")
+    if "budgets" in cfg:
+        cfg["budgets"] = [
+            Budget._of(b, f"config['budgets'][{i}]")._to_json()
+            for i, b in enumerate(_items(cfg["budgets"], "config['budgets']"))
+        ]
+    if "tenants" in cfg:
+        tenants = _items(cfg["tenants"], "config['tenants']")
+        for i, t in enumerate(tenants):
+            where = f"config['tenants'][{i}]"
+            _known_keys(_mapping(t, where), _TENANT_KEYS, where)
+    if "regime" in cfg:
+        cfg["regime"] = _regime(cfg["regime"], "config['regime']")
+    return cfg
+
+
+_R = TypeVar("_R")
+
+# serde's position in the JSON this module wrote, not in anything the caller wrote.
+_JSON_POSITION = re.compile(r" at line \d+ column \d+")
+
+
+def _native_call(fn: Callable[..., _R], *args: Any) -> _R:
+    """``fn(*args)`` with serde's JSON positions taken out of an argument error's message."""
+    try:
+        return fn(*args)
+    except InvalidArgumentError as e:
+        message = _JSON_POSITION.sub("", e.message)
+        if message == e.message:
+            raise
+        attrs = e._attrs()
+        raise type(e)(message, **attrs) from None
 
 
 @dataclass(frozen=True)
@@ -69,35 +247,52 @@ class LocalServer:
     """A running local Cycles server. It starts in the constructor and stops on
     :meth:`stop` (or at the end of a ``with`` block).
 
-    ``config`` is the server's ``ServerConfig`` as a mapping (every field optional), e.g.::
+    ``budgets`` replaces the server's budgets (by default one: ``tenant:acme``,
+    ``USD_MICROCENTS``, allocated 10^10): only the given ones exist, e.g.::
+
+        LocalServer(budgets=[Budget("tenant:acme", "TOKENS", 1_000)])
+
+    ``config`` is the server's ``ServerConfig`` as a mapping (every field optional:
+    ``bind``, ``tenants``, ``admin_api_key``, ``budgets``, ``regime``,
+    ``idempotency_compare``, ``evidence``, ``mode``; see ``conformance/server/README.md``),
+    e.g.::
 
         LocalServer({"regime": {"emit_remaining_ttl": False, "max_extensions": 3},
-                     "budgets": [{"scope": "tenant:acme", "unit": "TOKENS",
-                                  "allocated": 1000}]})
+                     "tenants": [{"id": "acme", "api_keys": ["k1"]}]})
 
-    ``regime`` is a shortcut that replaces ``config["regime"]``. ``mode`` replaces
-    ``config["mode"]``: ``"spec"`` (the default: exactly what the spec declares) or
-    ``"reference"`` (serialise like the reference Cycles server: explicit ``null`` for unset
-    optional subject/action members, ``next_cursor: null`` on last pages, 500 on routing
-    errors, 401 reason codes, its header quirks; see the server's README).
+    A key the server does not have (at the top, in a budget, a tenant, the regime or its
+    ``extend``) raises :class:`~cycles.InvalidArgumentError` naming it, instead of starting
+    a server that silently keeps the default; a budget mapping needs ``scope``, ``unit``
+    and ``allocated`` like :class:`Budget`.
+
+    ``budgets`` and ``regime`` replace ``config["budgets"]`` and ``config["regime"]``.
+    ``mode`` replaces ``config["mode"]``: ``"spec"`` (the default: exactly what the spec
+    declares) or ``"reference"`` (serialise like the reference Cycles server: explicit
+    ``null`` for unset optional subject/action members, ``next_cursor: null`` on last
+    pages, 500 on routing errors, 401 reason codes, its header quirks; see the server's
+    README).
     """
 
     def __init__(
         self,
         config: Mapping[str, Any] | None = None,
         *,
+        budgets: Sequence[Budget | Mapping[str, Any]] | None = None,
         regime: Mapping[str, Any] | None = None,
         mode: Literal["spec", "reference"] | None = None,
     ) -> None:
-        cfg: dict[str, Any] = dict(config or {})
+        cfg: dict[str, Any] = {} if config is None else dict(_mapping(config, "config"))
+        if budgets is not None:
+            cfg["budgets"] = budgets
         if regime is not None:
-            cfg["regime"] = dict(regime)
+            cfg["regime"] = regime
         if mode is not None:
             if mode not in ("spec", "reference"):
                 raise InvalidArgumentError(f"mode must be 'spec' or 'reference', not {mode!r}")
             cfg["mode"] = mode
+        cfg = _config(cfg)
         self._config = cfg
-        self._native = _native.NativeLocalServer(json.dumps(cfg) if cfg else None)
+        self._native = _native_call(_native.NativeLocalServer, json.dumps(cfg) if cfg else None)
 
     @property
     def url(self) -> str:
@@ -155,15 +350,16 @@ class LocalServer:
                 raise TypeError("add_fault(operation, fault): the fault is missing")
             rule: dict[str, Any] = {
                 "operation": rule_or_operation,
-                "fault": dict(fault),
+                "fault": dict(_mapping(fault, "the fault")),
                 "skip": skip,
                 "times": times,
             }
             if reservation_id is not None:
                 rule["reservation_id"] = reservation_id
         else:
-            rule = dict(rule_or_operation)
-        self._native.add_fault(json.dumps(rule))
+            rule = dict(_mapping(rule_or_operation, "a fault rule"))
+            _known_keys(rule, _RULE_KEYS, "the fault rule")
+        _native_call(self._native.add_fault, json.dumps(rule))
 
     def clear_faults(self) -> None:
         """Removes every fault rule."""
@@ -178,7 +374,11 @@ class LocalServer:
         return [RequestRecord(**r) for r in json.loads(self._native.requests())]
 
     def advance_clock(self, ms: int) -> None:
-        """Moves the server clock forward (expiry without sleeping)."""
+        """Moves the server clock forward by ``ms`` milliseconds, 0 or more (expiry without
+        sleeping)."""
+        if isinstance(ms, bool) or not isinstance(ms, int) or not 0 <= ms < 2**64:
+            # pyo3 would raise OverflowError (or TypeError) for what a u64 cannot hold.
+            raise InvalidArgumentError(f"advance_clock takes an int of 0 or more, not {ms!r}")
         self._native.advance_clock(ms)
 
     def now_ms(self) -> int:

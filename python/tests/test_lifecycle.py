@@ -204,7 +204,7 @@ def test_failure_before_any_actual_releases(client: cycles.Client, server: Local
         with client.reserve(1_000, action=ACTION) as r:
             raise err
     assert info.value is err
-    assert r.outcome == "work_failed" and r.settlement is None and r.released
+    assert r.outcome == "work_failed" and r.settlement_or_none is None and r.released
     assert [k for k, _ in ledger(server)] == ["reserve", "release"]
     assert "commitReservation" not in ops(server)
 
@@ -215,7 +215,7 @@ def test_missing_actual_sends_nothing(client: cycles.Client, server: LocalServer
             pass
     assert isinstance(info.value, cycles.CyclesError)
     assert info.value.reservation_id == r.reservation_id
-    assert r.outcome == "missing_actual" and r.settlement is None
+    assert r.outcome == "missing_actual" and r.settlement_or_none is None
     assert ops(server) == ["createReservation"]  # no commit, no event, no release
     assert ledger(server) == [("reserve", 1_000)]
 

@@ -61,3 +61,15 @@ def test_quickstart_runs(capsys: pytest.CaptureFixture[str]) -> None:
     assert "next extension in" in out
     assert "charged 420000 USD_MICROCENTS" in out
     assert "spent 420000" in out
+
+
+def test_guarded_arguments_with_a_small_budget_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    path = existing(readme())
+    blocks = [b for b in python_blocks(path) if "client.guarded" in b and "budgets=" in b]
+    assert len(blocks) == 1, "the README shows guarded() against a LocalServer with a budget"
+    exec(compile(blocks[0], str(path), "exec"), {"__name__": "quickstart"})
+    out = capsys.readouterr().out
+    # 600 tokens reserved (600_000), 300 used; 800_000 more exceeds the 700_000 left.
+    assert "tokens 300" in out
+    assert "denied BUDGET_EXCEEDED" in out
+    assert "remaining 700000" in out

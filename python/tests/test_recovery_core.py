@@ -281,7 +281,7 @@ def test_missing_actual_is_surfaced_without_settlement(server: LocalServer, tmp_
                 pass  # the work "succeeded" but never said what it cost
         assert missing.value.reservation_id == r.reservation_id
         assert "without reporting its actual amount" in str(missing.value)
-        assert r.outcome == "missing_actual" and r.settlement is None
+        assert r.outcome == "missing_actual" and r.settlement_or_none is None
 
         @client.guarded(1_000, action=ACTION, heartbeat=False)
         def silent() -> str:

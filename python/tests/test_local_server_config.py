@@ -1,0 +1,171 @@
+"""``cycles.testing.LocalServer`` configuration (issue 28): typed ``budgets=``, unknown keys
+refused with ``InvalidArgumentError`` naming them (a misspelt key used to leave the server's
+default in place silently), and argument errors without serde's position in JSON the caller
+never wrote. What the server really runs with is read back from its own ``/__cycles/config``
+route and its ledger."""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import cycles
+from cycles.testing import Budget, LocalServer
+
+ACTION = cycles.Action("llm.completion", "openai:gpt-4o-mini")
+SERDE_POSITION = re.compile(r"line \d+ column \d+")
+
+
+def served_config(server: LocalServer) -> dict[str, Any]:
+    """The configuration the running server reports (its inspection route, real HTTP)."""
+    with urllib.request.urlopen(f"{server.url}/__cycles/config", timeout=5) as r:
+        return json.loads(r.read())  # type: ignore[no-any-return]
+
+
+def test_a_small_budget_is_what_the_server_enforces(tmp_path: Path) -> None:
+    with LocalServer(budgets=[Budget("tenant:acme", "USD_MICROCENTS", 1_000_000)]) as server:
+        assert served_config(server)["budgets"] == [
+            {
+                "scope": "tenant:acme",
+                "unit": "USD_MICROCENTS",
+                "allocated": 1_000_000,
+                "overdraft_limit": 0,
+                "status": "ACTIVE",
+            }
+        ]
+        with server.client(journal_dir=tmp_path) as client:
+            with client.reserve(600_000, action=ACTION) as r:
+                r.set_actual(600_000)
+            with pytest.raises(cycles.BudgetExceededError):
+                with client.reserve(600_000, action=ACTION):
+                    pass
+            balance = client.get_balances(tenant="acme").balances[0]
+        assert balance.allocated is not None and balance.allocated.amount == 1_000_000
+        assert [(e.kind, e.amount) for e in server.ledger()] == [
+            ("reserve", 600_000),
+            ("commit", 600_000),
+        ]
+
+
+def test_budgets_in_another_unit_with_overdraft_and_status(tmp_path: Path) -> None:
+    budgets: list[Budget | dict[str, Any]] = [
+        Budget("tenant:acme", "TOKENS", 1_000, overdraft_limit=50),
+        {"scope": "tenant:acme", "unit": "CREDITS", "allocated": 10, "status": "frozen"},
+    ]
+    with LocalServer(budgets=budgets) as server, server.client(journal_dir=tmp_path) as client:
+        served = served_config(server)["budgets"]
+        assert [(b["unit"], b["allocated"], b["overdraft_limit"], b["status"]) for b in served] == [
+            ("TOKENS", 1_000, 50, "ACTIVE"),
+            ("CREDITS", 10, 0, "FROZEN"),
+        ]
+        # The default budget is USD_MICROCENTS only: this was UNIT_MISMATCH before.
+        with client.reserve(400, unit="TOKENS", action=ACTION) as r:
+            r.set_actual(300)
+        with pytest.raises(cycles.BudgetFrozenError):
+            with client.reserve(1, unit="CREDITS", action=ACTION):
+                pass
+        with pytest.raises(cycles.UnitMismatchError):  # the default USD budget is gone
+            with client.reserve(1, action=ACTION):
+                pass
+        assert [(e.kind, e.unit, e.amount) for e in server.ledger()] == [
+            ("reserve", "TOKENS", 400),
+            ("commit", "TOKENS", 300),
+        ]
+
+
+def test_the_keyword_replaces_the_config_budgets() -> None:
+    config = {"budgets": [{"scope": "tenant:acme", "unit": "TOKENS", "allocated": 5}]}
+    with LocalServer(config, budgets=[Budget("tenant:acme", "CREDITS", 7)]) as server:
+        assert [(b["unit"], b["allocated"]) for b in served_config(server)["budgets"]] == [
+            ("CREDITS", 7)
+        ]
+
+
+@pytest.mark.parametrize(
+    ("config", "key", "where"),
+    [
+        ({"budget": {"unit": "TOKENS", "allocated": 5}}, "budget", "the LocalServer config"),
+        ({"tenant": "acme"}, "tenant", "the LocalServer config"),
+        (
+            {"budgets": [{"scope": "tenant:acme", "unit": "TOKENS", "allocated": 5, "limit": 1}]},
+            "limit",
+            "config['budgets'][0]",
+        ),
+        ({"tenants": [{"id": "acme", "api_key": "k"}]}, "api_key", "config['tenants'][0]"),
+        ({"regime": {"max_extension": 3}}, "max_extension", "config['regime']"),
+        (
+            {"regime": {"extend": {"kind": "grant_cap", "max_grant_ms": 5, "max_lead_ms": 9}}},
+            "max_lead_ms",
+            "config['regime']['extend'] of kind 'grant_cap'",
+        ),
+    ],
+)
+def test_unknown_keys_are_refused_by_name(config: dict[str, Any], key: str, where: str) -> None:
+    with pytest.raises(cycles.InvalidArgumentError) as info:
+        LocalServer(config)
+    e = info.value
+    assert f"unknown key {key!r} in {where}" in e.message
+    assert e.details == {"key": key, "where": where}
+    assert not SERDE_POSITION.search(str(e))
+
+
+def test_budget_fields_are_checked() -> None:
+    with pytest.raises(cycles.InvalidArgumentError, match=r"lacks 'allocated'"):
+        LocalServer(budgets=[{"scope": "tenant:acme", "unit": "TOKENS"}])
+    with pytest.raises(cycles.InvalidArgumentError, match=r"Budget\.allocated must be an int"):
+        Budget("tenant:acme", "TOKENS", "1000")  # type: ignore[arg-type]
+    with pytest.raises(cycles.InvalidArgumentError, match=r"Budget\.allocated must be an int"):
+        Budget("tenant:acme", "TOKENS", 2**63)
+    with pytest.raises(cycles.InvalidArgumentError, match=r"Budget\.scope"):
+        Budget("", "TOKENS", 1)
+    with pytest.raises(cycles.InvalidArgumentError, match=r"Budget\.status"):
+        Budget("tenant:acme", "TOKENS", 1, status="PAUSED")  # type: ignore[arg-type]
+    with pytest.raises(cycles.InvalidArgumentError, match="must be a list"):
+        LocalServer(budgets=Budget("tenant:acme", "TOKENS", 1))  # type: ignore[arg-type]
+    with pytest.raises(cycles.InvalidArgumentError, match=r"config\['budgets'\]\[1\] must be"):
+        LocalServer(budgets=[Budget("tenant:acme", "TOKENS", 1), 5])  # type: ignore[list-item]
+
+
+def test_every_field_the_server_reports_is_accepted() -> None:
+    # The server's whole configuration, as it reports it, is a valid config: no field of
+    # ServerConfig is missing from the keys this package knows (it would be refused).
+    with LocalServer(
+        {"regime": {"extend": {"kind": "grant_cap", "max_grant_ms": 1_000}}}
+    ) as server:
+        full = served_config(server)
+    assert set(full) >= {"budgets", "tenants", "regime", "mode", "bind"}
+    assert full["regime"]["extend"] == {"kind": "grant_cap", "max_grant_ms": 1_000}
+    full["bind"] = "127.0.0.1:0"
+    with LocalServer(full) as again:
+        assert served_config(again) == full
+    # PascalCase kinds, which the server also reads, are checked the same way.
+    with LocalServer({"regime": {"extend": {"kind": "MaxLead", "max_lead_ms": 500}}}) as s:
+        assert served_config(s)["regime"]["extend"] == {"kind": "max_lead", "max_lead_ms": 500}
+
+
+def test_server_errors_name_no_json_position() -> None:
+    # Values of the wrong type still reach the server's own parser; its message is kept,
+    # without the line and column of the JSON this package wrote.
+    with pytest.raises(cycles.InvalidArgumentError, match="invalid server config") as info:
+        LocalServer({"evidence": "yes"})
+    assert "invalid type" in info.value.message
+    assert not SERDE_POSITION.search(str(info.value)), info.value
+    with LocalServer() as server:
+        for rule in (
+            {"operation": "commitReservation", "fault": {"kind": "explode"}},
+            {"operation": "commitReservation", "fault": {"kind": "delay"}},
+            {"operation": "commit", "fault": {"kind": "connection_reset"}},
+        ):
+            with pytest.raises(cycles.InvalidArgumentError, match="invalid fault rule") as e:
+                server.add_fault(rule)
+            assert not SERDE_POSITION.search(str(e.value)), e.value
+        with pytest.raises(cycles.InvalidArgumentError, match="unknown key 'count'"):
+            server.add_fault({"operation": "commitReservation", "fault": {}, "count": 3})
+        with pytest.raises(cycles.InvalidArgumentError, match="advance_clock"):
+            server.advance_clock(-1)
+        assert server.requests() == []
