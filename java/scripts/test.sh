@@ -8,6 +8,8 @@
 # with plain `java` (not Surefire, whose fork calls System.exit): the exit test and the README.md Java
 # quick start compiled with plain `javac` against the jar alone, each of which must print its
 # line and exit by itself within a time limit; both also on the newest JDK on the machine.
+# Before the suite: the committed dev.cycles.errors classes against core's table
+# (gen-errors.sh --check).
 # Also the journal interop with the Rust CLI and the Python wheel (JournalInteropCheck, which
 # needs python/scripts/test.sh's venv). The recovery conformance adapter
 # (conformance/adapters/jvm) runs on the java/target this script leaves.
@@ -51,6 +53,11 @@ print(f"surefire: {sum(got.values())} passed, 0 failed ({len(got)} classes)")
 PY
 }
 
+TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+log "error classes: dev.cycles.errors against core's table"
+(cd "$ROOT" && cargo build -q -p cycles-jvm --locked)
+bash "$J/scripts/gen-errors.sh" --check "$TARGET/debug/libcycles_jvm.so"
+
 log "package (debug profile): cargo build, mvn package with the JUnit suite"
 rm -rf "$J/target/surefire-reports"
 CYCLES_PACKAGE_PROFILE=dev "$ROOT/scripts/package.sh" "$WORK/out" java
@@ -72,7 +79,6 @@ check_reports "ClientTest=${EXPECTED[ClientTest]}" "LifecycleTest=${EXPECTED[Lif
 
 log "journal interop: JVM <-> Rust CLI <-> Python wheel (JournalInteropCheck)"
 # Not in the default includes: it needs the CLI and the test venv python/scripts/test.sh leaves.
-TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 PY_VENV_PYTHON="${CYCLES_PY_CACHE:-$HOME/.cache/cycles-python}/test-venv/bin/python"
 (cd "$ROOT" && cargo build -q -p cycles-cli --locked)
 rm -rf "$J/target/surefire-reports"
