@@ -194,8 +194,8 @@ class LifecycleTest {
             assertTrue(s.journaled());
             fx.server.clearFaults();
             DrainReport d = client.drain(Duration.ofSeconds(10));
-            assertEquals(1, d.settled().size());
-            assertEquals(Settlement.Status.COMMITTED, d.settled().get(0).settlement().status());
+            assertEquals(1, d.outcomes().size());
+            assertEquals(Settlement.Status.COMMITTED, d.outcomes().get(0).settlement().status());
             assertTrue(d.remaining().isEmpty());
         }
         assertEquals(List.of("reserve:1000", "commit:640"), fx.ledger());
