@@ -85,6 +85,30 @@ class LifecycleTest {
         assertEquals(List.of("reserve:800", "release:800"), fx.ledger());
     }
 
+    /** Usage reported before the work failed was spent: fail() commits it, it does not release. */
+    @Test
+    void failedWorkCommitsTheUsageItReported() {
+        Reservation seen;
+        try (CyclesClient client = fx.client()) {
+            try (Reservation r = client.reserve(GuardSpec.of(ACTION, 800))) {
+                seen = r;
+                r.addUsage(5);
+                r.fail();
+            }
+            IOException thrown = new IOException("stream cut");
+            IOException e = assertThrows(IOException.class, () -> client.guarded(GuardSpec.of(ACTION, 700), r -> {
+                r.addUsage(7);
+                throw thrown;
+            }));
+            assertSame(thrown, e);
+        }
+        Outcome o = seen.outcome().orElseThrow();
+        assertEquals(Outcome.Kind.WORK_FAILED, o.kind());
+        assertEquals(Settlement.Status.COMMITTED, o.settlement().status(), o.json());
+        assertEquals(Amount.usdMicrocents(5), o.charged());
+        assertEquals(List.of("reserve:800", "commit:5", "reserve:700", "commit:7"), fx.ledger());
+    }
+
     @Test
     void missingActualIsReportedAndNothingIsCommitted() {
         try (CyclesClient client = fx.client()) {
