@@ -182,7 +182,9 @@ typedef enum cycles_outcome_kind {
    */
   CYCLES_OUTCOME_SETTLED = 0,
   /**
-   * The work failed: the reservation was released.
+   * The work failed. Usage it had reported (`cycles_guard_set_actual`, `cycles_guard_add`)
+   * was committed, journaled first like any commit (see `settlement`); with no usage
+   * reported the reservation was released (`CYCLES_SETTLEMENT_NONE`).
    */
   CYCLES_OUTCOME_WORK_FAILED = 1,
   /**
@@ -204,7 +206,7 @@ typedef enum cycles_outcome_kind {
  */
 typedef enum cycles_settlement_status {
   /**
-   * No settlement (missing or invalid actual, or a release).
+   * No settlement (missing or invalid actual, or failed work released: no usage reported).
    */
   CYCLES_SETTLEMENT_NONE = 0,
   /**
@@ -700,6 +702,21 @@ const char *cycles_error_json(const struct cycles_error *e);
 void cycles_error_free(struct cycles_error *e);
 
 /**
+ * The name of an outcome kind, as the outcome JSON writes it (its `outcome`): `"settled"`,
+ * `"work_failed"`, `"missing_actual"`, `"invalid_actual"` or `"heartbeat_lapsed"`. A static
+ * string (never freed). NULL for a value that is not a `cycles_outcome_kind`.
+ */
+const char *cycles_outcome_kind_name(cycles_outcome_kind kind);
+
+/**
+ * The name of a settlement status, as the outcome JSON writes it (its `settlement.status`):
+ * `"committed"`, `"recovered_via_event"`, `"pending"` or `"rejected"`, and `"none"` for
+ * `CYCLES_SETTLEMENT_NONE` (the JSON has no settlement then). A static string (never freed).
+ * NULL for a value that is not a `cycles_settlement_status`.
+ */
+const char *cycles_settlement_status_name(cycles_settlement_status status);
+
+/**
  * Reserves `r->estimate` and starts the heartbeat (blocking: one reservation request). On
  * success `*out` is a new guard owned by the caller: report usage, then
  * `cycles_guard_finish`, then `cycles_guard_free`. A denial is its error
@@ -734,10 +751,10 @@ enum cycles_status cycles_guard_begin_async(const struct cycles_client *c,
 
 /**
  * `cycles_guard_finish` without blocking: a second finish is returned here as
- * `CYCLES_INVALID_ARGUMENT` (then `cb` is never called); otherwise the settlement (or
- * release) runs on core's runtime and `cb` gets the outcome exactly once, on the completion
- * thread, with `user_data`. The guard may be freed as soon as this returns. Any thread,
- * including callbacks.
+ * `CYCLES_INVALID_ARGUMENT` (then `cb` is never called); otherwise the settlement (or, for
+ * failed work that reported no usage, the release) runs on core's runtime and `cb` gets the
+ * outcome exactly once, on the completion thread, with `user_data`. The guard may be freed
+ * as soon as this returns. Any thread, including callbacks.
  */
 enum cycles_status cycles_guard_finish_async(const struct cycles_guard *g,
                                              bool work_succeeded,
@@ -792,12 +809,15 @@ enum cycles_status cycles_guard_set_metadata_json(const struct cycles_guard *g,
 bool cycles_guard_cancelled(const struct cycles_guard *g);
 
 /**
- * Ends the action (blocking): stops the heartbeat, then commits the actual when
- * `work_succeeded` (journaled first; retried; replayed later when the server is away) or
- * releases the reservation when not. `*out` (NULL: not wanted) receives the outcome struct,
- * `*out_json` (NULL: not wanted) the full outcome JSON (free with `cycles_string_free`).
- * A second call is `CYCLES_INVALID_ARGUMENT`. Returns `CYCLES_OK` whatever the outcome:
- * read `kind` and `settlement`.
+ * Ends the action (blocking): stops the heartbeat, then commits the actual (journaled first;
+ * retried; replayed later when the server is away). When `work_succeeded` is false the usage
+ * reported so far is still committed that way (it was spent): the outcome is
+ * `CYCLES_OUTCOME_WORK_FAILED` with that settlement; only with no usage reported is the
+ * reservation released instead (`CYCLES_SETTLEMENT_NONE`). `*out` (NULL: not wanted)
+ * receives the outcome struct, `*out_json` (NULL: not wanted) the full outcome JSON (free
+ * with `cycles_string_free`). A second call is `CYCLES_INVALID_ARGUMENT`. Returns
+ * `CYCLES_OK` whatever the outcome: read `kind` and `settlement`
+ * (`cycles_outcome_kind_name`, `cycles_settlement_status_name` give their names).
  */
 enum cycles_status cycles_guard_finish(const struct cycles_guard *g,
                                        bool work_succeeded,

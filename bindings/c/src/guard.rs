@@ -1,7 +1,7 @@
 //! `cycles_guard`: one guarded action (the bridge's `Active`: core's reserve, heartbeat,
 //! usage and settle-or-release), begun from typed C arguments or a JSON spec.
 
-use std::ffi::{c_char, c_void, CString};
+use std::ffi::{c_char, c_void, CStr, CString};
 use std::ptr;
 
 use cycles_bridge::{Active, ErrorFields};
@@ -86,7 +86,9 @@ pub struct cycles_guard {
 pub enum cycles_outcome_kind {
     /// The actual amount was settled (see `settlement`).
     CYCLES_OUTCOME_SETTLED = 0,
-    /// The work failed: the reservation was released.
+    /// The work failed. Usage it had reported (`cycles_guard_set_actual`, `cycles_guard_add`)
+    /// was committed, journaled first like any commit (see `settlement`); with no usage
+    /// reported the reservation was released (`CYCLES_SETTLEMENT_NONE`).
     CYCLES_OUTCOME_WORK_FAILED = 1,
     /// The work succeeded without reporting an actual: nothing was sent.
     CYCLES_OUTCOME_MISSING_ACTUAL = 2,
@@ -100,7 +102,7 @@ pub enum cycles_outcome_kind {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum cycles_settlement_status {
-    /// No settlement (missing or invalid actual, or a release).
+    /// No settlement (missing or invalid actual, or failed work released: no usage reported).
     CYCLES_SETTLEMENT_NONE = 0,
     /// Committed.
     CYCLES_SETTLEMENT_COMMITTED = 1,
@@ -149,25 +151,92 @@ impl Default for cycles_outcome {
     }
 }
 
+/// The bridge's names of the outcome kinds (the finished JSON's `outcome`), in enum order.
+/// `outcome_of` reads the JSON with them, so the names C sees are the ones the bridge writes.
+const OUTCOME_NAMES: [(cycles_outcome_kind, &CStr); 5] = {
+    use cycles_outcome_kind::*;
+    [
+        (CYCLES_OUTCOME_SETTLED, c"settled"),
+        (CYCLES_OUTCOME_WORK_FAILED, c"work_failed"),
+        (CYCLES_OUTCOME_MISSING_ACTUAL, c"missing_actual"),
+        (CYCLES_OUTCOME_INVALID_ACTUAL, c"invalid_actual"),
+        (CYCLES_OUTCOME_HEARTBEAT_LAPSED, c"heartbeat_lapsed"),
+    ]
+};
+
+/// The bridge's names of the settlement states (`settlement.status`), in enum order; `none`
+/// (no settlement: the JSON's `settlement` is null or absent) is this binding's.
+const SETTLEMENT_NAMES: [(cycles_settlement_status, &CStr); 5] = {
+    use cycles_settlement_status::*;
+    [
+        (CYCLES_SETTLEMENT_NONE, c"none"),
+        (CYCLES_SETTLEMENT_COMMITTED, c"committed"),
+        (
+            CYCLES_SETTLEMENT_RECOVERED_VIA_EVENT,
+            c"recovered_via_event",
+        ),
+        (CYCLES_SETTLEMENT_PENDING, c"pending"),
+        (CYCLES_SETTLEMENT_REJECTED, c"rejected"),
+    ]
+};
+
+fn by_name<T: Copy>(table: &[(T, &CStr)], name: Option<&str>) -> Option<T> {
+    let name = name?;
+    table
+        .iter()
+        .find(|(_, n)| n.to_bytes() == name.as_bytes())
+        .map(|(v, _)| *v)
+}
+
+/// A `cycles_outcome_kind` as the name functions receive it: its integer, so that any value a
+/// C caller passes is defined here (a Rust enum may only ever hold one of its variants). The
+/// header shows the enum type (cbindgen.toml renames this one to it).
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug)]
+pub struct cycles_outcome_kind_value(pub u32);
+
+/// A `cycles_settlement_status` as the name functions receive it (see
+/// `cycles_outcome_kind_value`).
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug)]
+pub struct cycles_settlement_status_value(pub u32);
+
+/// The name of an outcome kind, as the outcome JSON writes it (its `outcome`): `"settled"`,
+/// `"work_failed"`, `"missing_actual"`, `"invalid_actual"` or `"heartbeat_lapsed"`. A static
+/// string (never freed). NULL for a value that is not a `cycles_outcome_kind`.
+#[no_mangle]
+pub extern "C" fn cycles_outcome_kind_name(kind: cycles_outcome_kind_value) -> *const c_char {
+    or_default(|| {
+        OUTCOME_NAMES
+            .iter()
+            .find(|(k, _)| *k as u32 == kind.0)
+            .map_or(ptr::null(), |(_, n)| n.as_ptr())
+    })
+}
+
+/// The name of a settlement status, as the outcome JSON writes it (its `settlement.status`):
+/// `"committed"`, `"recovered_via_event"`, `"pending"` or `"rejected"`, and `"none"` for
+/// `CYCLES_SETTLEMENT_NONE` (the JSON has no settlement then). A static string (never freed).
+/// NULL for a value that is not a `cycles_settlement_status`.
+#[no_mangle]
+pub extern "C" fn cycles_settlement_status_name(
+    status: cycles_settlement_status_value,
+) -> *const c_char {
+    or_default(|| {
+        SETTLEMENT_NAMES
+            .iter()
+            .find(|(s, _)| *s as u32 == status.0)
+            .map_or(ptr::null(), |(_, n)| n.as_ptr())
+    })
+}
+
 /// The struct of the bridge's finished JSON (docs/bindings.md, "Guarded lifecycle").
 fn outcome_of(v: &Value) -> cycles_outcome {
-    use cycles_outcome_kind::*;
-    use cycles_settlement_status::*;
-    let kind = match v["outcome"].as_str() {
-        Some("work_failed") => CYCLES_OUTCOME_WORK_FAILED,
-        Some("missing_actual") => CYCLES_OUTCOME_MISSING_ACTUAL,
-        Some("invalid_actual") => CYCLES_OUTCOME_INVALID_ACTUAL,
-        Some("heartbeat_lapsed") => CYCLES_OUTCOME_HEARTBEAT_LAPSED,
-        _ => CYCLES_OUTCOME_SETTLED,
-    };
+    let kind = by_name(&OUTCOME_NAMES, v["outcome"].as_str())
+        .unwrap_or(cycles_outcome_kind::CYCLES_OUTCOME_SETTLED);
     let s = &v["settlement"];
-    let settlement = match s["status"].as_str() {
-        Some("committed") => CYCLES_SETTLEMENT_COMMITTED,
-        Some("recovered_via_event") => CYCLES_SETTLEMENT_RECOVERED_VIA_EVENT,
-        Some("pending") => CYCLES_SETTLEMENT_PENDING,
-        Some("rejected") => CYCLES_SETTLEMENT_REJECTED,
-        _ => CYCLES_SETTLEMENT_NONE,
-    };
+    let settlement = by_name(&SETTLEMENT_NAMES, s["status"].as_str())
+        .unwrap_or(cycles_settlement_status::CYCLES_SETTLEMENT_NONE);
     let actual = v["actual"].as_i64();
     let charged = s["charged"]["amount"].as_i64();
     cycles_outcome {
@@ -363,10 +432,10 @@ pub type cycles_outcome_cb = Option<
 >;
 
 /// `cycles_guard_finish` without blocking: a second finish is returned here as
-/// `CYCLES_INVALID_ARGUMENT` (then `cb` is never called); otherwise the settlement (or
-/// release) runs on core's runtime and `cb` gets the outcome exactly once, on the completion
-/// thread, with `user_data`. The guard may be freed as soon as this returns. Any thread,
-/// including callbacks.
+/// `CYCLES_INVALID_ARGUMENT` (then `cb` is never called); otherwise the settlement (or, for
+/// failed work that reported no usage, the release) runs on core's runtime and `cb` gets the
+/// outcome exactly once, on the completion thread, with `user_data`. The guard may be freed
+/// as soon as this returns. Any thread, including callbacks.
 #[no_mangle]
 pub unsafe extern "C" fn cycles_guard_finish_async(
     g: *const cycles_guard,
@@ -485,12 +554,15 @@ pub unsafe extern "C" fn cycles_guard_cancelled(g: *const cycles_guard) -> bool 
     }
 }
 
-/// Ends the action (blocking): stops the heartbeat, then commits the actual when
-/// `work_succeeded` (journaled first; retried; replayed later when the server is away) or
-/// releases the reservation when not. `*out` (NULL: not wanted) receives the outcome struct,
-/// `*out_json` (NULL: not wanted) the full outcome JSON (free with `cycles_string_free`).
-/// A second call is `CYCLES_INVALID_ARGUMENT`. Returns `CYCLES_OK` whatever the outcome:
-/// read `kind` and `settlement`.
+/// Ends the action (blocking): stops the heartbeat, then commits the actual (journaled first;
+/// retried; replayed later when the server is away). When `work_succeeded` is false the usage
+/// reported so far is still committed that way (it was spent): the outcome is
+/// `CYCLES_OUTCOME_WORK_FAILED` with that settlement; only with no usage reported is the
+/// reservation released instead (`CYCLES_SETTLEMENT_NONE`). `*out` (NULL: not wanted)
+/// receives the outcome struct, `*out_json` (NULL: not wanted) the full outcome JSON (free
+/// with `cycles_string_free`). A second call is `CYCLES_INVALID_ARGUMENT`. Returns
+/// `CYCLES_OK` whatever the outcome: read `kind` and `settlement`
+/// (`cycles_outcome_kind_name`, `cycles_settlement_status_name` give their names).
 #[no_mangle]
 pub unsafe extern "C" fn cycles_guard_finish(
     g: *const cycles_guard,
@@ -525,5 +597,119 @@ pub unsafe extern "C" fn cycles_guard_finish(
 pub unsafe extern "C" fn cycles_guard_free(g: *mut cycles_guard) {
     if !g.is_null() {
         abort_free(|| drop(Box::from_raw(g)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cycles_core::guard::Finished;
+    use cycles_core::settle::{Rejection, SettleOutcome};
+    use cycles_core::ErrorKind;
+
+    fn name(p: *const c_char) -> Option<&'static str> {
+        // SAFETY: the name functions return NULL or a static NUL-terminated string.
+        (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_str().unwrap())
+    }
+
+    /// The bridge's finished JSON of core's outcomes, read back: the names the functions give
+    /// are the ones in the JSON, for every outcome the bridge can write without a live lease.
+    #[test]
+    fn names_are_the_bridges_json_names() {
+        let committed = serde_json::from_value(json!({
+            "status": "COMMITTED", "charged": {"unit": "USD_MICROCENTS", "amount": 5}
+        }))
+        .unwrap();
+        let pending = SettleOutcome::Pending {
+            reason: "server away".into(),
+            last_error: Some(ErrorKind::ServerError),
+            journaled: true,
+            not_before_ms: None,
+        };
+        let rejected = SettleOutcome::Rejected(Rejection {
+            kind: ErrorKind::BudgetExceeded,
+            message: "no budget".into(),
+            http_status: Some(409),
+            server_code: Some("BUDGET_EXCEEDED".into()),
+        });
+        let finished = [
+            Finished::Settled {
+                reservation_id: "r1".into(),
+                actual: cycles_core::Amount::new(cycles_core::Unit::UsdMicrocents, 5),
+                settlement: SettleOutcome::Committed(committed),
+                lease: None,
+            },
+            Finished::WorkFailed {
+                reservation_id: "r2".into(),
+                settlement: Some(pending),
+                release_error: None,
+                lease: None,
+            },
+            Finished::WorkFailed {
+                reservation_id: "r3".into(),
+                settlement: Some(rejected),
+                release_error: None,
+                lease: None,
+            },
+            Finished::WorkFailed {
+                reservation_id: "r4".into(),
+                settlement: None,
+                release_error: None,
+                lease: None,
+            },
+            Finished::MissingActual {
+                reservation_id: "r5".into(),
+                lease: None,
+            },
+            Finished::InvalidActual {
+                reservation_id: "r6".into(),
+                actual: -1,
+            },
+        ];
+        let mut seen = Vec::new();
+        for f in &finished {
+            let v: Value = serde_json::from_str(&cycles_bridge::guard::finished_text(f)).unwrap();
+            let o = outcome_of(&v);
+            let kind = cycles_outcome_kind_name(cycles_outcome_kind_value(o.kind as u32));
+            assert_eq!(name(kind), v["outcome"].as_str(), "{v}");
+            let status =
+                cycles_settlement_status_name(cycles_settlement_status_value(o.settlement as u32));
+            assert_eq!(
+                name(status),
+                Some(v["settlement"]["status"].as_str().unwrap_or("none")),
+                "{v}"
+            );
+            seen.push(name(status).unwrap());
+        }
+        assert_eq!(
+            seen,
+            ["committed", "pending", "rejected", "none", "none", "none"]
+        );
+    }
+
+    #[test]
+    fn every_value_has_its_name_and_others_none() {
+        for (i, (k, n)) in OUTCOME_NAMES.iter().enumerate() {
+            assert_eq!(*k as usize, i, "OUTCOME_NAMES is in enum order");
+            assert_eq!(
+                name(cycles_outcome_kind_name(cycles_outcome_kind_value(
+                    i as u32
+                ))),
+                n.to_str().ok()
+            );
+        }
+        for (i, (s, n)) in SETTLEMENT_NAMES.iter().enumerate() {
+            assert_eq!(*s as usize, i, "SETTLEMENT_NAMES is in enum order");
+            assert_eq!(
+                name(cycles_settlement_status_name(
+                    cycles_settlement_status_value(i as u32)
+                )),
+                n.to_str().ok()
+            );
+        }
+        for bad in [5, 99, u32::MAX] {
+            assert!(cycles_outcome_kind_name(cycles_outcome_kind_value(bad)).is_null());
+            assert!(cycles_settlement_status_name(cycles_settlement_status_value(bad)).is_null());
+        }
     }
 }

@@ -1,5 +1,7 @@
 /* The C API against the local server over real HTTP: a guarded lifecycle (reserve, heartbeat
- * on a short lease, streaming usage, commit; the ledger shows the actual), every operation
+ * on a short lease, streaming usage, commit; the ledger shows the actual; failed work commits
+ * the usage it reported, or releases without any; the outcome's names equal its JSON's), a
+ * server with a small budget denying what it cannot cover, every operation
  * through cycles_client_call, error kinds with their fields (a denial's evidence reference
  * among them), events reaching the callback, a blocking call from inside the callback
  * refused with CYCLES_RUNTIME, misuse (NULLs, double finish, closed client), a panic as
@@ -202,6 +204,81 @@ static void misuse(cycles_client *c) {
     }
 }
 
+/* The name functions: every value's name, NULL out of range. */
+static void names(void) {
+    static const struct { cycles_outcome_kind k; const char *name; } kinds[] = {
+        { CYCLES_OUTCOME_SETTLED, "settled" },
+        { CYCLES_OUTCOME_WORK_FAILED, "work_failed" },
+        { CYCLES_OUTCOME_MISSING_ACTUAL, "missing_actual" },
+        { CYCLES_OUTCOME_INVALID_ACTUAL, "invalid_actual" },
+        { CYCLES_OUTCOME_HEARTBEAT_LAPSED, "heartbeat_lapsed" },
+    };
+    static const struct { cycles_settlement_status s; const char *name; } statuses[] = {
+        { CYCLES_SETTLEMENT_NONE, "none" },
+        { CYCLES_SETTLEMENT_COMMITTED, "committed" },
+        { CYCLES_SETTLEMENT_RECOVERED_VIA_EVENT, "recovered_via_event" },
+        { CYCLES_SETTLEMENT_PENDING, "pending" },
+        { CYCLES_SETTLEMENT_REJECTED, "rejected" },
+    };
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        const char *n = cycles_outcome_kind_name(kinds[i].k);
+        CHECK(n && !strcmp(n, kinds[i].name), "kind %d: %s", (int)kinds[i].k, n ? n : "NULL");
+        CHECK(n == cycles_outcome_kind_name(kinds[i].k), "a static string");
+    }
+    for (size_t i = 0; i < sizeof statuses / sizeof statuses[0]; i++) {
+        const char *n = cycles_settlement_status_name(statuses[i].s);
+        CHECK(n && !strcmp(n, statuses[i].name), "status %d: %s", (int)statuses[i].s, n ? n : "NULL");
+    }
+    CHECK(cycles_outcome_kind_name((cycles_outcome_kind)5) == NULL, "out of range kind");
+    CHECK(cycles_outcome_kind_name((cycles_outcome_kind)-1) == NULL, "negative kind");
+    CHECK(cycles_settlement_status_name((cycles_settlement_status)5) == NULL, "out of range status");
+    CHECK(cycles_settlement_status_name((cycles_settlement_status)1000) == NULL, "far out of range status");
+}
+
+/* The outcome's names are the JSON's: "outcome" is the kind's, settlement.status the status's. */
+static void outcome_names_match(const cycles_outcome *o, const char *json) {
+    char want[96];
+    snprintf(want, sizeof want, "\"outcome\":\"%s\"", cycles_outcome_kind_name(o->kind));
+    CHECK(strstr(json, want), "%s in %s", want, json);
+    if (o->settlement == CYCLES_SETTLEMENT_NONE) {
+        CHECK(!strcmp(cycles_settlement_status_name(o->settlement), "none"), "none");
+        CHECK(!strstr(json, "\"settlement\":{"), "no settlement in %s", json);
+    } else {
+        snprintf(want, sizeof want, "\"settlement\":{\"status\":\"%s\"", cycles_settlement_status_name(o->settlement));
+        CHECK(strstr(json, want), "%s in %s", want, json);
+    }
+}
+
+/* docs/c.md's small budget: a server whose tenant:acme budget is 1000 takes one 600 estimate,
+ * not a second. */
+static void small_budget(void) {
+    cycles_local_server *s = NULL;
+    OK(cycles_local_server_start(
+        "{\"budgets\":[{\"scope\":\"tenant:acme\",\"unit\":\"USD_MICROCENTS\",\"allocated\":1000}]}", &s, &ERR));
+    cycles_client *c = NULL;
+    OK(cycles_client_new(cycles_local_server_url(s), cycles_local_server_api_key(s), "acme",
+                         "{\"journal_enabled\":false}", &c, &ERR));
+    cycles_reserve r = { 0 };
+    r.action_kind = "llm.completion";
+    r.action_name = "openai:gpt-4o-mini";
+    r.estimate = 600;
+    cycles_guard *g = NULL;
+    OK(cycles_guard_begin(c, &r, &g, &ERR));
+    OK(cycles_guard_set_actual(g, 600, &ERR));
+    cycles_outcome o;
+    OK(cycles_guard_finish(g, true, &o, NULL, &ERR));
+    CHECK(o.settlement == CYCLES_SETTLEMENT_COMMITTED && o.charged == 600, "first 600");
+    cycles_guard_free(g);
+    g = NULL;
+    cycles_error *err = NULL;
+    CHECK(cycles_guard_begin(c, &r, &g, &err) == CYCLES_BUDGET_EXCEEDED && g == NULL, "second 600");
+    CHECK(cycles_error_http_status(err) == 409, "%s", cycles_error_json(err));
+    cycles_error_free(err);
+    cycles_client_free(c);
+    OK(cycles_local_server_stop(s, &ERR));
+    cycles_local_server_free(s);
+}
+
 static void guarded(cycles_client *c, cycles_local_server *s, seen_t *seen) {
     cycles_reserve r = { 0 };
     r.idempotency_key = "c-guard-1";
@@ -226,6 +303,7 @@ static void guarded(cycles_client *c, cycles_local_server *s, seen_t *seen) {
     CHECK(o.kind == CYCLES_OUTCOME_SETTLED && o.settlement == CYCLES_SETTLEMENT_COMMITTED, "%s", json);
     CHECK(o.has_actual && o.actual == 420000 && o.has_charged && o.charged == 420000, "%s", json);
     CHECK(o.extensions >= 1, "the short lease was extended: %s", json);
+    outcome_names_match(&o, json);
     cycles_string_free(json);
     /* Double finish is refused. */
     cycles_error *err = NULL;
@@ -249,18 +327,36 @@ static void guarded(cycles_client *c, cycles_local_server *s, seen_t *seen) {
     CHECK(strstr(ledger, "420000") && strstr(ledger, "c-guard-1:commit"), "%s", ledger);
     cycles_string_free(ledger);
 
-    /* Failed work releases. */
+    /* Failed work that reported no usage releases. */
     r.idempotency_key = NULL;
     r.metadata_json = NULL;
     r.ttl_ms = 0;
     OK(cycles_guard_begin(c, &r, &g, &ERR));
-    OK(cycles_guard_finish(g, false, &o, NULL, &ERR));
+    OK(cycles_guard_finish(g, false, &o, &json, &ERR));
     CHECK(o.kind == CYCLES_OUTCOME_WORK_FAILED && o.settlement == CYCLES_SETTLEMENT_NONE, "work failed");
+    outcome_names_match(&o, json);
+    cycles_string_free(json);
     cycles_guard_free(g);
+    /* Failed work that reported usage commits it: it was spent (journaled first, as any commit). */
+    r.idempotency_key = "c-guard-failed-usage";
+    OK(cycles_guard_begin(c, &r, &g, &ERR));
+    OK(cycles_guard_add(g, 129, &ERR));
+    OK(cycles_guard_finish(g, false, &o, &json, &ERR));
+    CHECK(o.kind == CYCLES_OUTCOME_WORK_FAILED && o.settlement == CYCLES_SETTLEMENT_COMMITTED, "%s", json);
+    CHECK(o.has_charged && o.charged == 129, "%s", json);
+    outcome_names_match(&o, json);
+    cycles_string_free(json);
+    cycles_guard_free(g);
+    OK(cycles_local_server_ledger(s, &ledger, &ERR));
+    CHECK(strstr(ledger, "c-guard-failed-usage:commit") && !strstr(ledger, "c-guard-failed-usage:release"), "%s", ledger);
+    cycles_string_free(ledger);
+    r.idempotency_key = NULL;
     /* Success without an actual sends nothing. */
     OK(cycles_guard_begin(c, &r, &g, &ERR));
-    OK(cycles_guard_finish(g, true, &o, NULL, &ERR));
+    OK(cycles_guard_finish(g, true, &o, &json, &ERR));
     CHECK(o.kind == CYCLES_OUTCOME_MISSING_ACTUAL && !o.has_actual, "missing actual");
+    outcome_names_match(&o, json);
+    cycles_string_free(json);
     cycles_guard_free(g);
 
     for (int i = 0; i < 100 && atomic_load(&seen->settled) == 0; i++) usleep(20 * 1000);
@@ -283,7 +379,9 @@ int main(void) {
 
     operations(c);
     misuse(c);
+    names();
     guarded(c, s, &seen);
+    small_budget();
 
     /* Close: later calls are the closed error. */
     char *report = NULL;
@@ -311,6 +409,6 @@ int main(void) {
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0, "cleanup");
-    printf("lifecycle: 12 operations, guarded actions, events, misuse, panics, shutdown: ok\n");
+    printf("lifecycle: 12 operations, guarded actions, outcome names, a small budget, events, misuse, panics, shutdown: ok\n");
     return 0;
 }

@@ -653,7 +653,8 @@ public final class CyclesClient implements AutoCloseable {
 
     /**
      * Runs {@code work} guarded: reserve, heartbeat while it runs, then commit {@code actual};
-     * if the work throws, release and rethrow its exception unchanged.
+     * if the work throws, release (nothing was reported: the actual is set from the result)
+     * and rethrow its exception unchanged.
      *
      * @param spec what to reserve
      * @param actual what the work costs
@@ -692,7 +693,9 @@ public final class CyclesClient implements AutoCloseable {
     }
 
     /**
-     * Runs {@code work} guarded; it reports usage on the reservation it is given.
+     * Runs {@code work} guarded; it reports usage on the reservation it is given. If it throws,
+     * the usage it reported before is committed (it was spent; journaled first), or the
+     * reservation released when it reported none, and its exception is rethrown unchanged.
      *
      * @param spec what to reserve
      * @param work the work
@@ -717,8 +720,9 @@ public final class CyclesClient implements AutoCloseable {
 
     /**
      * Asynchronous guarded work: reserve, run the stage {@code work} returns, then settle
-     * (commit what it reported on the reservation, or release when the stage failed, whose
-     * exception the result carries).
+     * (commit what it reported on the reservation; when the stage failed, commit what it had
+     * reported before failing, or release when that is nothing; the result then carries the
+     * stage's exception).
      *
      * @param spec what to reserve
      * @param work starts the work

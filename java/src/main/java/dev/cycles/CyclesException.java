@@ -12,9 +12,14 @@ import java.util.concurrent.ConcurrentHashMap;
  * Base of every failure the SDK reports (unchecked). The concrete class is chosen from core's
  * stable error kind by name ({@code dev.cycles.errors.<Kind>Exception}, generated from core's
  * table, see {@link #errorCodes()}); whatever the class, every exception carries the same
- * facts: {@link #code()}, {@link #errorName()}, {@link #httpStatus()}, the server's
+ * facts: {@link #code()}, {@link #errorName()}, {@link #httpStatusIfAny()}, the server's
  * {@link #serverErrorCode()}, {@link #requestId()}, {@link #traceId()}, {@link #isRetryable()},
  * {@link #retryAfter()}, {@link #details()} and {@link #cyclesEvidence()}. Messages never contain the API key.
+ *
+ * <p>Errors that always come from an HTTP response, {@link dev.cycles.errors.HttpException}
+ * and {@link dev.cycles.errors.ApiException} (and every class under them), also have a plain
+ * {@code int httpStatus()}; the other classes (transport failures, configuration, arguments,
+ * the runtime, the guarded lifecycle's own outcomes) never carry one.
  *
  * <p>A call on a closed client is not a {@code CyclesException} but a
  * {@link ClientClosedException} ({@link IllegalStateException}).
@@ -111,8 +116,12 @@ public class CyclesException extends RuntimeException {
         return Json.str(fields, "name");
     }
 
-    /** @return the HTTP status, when a response was received */
-    public OptionalInt httpStatus() {
+    /**
+     * @return the HTTP status, when a response was received (always, for
+     *     {@link dev.cycles.errors.HttpException} and {@link dev.cycles.errors.ApiException},
+     *     whose {@code httpStatus()} returns it as an {@code int})
+     */
+    public OptionalInt httpStatusIfAny() {
         Long s = Json.lng(fields, "http_status");
         return s == null ? OptionalInt.empty() : OptionalInt.of(s.intValue());
     }
@@ -164,7 +173,7 @@ public class CyclesException extends RuntimeException {
     @Override
     public String toString() {
         StringBuilder b = new StringBuilder(getClass().getName()).append(": [").append(errorName()).append("] ");
-        httpStatus().ifPresent(s -> b.append("HTTP ").append(s).append(": "));
+        httpStatusIfAny().ifPresent(s -> b.append("HTTP ").append(s).append(": "));
         b.append(getMessage());
         serverErrorCode().filter(c -> !c.equals(errorName())).ifPresent(c -> b.append(" (server code ").append(c).append(')'));
         requestId().ifPresent(r -> b.append(" (request_id ").append(r).append(')'));

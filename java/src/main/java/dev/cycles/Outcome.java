@@ -21,7 +21,10 @@ public record Outcome(Kind kind, String reservationId, Long actual, Settlement s
     public enum Kind {
         /** The actual amount was settled (see the settlement). */
         SETTLED,
-        /** The work failed: the reservation was released. */
+        /**
+         * The work failed. Usage it had reported was committed (journaled first; see the
+         * settlement); with no usage reported the reservation was released (no settlement).
+         */
         WORK_FAILED,
         /** The work succeeded without reporting an actual: nothing was sent. */
         MISSING_ACTUAL,

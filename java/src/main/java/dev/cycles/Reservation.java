@@ -12,8 +12,9 @@ import java.util.concurrent.Executor;
 /**
  * A guarded action in progress: reserved, its lease kept alive by the heartbeat on core's
  * runtime. Report what the work cost with {@link #setActual} or, streaming,
- * {@link #addUsage}; {@link #close()} settles it (commit the actual) or, after
- * {@link #fail()}, releases it. Use it with try-with-resources:
+ * {@link #addUsage}; {@link #close()} settles it: commits the usage reported. After
+ * {@link #fail()} it commits the usage reported before the failure the same way, and
+ * releases the reservation only when none was reported. Use it with try-with-resources:
  *
  * <pre>{@code
  * try (Reservation r = client.reserve(spec)) {
@@ -145,13 +146,19 @@ public final class Reservation implements AutoCloseable {
         return Native.activeCancelled(state.id);
     }
 
-    /** Marks the work failed: {@link #close()} releases the reservation instead of committing. */
+    /**
+     * Marks the work failed. {@link #close()} then still commits the usage reported so far
+     * ({@link #setActual} / {@link #addUsage}: it was spent; journaled first, like any
+     * commit), and the outcome is {@link Outcome.Kind#WORK_FAILED} with that settlement; with
+     * no usage reported it releases the reservation instead (no settlement).
+     */
     public void fail() {
         failed = true;
     }
 
     /**
-     * Settles now (blocking): commits the actual, or releases after {@link #fail()}.
+     * Settles now (blocking): commits the usage reported; after {@link #fail()} with no usage
+     * reported, releases the reservation instead.
      * Idempotent; the outcome is kept in {@link #outcome()}.
      */
     @Override
@@ -171,7 +178,8 @@ public final class Reservation implements AutoCloseable {
     /**
      * Settles without blocking the caller.
      *
-     * @param workSucceeded true: commit the actual; false: release
+     * @param workSucceeded true: commit the actual; false: the work failed (commit the usage
+     *     reported so far, release when there is none)
      * @return the outcome, completed off the native threads
      */
     public CompletableFuture<Outcome> finishAsync(boolean workSucceeded) {

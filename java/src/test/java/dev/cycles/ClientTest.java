@@ -121,7 +121,7 @@ class ClientTest {
         NotFoundException e = assertThrows(NotFoundException.class, () -> client.getReservation("rsv_missing"));
         assertEquals("NOT_FOUND", e.errorName());
         assertEquals(103, e.code());
-        assertEquals(404, e.httpStatus().orElseThrow());
+        assertEquals(404, e.httpStatus());
         assertEquals("NOT_FOUND", e.serverErrorCode().orElseThrow());
         assertTrue(e.requestId().isPresent());
         assertFalse(e.isRetryable());
@@ -139,8 +139,12 @@ class ClientTest {
     void budgetExceeded() {
         BudgetExceededException e = assertThrows(BudgetExceededException.class,
                 () -> client.createReservation(create("java-op-4", Long.MAX_VALUE / 2)));
-        assertEquals(409, e.httpStatus().orElseThrow());
+        assertEquals(409, e.httpStatus());
         assertEquals("BUDGET_EXCEEDED", e.errorName());
+        // A plain int, through the group class too (issue 28: %d of an OptionalInt threw).
+        ApiException api = e;
+        assertEquals("HTTP 409", String.format("HTTP %d", api.httpStatus()));
+        assertEquals(409, e.httpStatusIfAny().orElseThrow());
     }
 
     @Test
@@ -149,7 +153,7 @@ class ClientTest {
         client.commitReservation(r.reservationId(), CommitRequest.of("java-op-5-c", Amount.usdMicrocents(5)));
         ReservationFinalizedException e = assertThrows(ReservationFinalizedException.class,
                 () -> client.commitReservation(r.reservationId(), CommitRequest.of("java-op-5-c2", Amount.usdMicrocents(5))));
-        assertEquals(409, e.httpStatus().orElseThrow());
+        assertEquals(409, e.httpStatus());
     }
 
     @Test
@@ -185,6 +189,8 @@ class ClientTest {
             assertTrue(e.isRetryable());
             assertTrue(e instanceof TransportException);
             assertEquals("TRANSPORT_CONNECT", e.errorName());
+            // No response was received: no status, and the class has no plain accessor.
+            assertTrue(e.httpStatusIfAny().isEmpty());
         }
     }
 }

@@ -85,6 +85,30 @@ class LifecycleTest {
         assertEquals(List.of("reserve:800", "release:800"), fx.ledger());
     }
 
+    /** Usage reported before the work failed was spent: fail() commits it, it does not release. */
+    @Test
+    void failedWorkCommitsTheUsageItReported() {
+        Reservation seen;
+        try (CyclesClient client = fx.client()) {
+            try (Reservation r = client.reserve(GuardSpec.of(ACTION, 800))) {
+                seen = r;
+                r.addUsage(5);
+                r.fail();
+            }
+            IOException thrown = new IOException("stream cut");
+            IOException e = assertThrows(IOException.class, () -> client.guarded(GuardSpec.of(ACTION, 700), r -> {
+                r.addUsage(7);
+                throw thrown;
+            }));
+            assertSame(thrown, e);
+        }
+        Outcome o = seen.outcome().orElseThrow();
+        assertEquals(Outcome.Kind.WORK_FAILED, o.kind());
+        assertEquals(Settlement.Status.COMMITTED, o.settlement().status(), o.json());
+        assertEquals(Amount.usdMicrocents(5), o.charged());
+        assertEquals(List.of("reserve:800", "commit:5", "reserve:700", "commit:7"), fx.ledger());
+    }
+
     @Test
     void missingActualIsReportedAndNothingIsCommitted() {
         try (CyclesClient client = fx.client()) {
@@ -194,8 +218,8 @@ class LifecycleTest {
             assertTrue(s.journaled());
             fx.server.clearFaults();
             DrainReport d = client.drain(Duration.ofSeconds(10));
-            assertEquals(1, d.settled().size());
-            assertEquals(Settlement.Status.COMMITTED, d.settled().get(0).settlement().status());
+            assertEquals(1, d.outcomes().size());
+            assertEquals(Settlement.Status.COMMITTED, d.outcomes().get(0).settlement().status());
             assertTrue(d.remaining().isEmpty());
         }
         assertEquals(List.of("reserve:1000", "commit:640"), fx.ledger());

@@ -48,7 +48,7 @@ public final class LoaderWork implements Function<Map<String, String>, String> {
             case "drain" -> {
                 try (CyclesClient c = b.build()) {
                     DrainReport d = c.drain(Duration.ofSeconds(30));
-                    for (DrainReport.Settled s : d.settled()) {
+                    for (DrainReport.Replayed s : d.outcomes()) {
                         if (s.settlement().status() != Settlement.Status.COMMITTED) {
                             throw new IllegalStateException("not committed: " + d.json());
                         }

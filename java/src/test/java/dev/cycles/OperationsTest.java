@@ -69,7 +69,7 @@ class OperationsTest {
     void decideForAnotherTenantIsForbidden() {
         ForbiddenException e = assertThrows(ForbiddenException.class,
                 () -> client.decide(DecisionRequest.of("java-dec-3", Subject.tenant("globex"), ACTION, Amount.usdMicrocents(5))));
-        assertEquals(403, e.httpStatus().orElseThrow());
+        assertEquals(403, e.httpStatus());
         CompletionException c = assertThrows(CompletionException.class, () -> client.decideAsync(
                 DecisionRequest.of("java-dec-4", Subject.tenant("globex"), ACTION, Amount.usdMicrocents(5))).join());
         assertTrue(c.getCause() instanceof ForbiddenException, String.valueOf(c.getCause()));
@@ -95,7 +95,7 @@ class OperationsTest {
         client.createEvent(EventRequest.of("java-evt-2", ACME, ACTION, Amount.usdMicrocents(3)));
         IdempotencyMismatchException m = assertThrows(IdempotencyMismatchException.class,
                 () -> client.createEvent(EventRequest.of("java-evt-2", ACME, ACTION, Amount.usdMicrocents(4))));
-        assertEquals(409, m.httpStatus().orElseThrow());
+        assertEquals(409, m.httpStatus());
         BudgetExceededException b = assertThrows(BudgetExceededException.class, () -> client.createEvent(
                 EventRequest.of("java-evt-3", ACME, ACTION, Amount.usdMicrocents(TOO_MUCH)).withOveragePolicy("REJECT")));
         assertEquals("BUDGET_EXCEEDED", b.errorName());
@@ -164,7 +164,7 @@ class OperationsTest {
     void listErrors() {
         InvalidRequestException e = assertThrows(InvalidRequestException.class,
                 () -> client.listReservations(ReservationQuery.tenant("acme").withLimit(500)));
-        assertEquals(400, e.httpStatus().orElseThrow());
+        assertEquals(400, e.httpStatus());
         assertThrows(ForbiddenException.class, () -> client.listReservations(ReservationQuery.tenant("globex")));
     }
 
@@ -211,7 +211,7 @@ class OperationsTest {
     void unknownEvidenceIsNotFound() {
         String missing = "0".repeat(64);
         NotFoundException e = assertThrows(NotFoundException.class, () -> client.getEvidence(missing));
-        assertEquals(404, e.httpStatus().orElseThrow());
+        assertEquals(404, e.httpStatus());
         assertTrue(e.cyclesEvidence().isEmpty());
     }
 

@@ -14,4 +14,12 @@ public class HttpException extends CyclesException {
     protected HttpException(Map<String, Object> fields) {
         super(fields);
     }
+
+    /**
+     * @return the HTTP status of the response this error came from (always present for this
+     *     class; {@link #httpStatusIfAny()} is the same value for any {@code CyclesException})
+     */
+    public int httpStatus() {
+        return httpStatusIfAny().orElseThrow(() -> new IllegalStateException("no HTTP status on " + errorName()));
+    }
 }
