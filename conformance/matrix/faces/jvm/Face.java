@@ -213,7 +213,7 @@ public final class Face {
             return map("result", new Raw(r.body()));
         } catch (CyclesException e) {
             Map<String, Object> err = map("kind", e.errorName());
-            err.put("status", e.httpStatus().isPresent() ? e.httpStatus().getAsInt() : null);
+            err.put("status", e.httpStatusIfAny().isPresent() ? e.httpStatusIfAny().getAsInt() : null);
             err.put("error_code", e.serverErrorCode().orElse(null));
             err.put("request_id", e.requestId().orElse(null));
             err.put("retryable", e.isRetryable());
@@ -316,14 +316,14 @@ public final class Face {
             d = client.drain(Duration.ofMillis(timeout));
             client.close(Duration.ZERO);
         }
-        done.addAll(d.remaining());
+        d.remaining().forEach(p -> done.add(p.reservationId()));
         // Events reach listeners on the client's event thread, shortly after the fact.
         long until = System.nanoTime() + 2_000_000_000L;
         while (!done.containsAll(before) && System.nanoTime() < until) {
             sleep(5);
         }
         return map("settled", settled.size(), "pending", d.remaining().size(), "quarantined",
-                Math.max(d.quarantined(), quarantinedEvents.get()));
+                Math.max(d.quarantined().size(), quarantinedEvents.get()));
     }
 
     static void sleep(long ms) {
