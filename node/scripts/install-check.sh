@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The packed tarball installed offline into an empty folder and used from plain ESM, plain
 # CommonJS and TypeScript (`tsc --noEmit --strict`, then the `await using` form compiled and
-# run on this Node). Expects a built package (scripts/build.sh).
+# run on this Node); the Node quick start (docs/node.md's first js block, README.md's copy)
+# type-checked with `tsc --strict --noEmit` as TypeScript and as checked JavaScript.
+# Expects a built package (scripts/build.sh).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 tmp="$(mktemp -d)"
@@ -40,7 +42,7 @@ const { LocalServer } = require("cycles-sdk/testing");
 })();
 JS
 cat > check.ts <<'TS'
-import { Client, CyclesError, type DrainReport, type GuardedReservation } from "cycles-sdk";
+import { Client, CyclesError, type DrainReport, type GuardedReservation, type Int64 } from "cycles-sdk";
 import { LocalServer } from "cycles-sdk/testing";
 
 async function main(): Promise<void> {
@@ -54,13 +56,17 @@ async function main(): Promise<void> {
     { estimate: { unit: "USD_MICROCENTS", amount: 10 }, action: { kind: "k", name: "n" }, actual: (x: number) => x },
     async () => 6,
   );
+  const { value, outcome } = await client.guardedWithOutcome({ estimate: 10, action: { kind: "k", name: "n" }, actual: 2 }, async () => "v");
+  const charged: Int64 | undefined = outcome.settlement.status === "committed" ? outcome.settlement.charged.amount : undefined;
+  // @ts-expect-error: the LocalServer config is typed, a misspelt key does not compile
+  void (() => new LocalServer({ budget: [] }));
   const report: DrainReport = await client.flush();
   try {
     await client.getReservation("nope");
   } catch (e) {
     if (!(e instanceof CyclesError) || e.httpStatus !== 404) throw e;
   }
-  console.log("ts ok", cost, report.clean);
+  console.log("ts ok", cost, value, charged, report.clean);
 }
 void main();
 TS
@@ -74,10 +80,27 @@ cat > tsconfig.json <<JSON
   "files": ["check.ts"]
 }
 JSON
+# The quick start exactly as documented, once as a .mts file (what a TypeScript user pastes)
+# and once as the .mjs it is (checkJs): a user must not need a `!` to compile it.
+node -e '
+const fs = require("node:fs");
+const [block] = [...fs.readFileSync(process.argv[1], "utf8").matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]);
+if (!block || !block.includes("from \"cycles-sdk\"")) throw new Error("no quick start block in " + process.argv[1]);
+fs.writeFileSync("quickstart.mts", block);
+fs.writeFileSync("quickstart.mjs", block);
+' "$here/../docs/node.md"
+cat > tsconfig.quickstart.json <<JSON
+{
+  "extends": "./tsconfig.json",
+  "compilerOptions": { "allowJs": true, "checkJs": true, "noEmit": true },
+  "files": ["quickstart.mts", "quickstart.mjs"]
+}
+JSON
 tsc="$here/node_modules/typescript/bin/tsc"
 node "$tsc" --noEmit --strict -p .
+node "$tsc" --noEmit --strict -p tsconfig.quickstart.json
 node "$tsc" -p .
 for script in esm.mjs cjs.cjs out/check.js; do
   timeout 20 node "$script"
 done
-echo "install check: ESM, CJS and TypeScript (strict) from the packed tarball: ok"
+echo "install check: ESM, CJS, TypeScript (strict) and the quick start type-checked (strict) from the packed tarball: ok"

@@ -6,7 +6,17 @@
 import { randomUUID } from "node:crypto";
 
 import { InvalidArgumentError, awaitNative, call } from "./errors";
-import { DrainReport, GuardedReservation, currentReservation, drainReportOf, runWith } from "./lifecycle";
+import { parseJson, stringifyJson } from "./json";
+import {
+  type DrainReport,
+  GuardedReservation,
+  type Outcome,
+  type SettledOutcome,
+  currentReservation,
+  drainReportOf,
+  emptyDrainReport,
+  runWith,
+} from "./lifecycle";
 import type * as M from "./models";
 import { fromWire, toWire } from "./models";
 import { native, type NativeClient, type NativeLifecycle } from "./native";
@@ -95,6 +105,18 @@ export interface GuardOptions<T> extends ReserveOptions {
   actual?: number | bigint | M.Amount | ((result: T) => number | bigint | M.Amount);
 }
 
+/**
+ * What {@link Client.guardedWithOutcome} resolves with: the work's value and how its
+ * reservation ended (as the JVM's `Guarded<T>` record). The outcome is always `settled` here,
+ * so its `settlement` exists; every other ending rejects instead.
+ */
+export interface Guarded<T> {
+  /** What the work returned. */
+  value: T;
+  /** How the reservation ended. */
+  outcome: SettledOutcome;
+}
+
 /** What {@link Client.wrap} takes: the estimate may depend on the call's arguments. */
 export interface WrapOptions<A extends unknown[], T> extends Omit<GuardOptions<T>, "estimate"> {
   estimate: number | bigint | M.Amount | ((...args: A) => number | bigint | M.Amount);
@@ -120,11 +142,14 @@ function hookExit(): void {
   });
 }
 
+const INT64_MAX = (1n << 63n) - 1n;
+
 function intOrAmount(v: number | bigint | M.Amount, unit: string): M.Amount {
   if (typeof v === "object" && v !== null) return v;
   if (typeof v === "bigint") {
-    if (v > BigInt(Number.MAX_SAFE_INTEGER) || v < 0n) throw new InvalidArgumentError("estimate must be a safe non-negative integer");
-    return { unit, amount: Number(v) };
+    // An estimate is an int64 on the wire; the spec JSON carries a bigint exactly.
+    if (v > INT64_MAX || v < 0n) throw new InvalidArgumentError(`an estimate bigint must be from 0 to 2^63 - 1, not ${v}`);
+    return { unit, amount: v };
   }
   if (typeof v !== "number" || !Number.isSafeInteger(v)) {
     throw new InvalidArgumentError("estimate must be a safe integer, a bigint or an Amount");
@@ -149,7 +174,7 @@ export class Client implements AsyncDisposable {
   private readonly closeTimeoutMs: number;
   private eventsEnded: Promise<void> | null = null;
   private endEvents: (() => void) | null = null;
-  private closing: Promise<DrainReport | null> | null = null;
+  private closing: Promise<DrainReport> | null = null;
   /** The client's tenant (fixed): read across the native boundary once, not per reservation. */
   private readonly defaultTenant: string | null;
 
@@ -238,7 +263,7 @@ export class Client implements AsyncDisposable {
     // Nobody listens: skip parsing and converting the batch (about a tenth of the JS
     // thread's time per guarded lifecycle in node/scripts/bench.sh's profile).
     if (this.listeners.size === 0) return;
-    for (const raw of JSON.parse(batch) as unknown[]) {
+    for (const raw of parseJson(batch) as unknown[]) {
       const e = fromWire<CyclesEvent>(raw);
       for (const l of this.listeners) {
         try {
@@ -264,8 +289,9 @@ export class Client implements AsyncDisposable {
   }
 
   private async op<T>(name: string, args: unknown): Promise<T> {
-    const text = await awaitNative(call(() => this.native.call(name, JSON.stringify(args))));
-    const env = JSON.parse(text) as { status: number; request_id: string | null; trace_id: string | null; rtt_us: number; body: unknown };
+    const text = await awaitNative(call(() => this.native.call(name, stringifyJson(args))));
+    // Exact: an int64 beyond 2^53 - 1 (an amount, an epoch or a TTL) arrives as a bigint.
+    const env = parseJson(text) as { status: number; request_id: string | null; trace_id: string | null; rtt_us: number; body: unknown };
     const body = fromWire<Record<string, unknown>>(env.body);
     if (Array.isArray(body)) return body as T; // list_reservations_all: the rows
     const meta: M.ResponseMeta = { status: env.status, requestId: env.request_id, traceId: env.trace_id, rttUs: env.rtt_us };
@@ -344,7 +370,7 @@ export class Client implements AsyncDisposable {
       heartbeat: o.heartbeat ?? true,
       policy,
     };
-    return { spec: JSON.stringify(spec), unit: estimate.unit };
+    return { spec: stringifyJson(spec), unit: estimate.unit };
   }
 
   /**
@@ -373,31 +399,53 @@ export class Client implements AsyncDisposable {
    * Runs `work` guarded: reserve, heartbeat while it runs, then settle the actual
    * (`options.actual`, or what the work reported) — or, when the work throws, settle what is
    * known or release, and rethrow the work's error unchanged. Inside, {@link currentReservation}
-   * is the reservation (also across awaits and in tasks the work starts).
+   * is the reservation (also across awaits and in tasks the work starts). Resolves with the
+   * work's value; {@link guardedWithOutcome} also hands back how the reservation ended.
    */
   async guarded<T>(options: GuardOptions<T>, work: (r: GuardedReservation) => T | Promise<T>): Promise<T> {
+    return (await this.runGuarded(options, work)).value;
+  }
+
+  /**
+   * {@link guarded}, resolving with `{ value, outcome }`: the work's value and the
+   * {@link SettledOutcome} of its reservation (`outcome.settlement.status`,
+   * `outcome.settlement.charged`, `outcome.lease`, ...). Rejects exactly as `guarded` does,
+   * and with {@link InvalidArgumentError} when the work ended its reservation itself with
+   * `r.fail()` (there is then no settled outcome to hand back).
+   */
+  async guardedWithOutcome<T>(options: GuardOptions<T>, work: (r: GuardedReservation) => T | Promise<T>): Promise<Guarded<T>> {
+    const { value, outcome } = await this.runGuarded(options, work);
+    if (outcome.kind !== "settled") {
+      throw new InvalidArgumentError(`the work ended reservation ${outcome.reservationId} itself (${outcome.kind}): there is no settled outcome`);
+    }
+    return { value, outcome: outcome as SettledOutcome };
+  }
+
+  private async runGuarded<T>(options: GuardOptions<T>, work: (r: GuardedReservation) => T | Promise<T>): Promise<{ value: T; outcome: Outcome }> {
     const r = await this.reserve(options);
-    let result: T;
+    let value: T;
     try {
-      result = await runWith(r, () => work(r));
+      value = await runWith(r, () => work(r));
       if (options.actual !== undefined) {
         const a = options.actual;
-        r.setActual(typeof a === "function" ? a(result) : a);
+        r.setActual(typeof a === "function" ? a(value) : a);
       }
     } catch (e) {
       await r.fail();
       throw e;
     }
-    await r.finish();
-    return result;
+    // end(), not finish(): work that ended its reservation itself (r.fail()) still returns its value here.
+    return { value, outcome: await r.end(true) };
   }
 
   /**
    * Meters a stream: reserves on the first pull, yields every item of `source` while adding
-   * `usage(item)` to the actual (starting from 0), and settles when the stream ends — also
-   * when the consumer stops early (`break`) or the source throws (what was added so far is
-   * settled; the source's error propagates). `onReservation` receives the reservation once
-   * it exists, so its `settlement` can be read after the loop.
+   * `usage(item)` to the actual, and settles when the stream ends — also when the consumer
+   * stops early (`break`) or the source throws (what was added so far is settled, or the
+   * reservation released when nothing was; the source's error propagates). A stream that ends
+   * without any usage reported ends like a block without an actual: {@link MissingActualError},
+   * nothing committed. `onReservation` receives the reservation once it exists, so its
+   * `settlement` can be read after the loop.
    */
   async *stream<T>(
     options: ReserveOptions & { onReservation?: (r: GuardedReservation) => void },
@@ -406,7 +454,7 @@ export class Client implements AsyncDisposable {
   ): AsyncGenerator<T, void, undefined> {
     const r = await this.reserve(options);
     options.onReservation?.(r);
-    r.setActual(0);
+    // No actual until an item reports usage: an empty stream must not commit an invented 0.
     let ok = false;
     try {
       for await (const item of source) {
@@ -446,10 +494,13 @@ export class Client implements AsyncDisposable {
   /**
    * Closes the client: stops the background replay, settles what is pending for at most
    * `timeoutMs` (default `closeTimeoutMs`), delivers the last events; later calls throw
-   * `ClientClosedError`. Resolves with the drain report (null when the lifecycle was never
-   * used). Idempotent; what stays pending remains journaled for the next process.
+   * `ClientClosedError`. Always resolves with a drain report: for a client that never started
+   * its lifecycle (no guarded call, `flush` or `drain`) it is empty and clean, since nothing
+   * of this client's can be pending (records another process left stay journaled for the
+   * next drain). Idempotent: every call resolves with the first call's report; what stays
+   * pending remains journaled for the next process.
    */
-  close(timeoutMs?: number): Promise<DrainReport | null> {
+  close(timeoutMs?: number): Promise<DrainReport> {
     if (this.closing === null) {
       let ms: number;
       try {
@@ -462,9 +513,9 @@ export class Client implements AsyncDisposable {
     return this.closing;
   }
 
-  private async doClose(timeoutMs: number): Promise<DrainReport | null> {
+  private async doClose(timeoutMs: number): Promise<DrainReport> {
     OPEN.delete(this);
-    let report: DrainReport | null = null;
+    let report = emptyDrainReport();
     try {
       if (this.lc !== null) {
         const lc = this.lc;

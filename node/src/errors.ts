@@ -14,6 +14,8 @@
  * ```
  * @module
  */
+import { parseJson } from "./json";
+import type { Settlement } from "./lifecycle";
 import type { EvidenceRef } from "./models";
 import { native } from "./native";
 
@@ -137,12 +139,12 @@ export class ApiError extends HttpError {}
 /** TENANT_CLOSED. */ export class TenantClosedError extends ApiError {}
 /** The server's INTERNAL_ERROR. */ export class ServerInternalError extends ApiError {}
 /** An error code this version does not know (UNKNOWN_ERROR_CODE). */ export class UnknownErrorCodeError extends ApiError {}
-/** A guarded action ended without reporting its actual amount; nothing was settled (MISSING_ACTUAL). */
+/** A guarded action ended without reporting its actual amount; nothing was committed (MISSING_ACTUAL). */
 export class MissingActualError extends CyclesError {
-  /** The reservation (released by its expiry). */
+  /** The reservation (never charged: core releases it, or it expires). */
   reservationId = "";
 }
-/** A guarded action reported a negative actual; nothing was settled (INVALID_ARGUMENT). */
+/** A guarded action reported a negative actual; nothing was committed (INVALID_ARGUMENT). */
 export class InvalidActualError extends InvalidArgumentError {
   /** The reservation. */
   reservationId = "";
@@ -154,7 +156,7 @@ export class HeartbeatLapsedError extends CyclesError {
   /** The stop reason's stable name (as in the `heartbeat_failed` event). */
   reason: string | null = null;
   /** How the known actual was settled anyway. */
-  settlement: unknown = null;
+  settlement: Settlement | null = null;
 }
 
 const BY_NAME: Record<string, typeof CyclesError> = {
@@ -232,7 +234,7 @@ export function fromNative(e: unknown): unknown {
   let details: Record<string, unknown> | null = null;
   if (f.details_json !== null) {
     try {
-      details = JSON.parse(f.details_json) as Record<string, unknown>;
+      details = parseJson(f.details_json) as Record<string, unknown>;
     } catch {
       details = null;
     }

@@ -5,6 +5,8 @@
  * @module
  */
 import { InvalidArgumentError, call } from "./errors";
+import { parseJson } from "./json";
+import type { Int64 } from "./models";
 import { native } from "./native";
 
 /** One journal record as core parses it. */
@@ -15,8 +17,10 @@ export interface JournalRecord {
   /** `commit` or `event`. */
   mode: string;
   idempotencyKey: string;
-  recordedAtMs: number;
-  notBeforeMs: number | null;
+  /** When the record was last written (epoch ms; a `bigint` beyond 2^53 − 1), null when the file does not say. */
+  recordedAtMs: Int64 | null;
+  /** The rate-limit floor (epoch ms), when set. */
+  notBeforeMs: Int64 | null;
   /** The commit body exactly as it will be sent (JSON text). */
   commitBody: string | null;
   /** The event-fallback body exactly as it will be sent (JSON text). */
@@ -29,8 +33,10 @@ export interface JournalRecord {
 export interface PendingRecord {
   reservationId: string;
   mode: string;
-  recordedAtMs: number;
-  notBeforeMs: number | null;
+  /** When the record was last written (epoch ms), null when the file does not say. */
+  recordedAtMs: Int64 | null;
+  /** The rate-limit floor (epoch ms), when set. */
+  notBeforeMs: Int64 | null;
   /** File name within its partition. */
   file: string;
   /** Identity partition (fp16). */
@@ -60,7 +66,7 @@ export function legacyFileName(reservationId: string): string {
  */
 export function parseRecord(data: Uint8Array | string): JournalRecord {
   const buf = typeof data === "string" ? Buffer.from(data, "utf8") : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-  const r = JSON.parse(call(() => native.journalParseRecord(buf))) as Record<string, never>;
+  const r = parseJson(call(() => native.journalParseRecord(buf))) as Record<string, never>;
   return {
     version: r.version,
     reservationId: r.reservation_id,
@@ -83,7 +89,7 @@ export function listPending(journalDir: string, baseUrl?: string, apiKey?: strin
   if ((baseUrl === undefined) !== (apiKey === undefined)) {
     throw new InvalidArgumentError("listPending: give both baseUrl and apiKey, or neither");
   }
-  const rows = JSON.parse(call(() => native.journalPending(journalDir, baseUrl, apiKey, tenant))) as Record<string, never>[];
+  const rows = parseJson(call(() => native.journalPending(journalDir, baseUrl, apiKey, tenant))) as Record<string, never>[];
   return rows.map((p) => ({
     reservationId: p.reservation_id,
     mode: p.mode,

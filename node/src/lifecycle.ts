@@ -7,39 +7,76 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 
 import { HeartbeatLapsedError, InvalidActualError, InvalidArgumentError, MissingActualError, awaitNative, call } from "./errors";
-import type { Amount } from "./models";
+import { parseJson, stringifyJson } from "./json";
+import type { Amount, Int64, StandardMetrics } from "./models";
 import type { NativeActive } from "./native";
 
-/** How a settlement ended (core's `SettleOutcome`). */
-export interface Settlement {
-  /**
-   * `committed` (the commit applied), `recovered_via_event` (the reservation had expired;
-   * an event recorded the spend), `pending` (not settled yet: when `journaled`, the
-   * background replay, `flush()` and `drain()` retry it with the same key) or `rejected`
-   * (a terminal rejection: `errorKind`, `httpStatus`, `errorCode` say why).
-   */
-  status: "committed" | "recovered_via_event" | "pending" | "rejected";
+/** What every {@link Settlement} carries, whatever its status. */
+export interface SettlementFields {
   reservationId: string;
-  /** The amount applied to the budget (commit or event alike); null unless settled. */
-  charged: Amount | null;
+  /** Why it is pending or rejected (null when settled). */
   reason: string | null;
+  /** Core's error kind of the last failed attempt or of the rejection, if any. */
   errorKind: string | null;
+  /** Whether a pending settlement is in the journal (null unless pending). */
   journaled: boolean | null;
-  notBeforeMs: number | null;
+  /** The earliest replay of a pending settlement (epoch ms; null when none is set). */
+  notBeforeMs: Int64 | null;
+  /** The HTTP status of a rejection. */
   httpStatus: number | null;
+  /** The server's error code of a rejection. */
   errorCode: string | null;
-  /** The server's response as received (wire keys). */
+  /** The server's response as received (wire keys; null unless settled). */
   body: Record<string, unknown> | null;
-  /** True when committed or recovered via event. */
-  settled: boolean;
 }
+
+/** A commit the server applied: `charged` is what it applied. */
+export interface SettlementCommitted extends SettlementFields {
+  status: "committed";
+  charged: Amount;
+  settled: true;
+}
+
+/**
+ * The reservation had expired and an event recorded the spend: `charged` is what the
+ * event applied, when the server said (its `charged` is optional in the spec).
+ */
+export interface SettlementRecovered extends SettlementFields {
+  status: "recovered_via_event";
+  charged: Amount | null;
+  settled: true;
+}
+
+/**
+ * Not settled yet: when `journaled`, the background replay, `flush()` and `drain()` retry
+ * it with the same key. Nothing was applied, so `charged` is null.
+ */
+export interface SettlementPending extends SettlementFields {
+  status: "pending";
+  charged: null;
+  settled: false;
+}
+
+/** A terminal rejection (`errorKind`, `httpStatus`, `errorCode` say why); nothing was applied. */
+export interface SettlementRejected extends SettlementFields {
+  status: "rejected";
+  charged: null;
+  settled: false;
+}
+
+/**
+ * How a settlement ended (core's `SettleOutcome`), discriminated by `status` (or `settled`):
+ * `charged`, the amount applied to the budget, exists on a committed settlement.
+ */
+export type Settlement = SettlementCommitted | SettlementRecovered | SettlementPending | SettlementRejected;
 
 /** A settlement still pending in the journal. */
 export interface PendingSettlement {
   reservationId: string;
   mode: string;
-  recordedAtMs: number;
-  notBeforeMs: number | null;
+  /** When the record was last written (epoch ms), null when the record does not say. */
+  recordedAtMs: Int64 | null;
+  notBeforeMs: Int64 | null;
   file: string;
 }
 
@@ -68,11 +105,48 @@ export interface LeaseInfo {
   lastError: [string, string] | null;
 }
 
+/** How a guarded reservation ended: core's `Finished` kinds. */
+export type OutcomeKind = "settled" | "work_failed" | "missing_actual" | "invalid_actual" | "heartbeat_lapsed";
+
+/** How a guarded reservation ended (core's `Finished`), as `finish()` and `fail()` resolve. */
+export interface Outcome {
+  /**
+   * `settled` (the work succeeded, its actual went to settlement), `work_failed` (the known
+   * actual was settled, else the reservation released), `missing_actual` / `invalid_actual`
+   * (nothing was committed) or `heartbeat_lapsed` (settled, the lease lost under
+   * `fail_on_finalize`).
+   */
+  kind: OutcomeKind;
+  reservationId: string;
+  /** The actual amount that went to settlement (`settled`), or was refused (`invalid_actual`); else null. */
+  actual: Int64 | null;
+  /** The settlement; null when none was attempted (a release, or no usable actual). */
+  settlement: Settlement | null;
+  /** What the heartbeat did (null when disabled, or not reported for this kind). */
+  lease: LeaseInfo | null;
+  /** True when the work failed before any actual and the reservation was released. */
+  released: boolean;
+  /** `[errorKind, message]` when the release after failed work failed. */
+  releaseError: [string, string] | null;
+}
+
+/**
+ * The outcome of work that succeeded and was settled: what {@link GuardedReservation.finish}
+ * resolves with and what `client.guardedWithOutcome` hands back. A settlement always exists
+ * here (committed, recovered via an event, pending in the journal, or rejected).
+ */
+export interface SettledOutcome extends Outcome {
+  kind: "settled";
+  actual: Int64;
+  settlement: Settlement;
+}
+
 type Raw = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 /** @internal */
 export function settlementOf(reservationId: string, d: Raw): Settlement {
   const c = d.charged as Raw | null | undefined;
+  // One object for every status: the members a status has no value for are null.
   return {
     status: d.status,
     reservationId,
@@ -85,17 +159,17 @@ export function settlementOf(reservationId: string, d: Raw): Settlement {
     errorCode: d.error_code ?? null,
     body: d.body ?? null,
     settled: d.status === "committed" || d.status === "recovered_via_event",
-  };
+  } as Settlement;
 }
 
 /** @internal */
 export function drainReportOf(text: string): DrainReport {
-  const d = JSON.parse(text) as Raw;
+  const d = parseJson(text) as Raw;
   const outcomes = (d.outcomes as Raw[]).map((o) => settlementOf(o.reservation_id, o.settlement));
   const remaining = (d.remaining as Raw[]).map((p) => ({
     reservationId: p.reservation_id,
     mode: p.mode,
-    recordedAtMs: p.recorded_at_ms,
+    recordedAtMs: p.recorded_at_ms ?? null,
     notBeforeMs: p.not_before_ms ?? null,
     file: p.file,
   }));
@@ -107,6 +181,11 @@ export function drainReportOf(text: string): DrainReport {
     settled: outcomes.filter((o) => o.settled).length,
     clean: remaining.length === 0 && quarantined.length === 0,
   };
+}
+
+/** The report of a close that had nothing to drain: the client never started its lifecycle. @internal */
+export function emptyDrainReport(): DrainReport {
+  return { outcomes: [], remaining: [], quarantined: [], settled: 0, clean: true };
 }
 
 function leaseOf(d: Raw | null | undefined): LeaseInfo | null {
@@ -186,15 +265,15 @@ function exactAmount(amount: number | bigint | Amount, unit: string): number {
  * happened. With `await using` it settles when the scope ends.
  */
 export class GuardedReservation implements AsyncDisposable {
-  /** `settled`, `work_failed`, `missing_actual`, `invalid_actual` or `heartbeat_lapsed` (null while running). */
-  outcome: string | null = null;
+  /** How it ended: `settled`, `work_failed`, `missing_actual`, `invalid_actual` or `heartbeat_lapsed` (null while running). */
+  outcome: OutcomeKind | null = null;
   /** The settlement (null while running, after a release, or when nothing was sent). */
   settlement: Settlement | null = null;
   /** What the heartbeat did (null while running or when disabled). */
   lease: LeaseInfo | null = null;
   /** `[errorKind, message]` when a release after failed work failed. */
   releaseError: [string, string] | null = null;
-  private finishing: Promise<void> | null = null;
+  private finishing: Promise<Outcome> | null = null;
   private readonly abort = new AbortController();
   private readonly unlink: () => void = () => undefined;
   private watch: NodeJS.Timeout | null = null;
@@ -285,7 +364,7 @@ export class GuardedReservation implements AsyncDisposable {
   }
 
   /** Metrics sent with the commit (camelCase standard metrics; `custom` kept as given). */
-  setMetrics(metrics: import("./models").StandardMetrics): void {
+  setMetrics(metrics: StandardMetrics): void {
     const m = {
       tokens_input: metrics.tokensInput,
       tokens_output: metrics.tokensOutput,
@@ -293,15 +372,18 @@ export class GuardedReservation implements AsyncDisposable {
       model_version: metrics.modelVersion,
       custom: metrics.custom,
     };
-    call(() => this.native.setMetrics(JSON.stringify(m)));
+    call(() => this.native.setMetrics(stringifyJson(m)));
   }
 
-  /** Commit-time metadata (a JSON-serialisable object), sent exactly as `JSON.stringify` writes it. */
+  /**
+   * Commit-time metadata (a JSON-serialisable object), sent exactly as `JSON.stringify`
+   * writes it, except that a `bigint` is written as the exact JSON integer.
+   */
   setMetadata(metadata: Record<string, unknown>): void {
     if (metadata === null || typeof metadata !== "object" || Array.isArray(metadata)) {
       throw new InvalidArgumentError("metadata must be an object");
     }
-    call(() => this.native.setMetadata(JSON.stringify(metadata)));
+    call(() => this.native.setMetadata(stringifyJson(metadata)));
   }
 
   /**
@@ -315,19 +397,27 @@ export class GuardedReservation implements AsyncDisposable {
   }
 
   /**
-   * Ends the work as succeeded: settles the known actual (journaled first). Throws
+   * Ends the work as succeeded: settles the known actual (journaled first) and resolves with
+   * the {@link SettledOutcome}, whose `settlement` always exists. Throws
    * {@link MissingActualError} when no actual was reported, {@link InvalidActualError} for a
-   * negative one, {@link HeartbeatLapsedError} under `fail_on_finalize`. Idempotent.
+   * negative one, {@link HeartbeatLapsedError} under `fail_on_finalize`, and
+   * {@link InvalidArgumentError} when the reservation already ended through {@link fail}
+   * (or `await using` without an actual). Idempotent.
    */
-  async finish(): Promise<void> {
-    return this.end(true);
+  async finish(): Promise<SettledOutcome> {
+    const o = await this.end(true);
+    if (o.kind !== "settled") {
+      throw new InvalidArgumentError(`reservation ${o.reservationId} already ended as ${o.kind}: finish() has nothing left to settle`);
+    }
+    return o as SettledOutcome;
   }
 
   /**
    * Ends the work as failed: the known actual is still settled, otherwise the reservation
-   * is released. Never throws for the work's sake. Idempotent.
+   * is released; resolves with the {@link Outcome}. Never throws for the work's sake.
+   * Idempotent (after {@link finish}, the same result).
    */
-  async fail(): Promise<void> {
+  async fail(): Promise<Outcome> {
     return this.end(false);
   }
 
@@ -342,7 +432,7 @@ export class GuardedReservation implements AsyncDisposable {
   }
 
   /** @internal */
-  end(succeeded: boolean): Promise<void> {
+  end(succeeded: boolean): Promise<Outcome> {
     if (this.finishing === null) this.finishing = this.settle(succeeded);
     return this.finishing;
   }
@@ -352,31 +442,40 @@ export class GuardedReservation implements AsyncDisposable {
     this.watch = null;
   }
 
-  private async settle(succeeded: boolean): Promise<void> {
+  private async settle(succeeded: boolean): Promise<Outcome> {
     this.unlink();
     this.stopWatch();
     const text = await awaitNative(call(() => this.native.finish(succeeded)));
-    this.apply(JSON.parse(text) as Raw, succeeded);
+    return this.apply(parseJson(text) as Raw, succeeded);
   }
 
-  private apply(d: Raw, succeeded: boolean): void {
+  private apply(d: Raw, succeeded: boolean): Outcome {
     const rid = d.reservation_id as string;
     this.outcome = d.outcome;
     this.settlement = d.settlement ? settlementOf(rid, d.settlement) : null;
     this.lease = leaseOf(d.lease);
     const rel = d.release_error as Raw | null | undefined;
     this.releaseError = rel ? [rel.error_kind, rel.message] : null;
-    if (!succeeded) return;
+    const outcome: Outcome = {
+      kind: d.outcome,
+      reservationId: rid,
+      actual: d.actual ?? null,
+      settlement: this.settlement,
+      lease: this.lease,
+      released: this.released,
+      releaseError: this.releaseError,
+    };
+    if (!succeeded) return outcome;
     if (this.outcome === "missing_actual") {
       const e = new MissingActualError(
-        `the guarded work on reservation ${rid} finished without reporting its actual amount (call setActual() or add()); nothing was settled`,
+        `the guarded work on reservation ${rid} finished without reporting its actual amount (call setActual() or add()); nothing was committed`,
       );
       e.reservationId = rid;
       throw e;
     }
     if (this.outcome === "invalid_actual") {
       const e = new InvalidActualError(
-        `the guarded work reported a negative actual amount (${d.actual}) for reservation ${rid}; nothing was settled`,
+        `the guarded work reported a negative actual amount (${String(d.actual)}) for reservation ${rid}; nothing was committed`,
       );
       e.reservationId = rid;
       throw e;
@@ -388,5 +487,6 @@ export class GuardedReservation implements AsyncDisposable {
       e.settlement = this.settlement;
       throw e;
     }
+    return outcome;
   }
 }

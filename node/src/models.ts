@@ -5,10 +5,17 @@
  * @module
  */
 
+/**
+ * A 64-bit integer of the wire (`format: int64`: amounts, epoch and duration milliseconds,
+ * token counts): a `number` while it is a safe integer, a `bigint` beyond ±(2^53 − 1), so
+ * every value arrives exactly. Requests take either form.
+ */
+export type Int64 = number | bigint;
+
 /** An amount in a unit (`USD_MICROCENTS`, `TOKENS`, `CREDITS`, `RISK_POINTS`). */
 export interface Amount {
   unit: string;
-  amount: number;
+  amount: Int64;
 }
 
 /** Who spends: at least one of the standard fields. */
@@ -31,18 +38,18 @@ export interface Action {
 
 /** Operator caps on an ALLOW_WITH_CAPS decision. */
 export interface Caps {
-  maxTokens?: number;
-  maxStepsRemaining?: number;
+  maxTokens?: Int64;
+  maxStepsRemaining?: Int64;
   toolAllowlist?: string[];
   toolDenylist?: string[];
-  cooldownMs?: number;
+  cooldownMs?: Int64;
 }
 
 /** Standard metrics sent with a commit or event. */
 export interface StandardMetrics {
-  tokensInput?: number;
-  tokensOutput?: number;
-  latencyMs?: number;
+  tokensInput?: Int64;
+  tokensOutput?: Int64;
+  latencyMs?: Int64;
   modelVersion?: string;
   custom?: Record<string, unknown>;
 }
@@ -86,8 +93,8 @@ export interface ReservationCreateRequest {
   subject: Subject;
   action: Action;
   estimate: Amount;
-  ttlMs?: number;
-  gracePeriodMs?: number;
+  ttlMs?: Int64;
+  gracePeriodMs?: Int64;
   overagePolicy?: string;
   dryRun?: boolean;
   metadata?: Record<string, unknown>;
@@ -99,13 +106,13 @@ export interface ReservationCreated extends WithMeta {
   affectedScopes: string[];
   reservationId?: string;
   reserved?: Amount;
-  expiresAtMs?: number;
-  remainingTtlMs?: number;
+  expiresAtMs?: Int64;
+  remainingTtlMs?: Int64;
   scopePath?: string;
   caps?: Caps;
   balances?: Balance[];
   reasonCode?: string;
-  retryAfterMs?: number;
+  retryAfterMs?: Int64;
   cyclesEvidence?: EvidenceRef;
 }
 
@@ -143,15 +150,15 @@ export interface ReleaseResult extends WithMeta {
 /** `extendReservation` request. */
 export interface ExtendRequest {
   idempotencyKey: string;
-  extendByMs: number;
+  extendByMs: Int64;
   metadata?: Record<string, unknown>;
 }
 
 /** `extendReservation` result. */
 export interface ExtendResult extends WithMeta {
   status: string;
-  expiresAtMs: number;
-  remainingTtlMs?: number;
+  expiresAtMs: Int64;
+  remainingTtlMs?: Int64;
   balances?: Balance[];
 }
 
@@ -169,7 +176,7 @@ export interface DecisionResult extends WithMeta {
   decision: string;
   caps?: Caps;
   reasonCode?: string;
-  retryAfterMs?: number;
+  retryAfterMs?: Int64;
   affectedScopes?: string[];
   cyclesEvidence?: EvidenceRef;
 }
@@ -182,7 +189,7 @@ export interface EventCreateRequest {
   actual: Amount;
   overagePolicy?: string;
   metrics?: StandardMetrics;
-  clientTimeMs?: number;
+  clientTimeMs?: Int64;
   metadata?: Record<string, unknown>;
 }
 
@@ -244,13 +251,13 @@ export interface Reservation {
   subject: Subject;
   action: Action;
   reserved: Amount;
-  createdAtMs: number;
-  expiresAtMs: number;
+  createdAtMs: Int64;
+  expiresAtMs: Int64;
   scopePath: string;
   affectedScopes: string[];
   idempotencyKey?: string;
   committed?: Amount;
-  finalizedAtMs?: number;
+  finalizedAtMs?: Int64;
   metadata?: Record<string, unknown>;
   committedMetadata?: Record<string, unknown>;
   evidence?: { reserve?: EvidenceRef; commit?: EvidenceRef; release?: EvidenceRef };
@@ -272,7 +279,7 @@ export interface EvidenceEnvelope extends WithMeta {
   artifactType: string;
   serverId: string;
   signerDid: string;
-  issuedAtMs: number;
+  issuedAtMs: Int64;
   payload: unknown;
   [key: string]: unknown;
 }

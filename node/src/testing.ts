@@ -5,7 +5,9 @@
  * @module
  */
 import { Client, type ClientOptions } from "./client";
-import { call } from "./errors";
+import { InvalidArgumentError, call } from "./errors";
+import { parseJson, stringifyJson } from "./json";
+import type { Int64 } from "./models";
 import { native, type NativeLocalServer } from "./native";
 import { requiredMs } from "./options";
 
@@ -14,8 +16,177 @@ export const DEFAULT_TENANT = "acme";
 /** The API key the default server accepts. */
 export const DEFAULT_API_KEY = "cycles-local-key";
 
-/** Settings of a {@link LocalServer}: a `ServerConfig` of `cycles-local-server` (snake_case, as its JSON). */
-export type LocalServerConfig = Record<string, unknown>;
+/** One tenant of a {@link LocalServer} and the API keys that authenticate as it. */
+export interface LocalServerTenant {
+  /** Tenant id (the `tenant` subject value). */
+  id: string;
+  /** Keys accepted in `X-Cycles-API-Key` (default `["cycles-local-key"]`). */
+  apiKeys?: string[];
+  /** Start CLOSED: persisting operations get 409 TENANT_CLOSED (default false). */
+  closed?: boolean;
+}
+
+/** A budget of a {@link LocalServer} for one (scope, unit). */
+export interface LocalServerBudget {
+  /** Canonical scope, e.g. `tenant:acme` or `tenant:acme/workspace:prod`. */
+  scope: string;
+  /** `USD_MICROCENTS`, `TOKENS`, `CREDITS` or `RISK_POINTS`. */
+  unit: string;
+  /** The allocated amount (an int64: a `bigint` beyond 2^53 − 1). */
+  allocated: Int64;
+  /** The most debt ALLOW_WITH_OVERDRAFT may accrue (default 0). */
+  overdraftLimit?: Int64;
+  /** Operator status (default `ACTIVE`; `FROZEN` and `CLOSED` refuse reservations with 409). */
+  status?: "ACTIVE" | "FROZEN" | "CLOSED";
+}
+
+/** How an extension turns `extend_by_ms` into a new expiry. */
+export type LocalServerExtendClamp =
+  /** new expiry = expiry + extend_by_ms (default). */
+  | { kind: "additive" }
+  /** new expiry = expiry + min(extend_by_ms, maxGrantMs). */
+  | { kind: "grant_cap"; maxGrantMs: number }
+  /** new expiry = min(expiry + extend_by_ms, now + maxLeadMs), never earlier than the expiry. */
+  | { kind: "max_lead"; maxLeadMs: number };
+
+/** The TTL and extension behaviour of a {@link LocalServer} (the server regimes of the heartbeat spec). */
+export interface LocalServerRegime {
+  /** Send `remaining_ttl_ms` on live create and extend successes (default true). */
+  emitRemainingTtl?: boolean;
+  /** The extension clamp (default additive). */
+  extend?: LocalServerExtendClamp;
+  /** Cap on the TTL granted at create (default none). */
+  initialTtlCapMs?: number | null;
+  /** Extensions allowed per reservation (default 10; null: unlimited). */
+  maxExtensions?: number | null;
+}
+
+/**
+ * Settings of a {@link LocalServer} (`cycles-local-server`'s `ServerConfig`, camelCase);
+ * every member is optional and an omitted one takes the server's default. A key that is not
+ * one of these (at any depth) throws {@link InvalidArgumentError} naming it, so a misspelt
+ * setting never starts a server that silently ignores it.
+ */
+export interface LocalServerConfig {
+  /** Address to bind (default `127.0.0.1:0`: a free loopback port). */
+  bind?: string;
+  /** Tenants and their keys (default: tenant `acme` with key `cycles-local-key`). */
+  tenants?: LocalServerTenant[];
+  /** Key accepted in `X-Admin-API-Key` on list/get/release (default `cycles-local-admin`; null disables admin auth). */
+  adminApiKey?: string | null;
+  /** Budgets per (scope, unit) (default: `tenant:acme`, 10^10 USD_MICROCENTS). Replaces the default when given. */
+  budgets?: LocalServerBudget[];
+  /** TTL and extension regime. */
+  regime?: LocalServerRegime;
+  /** How a same-key request's payload is compared: `exact` JSON as sent (default, like the reference server) or `canonical` (sorted keys). */
+  idempotencyCompare?: "exact" | "canonical";
+  /** Emit `cycles_evidence` references and serve signed envelopes and the JWKS (default true). */
+  evidence?: boolean;
+  /** Wire dialect: `spec` (default) or `reference` (serialises like the reference Cycles server). */
+  mode?: "spec" | "reference";
+}
+
+type Check = (v: unknown, path: string) => unknown;
+
+const snake = (k: string): string => k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
+function describe(v: unknown): string {
+  if (typeof v === "string") return JSON.stringify(v);
+  if (typeof v === "number" || typeof v === "bigint" || typeof v === "boolean" || v === null || v === undefined) return String(v);
+  return Array.isArray(v) ? "an array" : `a value of type ${typeof v}`;
+}
+
+function bad(path: string, what: string, v: unknown): never {
+  throw new InvalidArgumentError(`LocalServer config${path === "" ? "" : ` ${path}`} must be ${what}, not ${describe(v)}`);
+}
+
+const str: Check = (v, p) => (typeof v === "string" ? v : bad(p, "a string", v));
+const bool: Check = (v, p) => (typeof v === "boolean" ? v : bad(p, "a boolean", v));
+const nullable =
+  (c: Check): Check =>
+  (v, p) =>
+    v === null ? null : c(v, p);
+const oneOf =
+  (...values: string[]): Check =>
+  (v, p) =>
+    typeof v === "string" && values.includes(v) ? v : bad(p, values.map((x) => JSON.stringify(x)).join(" or "), v);
+const INT64_MIN = -(1n << 63n);
+const INT64_MAX = (1n << 63n) - 1n;
+const int64: Check = (v, p) =>
+  (typeof v === "number" && Number.isSafeInteger(v)) || (typeof v === "bigint" && v >= INT64_MIN && v <= INT64_MAX)
+    ? v
+    : bad(p, "a safe integer or a bigint within 64 bits", v);
+const count =
+  (max: number): Check =>
+  (v, p) =>
+    typeof v === "number" && Number.isSafeInteger(v) && v >= 0 && v <= max ? v : bad(p, `an integer from 0 to ${max}`, v);
+const list =
+  (c: Check): Check =>
+  (v, p) =>
+    Array.isArray(v) ? v.map((x, i) => c(x, `${p}[${i}]`)) : bad(p, "an array", v);
+
+/**
+ * An object of known members, each checked and renamed to the server's snake_case; an
+ * unknown member is an InvalidArgumentError naming its path (and the camelCase spelling
+ * when it is a snake_case one).
+ */
+function shape(members: Record<string, Check>, required: string[] = []): Check {
+  return (v, p) => {
+    if (v === null || typeof v !== "object" || Array.isArray(v)) bad(p, "an object", v);
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+      const at = p === "" ? k : `${p}.${k}`;
+      const c = members[k];
+      if (c === undefined) {
+        const camel = Object.keys(members).find((m) => snake(m) === k);
+        throw new InvalidArgumentError(`unknown LocalServer config key ${at}${camel ? ` (did you mean ${camel}?)` : ""}`);
+      }
+      if (x !== undefined) out[snake(k)] = c(x, at);
+    }
+    for (const k of required) {
+      if ((v as Record<string, unknown>)[k] === undefined) throw new InvalidArgumentError(`LocalServer config ${p === "" ? k : `${p}.${k}`} is required`);
+    }
+    return out;
+  };
+}
+
+const U32_MAX = 0xffff_ffff;
+const MS_MAX = Number.MAX_SAFE_INTEGER;
+
+const extendClamp: Check = (v, p) => {
+  const kind = v !== null && typeof v === "object" ? (v as { kind?: unknown }).kind : undefined;
+  switch (kind) {
+    case "additive":
+      return shape({ kind: str })(v, p);
+    case "grant_cap":
+      return shape({ kind: str, maxGrantMs: count(MS_MAX) }, ["maxGrantMs"])(v, p);
+    case "max_lead":
+      return shape({ kind: str, maxLeadMs: count(MS_MAX) }, ["maxLeadMs"])(v, p);
+    default:
+      return bad(`${p}.kind`, '"additive", "grant_cap" or "max_lead"', kind);
+  }
+};
+
+const CONFIG = shape({
+  bind: str,
+  tenants: list(shape({ id: str, apiKeys: list(str), closed: bool }, ["id"])),
+  adminApiKey: nullable(str),
+  budgets: list(
+    shape(
+      { scope: str, unit: str, allocated: int64, overdraftLimit: int64, status: oneOf("ACTIVE", "FROZEN", "CLOSED") },
+      ["scope", "unit", "allocated"],
+    ),
+  ),
+  regime: shape({
+    emitRemainingTtl: bool,
+    extend: extendClamp,
+    initialTtlCapMs: nullable(count(MS_MAX)),
+    maxExtensions: nullable(count(U32_MAX)),
+  }),
+  idempotencyCompare: oneOf("exact", "canonical"),
+  evidence: bool,
+  mode: oneOf("spec", "reference"),
+});
 
 /** What the server applied (its ledger), wire keys. */
 export type LedgerEntry = Record<string, unknown>;
@@ -27,10 +198,15 @@ export class LocalServer implements Disposable {
   private readonly native: NativeLocalServer;
   private readonly config: LocalServerConfig;
 
-  /** Starts a server (omitted settings take the local server's defaults). */
+  /**
+   * Starts a server (omitted settings take the local server's defaults). A config member
+   * that is unknown or of the wrong type throws {@link InvalidArgumentError} naming it,
+   * before anything starts.
+   */
   constructor(config: LocalServerConfig = {}) {
+    const wire = CONFIG(config, "");
     this.config = config;
-    this.native = call(() => new native.NativeLocalServer(JSON.stringify(config)));
+    this.native = call(() => new native.NativeLocalServer(stringifyJson(wire)));
   }
 
   /** Base URL. */
@@ -39,17 +215,15 @@ export class LocalServer implements Disposable {
   }
   /** The first API key of the first configured tenant. */
   get apiKey(): string {
-    const t = this.config.tenants as { api_keys?: string[] }[] | undefined;
-    return t?.[0]?.api_keys?.[0] ?? DEFAULT_API_KEY;
+    return this.config.tenants?.[0]?.apiKeys?.[0] ?? DEFAULT_API_KEY;
   }
   /** The first configured tenant. */
   get tenant(): string {
-    const t = this.config.tenants as { id?: string }[] | undefined;
-    return t?.[0]?.id ?? DEFAULT_TENANT;
+    return this.config.tenants?.[0]?.id ?? DEFAULT_TENANT;
   }
   /** `spec` (default) or `reference` (serialises like the reference Cycles server). */
-  get mode(): string {
-    return (this.config.mode as string | undefined) ?? "spec";
+  get mode(): "spec" | "reference" {
+    return this.config.mode ?? "spec";
   }
   /** Whether it is running. */
   get running(): boolean {
@@ -61,19 +235,19 @@ export class LocalServer implements Disposable {
   }
   /** Adds a fault rule (a `FaultRule` of `cycles-local-server`, snake_case). */
   addFault(rule: Record<string, unknown>): void {
-    call(() => this.native.addFault(JSON.stringify(rule)));
+    call(() => this.native.addFault(stringifyJson(rule)));
   }
   /** Removes every fault rule. */
   clearFaults(): void {
     call(() => this.native.clearFaults());
   }
-  /** What the server applied. */
+  /** What the server applied (amounts exact: a `bigint` beyond 2^53 − 1). */
   ledger(): LedgerEntry[] {
-    return JSON.parse(call(() => this.native.ledger())) as LedgerEntry[];
+    return parseJson(call(() => this.native.ledger())) as LedgerEntry[];
   }
   /** What the server received. */
   requests(): RequestRecord[] {
-    return JSON.parse(call(() => this.native.requests())) as RequestRecord[];
+    return parseJson(call(() => this.native.requests())) as RequestRecord[];
   }
   /** Moves the server's clock forward. */
   advanceClock(ms: number): void {

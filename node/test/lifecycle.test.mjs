@@ -41,12 +41,14 @@ test("reserve + finish, and Symbol.asyncDispose settles what is known", async ()
   const r = await client.reserve({ estimate: 200_000, action: ACTION, metadata: { step: 1 } });
   r.setActual(150_000);
   r.setMetadata({ note: "done" });
-  await r.finish();
+  const outcome = await r.finish();
+  assert.deepEqual([outcome.kind, outcome.reservationId, outcome.actual, outcome.released], ["settled", r.reservationId, 150_000, false]);
+  assert.equal(outcome.settlement, r.settlement);
   assert.equal(r.outcome, "settled");
   assert.equal(r.settlement.status, "committed");
   assert.deepEqual(r.settlement.charged, { unit: "USD_MICROCENTS", amount: 150_000 });
   assert.equal(committed(r.reservationId).amount, 150_000);
-  await r.finish(); // idempotent
+  assert.equal(await r.finish(), outcome, "idempotent: the same outcome");
   // Usage reported after the end would not be settled: refused, not dropped unseen.
   assert.throws(() => r.setActual(1), (e) => e instanceof InvalidArgumentError && /would not be settled/.test(e.message));
   assert.throws(() => r.add(1), InvalidArgumentError);
@@ -65,6 +67,42 @@ test("reserve + finish, and Symbol.asyncDispose settles what is known", async ()
   assert.equal(none.outcome, "work_failed");
   assert.equal(none.released, true);
   assert.ok(server.ledger().some((e) => e.kind === "release" && e.reservation_id === none.reservationId));
+  // fail() resolves with that outcome; finish() has no settled one to give.
+  const failed = await none.fail();
+  assert.deepEqual([failed.kind, failed.settlement, failed.released, failed.actual], ["work_failed", null, true, null]);
+  await assert.rejects(none.finish(), (e) => e instanceof InvalidArgumentError && /already ended as work_failed/.test(e.message));
+});
+
+test("guardedWithOutcome hands back the value and the settled outcome; the ledger agrees", async () => {
+  const { value, outcome } = await client.guardedWithOutcome({ estimate: 500_000, action: ACTION, actual: (reply) => reply.cost }, async (r) => {
+    assert.equal(currentReservation(), r);
+    return { answer: "42", cost: 420_000 };
+  });
+  assert.deepEqual(value, { answer: "42", cost: 420_000 });
+  assert.deepEqual([outcome.kind, outcome.actual, outcome.released, outcome.releaseError], ["settled", 420_000, false, null]);
+  assert.equal(outcome.settlement.status, "committed");
+  assert.equal(outcome.settlement.settled, true);
+  assert.equal(outcome.settlement.reservationId, outcome.reservationId);
+  assert.deepEqual(outcome.settlement.charged, { unit: "USD_MICROCENTS", amount: 420_000 });
+  assert.equal(outcome.settlement.body.status, "COMMITTED", "the server's commit response");
+  assert.deepEqual([outcome.lease.path, outcome.lease.end], ["primary", "finished"]);
+  assert.equal(committed(outcome.reservationId).amount, 420_000);
+
+  // It rejects as guarded does: the work's error unchanged (released), a missing actual.
+  const boom = new Error("boom");
+  let rid;
+  await assert.rejects(client.guardedWithOutcome({ estimate: 1000, action: ACTION }, async (r) => { rid = r.reservationId; throw boom; }), (e) => e === boom);
+  assert.ok(server.ledger().some((e) => e.kind === "release" && e.reservation_id === rid));
+  await assert.rejects(client.guardedWithOutcome({ estimate: 1000, action: ACTION }, async () => "x"), MissingActualError);
+
+  // Work that ends its reservation itself: guarded still returns the value; there is no settled outcome.
+  assert.equal(await client.guarded({ estimate: 1000, action: ACTION }, async (r) => (await r.fail(), "mine")), "mine");
+  await assert.rejects(
+    client.guardedWithOutcome({ estimate: 1000, action: ACTION }, async (r) => { rid = r.reservationId; await r.fail(); return "mine"; }),
+    (e) => e instanceof InvalidArgumentError && /no settled outcome/.test(e.message),
+  );
+  assert.ok(server.ledger().some((e) => e.kind === "release" && e.reservation_id === rid));
+  assert.equal(committed(rid), undefined);
 });
 
 test("wrap: estimate from the arguments, actual as a value", async () => {
@@ -204,6 +242,21 @@ test("setMetadataJson keeps integers beyond 2^53 exact in the journaled body", a
   await c.close(0);
 });
 
+test("close() always resolves with a drain report: a client that never ran a guarded call, closed twice", async () => {
+  const EMPTY = { outcomes: [], remaining: [], quarantined: [], settled: 0, clean: true };
+  const idle = server.client({ journalDir: journalDir() });
+  const first = await idle.close();
+  assert.deepEqual(first, EMPTY);
+  assert.equal(await idle.close(), first, "closed twice: the same report");
+  assert.equal(idle.closed, true);
+
+  // Operations only (no lifecycle): the same.
+  const ops = server.client({ journalDir: journalDir() });
+  assert.equal((await ops.getBalances({ tenant: "acme" })).meta.status, 200);
+  assert.deepEqual(await ops.close(0), EMPTY);
+  assert.deepEqual(await ops.close(), EMPTY);
+});
+
 test("flush, drain and close return drain reports", async () => {
   const c = server.client({ journalDir: journalDir() });
   const f = await c.flush();
@@ -272,6 +325,24 @@ test("stream: usage accumulates per item and settles at the end, on break, and o
     for await (const _ of client.stream({ estimate: 1000, action: ACTION, onReservation: (x) => (r = x) }, tokens(5, 3), (c) => c.tokens)) void _;
   }, /source broke/);
   assert.equal(committed(r.reservationId).amount, 30);
+});
+
+test("stream: a clean stream with no usage commits nothing and throws MissingActualError", async () => {
+  let r;
+  const got = [];
+  await assert.rejects(async () => {
+    for await (const chunk of client.stream({ estimate: 1000, action: ACTION, onReservation: (x) => (r = x) }, [], (c) => c.tokens)) got.push(chunk);
+  }, (e) => e instanceof MissingActualError && e.errorName === "MISSING_ACTUAL" && e.reservationId === r.reservationId);
+  assert.deepEqual(got, []);
+  assert.equal(r.outcome, "missing_actual");
+  assert.equal(r.settlement, null);
+  assert.equal(committed(r.reservationId), undefined, "no commit (of 0 or anything) in the ledger");
+  assert.ok(!server.requests().some((q) => q.operation === "commitReservation" && q.reservation_id === r.reservationId), "no commit was even sent");
+
+  // Usage that is reported, even 0, is an actual: it is committed.
+  for await (const _ of client.stream({ estimate: 1000, action: ACTION, onReservation: (x) => (r = x) }, [{ tokens: 0 }], (c) => c.tokens)) void _;
+  assert.equal(r.settlement.status, "committed");
+  assert.equal(committed(r.reservationId).amount, 0);
 });
 
 test("cancel policy: a lost lease aborts r.signal; what was used is still settled", async () => {

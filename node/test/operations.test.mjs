@@ -201,7 +201,8 @@ test("bad options are an InvalidArgumentError before anything reaches native cod
   await assert.rejects(ok.close(1.5), (e) => e instanceof InvalidArgumentError && /timeoutMs/.test(e.message));
   assert.equal(ok.closed, false);
   assert.throws(() => ok.on("event", 5), (e) => e instanceof InvalidArgumentError && /listener must be a function/.test(e.message));
-  assert.equal((await ok.close()), null);
+  // Never used its lifecycle: close() still resolves with a (clean, empty) drain report.
+  assert.deepEqual(await ok.close(), { outcomes: [], remaining: [], quarantined: [], settled: 0, clean: true });
   assert.equal(ok.closed, true);
 });
 
@@ -236,5 +237,40 @@ test("Client.fromEnv reads CYCLES_* variables", async () => {
       if (v === undefined) delete process.env[k];
       else process.env[k] = v;
     }
+  }
+});
+
+test("int64 results are exact over real HTTP: a budget of 2^63 - 1, amounts beyond 2^53 - 1", async () => {
+  const MAX = 2n ** 63n - 1n;
+  const s = startServer({ budgets: [{ scope: "tenant:acme", unit: "USD_MICROCENTS", allocated: MAX }] });
+  const c = s.client({ journalDir: journalDir() });
+  try {
+    const bal = (await c.getBalances({ tenant: "acme" })).balances.find((b) => b.scopePath === "tenant:acme");
+    // JSON.parse would have read 9223372036854775808 for both.
+    assert.equal(bal.allocated.amount, MAX);
+    assert.equal(bal.remaining.amount, MAX);
+
+    const big = 2n ** 62n;
+    const created = await c.createReservation({ idempotencyKey: key("r"), subject: SUBJECT, action: ACTION, estimate: { unit: "USD_MICROCENTS", amount: big } });
+    assert.equal(created.reserved.amount, big);
+    assert.equal(typeof created.expiresAtMs, "number", "a safe integer stays a number");
+    const actual = 2n ** 53n + 1n; // the first integer a number cannot hold
+    const committed = await c.commitReservation(created.reservationId, { idempotencyKey: key("c"), actual: { unit: "USD_MICROCENTS", amount: actual } });
+    assert.deepEqual(committed.charged, { unit: "USD_MICROCENTS", amount: actual });
+    assert.equal(s.ledger().find((e) => e.kind === "commit" && e.reservation_id === created.reservationId).amount, actual);
+    const after = committed.balances.find((b) => b.scopePath === "tenant:acme");
+    assert.equal(after.remaining.amount, MAX - actual);
+    assert.equal(after.spent.amount, actual);
+
+    // A guarded estimate beyond 2^53 - 1 reaches the server exactly too.
+    const { value, outcome } = await c.guardedWithOutcome({ estimate: big, action: ACTION, actual: 7 }, async () => "done");
+    assert.equal(value, "done");
+    const reserved = s.ledger().find((e) => e.kind === "reserve" && e.reservation_id === outcome.reservationId);
+    assert.equal(reserved.amount, big);
+    assert.deepEqual(outcome.settlement.charged, { unit: "USD_MICROCENTS", amount: 7 });
+    await assert.rejects(c.reserve({ estimate: 2n ** 63n, action: ACTION }), (e) => e instanceof InvalidArgumentError && /2\^63 - 1/.test(e.message));
+  } finally {
+    await c.close();
+    s.stop();
   }
 });

@@ -182,7 +182,7 @@ test("rate limit floor survives sigkill and restart", async (t) => {
 });
 
 test("tenant journal survives api key rotation across processes", async (t) => {
-  const cfg = { tenants: [{ id: "acme", api_keys: ["old-key", "new-key"] }] };
+  const cfg = { tenants: [{ id: "acme", apiKeys: ["old-key", "new-key"] }] };
   await withSpawner(
     t,
     async (server, s) => {
