@@ -274,3 +274,33 @@ test("int64 results are exact over real HTTP: a budget of 2^63 - 1, amounts beyo
     s.stop();
   }
 });
+
+test("idempotency keys a header cannot carry work through raw operations (and replay)", async () => {
+  // Keys of every operation, used exactly as written: this file's server is its own.
+  for (const [i, base] of [" padded ", "trail ", "kéy", "漢字-😀"].entries()) {
+    const k = (suffix) => `${base}${suffix}${i}${base}`;
+    const created = await client.createReservation({ idempotencyKey: k("r"), subject: SUBJECT, action: ACTION, estimate: EST });
+    assert.equal(created.decision, "ALLOW", JSON.stringify(base));
+    const again = await client.createReservation({ idempotencyKey: k("r"), subject: SUBJECT, action: ACTION, estimate: EST });
+    assert.equal(again.reservationId, created.reservationId, "the same key replays the same reservation");
+    await client.extendReservation(created.reservationId, { idempotencyKey: k("e"), extendByMs: 1000 });
+    const committed = await client.commitReservation(created.reservationId, { idempotencyKey: k("c"), actual: { unit: "USD_MICROCENTS", amount: 300 } });
+    assert.equal(committed.status, "COMMITTED");
+    const other = await client.createReservation({ idempotencyKey: k("r2"), subject: SUBJECT, action: ACTION, estimate: EST });
+    await client.releaseReservation(other.reservationId, { idempotencyKey: k("rel"), reason: "unused" });
+    const event = await client.createEvent({ idempotencyKey: k("ev"), subject: SUBJECT, action: ACTION, actual: { unit: "USD_MICROCENTS", amount: 7 } });
+    assert.equal(event.status, "APPLIED");
+    const keys = server
+      .ledger()
+      .filter((e) => e.reservation_id === created.reservationId || e.reservation_id === other.reservationId || e.idempotency_key === k("ev"))
+      .map((e) => [e.kind, e.idempotency_key]);
+    assert.deepEqual(keys, [
+      ["reserve", k("r")],
+      ["extend", k("e")],
+      ["commit", k("c")],
+      ["reserve", k("r2")],
+      ["release", k("rel")],
+      ["event", k("ev")],
+    ]);
+  }
+});
