@@ -124,12 +124,17 @@ export declare class NativeLifecycle {
 /** The native half of `LocalServer`. */
 export declare class NativeLocalServer {
   /**
-   * Starts a server on 127.0.0.1 (a `ServerConfig` as JSON; omitted fields default).
-   * Blocks while it binds, which takes a few milliseconds.
+   * Starts a server on 127.0.0.1 (a `ServerConfig` as JSON; omitted fields default, an
+   * unknown key is INVALID_ARGUMENT naming it). Blocks while it binds, which takes a few
+   * milliseconds.
    */
   constructor(configJson?: string | undefined | null)
   /** The server's base URL. */
   get url(): string
+  /** The first API key of the first configured tenant. */
+  get apiKey(): string
+  /** The first configured tenant. */
+  get tenant(): string
   /** Whether the server is still running. */
   get running(): boolean
   /** Adds a `FaultRule` given as JSON. */

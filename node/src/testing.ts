@@ -225,13 +225,13 @@ export class LocalServer implements Disposable {
   get url(): string {
     return this.native.url;
   }
-  /** The first API key of the first configured tenant. */
+  /** The first API key of the first configured tenant (the server's own answer). */
   get apiKey(): string {
-    return this.config.tenants?.[0]?.apiKeys?.[0] ?? DEFAULT_API_KEY;
+    return this.native.apiKey;
   }
-  /** The first configured tenant. */
+  /** The first configured tenant (the server's own answer). */
   get tenant(): string {
-    return this.config.tenants?.[0]?.id ?? DEFAULT_TENANT;
+    return this.native.tenant;
   }
   /** `spec` (default) or `reference` (serialises like the reference Cycles server). */
   get mode(): "spec" | "reference" {
