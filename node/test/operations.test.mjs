@@ -219,17 +219,20 @@ test("a closed client throws ClientClosedError", async () => {
   });
 });
 
-test("Client.fromEnv reads CYCLES_* variables", async () => {
-  const vars = { CYCLES_BASE_URL: server.url, CYCLES_API_KEY: server.apiKey, CYCLES_TENANT: "acme" };
+test("Client.fromEnv reads CYCLES_* variables (CYCLES_UNIT the default unit)", async () => {
+  const vars = { CYCLES_BASE_URL: server.url, CYCLES_API_KEY: server.apiKey, CYCLES_TENANT: "acme", CYCLES_UNIT: "TOKENS" };
   const saved = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]));
   try {
     Object.assign(process.env, vars);
     const c = Client.fromEnv({ journalEnabled: false });
     assert.equal(c.baseUrl, server.url);
     assert.equal(c.tenant, "acme");
+    assert.equal(c.defaultUnit, "TOKENS");
     const d = await c.decide({ idempotencyKey: key("d"), subject: SUBJECT, action: ACTION, estimate: EST });
     assert.equal(d.decision, "ALLOW");
     await c.close();
+    process.env.CYCLES_UNIT = "TOKEN";
+    assert.throws(() => Client.fromEnv({ journalEnabled: false }), ConfigError);
   } finally {
     // Per key: replacing process.env itself would leave the real environment (what the
     // addon reads) as the test set it.
