@@ -13,6 +13,15 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 export declare class NativeActive {
   /** The reservation. */
   get reservationId(): string
+  /** The server's decision: `ALLOW` or `ALLOW_WITH_CAPS`. */
+  get decision(): string
+  /** The caps under `ALLOW_WITH_CAPS` as the spec's `Caps` JSON, `null` otherwise. */
+  get capsJson(): string | null
+  /**
+   * Ends the action early and gives the estimate back; the finished JSON (outcome
+   * `released`). INVALID_ARGUMENT, the action left running, once usage was reported.
+   */
+  release(reason?: string | undefined | null): Promise<string>
   /**
    * Sets the actual amount (INVALID_ARGUMENT once the action has finished: the report
    * would not be settled).
@@ -44,6 +53,8 @@ export declare class NativeClient {
   get baseUrl(): string
   /** Default tenant. */
   get tenant(): string | null
+  /** Unit of estimates given as bare numbers (`USD_MICROCENTS` when none was configured). */
+  get defaultUnit(): string
   /** Journal directory in use. */
   get journalDir(): string
   /** Whether settlements are journaled. */
@@ -113,12 +124,17 @@ export declare class NativeLifecycle {
 /** The native half of `LocalServer`. */
 export declare class NativeLocalServer {
   /**
-   * Starts a server on 127.0.0.1 (a `ServerConfig` as JSON; omitted fields default).
-   * Blocks while it binds, which takes a few milliseconds.
+   * Starts a server on 127.0.0.1 (a `ServerConfig` as JSON; omitted fields default, an
+   * unknown key is INVALID_ARGUMENT naming it). Blocks while it binds, which takes a few
+   * milliseconds.
    */
   constructor(configJson?: string | undefined | null)
   /** The server's base URL. */
   get url(): string
+  /** The first API key of the first configured tenant. */
+  get apiKey(): string
+  /** The first configured tenant. */
+  get tenant(): string
   /** Whether the server is still running. */
   get running(): boolean
   /** Adds a `FaultRule` given as JSON. */
@@ -216,6 +232,8 @@ export interface NativeClientOptions {
   apiKey: string
   /** Default tenant. */
   tenant?: string
+  /** Unit of estimates given as bare numbers (core validates it). */
+  defaultUnit?: string
   /** Per-attempt request timeout. */
   requestTimeoutMs?: number
   /** Connect timeout. */

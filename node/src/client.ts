@@ -3,8 +3,6 @@
  * lifecycle (reserve, heartbeat, settle) on core's runtime.
  * @module
  */
-import { randomUUID } from "node:crypto";
-
 import { InvalidArgumentError, awaitNative, call } from "./errors";
 import { parseJson, stringifyJson } from "./json";
 import {
@@ -42,8 +40,13 @@ export interface ClientOptions {
   baseUrl: string;
   /** API key: sent as `X-Cycles-API-Key`, redacted from everything the server sends back. */
   apiKey: string;
-  /** Default tenant of guarded reservations. */
+  /** Default tenant of guarded reservations (their subject when none is given). */
   tenant?: string;
+  /**
+   * Unit of an estimate given as a bare number without `unit` (default `USD_MICROCENTS`);
+   * an unknown unit is a `ConfigError`. `Client.fromEnv` reads `CYCLES_UNIT`.
+   */
+  defaultUnit?: string;
   /** Per-attempt request timeout. */
   requestTimeoutMs?: number;
   /** Connect timeout. */
@@ -69,7 +72,7 @@ export type FromEnvOptions = Pick<ClientOptions, "journalDir" | "journalEnabled"
 
 /** What {@link Client.reserve} takes. */
 export interface ReserveOptions {
-  /** The estimate: an amount in `unit` (default `USD_MICROCENTS`), or an {@link M.Amount}. */
+  /** The estimate: an amount in `unit` (default: the client's `defaultUnit`), or an {@link M.Amount}. */
   estimate: number | bigint | M.Amount;
   /** What is being done. */
   action: M.Action;
@@ -77,7 +80,7 @@ export interface ReserveOptions {
   unit?: string;
   /** Who spends (default: the client's tenant). */
   subject?: M.Subject;
-  /** Idempotency key of the reservation (default: a fresh UUID); settlement keys derive from it. */
+  /** Idempotency key of the reservation (default: a fresh `cycles-<uuid>`); settlement keys derive from it. */
   idempotencyKey?: string;
   /** Lease length; the heartbeat extends it by this while the work runs (default 60000). */
   ttlMs?: number;
@@ -144,17 +147,18 @@ function hookExit(): void {
 
 const INT64_MAX = (1n << 63n) - 1n;
 
-function intOrAmount(v: number | bigint | M.Amount, unit: string): M.Amount {
+/** The estimate as the spec carries it: an Amount, or a bare integer the bridge gives its unit. */
+function checkedEstimate(v: number | bigint | M.Amount): number | bigint | M.Amount {
   if (typeof v === "object" && v !== null) return v;
   if (typeof v === "bigint") {
     // An estimate is an int64 on the wire; the spec JSON carries a bigint exactly.
     if (v > INT64_MAX || v < 0n) throw new InvalidArgumentError(`an estimate bigint must be from 0 to 2^63 - 1, not ${v}`);
-    return { unit, amount: v };
+    return v;
   }
   if (typeof v !== "number" || !Number.isSafeInteger(v)) {
     throw new InvalidArgumentError("estimate must be a safe integer, a bigint or an Amount");
   }
-  return { unit, amount: v };
+  return v;
 }
 
 /**
@@ -177,6 +181,8 @@ export class Client implements AsyncDisposable {
   private closing: Promise<DrainReport> | null = null;
   /** The client's tenant (fixed): read across the native boundary once, not per reservation. */
   private readonly defaultTenant: string | null;
+  /** The unit of bare estimates (fixed), read once. */
+  private readonly unitOfBare: string;
 
   /** A client of explicit settings. */
   constructor(options: ClientOptions);
@@ -192,6 +198,7 @@ export class Client implements AsyncDisposable {
             baseUrl: options.baseUrl,
             apiKey: options.apiKey,
             tenant: options.tenant,
+            defaultUnit: options.defaultUnit,
             requestTimeoutMs: options.requestTimeoutMs,
             connectTimeoutMs: options.connectTimeoutMs,
             journalDir: options.journalDir,
@@ -200,6 +207,7 @@ export class Client implements AsyncDisposable {
           }),
       );
     this.defaultTenant = this.native.tenant;
+    this.unitOfBare = this.native.defaultUnit;
     this.maxAttempts = settings.maxAttempts;
     this.replayIntervalMs = settings.replayIntervalMs;
     this.closeTimeoutMs = settings.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS;
@@ -220,6 +228,10 @@ export class Client implements AsyncDisposable {
   /** Default tenant. */
   get tenant(): string | null {
     return this.defaultTenant;
+  }
+  /** The unit of an estimate given as a bare number without `unit` (`USD_MICROCENTS` unless configured). */
+  get defaultUnit(): string {
+    return this.unitOfBare;
   }
   /** Journal directory in use. */
   get journalDir(): string {
@@ -347,30 +359,33 @@ export class Client implements AsyncDisposable {
     return this.op("get_evidence_jwks", {});
   }
 
+  /**
+   * The guard spec of what the caller gave, nothing more: the bridge fills the idempotency
+   * key, the subject (the client's tenant) and a bare estimate's unit (`guard::parse_spec_with`).
+   */
   private spec(o: ReserveOptions): { spec: string; unit: string } {
-    const policy = o.heartbeatPolicy ?? "warn";
-    if (!POLICIES.has(policy)) {
+    const policy = o.heartbeatPolicy;
+    if (policy !== undefined && !POLICIES.has(policy)) {
       throw new InvalidArgumentError(`heartbeatPolicy must be warn, fail_on_finalize or cancel, not ${JSON.stringify(policy)}`);
     }
     if (!o.action || typeof o.action !== "object") throw new InvalidArgumentError("action is required ({kind, name})");
-    const estimate = intOrAmount(o.estimate, o.unit ?? "USD_MICROCENTS");
-    if (o.unit !== undefined && estimate.unit !== o.unit) throw new InvalidArgumentError("unit differs from the estimate's unit");
-    const tenant = this.defaultTenant;
-    const subject = o.subject ?? (tenant !== null ? { tenant } : undefined);
-    if (subject === undefined) throw new InvalidArgumentError("a subject is required when the client has no tenant");
+    const estimate = checkedEstimate(o.estimate);
     const spec = {
-      idempotency_key: o.idempotencyKey ?? `cycles-${randomUUID()}`,
-      subject: toWire(subject),
+      idempotency_key: o.idempotencyKey,
+      subject: o.subject === undefined ? undefined : toWire(o.subject),
       action: toWire(o.action),
       estimate,
+      unit: o.unit,
       ttl_ms: o.ttlMs,
       grace_period_ms: o.gracePeriodMs,
       overage_policy: o.overagePolicy,
       metadata: o.metadata,
-      heartbeat: o.heartbeat ?? true,
+      heartbeat: o.heartbeat,
       policy,
     };
-    return { spec: stringifyJson(spec), unit: estimate.unit };
+    // The bridge refuses a `unit` that differs from an Amount's; whatever it accepts is this unit.
+    const unit = typeof estimate === "object" ? estimate.unit : (o.unit ?? this.unitOfBare);
+    return { spec: stringifyJson(spec), unit };
   }
 
   /**

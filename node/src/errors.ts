@@ -139,15 +139,30 @@ export class ApiError extends HttpError {}
 /** TENANT_CLOSED. */ export class TenantClosedError extends ApiError {}
 /** The server's INTERNAL_ERROR. */ export class ServerInternalError extends ApiError {}
 /** An error code this version does not know (UNKNOWN_ERROR_CODE). */ export class UnknownErrorCodeError extends ApiError {}
-/** A guarded action ended without reporting its actual amount; nothing was committed (MISSING_ACTUAL). */
+/**
+ * A guarded action succeeded without reporting its actual amount (an empty stream too):
+ * nothing was committed and the reservation was released in the same call (MISSING_ACTUAL).
+ * The message is core's text, the same in every language.
+ */
 export class MissingActualError extends CyclesError {
-  /** The reservation (never charged: core releases it, or it expires). */
+  /** The reservation (never charged). */
   reservationId = "";
+  /** Whether the release succeeded (false: the estimate stays held until the lease expires). */
+  released = false;
+  /** `[errorKind, message]` of the failed release, null when it succeeded. */
+  releaseError: [string, string] | null = null;
 }
-/** A guarded action reported a negative actual; nothing was committed (INVALID_ARGUMENT). */
+/**
+ * A guarded action reported a negative actual: nothing was committed and the reservation
+ * was released (INVALID_ARGUMENT). The message is core's text.
+ */
 export class InvalidActualError extends InvalidArgumentError {
   /** The reservation. */
   reservationId = "";
+  /** Whether the release succeeded. */
+  released = false;
+  /** `[errorKind, message]` of the failed release, null when it succeeded. */
+  releaseError: [string, string] | null = null;
 }
 /** The heartbeat stopped before the work finished, under `fail_on_finalize` (HEARTBEAT_LAPSED). */
 export class HeartbeatLapsedError extends CyclesError {

@@ -8,7 +8,8 @@ import { AsyncLocalStorage } from "node:async_hooks";
 
 import { HeartbeatLapsedError, InvalidActualError, InvalidArgumentError, MissingActualError, awaitNative, call } from "./errors";
 import { parseJson, stringifyJson } from "./json";
-import type { Amount, Int64, StandardMetrics } from "./models";
+import type { Amount, Caps, Int64, StandardMetrics } from "./models";
+import { fromWire } from "./models";
 import type { NativeActive } from "./native";
 
 /** What every {@link Settlement} carries, whatever its status. */
@@ -106,14 +107,18 @@ export interface LeaseInfo {
 }
 
 /** How a guarded reservation ended: core's `Finished` kinds. */
-export type OutcomeKind = "settled" | "work_failed" | "missing_actual" | "invalid_actual" | "heartbeat_lapsed";
+export type OutcomeKind = "settled" | "work_failed" | "missing_actual" | "invalid_actual" | "released" | "heartbeat_lapsed";
+
+/** The server's decision on a guarded reservation: `ALLOW`, or `ALLOW_WITH_CAPS` (see {@link GuardedReservation.caps}). */
+export type Decision = "ALLOW" | "ALLOW_WITH_CAPS";
 
 /** How a guarded reservation ended (core's `Finished`), as `finish()` and `fail()` resolve. */
 export interface Outcome {
   /**
    * `settled` (the work succeeded, its actual went to settlement), `work_failed` (the known
    * actual was settled, else the reservation released), `missing_actual` / `invalid_actual`
-   * (nothing was committed) or `heartbeat_lapsed` (settled, the lease lost under
+   * (nothing was committed; the reservation released), `released` (ended early by
+   * {@link GuardedReservation.release}) or `heartbeat_lapsed` (settled, the lease lost under
    * `fail_on_finalize`).
    */
   kind: OutcomeKind;
@@ -124,10 +129,20 @@ export interface Outcome {
   settlement: Settlement | null;
   /** What the heartbeat did (null when disabled, or not reported for this kind). */
   lease: LeaseInfo | null;
-  /** True when the work failed before any actual and the reservation was released. */
+  /**
+   * True when the reservation was released (the estimate given back): failed work without
+   * an actual, a missing or negative actual, or {@link GuardedReservation.release}.
+   */
   released: boolean;
-  /** `[errorKind, message]` when the release after failed work failed. */
+  /** `[errorKind, message]` when that release failed (the estimate stays held until the lease expires). */
   releaseError: [string, string] | null;
+}
+
+/** The outcome of {@link GuardedReservation.release}: nothing was committed. */
+export interface ReleasedOutcome extends Outcome {
+  kind: "released";
+  actual: null;
+  settlement: null;
 }
 
 /**
@@ -265,14 +280,17 @@ function exactAmount(amount: number | bigint | Amount, unit: string): number {
  * happened. With `await using` it settles when the scope ends.
  */
 export class GuardedReservation implements AsyncDisposable {
-  /** How it ended: `settled`, `work_failed`, `missing_actual`, `invalid_actual` or `heartbeat_lapsed` (null while running). */
+  /** How it ended: `settled`, `work_failed`, `missing_actual`, `invalid_actual`, `released` or `heartbeat_lapsed` (null while running). */
   outcome: OutcomeKind | null = null;
   /** The settlement (null while running, after a release, or when nothing was sent). */
   settlement: Settlement | null = null;
   /** What the heartbeat did (null while running or when disabled). */
   lease: LeaseInfo | null = null;
-  /** `[errorKind, message]` when a release after failed work failed. */
+  /** `[errorKind, message]` when the release that ended it failed. */
   releaseError: [string, string] | null = null;
+  /** Whether it ended by giving the estimate back (see {@link Outcome.released}). */
+  released = false;
+  private capsRead: Caps | null | undefined = undefined;
   private finishing: Promise<Outcome> | null = null;
   private readonly abort = new AbortController();
   private readonly unlink: () => void = () => undefined;
@@ -340,9 +358,22 @@ export class GuardedReservation implements AsyncDisposable {
     return this.native.finished;
   }
 
-  /** True when the work failed before any actual and the reservation was released. */
-  get released(): boolean {
-    return this.outcome === "work_failed" && this.settlement === null && this.releaseError === null;
+  /** The server's decision: `ALLOW`, or `ALLOW_WITH_CAPS` when {@link caps} limit the work. */
+  get decision(): Decision {
+    return this.native.decision as Decision;
+  }
+
+  /**
+   * The caps under `ALLOW_WITH_CAPS` (camelCase, as every result of this package: e.g.
+   * `maxTokens`), null under `ALLOW`. The work should honour them, e.g. shrink the model
+   * call's `max_tokens` to `caps.maxTokens`.
+   */
+  get caps(): Caps | null {
+    if (this.capsRead === undefined) {
+      const text = this.native.capsJson;
+      this.capsRead = text === null || text === undefined ? null : fromWire<Caps>(parseJson(text));
+    }
+    return this.capsRead;
   }
 
   /**
@@ -431,6 +462,22 @@ export class GuardedReservation implements AsyncDisposable {
     else await this.finishing.catch(() => undefined);
   }
 
+  /**
+   * Ends the action early and gives the estimate back (`{key}:release` with `reason`);
+   * resolves with the {@link ReleasedOutcome} (`released` false and `releaseError` set when
+   * the release itself failed). Rejects with {@link InvalidArgumentError}, the action going
+   * on, once usage was reported (a release would drop a known actual: end it normally to
+   * commit it), or when it already ended. After a release, `finish()` rejects with
+   * `InvalidArgumentError`, `fail()` resolves with this outcome and `await using` sends nothing more.
+   */
+  async release(reason?: string): Promise<ReleasedOutcome> {
+    if (reason !== undefined && typeof reason !== "string") throw new InvalidArgumentError("a release reason must be a string");
+    // Refused here (synchronously in the native call) leaves the action running.
+    const pending = call(() => this.native.release(reason));
+    this.finishing = this.ended(pending, false);
+    return (await this.finishing) as ReleasedOutcome;
+  }
+
   /** @internal */
   end(succeeded: boolean): Promise<Outcome> {
     if (this.finishing === null) this.finishing = this.settle(succeeded);
@@ -443,9 +490,13 @@ export class GuardedReservation implements AsyncDisposable {
   }
 
   private async settle(succeeded: boolean): Promise<Outcome> {
+    return this.ended(call(() => this.native.finish(succeeded)), succeeded);
+  }
+
+  private async ended(pending: Promise<string>, succeeded: boolean): Promise<Outcome> {
     this.unlink();
     this.stopWatch();
-    const text = await awaitNative(call(() => this.native.finish(succeeded)));
+    const text = await awaitNative(pending);
     return this.apply(parseJson(text) as Raw, succeeded);
   }
 
@@ -456,6 +507,7 @@ export class GuardedReservation implements AsyncDisposable {
     this.lease = leaseOf(d.lease);
     const rel = d.release_error as Raw | null | undefined;
     this.releaseError = rel ? [rel.error_kind, rel.message] : null;
+    this.released = d.released === true;
     const outcome: Outcome = {
       kind: d.outcome,
       reservationId: rid,
@@ -466,18 +518,12 @@ export class GuardedReservation implements AsyncDisposable {
       releaseError: this.releaseError,
     };
     if (!succeeded) return outcome;
-    if (this.outcome === "missing_actual") {
-      const e = new MissingActualError(
-        `the guarded work on reservation ${rid} finished without reporting its actual amount (call setActual() or add()); nothing was committed`,
-      );
+    if (this.outcome === "missing_actual" || this.outcome === "invalid_actual") {
+      // Core's message, as every language raises it.
+      const e = this.outcome === "missing_actual" ? new MissingActualError(d.message as string) : new InvalidActualError(d.message as string);
       e.reservationId = rid;
-      throw e;
-    }
-    if (this.outcome === "invalid_actual") {
-      const e = new InvalidActualError(
-        `the guarded work reported a negative actual amount (${String(d.actual)}) for reservation ${rid}; nothing was committed`,
-      );
-      e.reservationId = rid;
+      e.released = this.released;
+      e.releaseError = this.releaseError;
       throw e;
     }
     if (this.outcome === "heartbeat_lapsed") {

@@ -58,6 +58,7 @@ export function checkOptions(options: unknown, withEndpoint: boolean): CheckedSe
     }
   }
   optional(o.tenant, "string", "tenant");
+  optional(o.defaultUnit, "string", "defaultUnit");
   optional(o.journalDir, "string", "journalDir");
   optional(o.journalEnabled, "boolean", "journalEnabled");
   optional(o.onEvent, "function", "onEvent");

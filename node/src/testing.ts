@@ -7,7 +7,7 @@
 import { Client, type ClientOptions } from "./client";
 import { InvalidArgumentError, call } from "./errors";
 import { parseJson, stringifyJson } from "./json";
-import type { Int64 } from "./models";
+import type { Caps, Int64 } from "./models";
 import { native, type NativeLocalServer } from "./native";
 import { requiredMs } from "./options";
 
@@ -38,6 +38,11 @@ export interface LocalServerBudget {
   overdraftLimit?: Int64;
   /** Operator status (default `ACTIVE`; `FROZEN` and `CLOSED` refuse reservations with 409). */
   status?: "ACTIVE" | "FROZEN" | "CLOSED";
+  /**
+   * Caps granted on this budget's reservations (`ALLOW_WITH_CAPS`; the innermost scope's
+   * win), camelCase as every result of this package: `{ maxTokens: 64 }`. Default none: `ALLOW`.
+   */
+  caps?: Caps;
 }
 
 /** How an extension turns `extend_by_ms` into a new expiry. */
@@ -173,7 +178,14 @@ const CONFIG = shape({
   adminApiKey: nullable(str),
   budgets: list(
     shape(
-      { scope: str, unit: str, allocated: int64, overdraftLimit: int64, status: oneOf("ACTIVE", "FROZEN", "CLOSED") },
+      {
+        scope: str,
+        unit: str,
+        allocated: int64,
+        overdraftLimit: int64,
+        status: oneOf("ACTIVE", "FROZEN", "CLOSED"),
+        caps: shape({ maxTokens: int64, maxStepsRemaining: int64, toolAllowlist: list(str), toolDenylist: list(str), cooldownMs: int64 }),
+      },
       ["scope", "unit", "allocated"],
     ),
   ),
@@ -213,13 +225,13 @@ export class LocalServer implements Disposable {
   get url(): string {
     return this.native.url;
   }
-  /** The first API key of the first configured tenant. */
+  /** The first API key of the first configured tenant (the server's own answer). */
   get apiKey(): string {
-    return this.config.tenants?.[0]?.apiKeys?.[0] ?? DEFAULT_API_KEY;
+    return this.native.apiKey;
   }
-  /** The first configured tenant. */
+  /** The first configured tenant (the server's own answer). */
   get tenant(): string {
-    return this.config.tenants?.[0]?.id ?? DEFAULT_TENANT;
+    return this.native.tenant;
   }
   /** `spec` (default) or `reference` (serialises like the reference Cycles server). */
   get mode(): "spec" | "reference" {

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { after, before, test } from "node:test";
 
-import { InvalidArgumentError, MissingActualError, currentReservation } from "cycles-sdk";
+import { Client, ConfigError, InvalidArgumentError, MissingActualError, currentReservation } from "cycles-sdk";
 import { listPending, parseRecord } from "cycles-sdk/journal";
 import { ACTION, journalDir, ops, startServer } from "./support.mjs";
 
@@ -327,16 +327,22 @@ test("stream: usage accumulates per item and settles at the end, on break, and o
   assert.equal(committed(r.reservationId).amount, 30);
 });
 
-test("stream: a clean stream with no usage commits nothing and throws MissingActualError", async () => {
+test("stream: a clean stream with no usage releases, commits nothing and throws MissingActualError", async () => {
   let r;
   const got = [];
   await assert.rejects(async () => {
     for await (const chunk of client.stream({ estimate: 1000, action: ACTION, onReservation: (x) => (r = x) }, [], (c) => c.tokens)) got.push(chunk);
-  }, (e) => e instanceof MissingActualError && e.errorName === "MISSING_ACTUAL" && e.reservationId === r.reservationId);
+  }, (e) => e instanceof MissingActualError && e.errorName === "MISSING_ACTUAL" && e.reservationId === r.reservationId && e.released === true && /released/.test(e.message));
   assert.deepEqual(got, []);
   assert.equal(r.outcome, "missing_actual");
   assert.equal(r.settlement, null);
+  assert.equal(r.released, true);
   assert.equal(committed(r.reservationId), undefined, "no commit (of 0 or anything) in the ledger");
+  assert.deepEqual(
+    server.ledger().filter((e) => e.reservation_id === r.reservationId).map((e) => [e.kind, e.amount]),
+    [["reserve", 1000], ["release", 1000]],
+    "the estimate is given back in the same call",
+  );
   assert.ok(!server.requests().some((q) => q.operation === "commitReservation" && q.reservation_id === r.reservationId), "no commit was even sent");
 
   // Usage that is reported, even 0, is an actual: it is committed.
@@ -400,5 +406,137 @@ test("fail_on_finalize: settles, then throws HeartbeatLapsedError", async () => 
   } finally {
     server.clearFaults();
     await c.close();
+  }
+});
+
+// -- decision, caps, release(), the default unit, keys a header cannot carry ------------------
+
+/** A server whose tenant budget in TOKENS grants caps, with a plain USD budget beside it. */
+function capsServer() {
+  return startServer({
+    budgets: [
+      { scope: "tenant:acme", unit: "TOKENS", allocated: 1000, caps: { maxTokens: 64, toolDenylist: ["shell"] } },
+      { scope: "tenant:acme", unit: "USD_MICROCENTS", allocated: 1_000_000 },
+    ],
+  });
+}
+
+const ofReservation = (s, rid) => s.ledger().filter((e) => e.reservation_id === rid).map((e) => [e.kind, e.unit, e.amount]);
+
+test("decision and caps: ALLOW_WITH_CAPS from a budget's caps, plain ALLOW without", async () => {
+  const s = capsServer();
+  const c = s.client({ journalDir: journalDir(), defaultUnit: "TOKENS" });
+  try {
+    const r = await c.reserve({ estimate: 100, action: ACTION });
+    assert.equal(r.decision, "ALLOW_WITH_CAPS");
+    assert.deepEqual(r.caps, { maxTokens: 64, toolDenylist: ["shell"] });
+    r.setActual(Math.min(100, r.caps.maxTokens));
+    await r.finish();
+    assert.deepEqual(ofReservation(s, r.reservationId), [["reserve", "TOKENS", 100], ["commit", "TOKENS", 64]]);
+  } finally {
+    await c.close();
+    s.stop();
+  }
+  const plain = await client.reserve({ estimate: 10, action: ACTION });
+  assert.deepEqual([plain.decision, plain.caps], ["ALLOW", null]);
+  await plain.release();
+});
+
+test("release(): gives the estimate back with its reason; then finish/fail/dispose send nothing more", async () => {
+  const s = capsServer();
+  const c = s.client({ journalDir: journalDir(), defaultUnit: "TOKENS" });
+  try {
+    const r = await c.reserve({ estimate: 200, action: ACTION, idempotencyKey: "rel-1" });
+    const o = await r.release("the caps are too tight");
+    assert.deepEqual([o.kind, o.reservationId, o.released, o.releaseError, o.settlement, o.actual], ["released", r.reservationId, true, null, null, null]);
+    assert.deepEqual([r.outcome, r.released, r.finished], ["released", true, true]);
+    const sent = s.requests().filter((q) => q.operation === "releaseReservation");
+    assert.deepEqual(sent.map((q) => q.idempotency_key), ["rel-1:release"]);
+    assert.equal(JSON.parse(sent[0].body).reason, "the caps are too tight");
+    const before = s.requests().length;
+    await assert.rejects(r.finish(), InvalidArgumentError);
+    assert.equal((await r.fail()).kind, "released");
+    await r[Symbol.asyncDispose]();
+    await assert.rejects(r.release(), InvalidArgumentError);
+    assert.throws(() => r.add(1), InvalidArgumentError);
+    assert.equal(s.requests().length, before, "nothing more was sent");
+    assert.deepEqual(ofReservation(s, r.reservationId), [["reserve", "TOKENS", 200], ["release", "TOKENS", 200]]);
+
+    // Refused once usage is known: the action goes on and commits what it reports.
+    const k = await c.reserve({ estimate: 50, action: ACTION });
+    k.add(10);
+    await assert.rejects(k.release(), (e) => e instanceof InvalidArgumentError && e.errorName === "INVALID_ARGUMENT");
+    assert.equal(k.finished, false);
+    k.add(5);
+    const done = await k.finish();
+    assert.equal(done.settlement.status, "committed");
+    assert.deepEqual(ofReservation(s, k.reservationId), [["reserve", "TOKENS", 50], ["commit", "TOKENS", 15]]);
+
+    // Inside guarded(): the work releases, guarded returns its value, nothing is committed.
+    let rid;
+    const v = await c.guarded({ estimate: 30, action: ACTION }, async (g) => {
+      rid = g.reservationId;
+      await g.release();
+      return "skipped";
+    });
+    assert.equal(v, "skipped");
+    assert.deepEqual(ofReservation(s, rid), [["reserve", "TOKENS", 30], ["release", "TOKENS", 30]]);
+  } finally {
+    await c.close();
+    s.stop();
+  }
+});
+
+test("defaultUnit: a bare estimate is reserved in the client's default unit; unit overrides; unknown is ConfigError", async () => {
+  const s = capsServer();
+  const c = s.client({ journalDir: journalDir(), defaultUnit: "TOKENS" });
+  try {
+    assert.equal(c.defaultUnit, "TOKENS");
+    const r = await c.reserve({ estimate: 7, action: ACTION });
+    assert.equal(r.unit, "TOKENS");
+    r.setActual(3);
+    await r.finish();
+    assert.deepEqual(ofReservation(s, r.reservationId), [["reserve", "TOKENS", 7], ["commit", "TOKENS", 3]]);
+    const u = await c.reserve({ estimate: 9, unit: "USD_MICROCENTS", action: ACTION });
+    assert.equal(u.unit, "USD_MICROCENTS");
+    await u.release();
+    assert.deepEqual(ofReservation(s, u.reservationId)[0], ["reserve", "USD_MICROCENTS", 9]);
+    // The bridge refuses a unit that differs from an Amount's.
+    await assert.rejects(c.reserve({ estimate: { unit: "TOKENS", amount: 1 }, unit: "CREDITS", action: ACTION }), InvalidArgumentError);
+  } finally {
+    await c.close();
+    s.stop();
+  }
+  assert.equal(client.defaultUnit, "USD_MICROCENTS");
+  assert.throws(() => new Client({ baseUrl: server.url, apiKey: server.apiKey, defaultUnit: "TOKEN" }), ConfigError);
+  assert.throws(() => new Client({ baseUrl: server.url, apiKey: server.apiKey, defaultUnit: 5 }), InvalidArgumentError);
+});
+
+const ODD_KEYS = [" padded ", "trail ", "kéy", "漢字-😀"];
+
+test("idempotency keys a header cannot carry work through guarded calls and release()", async () => {
+  // This file's server is its own: the keys are used exactly as written.
+  for (const key of ODD_KEYS) {
+    let rid;
+    const out = await client.guardedWithOutcome({ estimate: 100, action: ACTION, idempotencyKey: key, actual: 40 }, (r) => {
+      rid = r.reservationId;
+      return "ok";
+    });
+    assert.equal(out.outcome.settlement.status, "committed", JSON.stringify(key));
+    const mine = server.ledger().filter((e) => e.reservation_id === rid);
+    assert.deepEqual(mine.map((e) => [e.kind, e.idempotency_key, e.amount]), [["reserve", key, 100], ["commit", `${key}:commit`, 40]]);
+  }
+  // A release keeps the key too (another server: the same keys again).
+  const s = startServer();
+  const c = s.client({ journalDir: journalDir() });
+  try {
+    for (const key of ODD_KEYS) {
+      const r = await c.reserve({ estimate: 5, action: ACTION, idempotencyKey: key });
+      await r.release();
+      assert.deepEqual(s.ledger().filter((e) => e.reservation_id === r.reservationId).map((e) => e.idempotency_key), [key, `${key}:release`]);
+    }
+  } finally {
+    await c.close();
+    s.stop();
   }
 });

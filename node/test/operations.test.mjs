@@ -219,17 +219,20 @@ test("a closed client throws ClientClosedError", async () => {
   });
 });
 
-test("Client.fromEnv reads CYCLES_* variables", async () => {
-  const vars = { CYCLES_BASE_URL: server.url, CYCLES_API_KEY: server.apiKey, CYCLES_TENANT: "acme" };
+test("Client.fromEnv reads CYCLES_* variables (CYCLES_UNIT the default unit)", async () => {
+  const vars = { CYCLES_BASE_URL: server.url, CYCLES_API_KEY: server.apiKey, CYCLES_TENANT: "acme", CYCLES_UNIT: "TOKENS" };
   const saved = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]));
   try {
     Object.assign(process.env, vars);
     const c = Client.fromEnv({ journalEnabled: false });
     assert.equal(c.baseUrl, server.url);
     assert.equal(c.tenant, "acme");
+    assert.equal(c.defaultUnit, "TOKENS");
     const d = await c.decide({ idempotencyKey: key("d"), subject: SUBJECT, action: ACTION, estimate: EST });
     assert.equal(d.decision, "ALLOW");
     await c.close();
+    process.env.CYCLES_UNIT = "TOKEN";
+    assert.throws(() => Client.fromEnv({ journalEnabled: false }), ConfigError);
   } finally {
     // Per key: replacing process.env itself would leave the real environment (what the
     // addon reads) as the test set it.
@@ -272,5 +275,35 @@ test("int64 results are exact over real HTTP: a budget of 2^63 - 1, amounts beyo
   } finally {
     await c.close();
     s.stop();
+  }
+});
+
+test("idempotency keys a header cannot carry work through raw operations (and replay)", async () => {
+  // Keys of every operation, used exactly as written: this file's server is its own.
+  for (const [i, base] of [" padded ", "trail ", "kéy", "漢字-😀"].entries()) {
+    const k = (suffix) => `${base}${suffix}${i}${base}`;
+    const created = await client.createReservation({ idempotencyKey: k("r"), subject: SUBJECT, action: ACTION, estimate: EST });
+    assert.equal(created.decision, "ALLOW", JSON.stringify(base));
+    const again = await client.createReservation({ idempotencyKey: k("r"), subject: SUBJECT, action: ACTION, estimate: EST });
+    assert.equal(again.reservationId, created.reservationId, "the same key replays the same reservation");
+    await client.extendReservation(created.reservationId, { idempotencyKey: k("e"), extendByMs: 1000 });
+    const committed = await client.commitReservation(created.reservationId, { idempotencyKey: k("c"), actual: { unit: "USD_MICROCENTS", amount: 300 } });
+    assert.equal(committed.status, "COMMITTED");
+    const other = await client.createReservation({ idempotencyKey: k("r2"), subject: SUBJECT, action: ACTION, estimate: EST });
+    await client.releaseReservation(other.reservationId, { idempotencyKey: k("rel"), reason: "unused" });
+    const event = await client.createEvent({ idempotencyKey: k("ev"), subject: SUBJECT, action: ACTION, actual: { unit: "USD_MICROCENTS", amount: 7 } });
+    assert.equal(event.status, "APPLIED");
+    const keys = server
+      .ledger()
+      .filter((e) => e.reservation_id === created.reservationId || e.reservation_id === other.reservationId || e.idempotency_key === k("ev"))
+      .map((e) => [e.kind, e.idempotency_key]);
+    assert.deepEqual(keys, [
+      ["reserve", k("r")],
+      ["extend", k("e")],
+      ["commit", k("c")],
+      ["reserve", k("r2")],
+      ["release", k("rel")],
+      ["event", k("ev")],
+    ]);
   }
 });

@@ -229,7 +229,7 @@ test("missing actual is surfaced without settlement", async () => {
   await withServer(async (server) => {
     const dir = journalDir();
     const client = server.client({ journalDir: dir, replayIntervalMs: HOUR });
-    const r = await client.reserve({ estimate: 1_000, action: ACTION, heartbeat: false });
+    const r = await client.reserve({ estimate: 1_000, action: ACTION, idempotencyKey: "boundary-1", heartbeat: false });
     // The work "succeeded" but never said what it cost.
     const missing = await r.finish().then(
       () => null,
@@ -237,11 +237,25 @@ test("missing actual is surfaced without settlement", async () => {
     );
     assert.ok(missing instanceof MissingActualError, String(missing));
     assert.equal(missing.reservationId, r.reservationId);
+    assert.equal(missing.released, true, "the estimate is given back in the same call");
+    assert.equal(missing.releaseError, null);
+    assert.match(missing.message, /released/);
     assert.equal(r.outcome, "missing_actual");
     assert.equal(r.settlement, null);
+    assert.equal(r.released, true);
+    // Exactly one release with the derived key after the create; no commit, no event.
+    const after = server.requests().map((q) => [q.operation, q.idempotency_key ?? null]);
+    assert.deepEqual(after, [
+      ["createReservation", "boundary-1"],
+      ["releaseReservation", "boundary-1:release"],
+    ]);
+    assert.deepEqual(server.ledger().map((e) => e.kind), ["reserve", "release"]);
 
-    await assert.rejects(client.guarded({ estimate: 1_000, action: ACTION, heartbeat: false }, () => "done"), MissingActualError);
-    assert.deepEqual(server.requests().map((q) => q.operation), ["createReservation", "createReservation"]);
+    await assert.rejects(
+      client.guarded({ estimate: 1_000, action: ACTION, heartbeat: false }, () => "done"),
+      (e) => e instanceof MissingActualError && e.released === true,
+    );
+    assert.deepEqual(server.requests().map((q) => q.operation), ["createReservation", "releaseReservation", "createReservation", "releaseReservation"]);
 
     await assert.rejects(
       client.guarded({ estimate: 1_000, action: ACTION, actual: 5, heartbeat: false }, async () => {
@@ -263,7 +277,7 @@ test("missing actual is surfaced without settlement", async () => {
 
     const ops = server.requests().map((q) => q.operation);
     assert.ok(!ops.includes("commitReservation") && !ops.includes("createEvent"), JSON.stringify(ops));
-    assert.equal(ops.filter((o) => o === "releaseReservation").length, 2, "only the failed actions are released");
+    assert.equal(ops.filter((o) => o === "releaseReservation").length, 4, "every action without an actual is released");
     assert.ok(server.ledger().every((e) => e.kind === "reserve" || e.kind === "release"));
     assert.deepEqual(recordFiles(dir), [], "nothing journaled without an actual");
     assert.deepEqual(journal.listPending(dir), []);

@@ -65,10 +65,14 @@ test("unknown keys and wrong types are InvalidArgumentError naming them; nothing
     [{ budgets: [{ scope: "tenant:acme", unit: "USD_MICROCENTS", allocated: 1.5 }] }, /budgets\[0\]\.allocated must be a safe integer or a bigint within 64 bits, not 1\.5/],
     [{ budgets: [{ scope: "tenant:acme", unit: "USD_MICROCENTS", allocated: 2n ** 63n }] }, /budgets\[0\]\.allocated must be/],
     [{ budgets: { scope: "tenant:acme" } }, /budgets must be an array/],
+    [{ budgets: [{ scope: "tenant:acme", unit: "TOKENS", allocated: 1, caps: { max_tokens: 64 } }] }, /key budgets\[0\]\.caps\.max_tokens \(did you mean maxTokens\?\)/],
+    [{ budgets: [{ scope: "tenant:acme", unit: "TOKENS", allocated: 1, caps: { toolAllowlist: "shell" } }] }, /budgets\[0\]\.caps\.toolAllowlist must be an array/],
     [{ mode: "strict" }, /mode must be "spec" or "reference", not "strict"/],
     [{ evidence: "yes" }, /evidence must be a boolean/],
     [{ regime: { maxExtensions: -1 } }, /regime\.maxExtensions must be an integer from 0/],
     [[], /^LocalServer config must be an object, not an array$/],
+    // Past the typed checks, the bridge's config check answers (no serde positions).
+    [{ bind: "nope" }, /^invalid server config: invalid socket address syntax$/],
   ];
   for (const [config, message] of cases) {
     assert.throws(() => new LocalServer(config), (e) => {

@@ -114,6 +114,12 @@ impl NativeClient {
         self.handle.config().tenant.clone()
     }
 
+    /// Unit of estimates given as bare numbers (`USD_MICROCENTS` when none was configured).
+    #[napi(getter)]
+    pub fn default_unit(&self) -> String {
+        self.handle.config().unit().as_str().to_string()
+    }
+
     /// Journal directory in use.
     #[napi(getter)]
     pub fn journal_dir(&self) -> String {

@@ -141,6 +141,28 @@ impl NativeActive {
         self.inner.reservation_id().to_string()
     }
 
+    /// The server's decision: `ALLOW` or `ALLOW_WITH_CAPS`.
+    #[napi(getter)]
+    pub fn decision(&self) -> String {
+        self.inner.decision().to_string()
+    }
+
+    /// The caps under `ALLOW_WITH_CAPS` as the spec's `Caps` JSON, `null` otherwise.
+    #[napi(getter)]
+    pub fn caps_json(&self) -> Option<String> {
+        self.inner.caps_json().map(str::to_string)
+    }
+
+    /// Ends the action early and gives the estimate back; the finished JSON (outcome
+    /// `released`). INVALID_ARGUMENT, the action left running, once usage was reported.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn release<'e>(&self, env: &'e Env, reason: Option<String>) -> napi::Result<Object<'e>> {
+        guard(|| {
+            let work = self.inner.release(reason).map_err(to_js)?;
+            promise::spawn(env, async move { Ok(work.await) }, |s| s)
+        })
+    }
+
     /// Sets the actual amount (INVALID_ARGUMENT once the action has finished: the report
     /// would not be settled).
     #[napi]

@@ -245,6 +245,75 @@ async function drain(r) {
   }
 }
 
+// ---- guard: one action of the lifecycle contract ----
+
+/** The work's own exception (a `fail` step): it must propagate unchanged. */
+class WorkFailed extends Error {}
+
+/** null, or the Cycles error name `fn` threw (anything else propagates). */
+async function step(fn) {
+  try {
+    await fn();
+    return null;
+  } catch (e) {
+    if (e instanceof CyclesError) return e.errorName;
+    throw e;
+  }
+}
+
+/**
+ * One guarded action through `client.guarded` with only the action and the bare estimate
+ * (the key and subject only when the case gives them: the client's defaults otherwise), the
+ * steps run on the handle inside the work.
+ */
+async function guard(r) {
+  const c = r.case;
+  const known = new Set(["add", "set_actual", "release", "end", "fail"]);
+  const unknown = c.steps.find((s) => !known.has(s.do));
+  if (unknown) return { fail: `unknown step ${JSON.stringify(unknown.do)}` };
+  const cl = new Client({ baseUrl: r.url, apiKey: r.api_key, tenant: r.tenant, defaultUnit: r.default_unit, journalDir: r.journal_dir });
+  const out = { decision: null, caps: null, steps: [], outcome: null, released: null, charged: null, error: null };
+  const options = { action: { kind: "llm.completion", name: "matrix" }, estimate: num(c.estimate) };
+  if (c.idempotency_key != null) options.idempotencyKey = c.idempotency_key;
+  if (c.subject != null) options.subject = c.subject;
+  let handle = null;
+  try {
+    await cl.guarded(options, async (g) => {
+      handle = g;
+      out.decision = g.decision;
+      out.caps = g.caps === null ? null : enc(g.caps);
+      for (const s of c.steps) {
+        if (s.do === "add") out.steps.push(await step(() => g.add(num(s.amount))));
+        else if (s.do === "set_actual") out.steps.push(await step(() => g.setActual(num(s.amount))));
+        else if (s.do === "end") {
+          out.steps.push(null);
+          return;
+        } else if (s.do === "fail") {
+          out.steps.push(null);
+          throw new WorkFailed("the work failed");
+        } else {
+          const refused = await step(() => g.release(s.reason ?? undefined));
+          out.steps.push(refused);
+          if (refused === null) return; // a release that succeeds ends the action
+        }
+      }
+    });
+  } catch (e) {
+    if (e instanceof WorkFailed) out.error = "work";
+    else if (e instanceof CyclesError) out.error = e.errorName;
+    else throw e;
+  } finally {
+    await cl.close(0);
+  }
+  if (handle !== null && handle.outcome !== null) {
+    out.outcome = handle.outcome;
+    // `released` exists where the bridge's outcome has it (not on a settlement).
+    out.released = handle.outcome === "settled" || handle.outcome === "heartbeat_lapsed" ? null : handle.released;
+    out.charged = enc(handle.settlement?.charged?.amount ?? null);
+  }
+  return { ok: out };
+}
+
 // ---- dispatch ----
 
 async function answer(r, line) {
@@ -270,6 +339,8 @@ async function answer(r, line) {
       return write(r, line);
     case "drain":
       return drain(r);
+    case "guard":
+      return guard(r);
     default:
       return { fail: `unknown op ${JSON.stringify(r.op)}` };
   }
