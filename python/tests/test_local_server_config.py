@@ -204,5 +204,5 @@ def test_a_budget_with_caps_grants_them(tmp_path: Path) -> None:
             {"scope": "tenant:acme", "unit": "TOKENS", "allocated": 1, "caps": {"max_tokenz": 1}},
             "budget",
         )
-    with pytest.raises(cycles.InvalidArgumentError, match="Budget.caps"):
+    with pytest.raises(cycles.InvalidArgumentError, match=r"Budget\.caps"):
         Budget("tenant:acme", "TOKENS", 1, caps={"max_tokens": 1})  # type: ignore[arg-type]
