@@ -18,7 +18,6 @@ import json
 import math
 import os
 import threading
-import uuid
 from typing import (
     Any,
     Awaitable,
@@ -146,16 +145,16 @@ def _check_policy(heartbeat_policy: str) -> None:
         raise InvalidArgumentError(f"heartbeat_policy must be one of {HEARTBEAT_POLICIES}")
 
 
-def _estimate(estimate: Any, unit: str | None) -> dict[str, Any]:
-    """The wire amount of a reservation's estimate (an Amount, a mapping, or an int in
-    ``unit``, default USD_MICROCENTS)."""
+def _estimate(estimate: Any) -> int | dict[str, Any]:
+    """A guard spec's estimate: an Amount (or a mapping of one) as its wire object, or a bare
+    int as is. The bridge gives a bare int its unit (the spec's ``unit``, else the client's
+    default unit, else USD_MICROCENTS) and checks ``unit`` against an Amount's: one rule for
+    every language, so nothing of it is repeated here."""
     if isinstance(estimate, bool) or not isinstance(estimate, (int, Amount, Mapping)):
         raise InvalidArgumentError("estimate must be an Amount, a mapping or an int")
     if isinstance(estimate, int):
-        return {"unit": unit or "USD_MICROCENTS", "amount": _int64(estimate, "estimate")}
+        return _int64(estimate, "estimate")
     est: dict[str, Any] = _part(estimate, Amount, "estimate")
-    if unit is not None and est.get("unit") != unit:
-        raise InvalidArgumentError("unit differs from the estimate's unit")
     return est
 
 
@@ -349,6 +348,7 @@ class _Base(_Requests):
         settle_max_attempts: int | None = None,
         replay_interval: float | None = None,
         max_concurrent_requests: int | None = None,
+        default_unit: str | None = None,
     ) -> None:
         _count(max_concurrent_requests, "max_concurrent_requests", _U64_MAX)
         self._native = _native.NativeClient(
@@ -360,6 +360,8 @@ class _Base(_Requests):
             None if journal_dir is None else os.fspath(journal_dir),
             journal_enabled,
             max_concurrent_requests,
+            # Checked by core (an unknown unit is a ConfigError), like CYCLES_UNIT.
+            default_unit,
         )
         self._lc_settings(on_event, close_timeout, settle_max_attempts, replay_interval)
 
@@ -444,25 +446,35 @@ class _Base(_Requests):
         """A guarded reservation as a context manager (``with`` or ``async with``).
 
         On entry: reserves ``estimate`` (an :class:`~cycles.models.Amount`, or an ``int``
-        in ``unit``, default ``USD_MICROCENTS``) and starts the heartbeat, which extends the
+        in ``unit``, else the client's :attr:`default_unit`, else ``USD_MICROCENTS``) for
+        ``subject`` (default: the client's tenant) and starts the heartbeat, which extends the
         lease by ``ttl_ms`` (default 60 s) while the block runs. The block reports what it
         cost through the yielded :class:`~cycles.lifecycle.GuardedReservation`
         (``set_actual`` / ``add``). On exit the known actual is settled (journaled first;
         committed with the idempotency key ``{key}:commit``), a body that raised before any
         actual releases the reservation (``{key}:release``), and a body that ended without
-        an actual raises :class:`~cycles.lifecycle.MissingActualError` (nothing sent). The
-        body's own exceptions propagate unchanged. ``idempotency_key`` defaults to a fresh
-        UUID. ``heartbeat_policy``: ``warn``, ``fail_on_finalize`` or ``cancel``.
+        an actual releases it too and raises :class:`~cycles.lifecycle.MissingActualError`
+        (no commit, no event). The body's own exceptions propagate unchanged.
+        ``idempotency_key`` defaults to a fresh ``cycles-<uuid>``. ``heartbeat_policy``:
+        ``warn``, ``fail_on_finalize`` or ``cancel``. The defaults are the bridge's (one rule
+        for every language): only what is given here is sent to it.
         """
         _check_policy(heartbeat_policy)
-        est = _estimate(estimate, unit)
+        est = _estimate(estimate)
+        if isinstance(est, dict):
+            est_unit = str(est["unit"])
+        else:
+            # The unit the bridge gives a bare estimate: the spec's, the client's default,
+            # else its fallback.
+            est_unit = unit or self._native.default_unit or "USD_MICROCENTS"
         spec = _dumps(
             _clean(
                 {
-                    "idempotency_key": idempotency_key or f"cycles-{uuid.uuid4()}",
-                    "subject": self._subject(subject),
+                    "idempotency_key": idempotency_key,
+                    "subject": None if subject is None else _part(subject, Subject, "subject"),
                     "action": _part(action, Action, "action"),
                     "estimate": est,
+                    "unit": unit,
                     "ttl_ms": ttl_ms,
                     "grace_period_ms": grace_period_ms,
                     "overage_policy": overage_policy,
@@ -472,7 +484,7 @@ class _Base(_Requests):
                 }
             )
         )
-        return ReservationContext(self._lifecycle(), spec, str(est["unit"]))
+        return ReservationContext(self._lifecycle(), spec, est_unit)
 
     def stream(self, estimate: AmountLike | int, **kwargs: Any) -> ReservationContext:
         """:meth:`reserve` for streamed work: call ``r.add(n)`` as usage arrives; whatever
@@ -556,7 +568,7 @@ class _Base(_Requests):
         """
         _check_policy(heartbeat_policy)
         if not callable(estimate):
-            _estimate(estimate, unit)
+            _estimate(estimate)
         if not callable(action):
             _part(action, Action, "action")
         if not callable(subject):
@@ -637,6 +649,12 @@ class _Base(_Requests):
         return self._native.tenant
 
     @property
+    def default_unit(self) -> str | None:
+        """The unit of a bare ``int`` estimate (``default_unit=`` or ``CYCLES_UNIT``);
+        ``None``: ``USD_MICROCENTS``."""
+        return self._native.default_unit
+
+    @property
     def request_timeout(self) -> float:
         """Per-attempt request timeout in seconds."""
         return self._native.request_timeout_ms / 1000.0
@@ -665,7 +683,9 @@ class Client(_Base):
     (timeouts in seconds), or :meth:`from_env` for the ``CYCLES_*`` variables.
     ``max_concurrent_requests`` (default 256, ``CYCLES_MAX_CONCURRENT_REQUESTS``) bounds the
     requests (and so connections) in flight at once; more wait for a slot within their
-    request timeout.
+    request timeout. ``default_unit`` (e.g. ``"TOKENS"``; ``CYCLES_UNIT`` for
+    :meth:`from_env`) is the unit of a bare ``int`` estimate, else ``USD_MICROCENTS``; an
+    unknown unit raises :class:`~cycles.errors.ConfigError`.
     """
 
     @classmethod
@@ -681,7 +701,8 @@ class Client(_Base):
     ) -> Client:
         """A client from ``CYCLES_BASE_URL``, ``CYCLES_API_KEY`` (required),
         ``CYCLES_TENANT``, ``CYCLES_REQUEST_TIMEOUT_MS``, ``CYCLES_CONNECT_TIMEOUT_MS``,
-        ``CYCLES_JOURNAL_DIR`` and ``CYCLES_JOURNAL_ENABLED`` (arguments win)."""
+        ``CYCLES_JOURNAL_DIR``, ``CYCLES_JOURNAL_ENABLED`` (arguments win) and ``CYCLES_UNIT``
+        (the default unit of a bare estimate; an unknown one is a ConfigError)."""
         return cls._from_env(  # type: ignore[no-any-return]
             journal_dir,
             journal_enabled,
@@ -897,7 +918,8 @@ class Client(_Base):
 class AsyncClient(_Base):
     """asyncio client: the same operations as :class:`Client`, as coroutines.
 
-    Use ``async with AsyncClient(...) as client:``, or call :meth:`aclose`.
+    Use ``async with AsyncClient(...) as client:``, or call :meth:`aclose`. Takes the
+    same arguments as :class:`Client` (``default_unit`` included).
     """
 
     @classmethod

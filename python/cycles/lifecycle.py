@@ -13,7 +13,10 @@ The rules are core's: a body that ends normally with an actual is settled (journ
 then commit; an expired reservation is recovered through an event); a body that raises after
 reporting usage settles that usage and its exception propagates unchanged; a body that raises
 before any actual releases the reservation and its exception propagates unchanged; a body
-that ends normally WITHOUT an actual sends nothing and raises :class:`MissingActualError`.
+that ends normally WITHOUT an actual (an empty stream too) releases the reservation and raises
+:class:`MissingActualError` (``.released`` says whether the release succeeded). No commit and
+no event is ever sent without a known actual. :meth:`GuardedReservation.release` ends an
+action early, before any usage (docs/lifecycle.md).
 
 Events (heartbeat outcomes, settlement retries and results, journal quarantines) go to the
 ``cycles`` logger of :mod:`logging` with ``extra`` fields ``reservation_id``,
@@ -37,8 +40,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from . import _native
-from .errors import CyclesError, InvalidArgumentError
-from .models import Amount, MetricsLike, StandardMetrics
+from .errors import CyclesError, InvalidArgumentError, error_class
+from .models import Amount, Caps, MetricsLike, StandardMetrics
 
 __all__ = [
     "GuardedReservation",
@@ -264,22 +267,34 @@ class LifecycleEvent:
 
 
 class MissingActualError(CyclesError):
-    """The guarded body ended normally without reporting its actual amount. Nothing was sent
-    (no commit, no event, no release): the action happened at an unknown cost. The
-    reservation is left to expire on the server. A binding-level outcome of core's guard
+    """The guarded body ended normally without reporting its actual amount (an empty stream
+    too). No commit and no event was sent; the reservation was released in the same call
+    (``{key}:release``) so its estimate is not held in silence. :attr:`released` is True when
+    that release succeeded; when it failed, :attr:`release_error` is its ``(error_kind,
+    message)`` and the estimate stays held until the lease expires. The message is core's
+    text (the same in every language). A binding-level outcome of core's guard
     (``Finished::MissingActual``), not a server error."""
 
     _default_code = 5
     _default_name = "MISSING_ACTUAL"
     reservation_id: str | None = None
+    #: True when the reservation was released.
+    released: bool = False
+    #: ``(error_kind, message)`` of the release when it failed, else ``None``.
+    release_error: tuple[str, str] | None = None
 
 
 class InvalidActualError(InvalidArgumentError):
-    """The guarded body reported a negative actual amount; nothing was sent."""
+    """The guarded body reported a negative actual amount: nothing was committed and the
+    reservation was released (:attr:`released`; :attr:`release_error` when that failed)."""
 
     _default_code = 2
     _default_name = "INVALID_ARGUMENT"
     reservation_id: str | None = None
+    #: True when the reservation was released.
+    released: bool = False
+    #: ``(error_kind, message)`` of the release when it failed, else ``None``.
+    release_error: tuple[str, str] | None = None
 
 
 class HeartbeatLapsedError(CyclesError):
@@ -363,7 +378,9 @@ def _int64(amount: int, what: str) -> int:
 class GuardedReservation:
     """A reservation whose work is running (yielded by ``reserve``/``stream``, and the value
     of :func:`current_reservation`). Report usage with :meth:`set_actual` or :meth:`add`;
-    after the block, :attr:`settlement` tells how it was settled."""
+    after the block, :attr:`settlement` tells how it was settled. :attr:`decision` and
+    :attr:`caps` are the server's answer (honour the caps under ``ALLOW_WITH_CAPS``);
+    :meth:`release` ends the action early, before any usage."""
 
     def __init__(
         self, native: _native.NativeActive, unit: str, outer: GuardedReservation | None = None
@@ -373,18 +390,39 @@ class GuardedReservation:
         # The reservation current when this one was entered (see current_reservation()).
         self._outer = outer
         #: How the block ended: ``settled``, ``work_failed``, ``missing_actual``,
-        #: ``invalid_actual`` or ``heartbeat_lapsed`` (``None`` while running).
+        #: ``invalid_actual``, ``released`` (:meth:`release`) or ``heartbeat_lapsed``
+        #: (``None`` while running).
         self.outcome: str | None = None
+        self._released = False
+        self._caps: Caps | None = None
+        self._caps_read = False
         self._settlement: Settlement | None = None
         #: What the heartbeat did (``None`` while running or when disabled).
         self.lease: LeaseInfo | None = None
-        #: ``(error_kind, message)`` when a release after a failing body failed.
+        #: ``(error_kind, message)`` when the release (after a failing body, a missing or
+        #: negative actual, or :meth:`release`) failed.
         self.release_error: tuple[str, str] | None = None
 
     @property
     def reservation_id(self) -> str:
         """The server's reservation id."""
         return self._native.reservation_id
+
+    @property
+    def decision(self) -> str:
+        """The server's decision: ``ALLOW`` or ``ALLOW_WITH_CAPS`` (then see :attr:`caps`)."""
+        return self._native.decision
+
+    @property
+    def caps(self) -> Caps | None:
+        """The caps the work should honour under ``ALLOW_WITH_CAPS`` (e.g. shrink the model
+        call's ``max_tokens`` to ``caps.max_tokens``); ``None`` under ``ALLOW``."""
+        if not self._caps_read:
+            # Parsed once, on first read: most callers never look at the caps.
+            text = self._native.caps_json
+            self._caps = None if text is None else Caps._from_json(json.loads(text))
+            self._caps_read = True
+        return self._caps
 
     @property
     def unit(self) -> str:
@@ -420,7 +458,7 @@ class GuardedReservation:
             if self.outcome is None:
                 why = "is still running"
             elif self.released:
-                why = "was released (the body raised before reporting usage)"
+                why = f"was released (outcome {self.outcome}: nothing to commit)"
             else:
                 why = f"ended with outcome {self.outcome} and sent no settlement"
             raise NotSettledError._of(
@@ -438,12 +476,34 @@ class GuardedReservation:
 
     @property
     def released(self) -> bool:
-        """True when the body failed before any actual and the reservation was released."""
-        return (
-            self.outcome == "work_failed"
-            and self._settlement is None
-            and self.release_error is None
-        )
+        """True once the reservation was released: by :meth:`release`, or on exit when
+        nothing could be committed (the body raised before any actual, ended without one, or
+        reported a negative one). False while running, when settled, or when the release
+        failed (:attr:`release_error`)."""
+        return self._released
+
+    def release(self, reason: str | None = None) -> None:
+        """Ends the action now and gives its estimate back (``{key}:release`` with
+        ``reason``): e.g. an agent that decides not to call the model. The block's exit then
+        does nothing more (outcome ``released``; an exception still propagates).
+
+        Raises :class:`~cycles.InvalidArgumentError`, and the action goes on, once usage was
+        reported (a release would drop a known actual: end the block normally to commit it)
+        or when the action has already ended. When the server's release fails, the action is
+        over all the same (:attr:`release_error` is set, the estimate stays held until the
+        lease expires) and the error is raised. Blocking; use :meth:`arelease` in async
+        code."""
+        self._released_with(self._native.release(reason))
+
+    async def arelease(self, reason: str | None = None) -> None:
+        """:meth:`release` for ``async`` code (awaits instead of blocking the event loop)."""
+        self._released_with(await self._native.release_async(reason))
+
+    def _released_with(self, text: str) -> None:
+        self._apply(text, True)
+        if self.release_error is not None:
+            kind, message = self.release_error
+            raise error_class(kind)(message)
 
     def _amount(self, amount: int | Amount) -> int:
         if isinstance(amount, Amount):
@@ -497,22 +557,20 @@ class GuardedReservation:
         self.lease = _lease(d.get("lease"))
         rel = d.get("release_error")
         self.release_error = None if rel is None else (rel["error_kind"], rel["message"])
+        self._released = bool(d.get("released", False))
         if not succeeded:
             return  # the body's own exception propagates unchanged
-        if self.outcome == "missing_actual":
-            m = MissingActualError(
-                f"the guarded work on reservation {rid} finished without reporting its actual "
-                "amount (call set_actual() or add()); nothing was settled"
+        if self.outcome in ("missing_actual", "invalid_actual"):
+            # Core's text (the same in every language), released or not.
+            e: MissingActualError | InvalidActualError = (
+                MissingActualError(d["message"])
+                if self.outcome == "missing_actual"
+                else InvalidActualError(d["message"])
             )
-            m.reservation_id = rid
-            raise m
-        if self.outcome == "invalid_actual":
-            i = InvalidActualError(
-                f"the guarded work reported a negative actual amount ({d['actual']}) for "
-                f"reservation {rid}; nothing was settled"
-            )
-            i.reservation_id = rid
-            raise i
+            e.reservation_id = rid
+            e.released = self._released
+            e.release_error = self.release_error
+            raise e
         if self.outcome == "heartbeat_lapsed":
             h = HeartbeatLapsedError(d.get("message") or "the heartbeat lapsed")
             h.reservation_id = rid
@@ -582,6 +640,10 @@ class ReservationContext:
         # usage is settled, otherwise the reservation is released.
         h = self._started()
         ok = exc_type is None
+        if h.outcome == "released":
+            # r.release() ended the action: nothing is left to settle.
+            self._restore()
+            return
         try:
             text = h._native.finish(ok)
         finally:
@@ -603,6 +665,9 @@ class ReservationContext:
         # completes on core's runtime (it does not belong to this task).
         h = self._started()
         ok = exc_type is None
+        if h.outcome == "released":
+            self._restore()  # as __exit__
+            return
         try:
             text = await h._native.finish_async(ok)
         finally:

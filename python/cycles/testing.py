@@ -21,6 +21,7 @@ from typing import Any, Callable, Literal, Mapping, Sequence, TypeVar, cast
 from . import _native
 from .client import AsyncClient, Client
 from .errors import InvalidArgumentError
+from .models import Caps
 
 __all__ = [
     "LocalServer",
@@ -59,13 +60,16 @@ class Budget:
     reservations are enforced on every derived scope that has a budget in their unit, and a
     scope with no budget in the unit is refused. ``overdraft_limit`` is the debt
     ``ALLOW_WITH_OVERDRAFT`` may accrue (``None``: the server's default, 0); ``status``
-    ``ACTIVE`` (``None``: the default), ``FROZEN`` or ``CLOSED``."""
+    ``ACTIVE`` (``None``: the default), ``FROZEN`` or ``CLOSED``. ``caps``: a reservation
+    on this scope is answered ``ALLOW_WITH_CAPS`` with these caps (a
+    :class:`~cycles.models.Caps`, e.g. ``Caps(max_tokens=64)``); ``None``: plain ``ALLOW``."""
 
     scope: str
     unit: str
     allocated: int
     overdraft_limit: int | None = None
     status: Literal["ACTIVE", "FROZEN", "CLOSED"] | None = None
+    caps: Caps | None = None
 
     def __post_init__(self) -> None:
         for name in ("scope", "unit"):
@@ -79,6 +83,8 @@ class Budget:
             raise InvalidArgumentError(
                 f"Budget.status must be one of {_BUDGET_STATUSES} or None, not {self.status!r}"
             )
+        if self.caps is not None and not isinstance(self.caps, Caps):
+            raise InvalidArgumentError(f"Budget.caps must be a Caps or None, not {self.caps!r}")
 
     @classmethod
     def _of(cls, value: Budget | Mapping[str, Any], where: str) -> Budget:
@@ -93,6 +99,10 @@ class Budget:
             # default this check exists to prevent.
             raise InvalidArgumentError(f"{where} lacks {', '.join(map(repr, missing))}")
         status = value.get("status")
+        caps = value.get("caps")
+        if isinstance(caps, Mapping):
+            _known_keys(caps, _CAPS_KEYS, f"{where}['caps']")
+            caps = Caps._from_json(caps)
         return cls(
             scope=value["scope"],
             unit=value["unit"],
@@ -100,6 +110,7 @@ class Budget:
             overdraft_limit=value.get("overdraft_limit"),
             # Checked by __post_init__; the server reads lower case too.
             status=cast(Any, status.upper() if isinstance(status, str) else status),
+            caps=caps,
         )
 
     def _to_json(self) -> dict[str, Any]:
@@ -108,6 +119,8 @@ class Budget:
             out["overdraft_limit"] = self.overdraft_limit
         if self.status is not None:
             out["status"] = self.status
+        if self.caps is not None:
+            out["caps"] = self.caps.to_json()
         return out
 
 
@@ -124,7 +137,8 @@ _CONFIG_KEYS = (
     "evidence",
     "mode",
 )
-_BUDGET_KEYS = ("scope", "unit", "allocated", "overdraft_limit", "status")
+_BUDGET_KEYS = ("scope", "unit", "allocated", "overdraft_limit", "status", "caps")
+_CAPS_KEYS = ("max_tokens", "max_steps_remaining", "tool_allowlist", "tool_denylist", "cooldown_ms")
 _TENANT_KEYS = ("id", "api_keys", "closed")
 _REGIME_KEYS = ("emit_remaining_ttl", "extend", "initial_ttl_cap_ms", "max_extensions")
 _EXTEND_KEYS = {
@@ -307,16 +321,12 @@ class LocalServer:
     @property
     def api_key(self) -> str:
         """The first API key of the first configured tenant."""
-        tenants = self._config.get("tenants")
-        if tenants:
-            return str(tenants[0]["api_keys"][0])
-        return DEFAULT_API_KEY
+        return self._native.api_key
 
     @property
     def tenant(self) -> str:
         """The first configured tenant."""
-        tenants = self._config.get("tenants")
-        return str(tenants[0]["id"]) if tenants else DEFAULT_TENANT
+        return self._native.tenant
 
     @property
     def running(self) -> bool:

@@ -5,6 +5,7 @@ test runs against the in-process LocalServer over real HTTP, journaling under tm
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import threading
 import time
@@ -209,15 +210,44 @@ def test_failure_before_any_actual_releases(client: cycles.Client, server: Local
     assert "commitReservation" not in ops(server)
 
 
-def test_missing_actual_sends_nothing(client: cycles.Client, server: LocalServer) -> None:
+def test_missing_actual_releases(client: cycles.Client, server: LocalServer) -> None:
+    with pytest.raises(cycles.MissingActualError) as info:
+        with client.reserve(1_000, action=ACTION, idempotency_key="m-1") as r:
+            pass
+    e = info.value
+    assert isinstance(e, cycles.CyclesError)
+    assert e.reservation_id == r.reservation_id
+    assert e.released and e.release_error is None
+    assert "nothing was committed, and the reservation was released" in str(e)
+    assert r.outcome == "missing_actual" and r.settlement_or_none is None and r.released
+    assert ops(server) == ["createReservation", "releaseReservation"]  # no commit, no event
+    assert server.requests()[1].idempotency_key == "m-1:release"
+    assert [k for k, _ in ledger(server)] == ["reserve", "release"]
+
+
+def test_missing_actual_whose_release_fails_says_so(
+    client: cycles.Client, server: LocalServer
+) -> None:
+    server.add_fault("releaseReservation", {"kind": "server_error", "status": 500}, times=0)
     with pytest.raises(cycles.MissingActualError) as info:
         with client.reserve(1_000, action=ACTION) as r:
             pass
-    assert isinstance(info.value, cycles.CyclesError)
-    assert info.value.reservation_id == r.reservation_id
-    assert r.outcome == "missing_actual" and r.settlement_or_none is None
-    assert ops(server) == ["createReservation"]  # no commit, no event, no release
-    assert ledger(server) == [("reserve", 1_000)]
+    e = info.value
+    assert not e.released and not r.released
+    assert e.release_error is not None and e.release_error == r.release_error
+    assert "releasing the reservation failed" in str(e)
+    assert "the estimate stays held until the lease expires" in str(e)
+    assert [k for k, _ in ledger(server)] == ["reserve"]
+    assert "commitReservation" not in ops(server)
+
+
+def test_empty_stream_releases(client: cycles.Client, server: LocalServer) -> None:
+    with pytest.raises(cycles.MissingActualError, match="reservation was released") as info:
+        with client.stream(1_000, action=ACTION) as r:
+            pass  # the stream delivered nothing: no actual, not an actual of 0
+    assert info.value.released and r.released
+    assert ops(server) == ["createReservation", "releaseReservation"]
+    assert [k for k, _ in ledger(server)] == ["reserve", "release"]
 
 
 async def test_async_missing_actual(aclient: cycles.AsyncClient, server: LocalServer) -> None:
@@ -225,16 +255,20 @@ async def test_async_missing_actual(aclient: cycles.AsyncClient, server: LocalSe
     async def work() -> None:
         return None
 
-    with pytest.raises(cycles.MissingActualError):
+    with pytest.raises(cycles.MissingActualError) as info:
         await work()
-    assert ops(server) == ["createReservation"]
+    assert info.value.released
+    assert ops(server) == ["createReservation", "releaseReservation"]
 
 
 def test_negative_actual_is_invalid(client: cycles.Client, server: LocalServer) -> None:
-    with pytest.raises(cycles.InvalidActualError):
+    with pytest.raises(cycles.InvalidActualError) as info:
         with client.reserve(100, action=ACTION) as r:
             r.set_actual(-5)
-    assert ops(server) == ["createReservation"]
+    assert info.value.released and r.released and r.outcome == "invalid_actual"
+    assert "negative actual amount (-5)" in str(info.value)
+    assert ops(server) == ["createReservation", "releaseReservation"]
+    assert [k for k, _ in ledger(server)] == ["reserve", "release"]
 
 
 def test_denied_reservation_runs_no_work(client: cycles.Client, server: LocalServer) -> None:
@@ -711,3 +745,207 @@ def test_a_lease_too_short_to_keep_alive_is_reported_when_it_starts(
     assert w.fields["lead_floor_ms"] <= 2_000
     assert w.fields["min_ttl_ms"] > 3_000
     assert keepable.settlement is not None and keepable.settlement.status == "committed"
+
+
+# -- decision, caps, release (docs/lifecycle.md) --------------------------------------------
+
+
+def test_an_allow_handle_has_no_caps(client: cycles.Client, server: LocalServer) -> None:
+    with client.reserve(100, action=ACTION) as r:
+        assert r.decision == "ALLOW" and r.caps is None
+        r.set_actual(10)
+    assert [k for k, _ in ledger(server)] == ["reserve", "commit"]
+
+
+def test_caps_of_a_budget_reach_the_handle(tmp_path: Path) -> None:
+    from conftest import SERVER_MODE
+
+    caps = cycles.Caps(max_tokens=64, tool_denylist=["shell"], cooldown_ms=5)
+    budgets = [
+        cycles.testing.Budget("tenant:acme", "TOKENS", 1_000),
+        cycles.testing.Budget("tenant:acme/workspace:capped", "TOKENS", 1_000, caps=caps),
+    ]
+    with LocalServer(budgets=budgets, mode=SERVER_MODE) as server:  # type: ignore[arg-type]
+        with server.client(journal_dir=tmp_path, default_unit="TOKENS") as client:
+            subject = {"tenant": "acme", "workspace": "capped"}
+            with client.reserve(100, action=ACTION, subject=subject) as r:
+                assert r.decision == "ALLOW_WITH_CAPS"
+                assert r.caps == caps and r.caps.max_tokens == 64
+                assert r.caps.max_steps_remaining is None
+                r.set_actual(r.caps.max_tokens)
+            with client.reserve(100, action=ACTION) as plain:
+                assert plain.decision == "ALLOW" and plain.caps is None
+                plain.set_actual(1)
+        assert [(e.kind, e.unit, e.amount) for e in server.ledger()] == [
+            ("reserve", "TOKENS", 100),
+            ("commit", "TOKENS", 64),
+            ("reserve", "TOKENS", 100),
+            ("commit", "TOKENS", 1),
+        ]
+
+
+def test_release_ends_the_action_and_the_exit_sends_nothing(
+    client: cycles.Client, server: LocalServer
+) -> None:
+    with client.reserve(1_000, action=ACTION, idempotency_key="rel-1") as r:
+        r.release("not needed")
+        assert r.finished and r.released and r.outcome == "released"
+        with pytest.raises(cycles.InvalidArgumentError):
+            r.set_actual(5)  # over: the report would never be settled
+    assert r.released and r.settlement_or_none is None and r.release_error is None
+    releases = [q for q in server.requests() if q.operation == "releaseReservation"]
+    assert [q.idempotency_key for q in releases] == ["rel-1:release"]
+    assert json.loads(releases[0].body or "{}")["reason"] == "not needed"
+    assert ops(server) == ["createReservation", "releaseReservation"]
+    assert [k for k, _ in ledger(server)] == ["reserve", "release"]
+
+
+def test_release_then_raise_propagates_and_sends_nothing_more(
+    client: cycles.Client, server: LocalServer
+) -> None:
+    with pytest.raises(Boom):
+        with client.reserve(1_000, action=ACTION) as r:
+            r.release()
+            raise Boom()
+    assert r.outcome == "released" and r.released
+    assert [k for k, _ in ledger(server)] == ["reserve", "release"]
+
+
+def test_release_after_usage_is_refused_and_the_action_goes_on(
+    client: cycles.Client, server: LocalServer
+) -> None:
+    with client.reserve(1_000, action=ACTION) as r:
+        r.add(5)
+        with pytest.raises(cycles.InvalidArgumentError):
+            r.release("x")
+        assert not r.finished and not r.released
+        r.add(2)
+    assert r.outcome == "settled" and r.settlement.charged == cycles.Amount("USD_MICROCENTS", 7)
+    assert [k for k, _ in ledger(server)] == ["reserve", "commit"]
+    with pytest.raises(cycles.InvalidArgumentError):
+        r.release()  # already finished
+
+
+def test_a_failed_release_raises_and_ends_the_action(
+    client: cycles.Client, server: LocalServer
+) -> None:
+    server.add_fault("releaseReservation", {"kind": "server_error", "status": 500}, times=0)
+    with client.reserve(1_000, action=ACTION) as r:
+        with pytest.raises(cycles.CyclesError):
+            r.release()
+        assert r.finished and not r.released and r.release_error is not None
+    assert r.outcome == "released"
+    assert [k for k, _ in ledger(server)] == ["reserve"]
+    assert "commitReservation" not in ops(server)
+
+
+async def test_arelease_in_async_with(aclient: cycles.AsyncClient, server: LocalServer) -> None:
+    async with aclient.reserve(1_000, action=ACTION, idempotency_key="arel") as r:
+        assert r.decision == "ALLOW"
+        await r.arelease("changed my mind")
+    assert r.released and r.outcome == "released"
+    assert [q.idempotency_key for q in server.requests()][1:] == ["arel:release"]
+    assert [k for k, _ in ledger(server)] == ["reserve", "release"]
+
+
+# -- the client's default unit and the bridge's spec defaults -------------------------------
+
+
+def test_a_bare_estimate_is_reserved_in_the_default_unit(tmp_path: Path) -> None:
+    from conftest import SERVER_MODE
+
+    budgets = [cycles.testing.Budget("tenant:acme", "TOKENS", 1_000)]
+    with LocalServer(budgets=budgets, mode=SERVER_MODE) as server:  # type: ignore[arg-type]
+        with server.client(journal_dir=tmp_path, default_unit="TOKENS") as client:
+            assert client.default_unit == "TOKENS"
+            with client.reserve(100, action=ACTION) as r:
+                assert r.unit == "TOKENS"
+                r.set_actual(40)
+            assert r.settlement.charged == cycles.Amount("TOKENS", 40)
+        reqs = server.requests()
+        body = reqs[0].body or ""
+        # The bridge filled the defaults: a fresh cycles-<uuid> key and the client's tenant.
+        sent = json.loads(body)
+        assert sent["estimate"] == {"unit": "TOKENS", "amount": 100}
+        assert sent["subject"] == {"tenant": "acme"}
+        assert reqs[0].idempotency_key is not None
+        assert reqs[0].idempotency_key.startswith("cycles-")
+        assert [(e.kind, e.tenant, e.unit, e.amount) for e in server.ledger()] == [
+            ("reserve", "acme", "TOKENS", 100),
+            ("commit", "acme", "TOKENS", 40),
+        ]
+
+
+def test_the_spec_unit_wins_over_the_default_unit(
+    client: cycles.Client, server: LocalServer
+) -> None:
+    with client.reserve(100, action=ACTION, unit="USD_MICROCENTS") as r:
+        assert r.unit == "USD_MICROCENTS"
+        r.set_actual(1)
+    with pytest.raises(cycles.InvalidArgumentError, match="differs"):
+        with client.reserve(cycles.Amount("TOKENS", 5), action=ACTION, unit="USD_MICROCENTS"):
+            pass
+    assert [(e.kind, e.unit) for e in server.ledger()] == [
+        ("reserve", "USD_MICROCENTS"),
+        ("commit", "USD_MICROCENTS"),
+    ]
+
+
+def test_an_unknown_default_unit_is_a_config_error(server: LocalServer, tmp_path: Path) -> None:
+    with pytest.raises(cycles.ConfigError):
+        server.client(journal_dir=tmp_path, default_unit="PARSECS")
+    with pytest.raises(cycles.ConfigError):
+        server.async_client(journal_dir=tmp_path, default_unit="PARSECS")
+    assert server.requests() == []
+
+
+def test_cycles_unit_sets_the_default_unit_of_from_env(
+    server: LocalServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CYCLES_BASE_URL", server.url)
+    monkeypatch.setenv("CYCLES_API_KEY", server.api_key)
+    monkeypatch.setenv("CYCLES_TENANT", server.tenant)
+    monkeypatch.setenv("CYCLES_UNIT", "USD_MICROCENTS")
+    with cycles.Client.from_env(journal_dir=tmp_path) as client:
+        assert client.default_unit == "USD_MICROCENTS"
+        with client.reserve(10, action=ACTION) as r:
+            r.set_actual(1)
+    monkeypatch.setenv("CYCLES_UNIT", "PARSECS")
+    with pytest.raises(cycles.ConfigError):
+        cycles.Client.from_env(journal_dir=tmp_path)
+    assert [(e.kind, e.unit) for e in server.ledger()] == [
+        ("reserve", "USD_MICROCENTS"),
+        ("commit", "USD_MICROCENTS"),
+    ]
+
+
+# -- idempotency keys a header cannot carry (sent in the body only) -------------------------
+
+ODD_KEYS = [" padded ", "trail ", "k\u00e9y", "\u6f22\u5b57-\U0001f600"]
+
+
+@pytest.mark.parametrize("key", ODD_KEYS)
+def test_odd_idempotency_keys_through_guarded_calls(
+    client: cycles.Client, server: LocalServer, key: str
+) -> None:
+    with client.reserve(100, action=ACTION, idempotency_key=key) as r:
+        r.set_actual(3)
+    assert r.settlement.settled
+
+    @client.guarded(100, action=ACTION, idempotency_key=key + "-g", actual=4)
+    def work() -> str:
+        return "ok"
+
+    assert work() == "ok"
+    with pytest.raises(Boom):
+        with client.reserve(100, action=ACTION, idempotency_key=key + "-f"):
+            raise Boom()
+    keys = [e.idempotency_key for e in server.ledger()]
+    assert keys == [
+        key,
+        f"{key}:commit",
+        key + "-g",
+        f"{key}-g:commit",
+        key + "-f",
+        f"{key}-f:release",
+    ]

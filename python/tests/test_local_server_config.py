@@ -36,6 +36,7 @@ def test_a_small_budget_is_what_the_server_enforces(tmp_path: Path) -> None:
                 "allocated": 1_000_000,
                 "overdraft_limit": 0,
                 "status": "ACTIVE",
+                "caps": None,
             }
         ]
         with server.client(journal_dir=tmp_path) as client:
@@ -169,3 +170,39 @@ def test_server_errors_name_no_json_position() -> None:
         with pytest.raises(cycles.InvalidArgumentError, match="advance_clock"):
             server.advance_clock(-1)
         assert server.requests() == []
+
+
+def test_config_errors_python_does_not_check_come_from_the_bridge() -> None:
+    # `idempotency_compare` is passed through as given: the bridge's config check names it.
+    with pytest.raises(cycles.InvalidArgumentError) as info:
+        LocalServer({"idempotency_compare": "nope"})
+    assert info.value.message.startswith("invalid server config: "), info.value.message
+    assert "nope" in info.value.message
+    assert not SERDE_POSITION.search(info.value.message)
+
+
+def test_a_budget_with_caps_grants_them(tmp_path: Path) -> None:
+    caps = cycles.Caps(max_tokens=64, tool_allowlist=["search"])
+    with LocalServer(
+        budgets=[
+            {
+                "scope": "tenant:acme",
+                "unit": "TOKENS",
+                "allocated": 10,
+                "caps": {"max_tokens": 64, "tool_allowlist": ["search"]},
+            }
+        ]
+    ) as server:
+        assert served_config(server)["budgets"][0]["caps"] == caps.to_json()
+        with server.client(journal_dir=tmp_path, default_unit="TOKENS") as client:
+            with client.reserve(5, action=ACTION) as r:
+                assert r.decision == "ALLOW_WITH_CAPS" and r.caps == caps
+                r.release("over the cap")
+        assert [e.kind for e in server.ledger()] == ["reserve", "release"]
+    with pytest.raises(cycles.InvalidArgumentError, match="max_tokenz"):
+        Budget._of(
+            {"scope": "tenant:acme", "unit": "TOKENS", "allocated": 1, "caps": {"max_tokenz": 1}},
+            "budget",
+        )
+    with pytest.raises(cycles.InvalidArgumentError, match=r"Budget\.caps"):
+        Budget("tenant:acme", "TOKENS", 1, caps={"max_tokens": 1})  # type: ignore[arg-type]

@@ -259,3 +259,29 @@ def test_max_concurrent_requests_from_env(server: LocalServer, monkeypatch) -> N
     monkeypatch.setenv("CYCLES_MAX_CONCURRENT_REQUESTS", "4")
     with cycles.Client.from_env() as client:
         assert client.get_balances(tenant=server.tenant).balances
+
+
+# Keys an HTTP header cannot carry byte for byte (edge spaces, non-ASCII): core sends them in
+# the body only (transport::header_round_trips); they once failed every call.
+ODD_KEYS = [" padded ", "trail ", "k\u00e9y", "\u6f22\u5b57-\U0001f600"]
+
+
+@pytest.mark.parametrize("key", ODD_KEYS)
+def test_odd_idempotency_keys_through_raw_operations(api, server, key: str) -> None:
+    created = reserve(api, key, 500)
+    again = reserve(api, key, 500)  # a replay with the same key: the same reservation
+    assert again.reservation_id == created.reservation_id
+    api.commit_reservation(created.reservation_id, idempotency_key=key + ":c", actual=usd(200))
+    other = reserve(api, key + "-2", 100)
+    api.release_reservation(other.reservation_id, idempotency_key=key + ":r", reason="x")
+    event = api.create_event(
+        idempotency_key=key + ":e", action=ACTION, actual=usd(7), subject={"tenant": "acme"}
+    )
+    assert event.status is not None
+    assert [(e.kind, e.idempotency_key) for e in server.ledger()] == [
+        ("reserve", key),
+        ("commit", key + ":c"),
+        ("reserve", key + "-2"),
+        ("release", key + ":r"),
+        ("event", key + ":e"),
+    ]

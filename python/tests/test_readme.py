@@ -73,3 +73,14 @@ def test_guarded_arguments_with_a_small_budget_runs(capsys: pytest.CaptureFixtur
     assert "tokens 300" in out
     assert "denied BUDGET_EXCEEDED" in out
     assert "remaining 700000" in out
+
+
+def test_decision_caps_release_block_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    path = readme()
+    blocks = [b for b in python_blocks(path) if "r.release(" in b]
+    assert len(blocks) == 1, "the README shows decision, caps and release()"
+    exec(compile(blocks[0], str(path), "exec"), {"__name__": "quickstart"})
+    out = capsys.readouterr().out
+    assert "decision ALLOW_WITH_CAPS" in out
+    assert "released True" in out
+    assert "ledger ['reserve', 'release']" in out

@@ -6,6 +6,7 @@ names these tests; each asserts its scenario's expected requests and assertions.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from pathlib import Path
 
@@ -272,27 +273,34 @@ class ProviderDown(Exception):
 
 
 def test_missing_actual_is_surfaced_without_settlement(server: LocalServer, tmp_path: Path) -> None:
-    """CR-BOUNDARY-001: a guarded action that ends without an actual sends no commit or event
-    and raises MissingActualError; one that fails before any actual propagates its own
-    exception (the reservation is released, nothing settled); nothing is journaled."""
+    """CR-BOUNDARY-001: a guarded action that ends without an actual sends no commit or event,
+    releases its reservation and raises MissingActualError (released); one that fails before
+    any actual propagates its own exception (released too, nothing settled); nothing is
+    journaled. Each action sends exactly one release, ``{key}:release``."""
+    keys = ["b-missing", "b-silent", "b-failing", "b-async", "b-empty-stream"]
     with server.client(journal_dir=tmp_path, replay_interval=3600) as client:
         with pytest.raises(cycles.MissingActualError) as missing:
-            with client.reserve(1_000, action=ACTION, heartbeat=False) as r:
+            with client.reserve(
+                1_000, action=ACTION, idempotency_key=keys[0], heartbeat=False
+            ) as r:
                 pass  # the work "succeeded" but never said what it cost
         assert missing.value.reservation_id == r.reservation_id
-        assert "without reporting its actual amount" in str(missing.value)
-        assert r.outcome == "missing_actual" and r.settlement_or_none is None
+        assert missing.value.released and missing.value.release_error is None
+        assert missing.value.message == (
+            f"the guarded work on reservation {r.reservation_id} finished without reporting "
+            "its actual amount; nothing was committed, and the reservation was released"
+        )
+        assert r.outcome == "missing_actual" and r.settlement_or_none is None and r.released
 
-        @client.guarded(1_000, action=ACTION, heartbeat=False)
+        @client.guarded(1_000, action=ACTION, idempotency_key=keys[1], heartbeat=False)
         def silent() -> str:
             return "done"  # actual=None and no set_actual()
 
-        with pytest.raises(cycles.MissingActualError):
+        with pytest.raises(cycles.MissingActualError) as silent_missing:
             silent()
-        sent = [q.operation for q in server.requests()]
-        assert sent == ["createReservation", "createReservation"], sent
+        assert silent_missing.value.released
 
-        @client.guarded(1_000, action=ACTION, actual=5, heartbeat=False)
+        @client.guarded(1_000, action=ACTION, actual=5, idempotency_key=keys[2], heartbeat=False)
         def failing() -> None:
             raise ProviderDown("provider down")
 
@@ -300,15 +308,27 @@ def test_missing_actual_is_surfaced_without_settlement(server: LocalServer, tmp_
             failing()
 
         async def failing_async() -> None:
-            async with client.reserve(1_000, action=ACTION, heartbeat=False):
+            async with client.reserve(
+                1_000, action=ACTION, idempotency_key=keys[3], heartbeat=False
+            ):
                 raise ProviderDown("async provider down")
 
         with pytest.raises(ProviderDown, match="async provider down"):
             asyncio.run(failing_async())
 
+        # A stream that delivered nothing has no actual either: released, never committed as 0.
+        with pytest.raises(cycles.MissingActualError, match="reservation was released"):
+            with client.stream(1_000, action=ACTION, idempotency_key=keys[4], heartbeat=False):
+                pass
+
     ops = [q.operation for q in server.requests()]
     assert "commitReservation" not in ops and "createEvent" not in ops, ops
-    assert ops.count("releaseReservation") == 2, "only the failed actions are released"
-    assert all(e.kind in ("reserve", "release") for e in server.ledger())
+    releases = [
+        json.loads(q.body or "{}")["idempotency_key"]
+        for q in server.requests()
+        if q.operation == "releaseReservation"
+    ]
+    assert releases == [f"{k}:release" for k in keys], "exactly one release per action"
+    assert [e.kind for e in server.ledger()] == ["reserve", "release"] * len(keys)
     assert record_files(tmp_path) == [], "nothing journaled without an actual"
     assert cycles.journal.list_pending(tmp_path) == []

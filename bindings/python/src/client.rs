@@ -129,6 +129,17 @@ impl NativeClient {
         self.handle.config().journal.dir.clone()
     }
 
+    /// The unit of a bare estimate (`default_unit=` or `CYCLES_UNIT`), `None`: the bridge's
+    /// fallback, `USD_MICROCENTS`.
+    #[getter]
+    fn default_unit(&self) -> Option<String> {
+        self.handle
+            .config()
+            .default_unit
+            .as_ref()
+            .map(|u| u.as_str().to_string())
+    }
+
     /// Whether settlements are journaled.
     #[getter]
     fn journal_enabled(&self) -> bool {

@@ -154,6 +154,43 @@ impl NativeActive {
         self.inner.reservation_id().to_string()
     }
 
+    /// The server's decision: `ALLOW` or `ALLOW_WITH_CAPS`.
+    #[getter]
+    fn decision(&self) -> String {
+        self.inner.decision().to_string()
+    }
+
+    /// The caps under `ALLOW_WITH_CAPS` as the spec's `Caps` JSON, `None` otherwise.
+    #[getter]
+    fn caps_json(&self) -> Option<String> {
+        self.inner.caps_json().map(str::to_string)
+    }
+
+    /// Ends the action early, releasing the estimate (blocking, GIL released): the finished
+    /// JSON (outcome `released`). INVALID_ARGUMENT, the action left running, once usage
+    /// was reported or when already finished.
+    #[pyo3(signature = (reason=None))]
+    fn release(&self, py: Python<'_>, reason: Option<String>) -> PyResult<String> {
+        guard(|| {
+            let work = self.inner.release(reason).map_err(to_pyerr)?;
+            // Like finish: a release half-way abandoned helps nobody.
+            wait(py, false, task::start(work).map_err(to_pyerr)?)
+        })
+    }
+
+    /// `release` as an awaitable.
+    #[pyo3(signature = (reason=None))]
+    fn release_async<'py>(
+        &self,
+        py: Python<'py>,
+        reason: Option<String>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        guard(|| {
+            let work = self.inner.release(reason).map_err(to_pyerr)?;
+            awaitable(py, async move { Ok(work.await) })
+        })
+    }
+
     /// INVALID_ARGUMENT once the action has finished (the report would not be settled).
     fn set_actual(&self, amount: i64) -> PyResult<()> {
         self.inner

@@ -352,6 +352,87 @@ def op_drain(req: dict[str, Any]) -> Any:
     }
 
 
+class _WorkFailed(Exception):
+    """The face's own failure of the guarded work (a ``fail`` step): it must come out of the
+    guard unchanged."""
+
+
+def op_guard(req: dict[str, Any]) -> Any:
+    """One guarded action of the lifecycle contract (PROTOCOL.md, ``guard``) through the
+    public API: the client's tenant and default unit, a bare estimate, and the subject and
+    idempotency key only when the case gives them (else the client's defaults)."""
+    case = req["case"]
+    out: dict[str, Any] = {
+        "decision": None,
+        "caps": None,
+        "steps": [],
+        "outcome": None,
+        "released": None,
+        "charged": None,
+        "error": None,
+    }
+    kw: dict[str, Any] = {}
+    if case.get("idempotency_key") is not None:
+        kw["idempotency_key"] = case["idempotency_key"]
+    if case.get("subject") is not None:
+        kw["subject"] = case["subject"]
+    client = cycles.Client(
+        req["url"],
+        req["api_key"],
+        tenant=req["tenant"],
+        default_unit=req["default_unit"],
+        journal_dir=req["journal_dir"],
+    )
+    results: list[str | None] = []
+    handle: cycles.GuardedReservation | None = None
+    try:
+        with client.reserve(
+            num_in(case["estimate"]), action=cycles.Action("llm.completion", "matrix"), **kw
+        ) as r:
+            handle = r
+            out["decision"] = r.decision
+            out["caps"] = None if r.caps is None else r.caps.to_json()
+            for step in case["steps"]:
+                do = step["do"]
+                if do == "end":
+                    results.append(None)
+                    break
+                if do == "fail":
+                    results.append(None)
+                    raise _WorkFailed("the work failed")
+                try:
+                    if do == "add":
+                        r.add(num_in(step["amount"]))
+                    elif do == "set_actual":
+                        r.set_actual(num_in(step["amount"]))
+                    elif do == "release":
+                        r.release(step.get("reason"))
+                        results.append(None)
+                        break  # a successful release ends the action
+                    else:
+                        raise Refused(f"python face: unknown guard step {do!r}")
+                except cycles.CyclesError as e:
+                    results.append(e.name)
+                    continue
+                results.append(None)
+    except _WorkFailed:
+        out["error"] = "work"
+    except cycles.CyclesError as e:
+        out["error"] = e.name
+    finally:
+        client.close(0)
+    out["steps"] = results
+    if handle is not None:
+        out["outcome"] = handle.outcome
+        # Settled (and a lapsed heartbeat, settled too) has no `released`.
+        if handle.outcome not in ("settled", "heartbeat_lapsed"):
+            out["released"] = handle.released
+        s = handle.settlement_or_none
+        if s is not None and s.charged_or_none is not None:
+            out["charged"] = num_out(s.charged_or_none.amount)
+    return out
+
+
 # -- transport --------------------------------------------------------------------------------
 
 OPS: dict[str, Op] = {
@@ -364,6 +445,7 @@ OPS: dict[str, Op] = {
     "decode": op_decode,
     "write": op_write,
     "drain": op_drain,
+    "guard": op_guard,
 }
 
 
