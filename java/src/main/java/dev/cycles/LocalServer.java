@@ -234,6 +234,31 @@ public final class LocalServer implements AutoCloseable {
             return this;
         }
 
+        /**
+         * Adds an active budget that grants caps: a reservation under it is
+         * {@code ALLOW_WITH_CAPS} with these caps (the first call replaces the default budget).
+         *
+         * @param scope the canonical scope
+         * @param unit the unit's wire name
+         * @param allocated the amount allocated
+         * @param caps the caps granted (null members are left out)
+         * @return this
+         */
+        public Builder budget(String scope, String unit, long allocated, Caps caps) {
+            budget(scope, unit, allocated);
+            @SuppressWarnings("unchecked")
+            Map<String, Object> b = (Map<String, Object>) budgets.get(budgets.size() - 1);
+            Map<String, Object> c = new LinkedHashMap<>();
+            c.put("max_tokens", caps.maxTokens());
+            c.put("max_steps_remaining", caps.maxStepsRemaining());
+            c.put("tool_allowlist", caps.toolAllowlist());
+            c.put("tool_denylist", caps.toolDenylist());
+            c.put("cooldown_ms", caps.cooldownMs());
+            c.values().removeIf(java.util.Objects::isNull);
+            b.put("caps", c);
+            return this;
+        }
+
         /** @param on whether live create and extend successes carry {@code remaining_ttl_ms} (default true) @return this */
         public Builder emitRemainingTtl(boolean on) {
             regime.put("emit_remaining_ttl", on);
