@@ -933,7 +933,8 @@ enum cycles_status cycles_journal_pending(const char *journal_dir,
  * Starts a local server on 127.0.0.1 (blocking; an ephemeral port unless `config_json`
  * sets `bind`). `config_json` (NULL: defaults: tenant `acme`, key `cycles-local-key`, a
  * `tenant:acme` budget of 10 000 000 000 USD_MICROCENTS) is the server's `ServerConfig`
- * (conformance/server/README.md); omitted fields keep their defaults. `*out` is owned by the
+ * (conformance/server/README.md); omitted fields keep their defaults, an unknown key is
+ * `CYCLES_INVALID_ARGUMENT` naming it (the bridge's `server::Server`). `*out` is owned by the
  * caller.
  */
 enum cycles_status cycles_local_server_start(const char *config_json,

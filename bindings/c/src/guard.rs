@@ -737,11 +737,18 @@ mod tests {
             },
             Finished::MissingActual {
                 reservation_id: "r5".into(),
+                release_error: None,
                 lease: None,
             },
             Finished::InvalidActual {
                 reservation_id: "r6".into(),
                 actual: -1,
+                release_error: None,
+            },
+            Finished::Released {
+                reservation_id: "r7".into(),
+                release_error: None,
+                lease: None,
             },
         ];
         let mut seen = Vec::new();
@@ -761,7 +768,15 @@ mod tests {
         }
         assert_eq!(
             seen,
-            ["committed", "pending", "rejected", "none", "none", "none"]
+            [
+                "committed",
+                "pending",
+                "rejected",
+                "none",
+                "none",
+                "none",
+                "none"
+            ]
         );
     }
 
@@ -785,8 +800,10 @@ mod tests {
                 n.to_str().ok()
             );
         }
-        for bad in [5, 99, u32::MAX] {
+        for bad in [6, 99, u32::MAX] {
             assert!(cycles_outcome_kind_name(cycles_outcome_kind_value(bad)).is_null());
+        }
+        for bad in [5, 99, u32::MAX] {
             assert!(cycles_settlement_status_name(cycles_settlement_status_value(bad)).is_null());
         }
     }
