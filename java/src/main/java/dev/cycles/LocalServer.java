@@ -51,7 +51,7 @@ public final class LocalServer implements AutoCloseable {
      * @return the running server
      * @throws dev.cycles.errors.InvalidArgumentException when the JSON is not a server config:
      *     malformed, a wrong type, or a key the config does not have (the message names it,
-     *     e.g. {@code unknown key "budgets[0].alocated"}), instead of that key being ignored
+     *     e.g. {@code unknown field `alocated`}), instead of that key being ignored
      */
     public static LocalServer start(String configJson) {
         return new LocalServer(Native.serverStart(configJson));
