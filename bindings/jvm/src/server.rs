@@ -3,6 +3,7 @@
 
 use cycles_bridge::server::Server;
 use cycles_bridge::ErrorFields;
+use cycles_core::runtime;
 use cycles_local_server::FaultRule;
 use jni::objects::{JClass, JString};
 use jni::sys::{jlong, jstring};
@@ -11,7 +12,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::entry::{block, entry, jstr, opt_string, string};
+use crate::entry::{entry, jstr, opt_string, string};
 use crate::handles;
 
 fn server(id: jlong) -> Result<std::sync::Arc<Server>, ErrorFields> {
@@ -68,7 +69,8 @@ pub extern "system" fn Java_dev_cycles_internal_Native_serverStart<'l>(
 ) -> jstring {
     entry(&mut env, std::ptr::null_mut(), |env| {
         let config = opt_string(env, &config)?;
-        let server = block(Server::start(config.as_deref())?)??;
+        // On core's runtime (the server's tasks live there), not driven on this thread.
+        let server = runtime::handle()?.block_on(Server::start(config.as_deref())?)?;
         let mut info =
             json!({"url": server.url(), "api_key": server.api_key(), "tenant": server.tenant()});
         info["id"] = json!(handles::put(server));
@@ -141,7 +143,7 @@ pub extern "system" fn Java_dev_cycles_internal_Native_serverStop<'l>(
         };
         handles::free(id);
         if let Some(work) = s.stop() {
-            block(work)?;
+            runtime::handle()?.block_on(work);
         }
         Ok(())
     })
