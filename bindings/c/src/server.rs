@@ -7,7 +7,7 @@ use std::ffi::{c_char, CString};
 use std::ptr;
 
 use crate::error::cycles_error;
-use crate::panic::{abort_free, block, guard, or_default};
+use crate::panic::{abort_free, guard, or_default};
 use crate::status::cycles_status;
 use crate::strings::{arg, c_string, into_raw, opt_arg};
 
@@ -36,7 +36,11 @@ pub unsafe extern "C" fn cycles_local_server_start(
             return Err(ErrorFields::invalid("out is NULL"));
         }
         *out = ptr::null_mut();
-        let server = block(Server::start(opt_arg(config_json, "config_json")?)?)??;
+        let start = Server::start(opt_arg(config_json, "config_json")?)?;
+        // On core's runtime, where the server's tasks live: a call driven on a busy caller
+        // thread (the bridge's blocking path) would leave them without a driver.
+        crate::panic::may_block()?;
+        let server = cycles_core::runtime::handle()?.block_on(start)?;
         *out = Box::into_raw(Box::new(cycles_local_server {
             url: c_string(server.url()),
             api_key: c_string(server.api_key()),
@@ -161,7 +165,8 @@ fn stop(s: &cycles_local_server, wait: bool) -> Result<(), ErrorFields> {
     // with it, as before the bridge's wrapper.
     if let Some(work) = s.inner.stop() {
         if wait {
-            block(work)?;
+            crate::panic::may_block()?;
+            cycles_core::runtime::handle()?.block_on(work);
         }
     }
     Ok(())
