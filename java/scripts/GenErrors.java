@@ -30,7 +30,7 @@ public class GenErrors {
             // Core's code blocks (core/src/error.rs): 10-19 transport, 20-99 HTTP, 100+ server codes.
             String parent = code >= 100 ? "ApiException" : code >= 20 ? "HttpException" : code >= 10 ? "TransportException" : "CyclesException";
             String doc = "Core's error kind {@code " + name + "} (code " + code + ").";
-            write(dir, simple, "public final class", parent, doc, "");
+            write(dir, simple, "public final class", parent, doc, name.equals("MISSING_ACTUAL") ? RELEASED : "");
         }
     }
 
@@ -43,6 +43,21 @@ public class GenErrors {
             + "     */\n"
             + "    public int httpStatus() {\n"
             + "        return httpStatusIfAny().orElseThrow(() -> new IllegalStateException(\"no HTTP status on \" + errorName()));\n"
+            + "    }\n";
+
+    // The guarded lifecycle's missing actual releases the reservation in the same call
+    // (docs/lifecycle.md): the exception says whether that release succeeded.
+    static final String RELEASED = "\n"
+            + "    /**\n"
+            + "     * @return whether the reservation was released in the same call (false: that release\n"
+            + "     *     failed, see {@link #releaseError()}; the estimate stays held until the lease expires)\n"
+            + "     */\n"
+            + "    public boolean released() {\n"
+            + "        return Boolean.TRUE.equals(field(\"released\"));\n"
+            + "    }\n\n"
+            + "    /** @return why the release failed (its error kind and message), when it failed */\n"
+            + "    public java.util.Optional<CyclesException> releaseError() {\n"
+            + "        return java.util.Optional.ofNullable((CyclesException) field(\"release_exception\"));\n"
             + "    }\n";
 
     static void group(Path dir, String simple, String doc, String body) throws Exception {

@@ -188,17 +188,24 @@ typedef enum cycles_outcome_kind {
    */
   CYCLES_OUTCOME_WORK_FAILED = 1,
   /**
-   * The work succeeded without reporting an actual: nothing was sent.
+   * The work succeeded without reporting an actual: nothing was committed, the reservation
+   * was released in the same call (`released`; the JSON's `message` is core's text and
+   * `release_error` says why a failed release failed).
    */
   CYCLES_OUTCOME_MISSING_ACTUAL = 2,
   /**
-   * The reported actual is invalid (negative): nothing was sent.
+   * The reported actual is invalid (negative): nothing was committed, the reservation was
+   * released (`released`, the JSON's `message`).
    */
   CYCLES_OUTCOME_INVALID_ACTUAL = 3,
   /**
    * Settled, but the heartbeat lapsed (`CYCLES_HEARTBEAT_FAIL_ON_FINALIZE`).
    */
   CYCLES_OUTCOME_HEARTBEAT_LAPSED = 4,
+  /**
+   * Ended early by `cycles_guard_release`: the estimate was given back (`released`).
+   */
+  CYCLES_OUTCOME_RELEASED = 5,
 } cycles_outcome_kind;
 
 /**
@@ -282,8 +289,8 @@ typedef void (*cycles_call_cb)(void *user_data,
 typedef void (*cycles_event_cb)(void *user_data, const char *event_json, size_t len);
 
 /**
- * The subject of a reservation: each member NULL when unset. An all-NULL subject uses the
- * client's tenant.
+ * The subject of a reservation: each member NULL when unset. An all-NULL subject is left to
+ * the bridge, which uses the client's tenant.
  */
 typedef struct cycles_subject {
   /**
@@ -335,7 +342,8 @@ typedef struct cycles_reserve {
    */
   const char *action_name;
   /**
-   * Unit; NULL: `"USD_MICROCENTS"`.
+   * Unit; NULL: the client's default unit (option `default_unit`, `CYCLES_UNIT`), else
+   * `"USD_MICROCENTS"`.
    */
   const char *unit;
   /**
@@ -407,6 +415,12 @@ typedef struct cycles_outcome {
    * Failed extend attempts.
    */
   uint64_t heartbeat_failures;
+  /**
+   * Whether the reservation was released in this call (the JSON's `released`): true for
+   * a successful release (missing or invalid actual, failed work without usage,
+   * `CYCLES_OUTCOME_RELEASED`); false when nothing was released or the release failed.
+   */
+  bool released;
 } cycles_outcome;
 
 /**
@@ -428,8 +442,10 @@ extern "C" {
 /**
  * Creates a client of `base_url` with `api_key`; `tenant` (NULL: none) is the default
  * subject tenant. `options_json` (NULL: none) is a JSON object of optional settings:
- * `request_timeout_ms`, `connect_timeout_ms`, `journal_dir`, `journal_enabled`,
- * `max_concurrent_requests`, `settle_max_attempts`, `replay_interval_ms`.
+ * `default_unit` (the unit of estimates given as bare numbers), `request_timeout_ms`,
+ * `connect_timeout_ms`, `journal_dir`, `journal_enabled`, `max_concurrent_requests`,
+ * `settle_max_attempts`, `replay_interval_ms`; any other member (a typo) is
+ * `CYCLES_INVALID_ARGUMENT` naming it.
  * On success `*out` is a new client owned by the caller (free with `cycles_client_free`).
  * Does not block (no request is sent).
  */
@@ -443,9 +459,10 @@ enum cycles_status cycles_client_new(const char *base_url,
 /**
  * Creates a client from the `CYCLES_*` environment variables (core's `Config::from_env`:
  * `CYCLES_BASE_URL`, `CYCLES_API_KEY`, `CYCLES_TENANT`, timeouts, `CYCLES_JOURNAL_DIR`,
- * `CYCLES_JOURNAL_ENABLED`). `options_json` (NULL: none) may override `journal_dir`,
- * `journal_enabled` and set `settle_max_attempts`, `replay_interval_ms`. A missing or bad
- * variable is `CYCLES_CONFIG`. `*out` is owned by the caller.
+ * `CYCLES_JOURNAL_ENABLED`, `CYCLES_UNIT`). `options_json` (NULL: none) may override any of
+ * them but the base URL and key (`tenant` and the options of `cycles_client_new`); an
+ * unknown member is `CYCLES_INVALID_ARGUMENT`. A missing or bad variable is
+ * `CYCLES_CONFIG`. `*out` is owned by the caller.
  */
 enum cycles_status cycles_client_from_env(const char *options_json,
                                           struct cycles_client **out,
@@ -703,7 +720,8 @@ void cycles_error_free(struct cycles_error *e);
 
 /**
  * The name of an outcome kind, as the outcome JSON writes it (its `outcome`): `"settled"`,
- * `"work_failed"`, `"missing_actual"`, `"invalid_actual"` or `"heartbeat_lapsed"`. A static
+ * `"work_failed"`, `"missing_actual"`, `"invalid_actual"`, `"heartbeat_lapsed"` or
+ * `"released"`. A static
  * string (never freed). NULL for a value that is not a `cycles_outcome_kind`.
  */
 const char *cycles_outcome_kind_name(cycles_outcome_kind kind);
@@ -768,6 +786,35 @@ enum cycles_status cycles_guard_finish_async(const struct cycles_guard *g,
 const char *cycles_guard_reservation_id(const struct cycles_guard *g);
 
 /**
+ * The server's decision on the reservation: `"ALLOW"` or `"ALLOW_WITH_CAPS"` (then honour
+ * the caps of `cycles_guard_info_json`). Owned by the guard (valid until `cycles_guard_free`).
+ * NULL for NULL.
+ */
+const char *cycles_guard_decision(const struct cycles_guard *g);
+
+/**
+ * The guard's facts as JSON: `{"reservation_id", "decision", "caps"}`, `caps` null under
+ * `ALLOW`, else the caps object with its set members only (`max_tokens`,
+ * `max_steps_remaining`, `tool_allowlist`, `tool_denylist`, `cooldown_ms`). Owned by the
+ * guard (valid until `cycles_guard_free`). NULL for NULL.
+ */
+const char *cycles_guard_info_json(const struct cycles_guard *g);
+
+/**
+ * Ends the action early (blocking): releases the reservation (`<key>:release`, `reason` or
+ * NULL) and gives the estimate back; the outcome is `CYCLES_OUTCOME_RELEASED`, `*out` /
+ * `*out_json` as `cycles_guard_finish`. `CYCLES_INVALID_ARGUMENT` once usage was reported (a
+ * release would drop a known actual): the action goes on, end it with `cycles_guard_finish`.
+ * After a successful release the guard is finished (a later finish or release is
+ * `CYCLES_INVALID_ARGUMENT`).
+ */
+enum cycles_status cycles_guard_release(const struct cycles_guard *g,
+                                        const char *reason,
+                                        struct cycles_outcome *out,
+                                        char **out_json,
+                                        struct cycles_error **err);
+
+/**
  * Sets the actual amount (replaces earlier reports). Any thread; does not block.
  * `CYCLES_INVALID_ARGUMENT` once the action has finished: the amount would not be settled.
  */
@@ -813,7 +860,10 @@ bool cycles_guard_cancelled(const struct cycles_guard *g);
  * retried; replayed later when the server is away). When `work_succeeded` is false the usage
  * reported so far is still committed that way (it was spent): the outcome is
  * `CYCLES_OUTCOME_WORK_FAILED` with that settlement; only with no usage reported is the
- * reservation released instead (`CYCLES_SETTLEMENT_NONE`). `*out` (NULL: not wanted)
+ * reservation released instead (`CYCLES_SETTLEMENT_NONE`, `released`). When the work
+ * succeeded without an actual (or with a negative one) nothing is committed: the reservation
+ * is released in the same call (`CYCLES_OUTCOME_MISSING_ACTUAL` / `_INVALID_ACTUAL`,
+ * `released`; the JSON's `message` is core's text to show). `*out` (NULL: not wanted)
  * receives the outcome struct, `*out_json` (NULL: not wanted) the full outcome JSON (free
  * with `cycles_string_free`). A second call is `CYCLES_INVALID_ARGUMENT`. Returns
  * `CYCLES_OK` whatever the outcome: read `kind` and `settlement`
@@ -883,7 +933,8 @@ enum cycles_status cycles_journal_pending(const char *journal_dir,
  * Starts a local server on 127.0.0.1 (blocking; an ephemeral port unless `config_json`
  * sets `bind`). `config_json` (NULL: defaults: tenant `acme`, key `cycles-local-key`, a
  * `tenant:acme` budget of 10 000 000 000 USD_MICROCENTS) is the server's `ServerConfig`
- * (conformance/server/README.md); omitted fields keep their defaults. `*out` is owned by the
+ * (conformance/server/README.md); omitted fields keep their defaults, an unknown key is
+ * `CYCLES_INVALID_ARGUMENT` naming it (the bridge's `server::Server`). `*out` is owned by the
  * caller.
  */
 enum cycles_status cycles_local_server_start(const char *config_json,

@@ -26,8 +26,8 @@ pub enum cycles_heartbeat_policy {
     CYCLES_HEARTBEAT_CANCEL = 2,
 }
 
-/// The subject of a reservation: each member NULL when unset. An all-NULL subject uses the
-/// client's tenant.
+/// The subject of a reservation: each member NULL when unset. An all-NULL subject is left to
+/// the bridge, which uses the client's tenant.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct cycles_subject {
@@ -59,7 +59,8 @@ pub struct cycles_reserve {
     pub action_kind: *const c_char,
     /// Action name (required), e.g. `"openai:gpt-4o-mini"`.
     pub action_name: *const c_char,
-    /// Unit; NULL: `"USD_MICROCENTS"`.
+    /// Unit; NULL: the client's default unit (option `default_unit`, `CYCLES_UNIT`), else
+    /// `"USD_MICROCENTS"`.
     pub unit: *const c_char,
     /// The estimate to reserve, in `unit`.
     pub estimate: i64,
@@ -78,6 +79,19 @@ pub struct cycles_reserve {
 pub struct cycles_guard {
     active: Active,
     reservation_id: CString,
+    decision: CString,
+    info: CString,
+}
+
+impl cycles_guard {
+    fn new(active: Active) -> cycles_guard {
+        cycles_guard {
+            reservation_id: c_string(active.reservation_id()),
+            decision: c_string(active.decision()),
+            info: c_string(&active.info_json()),
+            active,
+        }
+    }
 }
 
 /// How a guarded action ended (core's `Finished`).
@@ -90,12 +104,17 @@ pub enum cycles_outcome_kind {
     /// was committed, journaled first like any commit (see `settlement`); with no usage
     /// reported the reservation was released (`CYCLES_SETTLEMENT_NONE`).
     CYCLES_OUTCOME_WORK_FAILED = 1,
-    /// The work succeeded without reporting an actual: nothing was sent.
+    /// The work succeeded without reporting an actual: nothing was committed, the reservation
+    /// was released in the same call (`released`; the JSON's `message` is core's text and
+    /// `release_error` says why a failed release failed).
     CYCLES_OUTCOME_MISSING_ACTUAL = 2,
-    /// The reported actual is invalid (negative): nothing was sent.
+    /// The reported actual is invalid (negative): nothing was committed, the reservation was
+    /// released (`released`, the JSON's `message`).
     CYCLES_OUTCOME_INVALID_ACTUAL = 3,
     /// Settled, but the heartbeat lapsed (`CYCLES_HEARTBEAT_FAIL_ON_FINALIZE`).
     CYCLES_OUTCOME_HEARTBEAT_LAPSED = 4,
+    /// Ended early by `cycles_guard_release`: the estimate was given back (`released`).
+    CYCLES_OUTCOME_RELEASED = 5,
 }
 
 /// What became of a settlement.
@@ -134,6 +153,10 @@ pub struct cycles_outcome {
     pub extensions: u64,
     /// Failed extend attempts.
     pub heartbeat_failures: u64,
+    /// Whether the reservation was released in this call (the JSON's `released`): true for
+    /// a successful release (missing or invalid actual, failed work without usage,
+    /// `CYCLES_OUTCOME_RELEASED`); false when nothing was released or the release failed.
+    pub released: bool,
 }
 
 impl Default for cycles_outcome {
@@ -147,13 +170,14 @@ impl Default for cycles_outcome {
             charged: 0,
             extensions: 0,
             heartbeat_failures: 0,
+            released: false,
         }
     }
 }
 
 /// The bridge's names of the outcome kinds (the finished JSON's `outcome`), in enum order.
 /// `outcome_of` reads the JSON with them, so the names C sees are the ones the bridge writes.
-const OUTCOME_NAMES: [(cycles_outcome_kind, &CStr); 5] = {
+const OUTCOME_NAMES: [(cycles_outcome_kind, &CStr); 6] = {
     use cycles_outcome_kind::*;
     [
         (CYCLES_OUTCOME_SETTLED, c"settled"),
@@ -161,6 +185,7 @@ const OUTCOME_NAMES: [(cycles_outcome_kind, &CStr); 5] = {
         (CYCLES_OUTCOME_MISSING_ACTUAL, c"missing_actual"),
         (CYCLES_OUTCOME_INVALID_ACTUAL, c"invalid_actual"),
         (CYCLES_OUTCOME_HEARTBEAT_LAPSED, c"heartbeat_lapsed"),
+        (CYCLES_OUTCOME_RELEASED, c"released"),
     ]
 };
 
@@ -202,7 +227,8 @@ pub struct cycles_outcome_kind_value(pub u32);
 pub struct cycles_settlement_status_value(pub u32);
 
 /// The name of an outcome kind, as the outcome JSON writes it (its `outcome`): `"settled"`,
-/// `"work_failed"`, `"missing_actual"`, `"invalid_actual"` or `"heartbeat_lapsed"`. A static
+/// `"work_failed"`, `"missing_actual"`, `"invalid_actual"`, `"heartbeat_lapsed"` or
+/// `"released"`. A static
 /// string (never freed). NULL for a value that is not a `cycles_outcome_kind`.
 #[no_mangle]
 pub extern "C" fn cycles_outcome_kind_name(kind: cycles_outcome_kind_value) -> *const c_char {
@@ -248,11 +274,12 @@ fn outcome_of(v: &Value) -> cycles_outcome {
         charged: charged.unwrap_or(0),
         extensions: v["lease"]["extensions"].as_u64().unwrap_or(0),
         heartbeat_failures: v["lease"]["failures"].as_u64().unwrap_or(0),
+        released: v["released"].as_bool().unwrap_or(false),
     }
 }
 
 /// The bridge's guard spec of a `cycles_reserve`.
-unsafe fn spec_json(c: &cycles_client, r: &cycles_reserve) -> Result<String, ErrorFields> {
+unsafe fn spec_json(r: &cycles_reserve) -> Result<String, ErrorFields> {
     let s = &r.subject;
     let mut subject = Map::new();
     for (name, p) in [
@@ -267,30 +294,28 @@ unsafe fn spec_json(c: &cycles_client, r: &cycles_reserve) -> Result<String, Err
             subject.insert(name.into(), json!(v));
         }
     }
-    if subject.is_empty() {
-        // As Python's client: an empty subject is the client's tenant.
-        let t = c.handle().config().tenant.clone().ok_or_else(|| {
-            ErrorFields::invalid("subject is required (or configure a tenant on the client)")
-        })?;
-        subject.insert("tenant".into(), json!(t));
-    }
-    let key = match opt_arg(r.idempotency_key, "idempotency_key")? {
-        Some(k) => k.to_string(),
-        None => format!("cycles-{}", uuid::Uuid::new_v4()),
-    };
     let policy = match r.policy {
         cycles_heartbeat_policy::CYCLES_HEARTBEAT_WARN => "warn",
         cycles_heartbeat_policy::CYCLES_HEARTBEAT_FAIL_ON_FINALIZE => "fail_on_finalize",
         cycles_heartbeat_policy::CYCLES_HEARTBEAT_CANCEL => "cancel",
     };
+    // Only what the caller set: the bridge fills the key, the subject (the client's tenant)
+    // and the unit (the client's default unit), the same for every language.
     let mut spec = json!({
-        "idempotency_key": key,
-        "subject": subject,
         "action": {"kind": arg(r.action_kind, "action_kind")?, "name": arg(r.action_name, "action_name")?},
-        "estimate": {"unit": opt_arg(r.unit, "unit")?.unwrap_or("USD_MICROCENTS"), "amount": r.estimate},
+        "estimate": r.estimate,
         "heartbeat": !r.no_heartbeat,
         "policy": policy,
     });
+    if !subject.is_empty() {
+        spec["subject"] = Value::Object(subject);
+    }
+    if let Some(k) = opt_arg(r.idempotency_key, "idempotency_key")? {
+        spec["idempotency_key"] = json!(k);
+    }
+    if let Some(u) = opt_arg(r.unit, "unit")? {
+        spec["unit"] = json!(u);
+    }
     if r.ttl_ms != 0 {
         spec["ttl_ms"] = json!(r.ttl_ms);
     }
@@ -322,11 +347,7 @@ unsafe fn begin(
     let life = c.life()?;
     let work = life.lifecycle.begin(&spec)?;
     let active = block(work)??;
-    let reservation_id = c_string(active.reservation_id());
-    *out = Box::into_raw(Box::new(cycles_guard {
-        active,
-        reservation_id,
-    }));
+    *out = Box::into_raw(Box::new(cycles_guard::new(active)));
     Ok(())
 }
 
@@ -346,7 +367,7 @@ pub unsafe extern "C" fn cycles_guard_begin(
         let r = r
             .as_ref()
             .ok_or_else(|| ErrorFields::invalid("reserve is NULL"))?;
-        begin(c, |c| spec_json(c, r), out)
+        begin(c, |_| spec_json(r), out)
     })
 }
 
@@ -398,18 +419,14 @@ pub unsafe extern "C" fn cycles_guard_begin_async(
         let c = c
             .as_ref()
             .ok_or_else(|| ErrorFields::invalid("client is NULL"))?;
-        let spec = spec_json(c, r)?;
+        let spec = spec_json(r)?;
         let work = c.life()?.lifecycle.begin(&spec)?;
         let ud = completion::UserData(user_data);
         completion::submit(work, move |res| {
             let ud = ud;
             let (status, e) = completion::status_and_error(&res);
             let g = res.ok().map_or(ptr::null_mut(), |active| {
-                let reservation_id = c_string(active.reservation_id());
-                Box::into_raw(Box::new(cycles_guard {
-                    active,
-                    reservation_id,
-                }))
+                Box::into_raw(Box::new(cycles_guard::new(active)))
             });
             // SAFETY: the callback's contract; ownership of `g` passes to it.
             unsafe { f(ud.0, status, g, completion::error_ptr(&e)) };
@@ -479,6 +496,72 @@ pub unsafe extern "C" fn cycles_guard_reservation_id(g: *const cycles_guard) -> 
         Some(g) => or_default(|| g.reservation_id.as_ptr()),
         None => ptr::null(),
     }
+}
+
+/// The server's decision on the reservation: `"ALLOW"` or `"ALLOW_WITH_CAPS"` (then honour
+/// the caps of `cycles_guard_info_json`). Owned by the guard (valid until `cycles_guard_free`).
+/// NULL for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn cycles_guard_decision(g: *const cycles_guard) -> *const c_char {
+    match g.as_ref() {
+        Some(g) => or_default(|| g.decision.as_ptr()),
+        None => ptr::null(),
+    }
+}
+
+/// The guard's facts as JSON: `{"reservation_id", "decision", "caps"}`, `caps` null under
+/// `ALLOW`, else the caps object with its set members only (`max_tokens`,
+/// `max_steps_remaining`, `tool_allowlist`, `tool_denylist`, `cooldown_ms`). Owned by the
+/// guard (valid until `cycles_guard_free`). NULL for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn cycles_guard_info_json(g: *const cycles_guard) -> *const c_char {
+    match g.as_ref() {
+        Some(g) => or_default(|| g.info.as_ptr()),
+        None => ptr::null(),
+    }
+}
+
+/// Ends the action early (blocking): releases the reservation (`<key>:release`, `reason` or
+/// NULL) and gives the estimate back; the outcome is `CYCLES_OUTCOME_RELEASED`, `*out` /
+/// `*out_json` as `cycles_guard_finish`. `CYCLES_INVALID_ARGUMENT` once usage was reported (a
+/// release would drop a known actual): the action goes on, end it with `cycles_guard_finish`.
+/// After a successful release the guard is finished (a later finish or release is
+/// `CYCLES_INVALID_ARGUMENT`).
+#[no_mangle]
+pub unsafe extern "C" fn cycles_guard_release(
+    g: *const cycles_guard,
+    reason: *const c_char,
+    out: *mut cycles_outcome,
+    out_json: *mut *mut c_char,
+    err: *mut *mut cycles_error,
+) -> cycles_status {
+    if !out_json.is_null() {
+        *out_json = ptr::null_mut();
+    }
+    guard(err, || {
+        let g = active(g)?;
+        let reason = opt_arg(reason, "reason")?.map(str::to_string);
+        crate::panic::may_block()?;
+        let work = g.active.release(reason)?;
+        let text = block(work)?;
+        write_outcome(&text, out, out_json)
+    })
+}
+
+unsafe fn write_outcome(
+    text: &str,
+    out: *mut cycles_outcome,
+    out_json: *mut *mut c_char,
+) -> Result<(), ErrorFields> {
+    if !out.is_null() {
+        let v: Value = serde_json::from_str(text)
+            .map_err(|e| ErrorFields::internal(format!("cannot read the outcome: {e}")))?;
+        *out = outcome_of(&v);
+    }
+    if !out_json.is_null() {
+        *out_json = into_raw(text);
+    }
+    Ok(())
 }
 
 /// Sets the actual amount (replaces earlier reports). Any thread; does not block.
@@ -558,7 +641,10 @@ pub unsafe extern "C" fn cycles_guard_cancelled(g: *const cycles_guard) -> bool 
 /// retried; replayed later when the server is away). When `work_succeeded` is false the usage
 /// reported so far is still committed that way (it was spent): the outcome is
 /// `CYCLES_OUTCOME_WORK_FAILED` with that settlement; only with no usage reported is the
-/// reservation released instead (`CYCLES_SETTLEMENT_NONE`). `*out` (NULL: not wanted)
+/// reservation released instead (`CYCLES_SETTLEMENT_NONE`, `released`). When the work
+/// succeeded without an actual (or with a negative one) nothing is committed: the reservation
+/// is released in the same call (`CYCLES_OUTCOME_MISSING_ACTUAL` / `_INVALID_ACTUAL`,
+/// `released`; the JSON's `message` is core's text to show). `*out` (NULL: not wanted)
 /// receives the outcome struct, `*out_json` (NULL: not wanted) the full outcome JSON (free
 /// with `cycles_string_free`). A second call is `CYCLES_INVALID_ARGUMENT`. Returns
 /// `CYCLES_OK` whatever the outcome: read `kind` and `settlement`
@@ -579,15 +665,7 @@ pub unsafe extern "C" fn cycles_guard_finish(
         crate::panic::may_block()?;
         let work = g.active.finish(work_succeeded)?;
         let text = block(work)?;
-        if !out.is_null() {
-            let v: Value = serde_json::from_str(&text)
-                .map_err(|e| ErrorFields::internal(format!("cannot read the outcome: {e}")))?;
-            *out = outcome_of(&v);
-        }
-        if !out_json.is_null() {
-            *out_json = into_raw(&text);
-        }
-        Ok(())
+        write_outcome(&text, out, out_json)
     })
 }
 
@@ -659,11 +737,18 @@ mod tests {
             },
             Finished::MissingActual {
                 reservation_id: "r5".into(),
+                release_error: None,
                 lease: None,
             },
             Finished::InvalidActual {
                 reservation_id: "r6".into(),
                 actual: -1,
+                release_error: None,
+            },
+            Finished::Released {
+                reservation_id: "r7".into(),
+                release_error: None,
+                lease: None,
             },
         ];
         let mut seen = Vec::new();
@@ -683,7 +768,15 @@ mod tests {
         }
         assert_eq!(
             seen,
-            ["committed", "pending", "rejected", "none", "none", "none"]
+            [
+                "committed",
+                "pending",
+                "rejected",
+                "none",
+                "none",
+                "none",
+                "none"
+            ]
         );
     }
 
@@ -707,8 +800,10 @@ mod tests {
                 n.to_str().ok()
             );
         }
-        for bad in [5, 99, u32::MAX] {
+        for bad in [6, 99, u32::MAX] {
             assert!(cycles_outcome_kind_name(cycles_outcome_kind_value(bad)).is_null());
+        }
+        for bad in [5, 99, u32::MAX] {
             assert!(cycles_settlement_status_name(cycles_settlement_status_value(bad)).is_null());
         }
     }

@@ -1,21 +1,19 @@
 //! `cycles_local_server`: `cycles-local-server` in-process on core's runtime, for users' own
 //! tests (as Python's `cycles.testing.LocalServer`). Loopback only; not for production.
 
+use cycles_bridge::server::Server;
+use cycles_bridge::ErrorFields;
 use std::ffi::{c_char, CString};
 use std::ptr;
-use std::sync::Mutex;
-
-use ::cycles_local_server::{FaultRule, LocalServer, ServerConfig};
-use cycles_bridge::ErrorFields;
 
 use crate::error::cycles_error;
-use crate::panic::{abort_free, block, guard, or_default};
+use crate::panic::{abort_free, guard, or_default};
 use crate::status::cycles_status;
 use crate::strings::{arg, c_string, into_raw, opt_arg};
 
 /// A running local Cycles server (opaque). Thread-safe. Free with `cycles_local_server_free`.
 pub struct cycles_local_server {
-    inner: Mutex<Option<LocalServer>>,
+    inner: Server,
     url: CString,
     api_key: CString,
     tenant: CString,
@@ -24,7 +22,8 @@ pub struct cycles_local_server {
 /// Starts a local server on 127.0.0.1 (blocking; an ephemeral port unless `config_json`
 /// sets `bind`). `config_json` (NULL: defaults: tenant `acme`, key `cycles-local-key`, a
 /// `tenant:acme` budget of 10 000 000 000 USD_MICROCENTS) is the server's `ServerConfig`
-/// (conformance/server/README.md); omitted fields keep their defaults. `*out` is owned by the
+/// (conformance/server/README.md); omitted fields keep their defaults, an unknown key is
+/// `CYCLES_INVALID_ARGUMENT` naming it (the bridge's `server::Server`). `*out` is owned by the
 /// caller.
 #[no_mangle]
 pub unsafe extern "C" fn cycles_local_server_start(
@@ -37,23 +36,16 @@ pub unsafe extern "C" fn cycles_local_server_start(
             return Err(ErrorFields::invalid("out is NULL"));
         }
         *out = ptr::null_mut();
-        let config: ServerConfig = match opt_arg(config_json, "config_json")? {
-            Some(j) => serde_json::from_str(j)
-                .map_err(|e| ErrorFields::invalid(format!("invalid server config: {e}")))?,
-            None => ServerConfig::default(),
-        };
-        let first = config.tenants.first();
-        let tenant = first.map(|t| t.id.clone()).unwrap_or_default();
-        let api_key = first
-            .and_then(|t| t.api_keys.first().cloned())
-            .unwrap_or_default();
-        let server = block(LocalServer::start(config))?
-            .map_err(|e| ErrorFields::invalid(format!("cannot start the local server: {e}")))?;
+        let start = Server::start(opt_arg(config_json, "config_json")?)?;
+        // On core's runtime, where the server's tasks live: a call driven on a busy caller
+        // thread (the bridge's blocking path) would leave them without a driver.
+        crate::panic::may_block()?;
+        let server = cycles_core::runtime::handle()?.block_on(start)?;
         *out = Box::into_raw(Box::new(cycles_local_server {
-            url: c_string(&server.url()),
-            api_key: c_string(&api_key),
-            tenant: c_string(&tenant),
-            inner: Mutex::new(Some(server)),
+            url: c_string(server.url()),
+            api_key: c_string(server.api_key()),
+            tenant: c_string(server.tenant()),
+            inner: server,
         }));
         Ok(())
     })
@@ -93,20 +85,12 @@ pub unsafe extern "C" fn cycles_local_server_tenant(
 
 unsafe fn with<T>(
     s: *const cycles_local_server,
-    f: impl FnOnce(&LocalServer) -> Result<T, ErrorFields>,
+    f: impl FnOnce(&Server) -> Result<T, ErrorFields>,
 ) -> Result<T, ErrorFields> {
     let s = s
         .as_ref()
         .ok_or_else(|| ErrorFields::invalid("server is NULL"))?;
-    let guard = s.inner.lock().unwrap_or_else(|p| p.into_inner());
-    match guard.as_ref() {
-        Some(s) => f(s),
-        None => Err(ErrorFields::invalid("the local server is stopped")),
-    }
-}
-
-fn to_json<T: serde::Serialize>(v: &T) -> Result<String, ErrorFields> {
-    serde_json::to_string(v).map_err(|e| ErrorFields::internal(format!("cannot encode: {e}")))
+    f(&s.inner)
 }
 
 /// The server's ledger (every applied mutation, `LedgerEntry[]`) as JSON; `*out_json` is
@@ -121,7 +105,7 @@ pub unsafe extern "C" fn cycles_local_server_ledger(
         if out_json.is_null() {
             return Err(ErrorFields::invalid("out_json is NULL"));
         }
-        let text = with(s, |s| to_json(&s.ledger()))?;
+        let text = with(s, Server::ledger_json)?;
         *out_json = into_raw(&text);
         Ok(())
     })
@@ -138,7 +122,7 @@ pub unsafe extern "C" fn cycles_local_server_requests(
         if out_json.is_null() {
             return Err(ErrorFields::invalid("out_json is NULL"));
         }
-        let text = with(s, |s| to_json(&s.requests()))?;
+        let text = with(s, Server::requests_json)?;
         *out_json = into_raw(&text);
         Ok(())
     })
@@ -152,12 +136,8 @@ pub unsafe extern "C" fn cycles_local_server_add_fault(
     err: *mut *mut cycles_error,
 ) -> cycles_status {
     guard(err, || {
-        let rule: FaultRule = serde_json::from_str(arg(rule_json, "rule_json")?)
-            .map_err(|e| ErrorFields::invalid(format!("invalid fault rule: {e}")))?;
-        with(s, |s| {
-            s.add_fault(rule);
-            Ok(())
-        })
+        let rule = arg(rule_json, "rule_json")?;
+        with(s, |s| s.add_fault(rule))
     })
 }
 
@@ -167,12 +147,7 @@ pub unsafe extern "C" fn cycles_local_server_clear_faults(
     s: *const cycles_local_server,
     err: *mut *mut cycles_error,
 ) -> cycles_status {
-    guard(err, || {
-        with(s, |s| {
-            s.clear_faults();
-            Ok(())
-        })
-    })
+    guard(err, || with(s, Server::clear_faults))
 }
 
 /// Moves the server's clock forward by `ms` (lease expiry without waiting).
@@ -182,19 +157,16 @@ pub unsafe extern "C" fn cycles_local_server_advance_clock(
     ms: u64,
     err: *mut *mut cycles_error,
 ) -> cycles_status {
-    guard(err, || {
-        with(s, |s| {
-            s.advance_clock(ms);
-            Ok(())
-        })
-    })
+    guard(err, || with(s, |s| s.advance_clock(ms)))
 }
 
 fn stop(s: &cycles_local_server, wait: bool) -> Result<(), ErrorFields> {
-    let server = s.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
-    if let Some(server) = server {
+    // Not waiting (no runtime, or after fork): the shutdown is dropped unrun, and the server
+    // with it, as before the bridge's wrapper.
+    if let Some(work) = s.inner.stop() {
         if wait {
-            block(server.shutdown())?;
+            crate::panic::may_block()?;
+            cycles_core::runtime::handle()?.block_on(work);
         }
     }
     Ok(())

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "json.h"
 
 static cycles_error *ERR;
 
@@ -212,6 +213,7 @@ static void names(void) {
         { CYCLES_OUTCOME_MISSING_ACTUAL, "missing_actual" },
         { CYCLES_OUTCOME_INVALID_ACTUAL, "invalid_actual" },
         { CYCLES_OUTCOME_HEARTBEAT_LAPSED, "heartbeat_lapsed" },
+        { CYCLES_OUTCOME_RELEASED, "released" },
     };
     static const struct { cycles_settlement_status s; const char *name; } statuses[] = {
         { CYCLES_SETTLEMENT_NONE, "none" },
@@ -229,7 +231,7 @@ static void names(void) {
         const char *n = cycles_settlement_status_name(statuses[i].s);
         CHECK(n && !strcmp(n, statuses[i].name), "status %d: %s", (int)statuses[i].s, n ? n : "NULL");
     }
-    CHECK(cycles_outcome_kind_name((cycles_outcome_kind)5) == NULL, "out of range kind");
+    CHECK(cycles_outcome_kind_name((cycles_outcome_kind)6) == NULL, "out of range kind");
     CHECK(cycles_outcome_kind_name((cycles_outcome_kind)-1) == NULL, "negative kind");
     CHECK(cycles_settlement_status_name((cycles_settlement_status)5) == NULL, "out of range status");
     CHECK(cycles_settlement_status_name((cycles_settlement_status)1000) == NULL, "far out of range status");
@@ -274,6 +276,138 @@ static void small_budget(void) {
     CHECK(cycles_guard_begin(c, &r, &g, &err) == CYCLES_BUDGET_EXCEEDED && g == NULL, "second 600");
     CHECK(cycles_error_http_status(err) == 409, "%s", cycles_error_json(err));
     cycles_error_free(err);
+    cycles_client_free(c);
+    OK(cycles_local_server_stop(s, &ERR));
+    cycles_local_server_free(s);
+}
+
+static const char *lstr(const jv *obj, const char *key) {
+    jv *v = json_get(obj, key);
+    return v && v->kind == J_STR ? v->text : "-";
+}
+
+/* The ledger's entries as "kind key unit amount" lines, for exact checks. */
+static char *ledger_lines(cycles_local_server *s) {
+    char *ledger = NULL;
+    OK(cycles_local_server_ledger(s, &ledger, &ERR));
+    jv *v = json_parse(ledger);
+    CHECK(v != NULL, "%s", ledger);
+    cycles_string_free(ledger);
+    size_t cap = 64 + v->n * 256, at = 0;
+    char *out = calloc(1, cap);
+    for (size_t i = 0; i < v->n; i++) {
+        jv *e = v->items[i], *a = json_get(e, "amount"), *u = json_get(e, "unit");
+        at += (size_t)snprintf(out + at, cap - at, "%s %s %s %s\n", lstr(e, "kind"), lstr(e, "idempotency_key"),
+                               u && u->kind == J_STR ? u->text : "-", a && a->kind == J_NUM ? a->text : "-");
+    }
+    json_free(v);
+    return out;
+}
+
+/* Issue 28's contract through the C API: decision and caps, cycles_guard_release (and its
+ * refusal while usage is known), the client's default unit and the bridge's spec defaults,
+ * unknown option keys and spec members named, keys a header cannot carry; on the ledger. */
+static void contract(void) {
+    cycles_local_server *s = NULL;
+    cycles_error *err = NULL;
+    /* The server's config rejects unknown keys. */
+    CHECK(cycles_local_server_start("{\"budget\":[]}", &s, &err) == CYCLES_INVALID_ARGUMENT && s == NULL, "unknown key");
+    CHECK(strstr(cycles_error_message(err), "budget"), "%s", cycles_error_message(err));
+    cycles_error_free(err);
+    err = NULL;
+    OK(cycles_local_server_start(
+        "{\"budgets\":[{\"scope\":\"tenant:acme\",\"unit\":\"TOKENS\",\"allocated\":100000},"
+        "{\"scope\":\"tenant:acme/workspace:capped\",\"unit\":\"TOKENS\",\"allocated\":100000,"
+        "\"caps\":{\"max_tokens\":64,\"tool_denylist\":[\"shell\"]}}]}", &s, &ERR));
+    const char *url = cycles_local_server_url(s), *key = cycles_local_server_api_key(s);
+    cycles_client *c = NULL;
+    /* Unknown option keys are named. */
+    CHECK(cycles_client_new(url, key, "acme", "{\"journal_dri\":\"/tmp\"}", &c, &err) == CYCLES_INVALID_ARGUMENT && !c,
+          "journal_dri");
+    CHECK(strstr(cycles_error_message(err), "journal_dri"), "%s", cycles_error_message(err));
+    cycles_error_free(err);
+    err = NULL;
+    CHECK(cycles_client_new(url, key, "acme", "{\"default_unit\":\"TOKEN\"}", &c, &err) == CYCLES_CONFIG && !c, "bad unit");
+    cycles_error_free(err);
+    err = NULL;
+    OK(cycles_client_new(url, key, "acme", "{\"journal_enabled\":false,\"default_unit\":\"TOKENS\"}", &c, &ERR));
+    cycles_guard *g = NULL;
+    /* A misspelt spec member is named. */
+    CHECK(cycles_guard_begin_json(c, "{\"action\":{\"kind\":\"llm.completion\",\"name\":\"m\"},\"estimate\":5,"
+                                     "\"idempotency_ky\":\"x\"}", &g, &err) == CYCLES_INVALID_ARGUMENT && !g, "spec member");
+    CHECK(strstr(cycles_error_message(err), "idempotency_ky"), "%s", cycles_error_message(err));
+    cycles_error_free(err);
+    err = NULL;
+    /* Only action and a bare estimate: key, subject (tenant) and unit (TOKENS) from the defaults. */
+    OK(cycles_guard_begin_json(c, "{\"action\":{\"kind\":\"llm.completion\",\"name\":\"m\"},\"estimate\":5}", &g, &ERR));
+    CHECK(!strcmp(cycles_guard_decision(g), "ALLOW"), "%s", cycles_guard_decision(g));
+    CHECK(strstr(cycles_guard_info_json(g), "\"caps\":null"), "%s", cycles_guard_info_json(g));
+    OK(cycles_guard_set_actual(g, 3, &ERR));
+    cycles_outcome o;
+    OK(cycles_guard_finish(g, true, &o, NULL, &ERR));
+    CHECK(o.kind == CYCLES_OUTCOME_SETTLED && o.charged == 3 && !o.released, "defaults settled");
+    cycles_guard_free(g);
+    char *lines = ledger_lines(s);
+    CHECK(!strncmp(lines, "reserve cycles-", 15) && strstr(lines, " TOKENS 5\ncommit cycles-") && strstr(lines, ":commit TOKENS 3\n"),
+          "%s", lines);
+    free(lines);
+    /* Caps from the capped workspace's budget. */
+    cycles_reserve r = { 0 };
+    r.action_kind = "llm.completion";
+    r.action_name = "m";
+    r.estimate = 10;
+    r.idempotency_key = "c-caps";
+    r.subject.tenant = "acme";
+    r.subject.workspace = "capped";
+    OK(cycles_guard_begin(c, &r, &g, &ERR));
+    CHECK(!strcmp(cycles_guard_decision(g), "ALLOW_WITH_CAPS"), "%s", cycles_guard_decision(g));
+    jv *info = json_parse(cycles_guard_info_json(g));
+    jv *caps = json_get(info, "caps");
+    CHECK(caps && json_get(caps, "max_tokens") && !strcmp(json_get(caps, "max_tokens")->text, "64")
+          && json_get(caps, "max_steps_remaining") == NULL, "%s", cycles_guard_info_json(g));
+    json_free(info);
+    /* An explicit release ends it: RELEASED, released; a later finish is refused. */
+    char *json = NULL;
+    OK(cycles_guard_release(g, "not needed", &o, &json, &ERR));
+    CHECK(o.kind == CYCLES_OUTCOME_RELEASED && o.released && o.settlement == CYCLES_SETTLEMENT_NONE, "%s", json);
+    CHECK(!strcmp(cycles_outcome_kind_name(o.kind), "released"), "name");
+    cycles_string_free(json);
+    CHECK(cycles_guard_finish(g, true, &o, NULL, &err) == CYCLES_INVALID_ARGUMENT, "finish after release");
+    cycles_error_free(err);
+    err = NULL;
+    cycles_guard_free(g);
+    /* Refused while usage is known: the action goes on and commits. */
+    r.subject.workspace = NULL;
+    r.idempotency_key = "c-refused";
+    OK(cycles_guard_begin(c, &r, &g, &ERR));
+    OK(cycles_guard_add(g, 4, &ERR));
+    CHECK(cycles_guard_release(g, NULL, &o, NULL, &err) == CYCLES_INVALID_ARGUMENT, "release refused");
+    cycles_error_free(err);
+    err = NULL;
+    OK(cycles_guard_add(g, 1, &ERR));
+    OK(cycles_guard_finish(g, true, &o, NULL, &ERR));
+    CHECK(o.kind == CYCLES_OUTCOME_SETTLED && o.charged == 5, "refused then settled");
+    cycles_guard_free(g);
+    /* Keys an HTTP header cannot carry byte for byte: the body carries them exactly. */
+    static const char *keys[] = { " padded ", "trail ", "k\xc3\xa9y", "\xe6\xbc\xa2\xe5\xad\x97-\xf0\x9f\x98\x80" };
+    for (size_t i = 0; i < 4; i++) {
+        r.idempotency_key = keys[i];
+        OK(cycles_guard_begin(c, &r, &g, &ERR));
+        OK(cycles_guard_set_actual(g, 2, &ERR));
+        OK(cycles_guard_finish(g, true, &o, NULL, &ERR));
+        CHECK(o.kind == CYCLES_OUTCOME_SETTLED && o.charged == 2, "key %zu", i);
+        cycles_guard_free(g);
+    }
+    lines = ledger_lines(s);
+    CHECK(strstr(lines, "reserve c-caps TOKENS 10\nrelease c-caps:release TOKENS 10\n"), "%s", lines);
+    CHECK(strstr(lines, "reserve c-refused TOKENS 10\ncommit c-refused:commit TOKENS 5\n") && !strstr(lines, "c-refused:release"),
+          "%s", lines);
+    for (size_t i = 0; i < 4; i++) {
+        char want[128];
+        snprintf(want, sizeof want, "reserve %s TOKENS 10\ncommit %s:commit TOKENS 2\n", keys[i], keys[i]);
+        CHECK(strstr(lines, want), "key %zu: %s", i, lines);
+    }
+    free(lines);
     cycles_client_free(c);
     OK(cycles_local_server_stop(s, &ERR));
     cycles_local_server_free(s);
@@ -351,10 +485,16 @@ static void guarded(cycles_client *c, cycles_local_server *s, seen_t *seen) {
     CHECK(strstr(ledger, "c-guard-failed-usage:commit") && !strstr(ledger, "c-guard-failed-usage:release"), "%s", ledger);
     cycles_string_free(ledger);
     r.idempotency_key = NULL;
-    /* Success without an actual sends nothing. */
+    /* Success without an actual commits nothing: the reservation is released in the same call. */
+    r.idempotency_key = "c-guard-missing";
     OK(cycles_guard_begin(c, &r, &g, &ERR));
     OK(cycles_guard_finish(g, true, &o, &json, &ERR));
-    CHECK(o.kind == CYCLES_OUTCOME_MISSING_ACTUAL && !o.has_actual, "missing actual");
+    CHECK(o.kind == CYCLES_OUTCOME_MISSING_ACTUAL && !o.has_actual && o.released, "missing actual");
+    CHECK(strstr(json, "\"released\":true") && strstr(json, "\"message\":"), "%s", json);
+    OK(cycles_local_server_ledger(s, &ledger, &ERR));
+    CHECK(strstr(ledger, "c-guard-missing:release") && !strstr(ledger, "c-guard-missing:commit"), "%s", ledger);
+    cycles_string_free(ledger);
+    r.idempotency_key = NULL;
     outcome_names_match(&o, json);
     cycles_string_free(json);
     cycles_guard_free(g);
@@ -382,6 +522,7 @@ int main(void) {
     names();
     guarded(c, s, &seen);
     small_budget();
+    contract();
 
     /* Close: later calls are the closed error. */
     char *report = NULL;

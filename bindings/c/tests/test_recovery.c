@@ -383,29 +383,40 @@ static void missing_actual(void) {
     jv *o = settle(c, "b-1", -1, rid, sizeof rid);
     CHECK(eq(jstr(o, "outcome"), "missing_actual") && eq(jstr(o, "reservation_id"), rid), "%s", json_dump(o));
     CHECK(json_get(o, "settlement") == NULL, "no settlement");
+    /* Released in the same call; core's message names the reservation. */
+    CHECK(json_get(o, "released") && json_get(o, "released")->b, "released: %s", json_dump(o));
+    CHECK(jstr(o, "message") && strstr(jstr(o, "message"), rid), "message: %s", json_dump(o));
     json_free(o);
-    /* Through the struct: the same outcome kind, no actual, no settlement. */
+    CHECK(count_ops(S, "createReservation") == 1 && count_ops(S, "releaseReservation") == 1 && request_count() == 2,
+          "the reservation, then exactly one release");
+    jv *first = server_json(S, true);
+    CHECK(first->n == 2 && eq(jstr(first->items[0], "kind"), "reserve") && eq(jstr(first->items[1], "kind"), "release"),
+          "ledger reserve, release: %s", json_dump(first));
+    CHECK(eq(jstr(first->items[1], "idempotency_key"), "b-1:release"), "%s", json_dump(first));
+    json_free(first);
+    /* Through the struct: the same outcome kind, no actual, no settlement, released. */
     cycles_reserve r = reserve_of("b-2");
     cycles_guard *g = NULL;
     OK(cycles_guard_begin(c, &r, &g, &ERR));
     cycles_outcome out;
     OK(cycles_guard_finish(g, true, &out, NULL, &ERR));
-    CHECK(out.kind == CYCLES_OUTCOME_MISSING_ACTUAL && !out.has_actual && out.settlement == CYCLES_SETTLEMENT_NONE, "struct");
+    CHECK(out.kind == CYCLES_OUTCOME_MISSING_ACTUAL && !out.has_actual && out.settlement == CYCLES_SETTLEMENT_NONE
+          && out.released, "struct");
     cycles_guard_free(g);
-    CHECK(count_ops(S, "createReservation") == 2 && request_count() == 2, "only the reservations were sent");
     /* A work failing before any actual only releases (a KNOWN actual would be settled). */
     r = reserve_of("b-3");
     OK(cycles_guard_begin(c, &r, &g, &ERR));
     OK(cycles_guard_finish(g, false, &out, NULL, &ERR));
-    CHECK(out.kind == CYCLES_OUTCOME_WORK_FAILED && out.settlement == CYCLES_SETTLEMENT_NONE, "work failed");
+    CHECK(out.kind == CYCLES_OUTCOME_WORK_FAILED && out.settlement == CYCLES_SETTLEMENT_NONE && out.released, "work failed");
     cycles_guard_free(g);
     close_client(c);
     CHECK(count_ops(S, "commitReservation") == 0 && count_ops(S, "createEvent") == 0, "no commit or event");
-    CHECK(count_ops(S, "releaseReservation") == 1, "only the failed action is released");
+    CHECK(count_ops(S, "releaseReservation") == 3, "every action is released");
     jv *ledger = server_json(S, true);
+    CHECK(ledger->n == 6, "ledger: %s", json_dump(ledger));
     for (size_t i = 0; i < ledger->n; i++) {
         const char *k = jstr(ledger->items[i], "kind");
-        CHECK(eq(k, "reserve") || eq(k, "release"), "ledger %s", k);
+        CHECK(eq(k, i % 2 ? "release" : "reserve"), "ledger %zu %s", i, k);
     }
     json_free(ledger);
     CHECK(record_files(DIR_) == 0, "nothing journaled without an actual");

@@ -332,6 +332,36 @@ pub extern "system" fn Java_dev_cycles_internal_Native_activeReservationId<'l>(
     })
 }
 
+/// The handle's facts: `{"reservation_id", "decision", "caps"}` (bridge `Active::info_json`).
+#[no_mangle]
+pub extern "system" fn Java_dev_cycles_internal_Native_activeInfo<'l>(
+    mut env: JNIEnv<'l>,
+    _c: JClass<'l>,
+    a: jlong,
+) -> jstring {
+    entry(&mut env, std::ptr::null_mut(), |env| {
+        let info = active(a)?.info_json();
+        jstr(env, &info)
+    })
+}
+
+/// Ends the action early (blocking): releases the reservation, the finished JSON (outcome
+/// `released`). INVALID_ARGUMENT, the action left running, once usage is known.
+#[no_mangle]
+pub extern "system" fn Java_dev_cycles_internal_Native_activeRelease<'l>(
+    mut env: JNIEnv<'l>,
+    _c: JClass<'l>,
+    a: jlong,
+    reason: JString<'l>,
+) -> jstring {
+    entry(&mut env, std::ptr::null_mut(), |env| {
+        let reason = opt_string(env, &reason)?;
+        let work = active(a)?.release(reason)?;
+        let out = block(work)?;
+        jstr(env, &out)
+    })
+}
+
 /// Sets the actual amount (replaces what was reported).
 #[no_mangle]
 pub extern "system" fn Java_dev_cycles_internal_Native_activeSetActual<'l>(

@@ -1,11 +1,10 @@
 //! `dev.cycles.LocalServer`'s native half: `cycles-local-server` in-process on core's runtime,
 //! for users' own tests (loopback only; not for production).
 
-use std::sync::Mutex;
-
+use cycles_bridge::server::Server;
 use cycles_bridge::ErrorFields;
 use cycles_core::runtime;
-use cycles_local_server::{FaultRule, LocalServer, ServerConfig};
+use cycles_local_server::FaultRule;
 use jni::objects::{JClass, JString};
 use jni::sys::{jlong, jstring};
 use jni::JNIEnv;
@@ -16,25 +15,14 @@ use serde_json::{json, Value};
 use crate::entry::{entry, jstr, opt_string, string};
 use crate::handles;
 
-struct Server(Mutex<Option<LocalServer>>);
-
-fn with<T>(id: jlong, f: impl FnOnce(&LocalServer) -> T) -> Result<T, ErrorFields> {
-    let s = handles::get::<Server>(id, "local server")?;
-    let guard = s.0.lock().unwrap_or_else(|p| p.into_inner());
-    match guard.as_ref() {
-        Some(s) => Ok(f(s)),
-        None => Err(handles::gone("local server")),
-    }
+fn server(id: jlong) -> Result<std::sync::Arc<Server>, ErrorFields> {
+    handles::get::<Server>(id, "local server")
 }
 
-fn to_json<T: serde::Serialize>(v: &T) -> Result<String, ErrorFields> {
-    serde_json::to_string(v).map_err(|e| ErrorFields::internal(format!("cannot encode: {e}")))
-}
-
-/// `text` as a `T`, refusing members `T` does not have. The server's types default every
-/// member and ignore unknown ones, so a misspelt key (`"budget"`, `"alocated"`) would
-/// otherwise start a server with the default instead: the decoded value, encoded again, has
-/// every member `T` knows, so a given key missing from it is one serde skipped.
+/// `text` as a `T`, refusing members `T` does not have. The server's config refuses unknown
+/// keys itself (the bridge's `server::parse_config`); a `FaultRule` ignores them, so a
+/// misspelt fault key would otherwise script a different fault: the decoded value, encoded
+/// again, has every member `T` knows, so a given key missing from it is one serde skipped.
 fn strict<T: DeserializeOwned + Serialize>(text: &str, what: &str) -> Result<T, ErrorFields> {
     let invalid = |e: String| ErrorFields::invalid(format!("invalid {what}: {e}"));
     let given: Value = serde_json::from_str(text).map_err(|e| invalid(e.to_string()))?;
@@ -71,7 +59,8 @@ fn unknown_key(given: &Value, known: &Value, path: &str) -> Option<String> {
 
 /// Starts a server on 127.0.0.1 (blocking); `config` null: defaults (tenant `acme`, key
 /// `cycles-local-key`), else a `ServerConfig` as JSON in which an unknown key is
-/// INVALID_ARGUMENT naming it. Returns `{"id", "url", "api_key", "tenant"}`.
+/// INVALID_ARGUMENT naming it (the bridge's `server::Server`). Returns `{"id", "url",
+/// "api_key", "tenant"}`.
 #[no_mangle]
 pub extern "system" fn Java_dev_cycles_internal_Native_serverStart<'l>(
     mut env: JNIEnv<'l>,
@@ -79,22 +68,12 @@ pub extern "system" fn Java_dev_cycles_internal_Native_serverStart<'l>(
     config: JString<'l>,
 ) -> jstring {
     entry(&mut env, std::ptr::null_mut(), |env| {
-        let config: ServerConfig = match opt_string(env, &config)? {
-            Some(j) => strict(&j, "server config")?,
-            None => ServerConfig::default(),
-        };
-        let first = config.tenants.first();
-        let tenant = first.map(|t| t.id.clone()).unwrap_or_default();
-        let api_key = first
-            .and_then(|t| t.api_keys.first().cloned())
-            .unwrap_or_default();
-        let rt = runtime::handle()?;
-        let server = rt
-            .block_on(LocalServer::start(config))
-            .map_err(|e| ErrorFields::invalid(format!("cannot start the local server: {e}")))?;
-        let url = server.url();
-        let id = handles::put(Server(Mutex::new(Some(server))));
-        let info = json!({"id": id, "url": url, "api_key": api_key, "tenant": tenant});
+        let config = opt_string(env, &config)?;
+        // On core's runtime (the server's tasks live there), not driven on this thread.
+        let server = runtime::handle()?.block_on(Server::start(config.as_deref())?)?;
+        let mut info =
+            json!({"url": server.url(), "api_key": server.api_key(), "tenant": server.tenant()});
+        info["id"] = json!(handles::put(server));
         jstr(env, &info.to_string())
     })
 }
@@ -109,9 +88,10 @@ pub extern "system" fn Java_dev_cycles_internal_Native_serverDump<'l>(
 ) -> jstring {
     entry(&mut env, std::ptr::null_mut(), |env| {
         let what = string(env, &what, "what")?;
+        let s = server(id)?;
         let text = match what.as_str() {
-            "ledger" => with(id, |s| to_json(&s.ledger()))??,
-            "requests" => with(id, |s| to_json(&s.requests()))??,
+            "ledger" => s.ledger_json()?,
+            "requests" => s.requests_json()?,
             other => return Err(ErrorFields::invalid(format!("unknown dump {other:?}"))),
         };
         jstr(env, &text)
@@ -129,10 +109,10 @@ pub extern "system" fn Java_dev_cycles_internal_Native_serverFault<'l>(
 ) {
     entry(&mut env, (), |env| match opt_string(env, &rule)? {
         Some(r) => {
-            let rule: FaultRule = strict(&r, "fault rule")?;
-            with(id, |s| s.add_fault(rule))
+            strict::<FaultRule>(&r, "fault rule")?;
+            server(id)?.add_fault(&r)
         }
-        None => with(id, |s| s.clear_faults()),
+        None => server(id)?.clear_faults(),
     })
 }
 
@@ -146,7 +126,7 @@ pub extern "system" fn Java_dev_cycles_internal_Native_serverAdvanceClock<'l>(
 ) {
     entry(&mut env, (), |_| {
         let ms = u64::try_from(ms).map_err(|_| ErrorFields::invalid("ms must not be negative"))?;
-        with(id, |s| s.advance_clock(ms))
+        server(id)?.advance_clock(ms)
     })
 }
 
@@ -158,13 +138,12 @@ pub extern "system" fn Java_dev_cycles_internal_Native_serverStop<'l>(
     id: jlong,
 ) {
     entry(&mut env, (), |_| {
-        let Ok(s) = handles::get::<Server>(id, "local server") else {
+        let Ok(s) = server(id) else {
             return Ok(());
         };
         handles::free(id);
-        let server = s.0.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(server) = server {
-            runtime::handle()?.block_on(server.shutdown());
+        if let Some(work) = s.stop() {
+            runtime::handle()?.block_on(work);
         }
         Ok(())
     })
@@ -175,35 +154,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn unknown_keys_are_named_with_their_path() {
-        let ok = r#"{"budgets":[{"scope":"tenant:acme","unit":"TOKENS","allocated":5}],"mode":"reference"}"#;
-        let c: ServerConfig = strict(ok, "server config").unwrap();
-        assert_eq!(c.budgets[0].allocated, 5);
-        for (text, key) in [
-            (r#"{"budget":[]}"#, "budget"),
-            (
-                r#"{"budgets":[{"scope":"tenant:acme"},{"alocated":5}]}"#,
-                "budgets[1].alocated",
-            ),
-            (
-                r#"{"regime":{"extend":{"kind":"grant_cap","max_grant_ms":5,"x":1}}}"#,
-                "regime.extend.x",
-            ),
-        ] {
-            let e = strict::<ServerConfig>(text, "server config").unwrap_err();
-            assert_eq!(e.name, "INVALID_ARGUMENT");
-            assert!(e.message.contains(key), "{text}: {}", e.message);
-        }
+    fn unknown_fault_keys_are_named() {
         let rule =
             r#"{"operation":"commitReservation","time":1,"fault":{"kind":"connection_reset"}}"#;
         let e = strict::<FaultRule>(rule, "fault rule").unwrap_err();
+        assert_eq!(e.name, "INVALID_ARGUMENT");
         assert!(e.message.contains("\"time\""), "{}", e.message);
-        // Malformed JSON and wrong types keep serde's message.
-        let e = strict::<ServerConfig>(r#"{"evidence":"yes"}"#, "server config").unwrap_err();
-        assert!(
-            e.message.starts_with("invalid server config: invalid type"),
-            "{}",
-            e.message
-        );
+        let e = strict::<FaultRule>(r#"{"fault":"x"}"#, "fault rule").unwrap_err();
+        assert!(e.message.starts_with("invalid fault rule"), "{}", e.message);
     }
 }

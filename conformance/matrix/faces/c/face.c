@@ -493,6 +493,127 @@ static void op_drain(const jv *q, reply *r) {
     free(t.settled);
 }
 
+/* ---- the lifecycle contract ----------------------------------------------------------- */
+
+/* The Cycles error of an action that ended without a known actual (the guarded call's
+ * error), NULL for the others. */
+static const char *end_error(cycles_outcome_kind k) {
+    switch (k) {
+    case CYCLES_OUTCOME_MISSING_ACTUAL: return "MISSING_ACTUAL";
+    case CYCLES_OUTCOME_INVALID_ACTUAL: return "INVALID_ARGUMENT";
+    case CYCLES_OUTCOME_HEARTBEAT_LAPSED: return "HEARTBEAT_LAPSED";
+    default: return NULL;
+    }
+}
+
+/* One guarded action (PROTOCOL.md, `guard`): a client with the tenant and the default unit,
+ * a JSON spec of only the action and the bare estimate (key and subject when the case gives
+ * them: the bridge fills the rest), the steps on the guard; `end` finishes with the work
+ * succeeded, `fail` with it failed (C has no exception: the work's failure is "work"). */
+static void op_guard(const jv *q, reply *r) {
+    jv *cs = json_get(q, "case"), *steps = json_get(cs, "steps");
+    const char *url = need_str(r, q, "url"), *key = url ? need_str(r, q, "api_key") : NULL;
+    const char *tenant = key ? need_str(r, q, "tenant") : NULL, *unit = tenant ? need_str(r, q, "default_unit") : NULL;
+    const char *dir = unit ? need_str(r, q, "journal_dir") : NULL;
+    if (!dir) return;
+    if (!cs || cs->kind != J_OBJ || !steps || steps->kind != J_ARR) { failf(r, "case.steps must be a list", NULL); return; }
+    int64_t estimate;
+    if (!need_i64(r, json_get(cs, "estimate"), "case.estimate", &estimate)) return;
+    sb opts = { 0 };
+    raw(&opts, "{\"journal_dir\":");
+    str(&opts, dir);
+    raw(&opts, ",\"default_unit\":");
+    str(&opts, unit);
+    char tail[64];
+    snprintf(tail, sizeof tail, ",\"replay_interval_ms\":%d}", REPLAY_INTERVAL_MS);
+    raw(&opts, tail);
+    cycles_client *c = NULL;
+    bool made = TRY(cycles_client_new(url, key, tenant, opts.b, &c, &r->err));
+    free(opts.b);
+    if (!made) return;
+    sb spec = { 0 };
+    snprintf(tail, sizeof tail, "%lld", (long long)estimate);
+    raw(&spec, "{\"action\":{\"kind\":\"llm.completion\",\"name\":\"matrix\"},\"estimate\":");
+    raw(&spec, tail);
+    jv *k = json_get(cs, "idempotency_key"), *subject = json_get(cs, "subject");
+    if (k && k->kind != J_NULL) member(&spec, "idempotency_key", k);
+    if (subject && subject->kind != J_NULL) member(&spec, "subject", subject);
+    raw(&spec, "}");
+    cycles_guard *g = NULL;
+    cycles_error *e = NULL;
+    if (!TRY(cycles_guard_begin_json(c, spec.b, &g, &e))) {
+        raw(&r->ok, "{\"decision\":null,\"caps\":null,\"steps\":[],\"outcome\":null,\"released\":null,"
+                    "\"charged\":null,\"error\":");
+        str(&r->ok, cycles_error_name(e));
+        raw(&r->ok, "}");
+        cycles_error_free(e);
+        free(spec.b);
+        cycles_client_free(c);
+        return;
+    }
+    free(spec.b);
+    jv *info = json_parse(cycles_guard_info_json(g));
+    raw(&r->ok, "{\"decision\":");
+    str(&r->ok, cycles_guard_decision(g));
+    raw(&r->ok, ",\"caps\":");
+    val(&r->ok, json_get(info, "caps"));
+    json_free(info);
+    raw(&r->ok, ",\"steps\":[");
+    cycles_outcome o;
+    char *json = NULL;
+    bool ended = false, failed = false;
+    for (size_t i = 0; i < steps->n && !ended && !r->fail && !r->err; i++) {
+        const jv *st = steps->items[i];
+        const char *what = sget(st, "do"), *reason = NULL;
+        int64_t amount = 0;
+        cycles_status status = CYCLES_OK;
+        e = NULL;
+        if (i) raw(&r->ok, ",");
+        if (!what) { failf(r, "a step without do", NULL); break; }
+        if (!strcmp(what, "add") || !strcmp(what, "set_actual")) {
+            if (!need_i64(r, json_get(st, "amount"), "step.amount", &amount)) break;
+            status = !strcmp(what, "add") ? cycles_guard_add(g, amount, &e) : cycles_guard_set_actual(g, amount, &e);
+        } else if (!strcmp(what, "release")) {
+            if (!opt_str(r, st, "reason", &reason)) break;
+            status = cycles_guard_release(g, reason, &o, &json, &e);
+            ended = status == CYCLES_OK;
+        } else if (!strcmp(what, "end") || !strcmp(what, "fail")) {
+            failed = !strcmp(what, "fail");
+            /* The finish's own failure (not a step's answer) is the request's error. */
+            if (!TRY(cycles_guard_finish(g, !failed, &o, &json, &r->err))) break;
+            ended = true;
+        } else {
+            failf(r, "unknown step %s", what);
+            break;
+        }
+        if (status == CYCLES_OK) raw(&r->ok, "null");
+        else str(&r->ok, cycles_error_name(e));
+        cycles_error_free(e);
+    }
+    if (!ended && !r->fail && !r->err) failf(r, "the case's steps never end the action", NULL);
+    if (ended) {
+        jv *out = json_parse(json);
+        jv *released = json_get(out, "released");
+        raw(&r->ok, "],\"outcome\":");
+        str(&r->ok, cycles_outcome_kind_name(o.kind));
+        raw(&r->ok, ",\"released\":");
+        raw(&r->ok, released && released->kind == J_BOOL ? (o.released ? "true" : "false") : "null");
+        raw(&r->ok, ",\"charged\":");
+        if (o.has_charged) {
+            snprintf(tail, sizeof tail, "%lld", (long long)o.charged);
+            raw(&r->ok, tail);
+        } else raw(&r->ok, "null");
+        raw(&r->ok, ",\"error\":");
+        str(&r->ok, failed ? "work" : end_error(o.kind));
+        raw(&r->ok, "}");
+        json_free(out);
+    }
+    cycles_string_free(json);
+    cycles_guard_free(g);
+    cycles_client_close(c, 0, NULL, NULL);
+    cycles_client_free(c);
+}
+
 /* ---- the loop -------------------------------------------------------------------------- */
 
 static const struct {
@@ -502,6 +623,7 @@ static const struct {
     { "timing", op_timing },           { "primary", op_primary },         { "fallback", op_fallback },
     { "journal_names", op_journal_names }, { "fingerprint", op_fingerprint }, { "parse_record", op_parse_record },
     { "decode", op_decode },           { "write", op_write },             { "drain", op_drain },
+    { "guard", op_guard },
 };
 
 static void answer(const char *line) {

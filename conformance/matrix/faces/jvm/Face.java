@@ -137,6 +137,8 @@ public final class Face {
                 return writeRecord(r);
             case "drain":
                 return drain(r);
+            case "guard":
+                return guard(r);
             default:
                 throw new Unsupported("unknown op: " + op);
         }
@@ -324,6 +326,101 @@ public final class Face {
         }
         return map("settled", settled.size(), "pending", d.remaining().size(), "quarantined",
                 Math.max(d.quarantined().size(), quarantinedEvents.get()));
+    }
+
+    /** The work's own failure in a {@code fail} step (must come out of guarded unchanged). */
+    static final class WorkFailure extends Exception {
+        private static final long serialVersionUID = 1L;
+
+        WorkFailure() {
+            super("the work failed");
+        }
+    }
+
+    /**
+     * One guarded action of the lifecycle contract (PROTOCOL.md, {@code guard}) through
+     * {@link CyclesClient#guarded}: a client with the tenant and default unit, a spec of only
+     * the action and the bare estimate (key and subject only when the case gives them), the
+     * steps on the reservation; {@code end} returns, {@code fail} throws.
+     */
+    static Map<String, Object> guard(Map<String, Object> r) {
+        Map<String, Object> c = obj(r.get("case"));
+        Map<String, Object> out = map("decision", null, "caps", null, "steps", new ArrayList<>(), "outcome", null,
+                "released", null, "charged", null, "error", null);
+        GuardSpec spec = GuardSpec.of(Action.of("llm.completion", "matrix"), amount(c.get("estimate"), "estimate"));
+        if (c.get("idempotency_key") != null) {
+            spec.idempotencyKey(str(c.get("idempotency_key")));
+        }
+        if (c.get("subject") != null) {
+            spec.subject(subject(obj(c.get("subject"))));
+        }
+        List<Object> results = new ArrayList<>();
+        Reservation[] seen = new Reservation[1];
+        CyclesClient.Builder b = CyclesClient.builder().baseUrl(str(r.get("url"))).apiKey(str(r.get("api_key")))
+                .tenant(str(r.get("tenant"))).defaultUnit(str(r.get("default_unit")))
+                .journalDir(Path.of(str(r.get("journal_dir")))).replayInterval(Duration.ofDays(1));
+        try (CyclesClient client = b.build()) {
+            try {
+                client.guarded(spec, res -> {
+                    seen[0] = res;
+                    for (Object o : list(c.get("steps"))) {
+                        Map<String, Object> step = obj(o);
+                        String what = str(step.get("do"));
+                        if (what.equals("end")) {
+                            results.add(null);
+                            return null;
+                        }
+                        if (what.equals("fail")) {
+                            results.add(null);
+                            throw new WorkFailure();
+                        }
+                        try {
+                            switch (what) {
+                                case "add" -> res.addUsage(amount(step.get("amount"), "amount"));
+                                case "set_actual" -> res.setActual(amount(step.get("amount"), "amount"));
+                                case "release" -> res.release(str(step.get("reason")));
+                                default -> throw new Unsupported("unknown step " + what);
+                            }
+                            results.add(null);
+                        } catch (CyclesException e) {
+                            results.add(e.errorName());
+                        }
+                        if (res.outcome().isPresent()) {
+                            return null; // a release that succeeded ended the action
+                        }
+                    }
+                    throw new Unsupported("the case's steps never end the action");
+                });
+            } catch (WorkFailure e) {
+                out.put("error", "work");
+            } catch (CyclesException e) {
+                out.put("error", e.errorName());
+            }
+        }
+        out.put("steps", results);
+        Reservation res = seen[0];
+        if (res == null) {
+            return out; // the reserve was denied
+        }
+        out.put("decision", res.decision().name());
+        out.put("caps", res.caps().map(Face::caps).orElse(null));
+        Outcome o = res.outcome().orElseThrow();
+        Map<String, Object> j = obj(Parser.parse(o.json()));
+        out.put("outcome", j.get("outcome"));
+        out.put("released", j.containsKey("released") ? o.released() : null);
+        out.put("charged", o.charged() == null ? null : o.charged().amount());
+        return out;
+    }
+
+    static Map<String, Object> caps(dev.cycles.Caps c) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("max_tokens", c.maxTokens());
+        m.put("max_steps_remaining", c.maxStepsRemaining());
+        m.put("tool_allowlist", c.toolAllowlist());
+        m.put("tool_denylist", c.toolDenylist());
+        m.put("cooldown_ms", c.cooldownMs());
+        m.values().removeIf(v -> v == null);
+        return m;
     }
 
     static void sleep(long ms) {

@@ -587,7 +587,7 @@ public final class CyclesClient implements AutoCloseable {
         if (!events.started) { // every guarded call passes here: no lock once started
             events.start(state.id);
         }
-        return spec.toJson(tenant);
+        return spec.toJson();
     }
 
     /**
@@ -823,6 +823,18 @@ public final class CyclesClient implements AutoCloseable {
         /** @param tenant the default tenant of guarded actions @return this */
         public Builder tenant(String tenant) {
             options.put("tenant", tenant);
+            return this;
+        }
+
+        /**
+         * @param unit the unit of a guarded action's estimate when its spec names none
+         *     ({@code USD_MICROCENTS}, {@code TOKENS}, {@code CREDITS}, {@code RISK_POINTS};
+         *     default: {@code CYCLES_UNIT} with {@link #fromEnv}, else {@code USD_MICROCENTS});
+         *     an unknown unit fails {@link #build()} with a {@code CONFIG} error
+         * @return this
+         */
+        public Builder defaultUnit(String unit) {
+            options.put("default_unit", unit);
             return this;
         }
 

@@ -106,6 +106,16 @@ public class CyclesException extends RuntimeException {
         return out;
     }
 
+    /**
+     * One member of the native error fields (for the generated subclasses that expose more).
+     *
+     * @param name the member's name, e.g. {@code released}
+     * @return its decoded value, or null when absent
+     */
+    protected final Object field(String name) {
+        return fields.get(name);
+    }
+
     /** @return core's stable numeric code of the kind */
     public int code() {
         return Json.lng(fields, "code").intValue();

@@ -3,19 +3,21 @@ package dev.cycles;
 import dev.cycles.internal.Json;
 import java.util.LinkedHashMap;
 import java.util.Map;
-import java.util.UUID;
 
 /**
  * What a guarded action reserves: an action and an estimate, and optionally its subject (default:
- * the client's tenant), unit (default {@code USD_MICROCENTS}), idempotency key (default: a fresh
- * {@code cycles-<uuid>} per action; settlement uses {@code <key>:commit} / {@code <key>:release}),
+ * the client's tenant), unit (default: the client's {@link CyclesClient.Builder#defaultUnit},
+ * else {@code USD_MICROCENTS}), idempotency key (default: a fresh {@code cycles-<uuid>} per
+ * action; settlement uses {@code <key>:commit} / {@code <key>:release}),
  * lease TTL, grace period, overage policy, metadata, heartbeat and heartbeat policy. A fluent
  * builder: configure it once, then share it (each action gets its own key unless one is set).
+ * Only the members set here are sent; the defaults are filled by the native bridge, the same
+ * for every language (docs/lifecycle.md).
  */
 public final class GuardSpec {
     private final Action action;
     private final long estimate;
-    private String unit = Amount.USD_MICROCENTS;
+    private String unit;
     private Subject subject;
     private String idempotencyKey;
     private Long ttlMs;
@@ -32,14 +34,14 @@ public final class GuardSpec {
 
     /**
      * @param action what is paid for
-     * @param estimate what to reserve, in the unit (default {@code USD_MICROCENTS})
+     * @param estimate what to reserve, in the unit (default: the client's default unit)
      * @return a spec with every other member at its default
      */
     public static GuardSpec of(Action action, long estimate) {
         return new GuardSpec(action, estimate);
     }
 
-    /** @param unit the unit of the estimate and actual @return this */
+    /** @param unit the unit of the estimate and actual (default: the client's default unit) @return this */
     public GuardSpec unit(String unit) {
         this.unit = unit;
         return this;
@@ -93,19 +95,25 @@ public final class GuardSpec {
         return this;
     }
 
-    String toJson(String defaultTenant) {
+    String toJson() {
         Map<String, Object> m = new LinkedHashMap<>();
-        m.put("idempotency_key", idempotencyKey != null ? idempotencyKey : "cycles-" + UUID.randomUUID());
-        Subject s = subject != null ? subject : Subject.tenant(defaultTenant);
-        m.put("subject", s.toJson());
         m.put("action", action == null ? null : action.toJson());
-        m.put("estimate", new Amount(unit, estimate).toJson());
-        m.put("ttl_ms", ttlMs);
-        m.put("grace_period_ms", gracePeriodMs);
-        m.put("overage_policy", overagePolicy);
-        m.put("metadata", metadataJson == null ? null : new Json.Raw(metadataJson));
+        m.put("estimate", estimate);
+        putIf(m, "unit", unit);
+        putIf(m, "idempotency_key", idempotencyKey);
+        putIf(m, "subject", subject == null ? null : subject.toJson());
+        putIf(m, "ttl_ms", ttlMs);
+        putIf(m, "grace_period_ms", gracePeriodMs);
+        putIf(m, "overage_policy", overagePolicy);
+        putIf(m, "metadata", metadataJson == null ? null : new Json.Raw(metadataJson));
         m.put("heartbeat", heartbeat);
         m.put("policy", policy.wire);
         return Json.write(m);
+    }
+
+    private static void putIf(Map<String, Object> m, String k, Object v) {
+        if (v != null) {
+            m.put(k, v);
+        }
     }
 }

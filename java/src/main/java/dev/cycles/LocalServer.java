@@ -51,7 +51,7 @@ public final class LocalServer implements AutoCloseable {
      * @return the running server
      * @throws dev.cycles.errors.InvalidArgumentException when the JSON is not a server config:
      *     malformed, a wrong type, or a key the config does not have (the message names it,
-     *     e.g. {@code unknown key "budgets[0].alocated"}), instead of that key being ignored
+     *     e.g. {@code unknown field `alocated`}), instead of that key being ignored
      */
     public static LocalServer start(String configJson) {
         return new LocalServer(Native.serverStart(configJson));
@@ -231,6 +231,31 @@ public final class LocalServer implements AutoCloseable {
             b.put("overdraft_limit", overdraftLimit);
             b.put("status", status == null ? null : status.name());
             budgets.add(b);
+            return this;
+        }
+
+        /**
+         * Adds an active budget that grants caps: a reservation under it is
+         * {@code ALLOW_WITH_CAPS} with these caps (the first call replaces the default budget).
+         *
+         * @param scope the canonical scope
+         * @param unit the unit's wire name
+         * @param allocated the amount allocated
+         * @param caps the caps granted (null members are left out)
+         * @return this
+         */
+        public Builder budget(String scope, String unit, long allocated, Caps caps) {
+            budget(scope, unit, allocated);
+            @SuppressWarnings("unchecked")
+            Map<String, Object> b = (Map<String, Object>) budgets.get(budgets.size() - 1);
+            Map<String, Object> c = new LinkedHashMap<>();
+            c.put("max_tokens", caps.maxTokens());
+            c.put("max_steps_remaining", caps.maxStepsRemaining());
+            c.put("tool_allowlist", caps.toolAllowlist());
+            c.put("tool_denylist", caps.toolDenylist());
+            c.put("cooldown_ms", caps.cooldownMs());
+            c.values().removeIf(java.util.Objects::isNull);
+            b.put("caps", c);
             return this;
         }
 

@@ -13,10 +13,12 @@ import java.util.Map;
  * @param settlement what became of the settlement (null: none was attempted)
  * @param extensions lease extensions the heartbeat made
  * @param heartbeatFailures failed extend attempts
+ * @param released whether the reservation was released in the same call (the finished JSON's
+ *     {@code released}; false where the outcome has none, e.g. {@link Kind#SETTLED})
  * @param json the whole outcome as JSON (docs/bindings.md, "Guarded lifecycle")
  */
 public record Outcome(Kind kind, String reservationId, Long actual, Settlement settlement, long extensions,
-        long heartbeatFailures, String json) {
+        long heartbeatFailures, boolean released, String json) {
     /** Outcome kinds. */
     public enum Kind {
         /** The actual amount was settled (see the settlement). */
@@ -26,10 +28,21 @@ public record Outcome(Kind kind, String reservationId, Long actual, Settlement s
          * settlement); with no usage reported the reservation was released (no settlement).
          */
         WORK_FAILED,
-        /** The work succeeded without reporting an actual: nothing was sent. */
+        /**
+         * The work succeeded without reporting an actual: nothing was committed, the
+         * reservation was released in the same call ({@link Outcome#released()} says whether
+         * that release succeeded). {@link Reservation#close()} throws
+         * {@link dev.cycles.errors.MissingActualException} after recording this outcome.
+         */
         MISSING_ACTUAL,
-        /** The reported actual is invalid (negative): nothing was sent. */
+        /**
+         * The reported actual is invalid (negative): nothing was committed, the reservation was
+         * released. {@link Reservation#close()} throws
+         * {@link dev.cycles.errors.InvalidArgumentException} after recording this outcome.
+         */
         INVALID_ACTUAL,
+        /** The action was ended early by {@link Reservation#release()}: the estimate was given back. */
+        RELEASED,
         /** Settled, but the heartbeat lapsed ({@link HeartbeatPolicy#FAIL_ON_FINALIZE}). */
         HEARTBEAT_LAPSED
     }
@@ -39,7 +52,37 @@ public record Outcome(Kind kind, String reservationId, Long actual, Settlement s
         Map<String, Object> lease = Json.obj(m, "lease");
         return new Outcome(Kind.valueOf(Json.str(m, "outcome").toUpperCase(Locale.ROOT)), Json.str(m, "reservation_id"),
                 Json.lng(m, "actual"), Settlement.from(Json.obj(m, "settlement")),
-                lease == null ? 0 : Json.lng(lease, "extensions"), lease == null ? 0 : Json.lng(lease, "failures"), json);
+                lease == null ? 0 : Json.lng(lease, "extensions"), lease == null ? 0 : Json.lng(lease, "failures"),
+                Boolean.TRUE.equals(m.get("released")), json);
+    }
+
+    /**
+     * The exception a settle that had no known actual raises (missing or invalid actual),
+     * with core's message and the release's result; null for every other outcome.
+     */
+    CyclesException failure() {
+        String name = kind == Kind.MISSING_ACTUAL ? "MISSING_ACTUAL" : kind == Kind.INVALID_ACTUAL ? "INVALID_ARGUMENT" : null;
+        if (name == null) {
+            return null;
+        }
+        Map<String, Object> m = Json.object(json);
+        Map<String, Object> f = new java.util.LinkedHashMap<>();
+        f.put("name", name);
+        f.put("code", CyclesException.errorCodes().get(name).longValue());
+        f.put("message", Json.str(m, "message"));
+        f.put("released", m.get("released"));
+        Map<String, Object> re = Json.obj(m, "release_error");
+        if (re != null) {
+            Map<String, Object> rf = new java.util.LinkedHashMap<>();
+            String kindName = Json.str(re, "error_kind");
+            rf.put("name", kindName);
+            Integer code = CyclesException.errorCodes().get(kindName);
+            rf.put("code", code == null ? 0L : code.longValue());
+            rf.put("message", Json.str(re, "message"));
+            f.put("release_exception", CyclesException.fromNative(Json.write(rf)));
+        }
+        return kind == Kind.MISSING_ACTUAL ? new dev.cycles.errors.MissingActualException(f)
+                : new dev.cycles.errors.InvalidArgumentException(f);
     }
 
     /** @return the amount the server applied, or null when nothing was */

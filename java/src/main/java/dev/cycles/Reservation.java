@@ -2,7 +2,9 @@ package dev.cycles;
 
 import dev.cycles.internal.Completions;
 import dev.cycles.internal.Native;
+import dev.cycles.internal.Json;
 import java.lang.ref.Cleaner;
+import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.concurrent.Callable;
@@ -48,6 +50,8 @@ public final class Reservation implements AutoCloseable {
     private final State state;
     private final Cleaner.Cleanable cleanable;
     private final String reservationId;
+    private final Decision decision;
+    private final Caps caps;
     private volatile boolean failed;
     private volatile Outcome outcome;
     // Finishing starts the moment close() or finishAsync() is called: from then on this is no
@@ -74,6 +78,17 @@ public final class Reservation implements AutoCloseable {
         this.state = new State(id);
         this.cleanable = CyclesClient.CLEANER.register(this, state);
         this.reservationId = Native.activeReservationId(id);
+        Map<String, Object> info = Json.object(Native.activeInfo(id));
+        this.decision = Decision.valueOf(Json.str(info, "decision"));
+        this.caps = Caps.from(Json.obj(info, "caps"));
+    }
+
+    /** The server's decision on the reservation. */
+    public enum Decision {
+        /** Allowed as asked. */
+        ALLOW,
+        /** Allowed with soft-landing constraints: honour {@link Reservation#caps()}. */
+        ALLOW_WITH_CAPS
     }
 
     void enter() {
@@ -99,6 +114,52 @@ public final class Reservation implements AutoCloseable {
     /** @return the reservation id */
     public String reservationId() {
         return reservationId;
+    }
+
+    /** @return the server's decision: {@code ALLOW} or {@code ALLOW_WITH_CAPS} */
+    public Decision decision() {
+        return decision;
+    }
+
+    /**
+     * @return the caps under {@link Decision#ALLOW_WITH_CAPS} (the work should honour them,
+     *     e.g. shrink the model call's {@code max_tokens}); empty under {@code ALLOW}
+     */
+    public Optional<Caps> caps() {
+        return Optional.ofNullable(caps);
+    }
+
+    /**
+     * Ends the action early without a reason; see {@link #release(String)}.
+     *
+     * @return the outcome ({@link Outcome.Kind#RELEASED})
+     */
+    public Outcome release() {
+        return release(null);
+    }
+
+    /**
+     * Ends the action early (blocking): releases the reservation ({@code <key>:release}) and
+     * gives the estimate back, e.g. when the work decides not to call the model under
+     * {@code ALLOW_WITH_CAPS}. {@link #close()} then does nothing.
+     *
+     * @param reason the release's reason, or null
+     * @return the outcome ({@link Outcome.Kind#RELEASED}), also kept in {@link #outcome()}
+     * @throws dev.cycles.errors.InvalidArgumentException once usage was reported (a release
+     *     would drop a known actual): the action goes on; end it normally to commit that usage
+     * @throws CyclesException when the release request fails (the action has ended)
+     */
+    public Outcome release(String reason) {
+        synchronized (this) {
+            if (outcome != null) {
+                throw new IllegalStateException("the guarded action has already finished");
+            }
+            String json = Native.activeRelease(state.id, reason);
+            exit();
+            outcome = Outcome.parse(json);
+            cleanable.clean();
+            return outcome;
+        }
     }
 
     /**
@@ -158,8 +219,16 @@ public final class Reservation implements AutoCloseable {
 
     /**
      * Settles now (blocking): commits the usage reported; after {@link #fail()} with no usage
-     * reported, releases the reservation instead.
-     * Idempotent; the outcome is kept in {@link #outcome()}.
+     * reported, releases the reservation instead. With no usage reported and no failure
+     * marked (the work "succeeded" without saying what it cost, or an exception left a
+     * try-with-resources block: Java's {@code close()} cannot see it), nothing is committed:
+     * the reservation is released in the same call and this throws
+     * {@link dev.cycles.errors.MissingActualException} (its {@code released()} says whether the
+     * release succeeded; in a try-with-resources block that threw, it is suppressed under the
+     * block's own exception). A negative actual is released the same way and throws
+     * {@link dev.cycles.errors.InvalidArgumentException}.
+     * Idempotent (the exception only the first time); after {@link #release()} it does nothing;
+     * the outcome is kept in {@link #outcome()}.
      */
     @Override
     public void close() {
@@ -167,11 +236,16 @@ public final class Reservation implements AutoCloseable {
         if (outcome != null) {
             return;
         }
+        CyclesException failure = null;
         synchronized (this) {
             if (outcome == null) {
                 outcome = Outcome.parse(Native.activeFinish(state.id, !failed));
                 cleanable.clean();
+                failure = outcome.failure();
             }
+        }
+        if (failure != null) {
+            throw failure;
         }
     }
 
@@ -180,7 +254,9 @@ public final class Reservation implements AutoCloseable {
      *
      * @param workSucceeded true: commit the actual; false: the work failed (commit the usage
      *     reported so far, release when there is none)
-     * @return the outcome, completed off the native threads
+     * @return the outcome, completed off the native threads; completed exceptionally with
+     *     {@link dev.cycles.errors.MissingActualException} when the work succeeded without an
+     *     actual (the reservation was released; {@link #outcome()} is set), as {@link #close()}
      */
     public CompletableFuture<Outcome> finishAsync(boolean workSucceeded) {
         exit();
@@ -196,6 +272,10 @@ public final class Reservation implements AutoCloseable {
             Outcome o = Outcome.parse(json);
             outcome = o;
             cleanable.clean();
+            CyclesException failure = o.failure();
+            if (failure != null) {
+                throw failure;
+            }
             return o;
         });
     }

@@ -110,13 +110,13 @@ class LifecycleTest {
     }
 
     @Test
-    void missingActualIsReportedAndNothingIsCommitted() {
+    void missingActualIsReleasedAndNothingIsCommitted() {
         try (CyclesClient client = fx.client()) {
-            Guarded<String> g = client.guarded(GuardSpec.of(ACTION, 100), r -> "no actual");
-            assertEquals(Outcome.Kind.MISSING_ACTUAL, g.outcome().kind());
-            assertNull(g.outcome().settlement());
+            dev.cycles.errors.MissingActualException e = assertThrows(dev.cycles.errors.MissingActualException.class,
+                    () -> client.guarded(GuardSpec.of(ACTION, 100), r -> "no actual"));
+            assertTrue(e.released(), e.getMessage());
         }
-        assertFalse(fx.ledger().stream().anyMatch(e -> e.startsWith("commit")), fx.ledger().toString());
+        assertEquals(List.of("reserve", "release"), fx.ledger().stream().map(e -> e.split(":")[0]).toList());
     }
 
     @Test

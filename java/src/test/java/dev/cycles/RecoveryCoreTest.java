@@ -2,6 +2,7 @@ package dev.cycles;
 
 import static dev.cycles.RecoverySupport.ACTION;
 import static dev.cycles.RecoverySupport.applied;
+import static dev.cycles.RecoverySupport.keys;
 import static dev.cycles.RecoverySupport.noRelease;
 import static dev.cycles.RecoverySupport.operations;
 import static dev.cycles.RecoverySupport.readRecord;
@@ -14,9 +15,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.cycles.errors.MissingActualException;
 import dev.cycles.internal.Json;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -251,25 +254,31 @@ class RecoveryCoreTest {
         }
     }
 
-    /** CR-BOUNDARY-001: no actual: no commit or event, the outcome says MISSING_ACTUAL; a failing work's own exception propagates (released); nothing journaled. */
+    /**
+     * CR-BOUNDARY-001: no actual: no commit or event; the reservation is released in the same
+     * call (exactly one {@code {key}:release}, the ledger {@code reserve, release}) and
+     * MissingActualException says so; a failing work's own exception propagates (released);
+     * nothing journaled.
+     */
     @Test
-    void missingActualIsSurfacedWithoutSettlement() throws Exception {
+    void missingActualReleasesWithoutSettlement() throws Exception {
         try (CyclesClient c = client(tmp).build()) {
-            // The Java API surfaces a missing actual in the outcome (no exception, nothing sent).
-            Reservation kept;
-            try (Reservation r = c.reserve(GuardSpec.of(ACTION, 1_000).heartbeat(false))) {
-                kept = r; // the work "succeeded" but never said what it cost
-            }
+            Reservation kept = c.reserve(GuardSpec.of(ACTION, 1_000).idempotencyKey("boundary-1").heartbeat(false));
+            MissingActualException e = assertThrows(MissingActualException.class, kept::close);
+            assertTrue(e.released(), e.getMessage());
+            assertTrue(e.releaseError().isEmpty());
             Outcome o = kept.outcome().orElseThrow();
             assertEquals(Outcome.Kind.MISSING_ACTUAL, o.kind());
+            assertEquals(e.getMessage(), Json.str(Json.object(o.json()), "message"), "core's message, not reworded");
+            assertTrue(e.getMessage().contains(kept.reservationId()), e.getMessage());
+            assertTrue(o.released());
             assertEquals(kept.reservationId(), o.reservationId());
             assertNull(o.settlement(), "nothing settled");
             assertNull(o.actual());
-            Guarded<String> silent = c.guarded(GuardSpec.of(ACTION, 1_000).heartbeat(false), r -> "done");
-            assertEquals("done", silent.value());
-            assertEquals(Outcome.Kind.MISSING_ACTUAL, silent.outcome().kind());
-            assertNull(silent.outcome().settlement());
-            assertEquals(List.of("createReservation", "createReservation"), operations(server));
+            assertEquals(List.of("createReservation", "releaseReservation"), operations(server));
+            assertEquals(List.of("boundary-1", "boundary-1:release"), keys(server));
+            assertThrows(MissingActualException.class,
+                    () -> c.guarded(GuardSpec.of(ACTION, 1_000).heartbeat(false), r -> "done"));
             ProviderDown down = assertThrows(ProviderDown.class,
                     () -> c.guarded(GuardSpec.of(ACTION, 1_000).heartbeat(false), 5L, () -> {
                         throw new ProviderDown("provider down");
@@ -278,9 +287,34 @@ class RecoveryCoreTest {
         }
         List<String> ops = operations(server);
         assertFalse(ops.contains("commitReservation") || ops.contains("createEvent"), ops.toString());
-        assertEquals(1, ops.stream().filter("releaseReservation"::equals).count(), "only the failed action is released: " + ops);
-        assertTrue(RecoverySupport.ledger(server).stream().allMatch(e -> List.of("reserve", "release").contains(e.get("kind"))));
+        assertEquals(3, ops.stream().filter("releaseReservation"::equals).count(), "every action is released: " + ops);
+        assertEquals(List.of("reserve", "release", "reserve", "release", "reserve", "release"),
+                RecoverySupport.ledger(server).stream().map(e -> e.get("kind")).toList());
         assertEquals(List.of(), recordFiles(tmp), "nothing journaled without an actual");
         assertEquals("[]", Journal.pending(tmp, server.url(), server.apiKey(), server.tenant()).replace(" ", ""));
+    }
+
+    /**
+     * try-with-resources cannot see the block's exception: close() finds no actual, releases
+     * the reservation (ledger) and its MissingActualException is suppressed under the
+     * original exception, which propagates.
+     */
+    @Test
+    void tryWithResourcesThatThrowsReleases() {
+        RuntimeException boom = new RuntimeException("boom");
+        try (CyclesClient c = client(tmp).build()) {
+            RuntimeException out = assertThrows(RuntimeException.class, () -> {
+                try (Reservation r = c.reserve(GuardSpec.of(ACTION, 1_000).idempotencyKey("twr-1").heartbeat(false))) {
+                    assertNotNull(r.reservationId()); // the work starts, then fails
+                    throw boom;
+                }
+            });
+            assertSame(boom, out);
+            assertEquals(1, out.getSuppressed().length);
+            MissingActualException m = (MissingActualException) out.getSuppressed()[0];
+            assertTrue(m.released());
+        }
+        assertEquals(List.of("twr-1", "twr-1:release"), keys(server));
+        assertEquals(List.of("reserve", "release"), RecoverySupport.ledger(server).stream().map(e -> e.get("kind")).toList());
     }
 }

@@ -50,6 +50,11 @@ final class RecoverySupport {
         return requests(s).stream().map(r -> String.valueOf(r.get("operation"))).toList();
     }
 
+    /** The idempotency keys of the server's ledger entries, in order. */
+    static List<String> keys(LocalServer s) {
+        return ledger(s).stream().map(e -> (String) e.get("idempotency_key")).toList();
+    }
+
     /** Commits of {@code rid} and events carrying {@code key}, in arrival order. */
     static List<Map<String, Object>> settlementRequests(LocalServer s, String rid, String key) {
         return requests(s).stream()

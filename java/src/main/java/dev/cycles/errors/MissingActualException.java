@@ -14,4 +14,17 @@ public final class MissingActualException extends CyclesException {
     public MissingActualException(Map<String, Object> fields) {
         super(fields);
     }
+
+    /**
+     * @return whether the reservation was released in the same call (false: that release
+     *     failed, see {@link #releaseError()}; the estimate stays held until the lease expires)
+     */
+    public boolean released() {
+        return Boolean.TRUE.equals(field("released"));
+    }
+
+    /** @return why the release failed (its error kind and message), when it failed */
+    public java.util.Optional<CyclesException> releaseError() {
+        return java.util.Optional.ofNullable((CyclesException) field("release_exception"));
+    }
 }

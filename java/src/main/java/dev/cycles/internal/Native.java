@@ -46,6 +46,10 @@ public final class Native {
 
     public static native String activeReservationId(long active);
 
+    public static native String activeInfo(long active);
+
+    public static native String activeRelease(long active, String reason);
+
     public static native void activeSetActual(long active, long amount);
 
     public static native void activeAdd(long active, long amount);
