@@ -42,8 +42,10 @@ fn stopped() -> ErrorFields {
 }
 
 impl Server {
-    /// Checks `config_json` now, then returns the start to run on core's runtime (a host
-    /// blocks on it with its lock released).
+    /// Checks `config_json` now, then returns the start to run on core's runtime: a host
+    /// blocks on it with `runtime::handle()?.block_on` (its lock released), never through
+    /// `task::start`, which may drive the work on the caller's own thread and leave the
+    /// server's tasks without a driver. The same holds for [`Server::stop`].
     pub fn start(
         config_json: Option<&str>,
     ) -> Result<Work<Result<Server, ErrorFields>>, ErrorFields> {
