@@ -1,7 +1,7 @@
 """Writes the READMEs' guarded-lifecycle examples out as modules for ``mypy --strict``
 (python/scripts/test.sh): every ```python block that imports ``cycles`` and uses
-``client.guarded``, i.e. the quick starts that users copy whole. Each module is padded with
-blank lines so that mypy's line numbers are the README's.
+``client.guarded`` or ``client.reserve(``, i.e. the quick starts that users copy whole.
+Each module is padded with blank lines so that mypy's line numbers are the README's.
 
     python readme_blocks.py OUT_DIR REPOSITORY_README PACKAGE_README
 
@@ -23,7 +23,7 @@ def blocks(readme: Path) -> list[tuple[int, str]]:
     found = []
     for m in BLOCK.finditer(text):
         body = m.group(1)
-        if "import cycles" in body and "client.guarded" in body:
+        if "import cycles" in body and ("client.guarded" in body or "client.reserve(" in body):
             found.append((text.count("\n", 0, m.start(1)) + 1, body))
     return found
 

@@ -97,19 +97,6 @@ if [[ "$BUILD_ONLY" != "1" ]]; then
     log "mypy --strict on the READMEs' quick starts as written, and tests/typecheck_guarded.py"
     "$TOOLS/bin/python" "$PKG/scripts/readme_blocks.py" "$WORK/readme" "$ROOT/README.md" \
         "$PKG/README.md" >&2
-    (cd "$PKG" && "$TOOLS/bin/mypy" --strict --no-incremental --cache-dir=/dev/null cycles \
-        && "$TOOLS/bin/mypy" --strict --no-incremental --cache-dir=/dev/null bench \
-        && "$TOOLS/bin/mypy" --no-incremental --cache-dir=/dev/null cycles tests)
-    # What users copy must type-check as written: the quick starts, extracted verbatim (line
-    # numbers are the READMEs'), and the static checks of the public types.
-    log "mypy --strict on the READMEs' quick starts as written, and tests/typecheck_guarded.py"
-    "$TOOLS/bin/python" "$PKG/scripts/readme_blocks.py" "$WORK/readme" "$ROOT/README.md" \
-        "$PKG/README.md" >&2
-    # The repository README's quick start annotates a bare `-> dict`, the one error left in it
-    # (the SDK's types in it are clean); its owner is applying the fix (issue 28). Until then
-    # that module alone allows bare generics (line 1 is padding: line numbers stay the
-    # README's). Drop this line with the fix.
-    sed -i '1s/^$/# mypy: allow-any-generics/' "$WORK/readme/readme_root_0.py"
     (cd "$PKG" && "$TOOLS/bin/mypy" --strict --no-incremental --cache-dir=/dev/null \
         "$WORK"/readme/*.py tests/typecheck_guarded.py)
 fi
