@@ -30,7 +30,10 @@ impl NativeLocalServer {
             // On core's runtime itself, never `task::start`: that may drive the work on this
             // thread, and the server's tasks spawned there would then run only while Python
             // waits on this thread (its `stop` would wait for them forever).
-            let inner = py.detach(|| rt.block_on(work)).map_err(to_pyerr)?;
+            // Boxed across the detach: the error fields are large for a closure's result.
+            let inner = py
+                .detach(|| rt.block_on(work).map_err(Box::new))
+                .map_err(|e| to_pyerr(*e))?;
             Ok(NativeLocalServer { inner })
         })
     }
