@@ -21,8 +21,6 @@ impl NativeLocalServer {
     /// INVALID_ARGUMENT from the bridge).
     #[new]
     #[pyo3(signature = (config_json=None))]
-    // The start's error is the bridge's ErrorFields, on the cold path once (as in the bridge).
-    #[allow(clippy::result_large_err)]
     fn new(py: Python<'_>, config_json: Option<&str>) -> PyResult<Self> {
         guard(|| {
             let work = Server::start(config_json).map_err(to_pyerr)?;
