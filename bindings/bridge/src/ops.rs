@@ -364,7 +364,13 @@ pub struct ClientOptions {
 impl ClientOptions {
     /// Core's `Config` of these options.
     pub fn into_config(self) -> Config {
-        let mut config = Config::new(self.base_url, self.api_key);
+        let config = Config::new(self.base_url.clone(), self.api_key.clone());
+        self.apply_to(config)
+    }
+
+    /// `config` with every option that is set applied over it (`base_url` and `api_key`
+    /// are not: they made `config`).
+    pub fn apply_to(self, mut config: Config) -> Config {
         if let Some(n) = self.max_concurrent_requests {
             config = config.with_max_concurrent_requests(n);
         }
@@ -443,25 +449,17 @@ pub fn client_of_options(
     let tenant: Option<String> = options.optional("tenant")?;
     let default_unit: Option<String> = options.optional("default_unit")?;
     let config = match connection {
-        Connection::Env => {
-            let mut c = with_journal(Config::from_env()?, journal_dir, journal_enabled);
-            if let Some(t) = tenant {
-                c = c.with_tenant(t);
-            }
-            if let Some(u) = default_unit {
-                c = c.with_default_unit(u);
-            }
-            if let Some(ms) = request_timeout_ms {
-                c = c.with_request_timeout(Duration::from_millis(ms));
-            }
-            if let Some(ms) = connect_timeout_ms {
-                c = c.with_connect_timeout(Duration::from_millis(ms));
-            }
-            if let Some(n) = max_concurrent_requests {
-                c = c.with_max_concurrent_requests(n);
-            }
-            c
+        Connection::Env => ClientOptions {
+            tenant,
+            default_unit,
+            request_timeout_ms,
+            connect_timeout_ms,
+            journal_dir,
+            journal_enabled,
+            max_concurrent_requests,
+            ..ClientOptions::default()
         }
+        .apply_to(Config::from_env()?),
         Connection::InOptions | Connection::Given { .. } => {
             let (base_url, api_key, tenant) = match connection {
                 Connection::Given {
