@@ -30,7 +30,9 @@ public class GenErrors {
             // Core's code blocks (core/src/error.rs): 10-19 transport, 20-99 HTTP, 100+ server codes.
             String parent = code >= 100 ? "ApiException" : code >= 20 ? "HttpException" : code >= 10 ? "TransportException" : "CyclesException";
             String doc = "Core's error kind {@code " + name + "} (code " + code + ").";
-            write(dir, simple, "public final class", parent, doc, name.equals("MISSING_ACTUAL") ? RELEASED : "");
+            write(dir, simple, "public final class", parent, doc,
+                    name.equals("MISSING_ACTUAL") ? GUARD_ENDED + RELEASED
+                    : name.equals("INVALID_ARGUMENT") ? INVALID_ACTUAL + GUARD_ENDED + RELEASED : "");
         }
     }
 
@@ -45,8 +47,25 @@ public class GenErrors {
             + "        return httpStatusIfAny().orElseThrow(() -> new IllegalStateException(\"no HTTP status on \" + errorName()));\n"
             + "    }\n";
 
-    // The guarded lifecycle's missing actual releases the reservation in the same call
-    // (docs/lifecycle.md): the exception says whether that release succeeded.
+    // A guard that ends without a known actual (missing, or negative: INVALID_ARGUMENT)
+    // releases the reservation in the same call (docs/lifecycle.md): the exception names the
+    // reservation and says whether that release succeeded.
+    static final String INVALID_ACTUAL = "\n"
+            + "    /**\n"
+            + "     * @return whether this error ended a guarded reservation (its actual was negative):\n"
+            + "     *     nothing was committed, and {@link #released()} says whether the estimate was\n"
+            + "     *     released; false for every other argument error, which reserved nothing\n"
+            + "     */\n"
+            + "    public boolean endedGuard() {\n"
+            + "        return field(\"released\") != null;\n"
+            + "    }\n";
+
+    static final String GUARD_ENDED = "\n"
+            + "    /** @return the reservation the guard held (never charged), when a guard ended with this error */\n"
+            + "    public java.util.Optional<String> reservationId() {\n"
+            + "        return java.util.Optional.ofNullable((String) field(\"reservation_id\"));\n"
+            + "    }\n";
+
     static final String RELEASED = "\n"
             + "    /**\n"
             + "     * @return whether the reservation was released in the same call (false: that release\n"

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, Mapping, Sequence, TypeVar, cast
+from typing import Any, Callable, Literal, Mapping, Sequence, TypeVar
 
 from . import _native
 from .client import AsyncClient, Client
@@ -86,33 +86,6 @@ class Budget:
         if self.caps is not None and not isinstance(self.caps, Caps):
             raise InvalidArgumentError(f"Budget.caps must be a Caps or None, not {self.caps!r}")
 
-    @classmethod
-    def _of(cls, value: Budget | Mapping[str, Any], where: str) -> Budget:
-        if isinstance(value, Budget):
-            return value
-        if not isinstance(value, Mapping):
-            raise InvalidArgumentError(f"{where} must be a Budget or a mapping, not {value!r}")
-        _known_keys(value, _BUDGET_KEYS, where)
-        missing = [k for k in ("scope", "unit", "allocated") if k not in value]
-        if missing:
-            # The server would fill them in (tenant:acme, USD_MICROCENTS, 10^10): the silent
-            # default this check exists to prevent.
-            raise InvalidArgumentError(f"{where} lacks {', '.join(map(repr, missing))}")
-        status = value.get("status")
-        caps = value.get("caps")
-        if isinstance(caps, Mapping):
-            _known_keys(caps, _CAPS_KEYS, f"{where}['caps']")
-            caps = Caps._from_json(caps)
-        return cls(
-            scope=value["scope"],
-            unit=value["unit"],
-            allocated=value["allocated"],
-            overdraft_limit=value.get("overdraft_limit"),
-            # Checked by __post_init__; the server reads lower case too.
-            status=cast(Any, status.upper() if isinstance(status, str) else status),
-            caps=caps,
-        )
-
     def _to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"scope": self.scope, "unit": self.unit, "allocated": self.allocated}
         if self.overdraft_limit is not None:
@@ -124,84 +97,31 @@ class Budget:
         return out
 
 
-# The fields of the server's ServerConfig (conformance/server/src/config.rs). The server fills
-# in whatever is missing, so a misspelt key would silently leave its default in place;
-# tests/test_testing.py compares these with the config the server reports.
-_CONFIG_KEYS = (
-    "bind",
-    "tenants",
-    "admin_api_key",
-    "budgets",
-    "regime",
-    "idempotency_compare",
-    "evidence",
-    "mode",
-)
-_BUDGET_KEYS = ("scope", "unit", "allocated", "overdraft_limit", "status", "caps")
-_CAPS_KEYS = ("max_tokens", "max_steps_remaining", "tool_allowlist", "tool_denylist", "cooldown_ms")
-_TENANT_KEYS = ("id", "api_keys", "closed")
-_REGIME_KEYS = ("emit_remaining_ttl", "extend", "initial_ttl_cap_ms", "max_extensions")
-_EXTEND_KEYS = {
-    "additive": ("kind",),
-    "grant_cap": ("kind", "max_grant_ms"),
-    "max_lead": ("kind", "max_lead_ms"),
-}
-_RULE_KEYS = ("operation", "fault", "reservation_id", "skip", "times")
-
-
-def _known_keys(value: Mapping[str, Any], known: Sequence[str], where: str) -> None:
-    for key in value:
-        if key not in known:
-            raise InvalidArgumentError(
-                f"unknown key {key!r} in {where} (known: {', '.join(known)})",
-                details={"key": str(key), "where": where},
-            )
-
-
 def _mapping(value: Any, where: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise InvalidArgumentError(f"{where} must be a mapping, not {value!r}")
     return value
 
 
-def _items(value: Any, where: str) -> Sequence[Any]:
-    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
-        raise InvalidArgumentError(f"{where} must be a list, not {value!r}")
-    return value
-
-
-def _regime(value: Any, where: str) -> dict[str, Any]:
-    regime = dict(_mapping(value, where))
-    _known_keys(regime, _REGIME_KEYS, where)
-    extend = regime.get("extend")
-    if extend is not None:
-        ext = _mapping(extend, f"{where}['extend']")
-        kind = ext.get("kind")
-        # The server also reads the PascalCase names (GrantCap); its own error lists the
-        # kinds when this is none of them.
-        snake = re.sub(r"(?<!^)([A-Z])", r"_\1", kind).lower() if isinstance(kind, str) else kind
-        if snake in _EXTEND_KEYS:
-            _known_keys(ext, _EXTEND_KEYS[snake], f"{where}['extend'] of kind {kind!r}")
-    return regime
-
-
 def _config(config: Mapping[str, Any]) -> dict[str, Any]:
-    """``config`` checked against the server's fields (unknown keys raise), budgets as JSON."""
+    """``config`` as the server's JSON: :class:`Budget` values encoded, everything else as
+    given. The bridge checks it (an unknown or missing key is an
+    :class:`~cycles.InvalidArgumentError` naming where it is), so every language says it
+    the same way."""
     cfg = dict(_mapping(config, "the LocalServer config"))
-    _known_keys(cfg, _CONFIG_KEYS, "the LocalServer config")
-    if "budgets" in cfg:
-        cfg["budgets"] = [
-            Budget._of(b, f"config['budgets'][{i}]")._to_json()
-            for i, b in enumerate(_items(cfg["budgets"], "config['budgets']"))
-        ]
-    if "tenants" in cfg:
-        tenants = _items(cfg["tenants"], "config['tenants']")
-        for i, t in enumerate(tenants):
-            where = f"config['tenants'][{i}]"
-            _known_keys(_mapping(t, where), _TENANT_KEYS, where)
-    if "regime" in cfg:
-        cfg["regime"] = _regime(cfg["regime"], "config['regime']")
+    budgets = cfg.get("budgets")
+    if isinstance(budgets, Budget):
+        cfg["budgets"] = budgets._to_json()  # not a list: the bridge says so
+    elif isinstance(budgets, Sequence) and not isinstance(budgets, (str, bytes)):
+        cfg["budgets"] = [b._to_json() if isinstance(b, Budget) else b for b in budgets]
     return cfg
+
+
+def _json(value: Any, what: str) -> str:
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError) as e:
+        raise InvalidArgumentError(f"{what} is not JSON: {e}") from None
 
 
 _R = TypeVar("_R")
@@ -275,9 +195,11 @@ class LocalServer:
                      "tenants": [{"id": "acme", "api_keys": ["k1"]}]})
 
     A key the server does not have (at the top, in a budget, a tenant, the regime or its
-    ``extend``) raises :class:`~cycles.InvalidArgumentError` naming it, instead of starting
-    a server that silently keeps the default; a budget mapping needs ``scope``, ``unit``
-    and ``allocated`` like :class:`Budget`.
+    ``extend``) raises :class:`~cycles.InvalidArgumentError` naming it and where it is
+    (``invalid server config: budgets[0]: unknown field `limit`, expected one of ...``),
+    instead of starting a server that silently keeps the default; a budget mapping needs
+    ``scope``, ``unit`` and ``allocated`` like :class:`Budget`. The bridge words these
+    errors, the same in every language.
 
     ``budgets`` and ``regime`` replace ``config["budgets"]`` and ``config["regime"]``.
     ``mode`` replaces ``config["mode"]``: ``"spec"`` (the default: exactly what the spec
@@ -306,7 +228,9 @@ class LocalServer:
             cfg["mode"] = mode
         cfg = _config(cfg)
         self._config = cfg
-        self._native = _native_call(_native.NativeLocalServer, json.dumps(cfg) if cfg else None)
+        self._native = _native_call(
+            _native.NativeLocalServer, _json(cfg, "the LocalServer config") if cfg else None
+        )
 
     @property
     def url(self) -> str:
@@ -368,8 +292,7 @@ class LocalServer:
                 rule["reservation_id"] = reservation_id
         else:
             rule = dict(_mapping(rule_or_operation, "a fault rule"))
-            _known_keys(rule, _RULE_KEYS, "the fault rule")
-        _native_call(self._native.add_fault, json.dumps(rule))
+        _native_call(self._native.add_fault, _json(rule, "the fault rule"))
 
     def clear_faults(self) -> None:
         """Removes every fault rule."""

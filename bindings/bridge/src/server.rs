@@ -12,20 +12,44 @@ use crate::error::ErrorFields;
 use crate::task::Work;
 
 /// The server's config of its JSON (`None`: the defaults). Unknown keys, wrong types and bad
-/// values are INVALID_ARGUMENT "invalid server config: ...", without serde's positions.
+/// values are INVALID_ARGUMENT "invalid server config: budgets[0]: unknown field ...": where
+/// the bad member is, then why, without serde's positions in JSON the user never wrote. Every
+/// host's own config type says it no further: this text is the one they all show.
 pub fn parse_config(json: Option<&str>) -> Result<ServerConfig, ErrorFields> {
     match json {
         None => Ok(ServerConfig::default()),
-        Some(j) => serde_json::from_str(j).map_err(|e| {
-            ErrorFields::invalid(format!("invalid server config: {}", json_reason(&e)))
-        }),
+        Some(j) => parse(j, "server config"),
     }
 }
 
-/// One fault rule of its JSON (INVALID_ARGUMENT "invalid fault rule: ...").
+/// One fault rule of its JSON (INVALID_ARGUMENT "invalid fault rule: ...", as
+/// [`parse_config`] words it).
 pub fn parse_fault(json: &str) -> Result<FaultRule, ErrorFields> {
-    serde_json::from_str(json)
-        .map_err(|e| ErrorFields::invalid(format!("invalid fault rule: {}", json_reason(&e))))
+    parse(json, "fault rule")
+}
+
+fn parse<T: serde::de::DeserializeOwned>(json: &str, what: &str) -> Result<T, ErrorFields> {
+    let de = &mut serde_json::Deserializer::from_str(json);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let mut path = e.path().to_string();
+        let reason = json_reason(e.inner());
+        // An unknown field's path ends with the field itself, which the reason names already.
+        if let Some(field) = reason
+            .strip_prefix("unknown field `")
+            .and_then(|r| r.split('`').next())
+        {
+            if path == field {
+                path = ".".into();
+            } else if let Some(parent) = path.strip_suffix(&format!(".{field}")) {
+                path = parent.to_string();
+            }
+        }
+        ErrorFields::invalid(if path == "." {
+            format!("invalid {what}: {reason}")
+        } else {
+            format!("invalid {what}: {path}: {reason}")
+        })
+    })
 }
 
 /// A running local server and the identity of its first tenant.
@@ -173,7 +197,8 @@ mod tests {
         .err()
         .unwrap();
         assert!(
-            e.message.contains("unknown field `alocated`"),
+            e.message
+                .starts_with("invalid server config: budgets[0]: unknown field `alocated`"),
             "{}",
             e.message
         );
@@ -182,7 +207,12 @@ mod tests {
         ))
         .err()
         .unwrap();
-        assert!(e.message.contains("unknown field `max`"), "{}", e.message);
+        assert!(
+            e.message
+                .starts_with("invalid server config: regime.extend: unknown field `max`"),
+            "{}",
+            e.message
+        );
         let e = parse_fault(r#"{"operation": "commitReservation", "fault": {"kind": "nope"}}"#)
             .err()
             .unwrap();
@@ -192,6 +222,29 @@ mod tests {
             e.message
         );
         assert!(!e.message.contains(" at line "), "{}", e.message);
+        // Every fault kind refuses unknown keys, the unit kinds too (the server's own check).
+        for (rule, key) in [
+            (
+                r#"{"operation":"commitReservation","time":1,"fault":{"kind":"connection_reset"}}"#,
+                "time",
+            ),
+            (
+                r#"{"operation":"commitReservation","fault":{"kind":"connection_reset","ms":5}}"#,
+                "ms",
+            ),
+            (
+                r#"{"operation":"commitReservation","fault":{"kind":"delay","ms":5,"jitter":1}}"#,
+                "jitter",
+            ),
+        ] {
+            let e = parse_fault(rule).err().unwrap();
+            assert!(
+                e.message.starts_with("invalid fault rule: "),
+                "{}",
+                e.message
+            );
+            assert!(e.message.contains(&format!("`{key}`")), "{}", e.message);
+        }
         let small = parse_config(Some(
             r#"{"budgets": [{"scope": "tenant:acme", "unit": "TOKENS", "allocated": 100}]}"#,
         ))

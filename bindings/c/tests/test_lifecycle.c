@@ -319,6 +319,17 @@ static void contract(void) {
         "{\"budgets\":[{\"scope\":\"tenant:acme\",\"unit\":\"TOKENS\",\"allocated\":100000},"
         "{\"scope\":\"tenant:acme/workspace:capped\",\"unit\":\"TOKENS\",\"allocated\":100000,"
         "\"caps\":{\"max_tokens\":64,\"tool_denylist\":[\"shell\"]}}]}", &s, &ERR));
+    /* A fault rule's unknown key (a misspelt "times") is named too, with where it is. */
+    CHECK(cycles_local_server_add_fault(s, "{\"operation\":\"commitReservation\",\"time\":1,"
+          "\"fault\":{\"kind\":\"connection_reset\"}}", &err) == CYCLES_INVALID_ARGUMENT, "unknown fault key");
+    CHECK(strstr(cycles_error_message(err), "invalid fault rule: unknown field `time`"), "%s", cycles_error_message(err));
+    cycles_error_free(err);
+    err = NULL;
+    CHECK(cycles_local_server_add_fault(s, "{\"operation\":\"commitReservation\","
+          "\"fault\":{\"kind\":\"connection_reset\",\"ms\":5}}", &err) == CYCLES_INVALID_ARGUMENT, "unit kind key");
+    CHECK(strstr(cycles_error_message(err), "fault: unknown field `ms`"), "%s", cycles_error_message(err));
+    cycles_error_free(err);
+    err = NULL;
     const char *url = cycles_local_server_url(s), *key = cycles_local_server_api_key(s);
     cycles_client *c = NULL;
     /* Unknown option keys are named. */

@@ -97,8 +97,11 @@ pub enum BudgetStatus {
 }
 
 /// A budget for one (scope, unit).
+/// `scope`, `unit` and `allocated` are required in JSON: a budget missing one would otherwise
+/// be the default's (`tenant:acme`, `USD_MICROCENTS`, 10^10), and the next call would fail
+/// far from the mistake.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(default, deny_unknown_fields)]
+#[serde(deny_unknown_fields)]
 pub struct BudgetSeed {
     /// Canonical scope, e.g. `tenant:acme/workspace:prod`.
     pub scope: String,
@@ -107,12 +110,15 @@ pub struct BudgetSeed {
     /// Allocated amount.
     pub allocated: i64,
     /// Maximum debt ALLOW_WITH_OVERDRAFT may accrue.
+    #[serde(default)]
     pub overdraft_limit: i64,
     /// Operator status.
+    #[serde(default)]
     pub status: BudgetStatus,
     /// Caps granted with every allowed reservation and decision in this scope: the answer is
     /// then `ALLOW_WITH_CAPS` with these caps (`None`: plain `ALLOW`). The innermost scope's
     /// caps win when several budgets of a request have them.
+    #[serde(default)]
     pub caps: Option<CapsSeed>,
 }
 

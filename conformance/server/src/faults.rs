@@ -54,8 +54,10 @@ impl Operation {
     }
 }
 
-/// When and how to inject a fault.
+/// When and how to inject a fault. Unknown keys are refused: a misspelt key would otherwise
+/// script a different fault than the test meant.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
 pub struct FaultRule {
     /// Operation the rule applies to.
     pub operation: Operation,
@@ -69,13 +71,34 @@ pub struct FaultRule {
     #[serde(default)]
     pub times: u32,
     /// What to do.
+    #[serde(deserialize_with = "strict_fault")]
     pub fault: Fault,
+}
+
+/// A [`Fault`], refusing unknown keys on every kind: serde's `deny_unknown_fields` covers the
+/// kinds with fields, but an internally tagged unit kind (`connection_reset`) ignores extra
+/// keys, so `{"kind": "connection_reset", "ms": 5}` would silently lose its `ms`.
+fn strict_fault<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Fault, D::Error> {
+    use serde::de::Error;
+    let given = serde_json::Value::deserialize(d)?;
+    let fault = Fault::deserialize(&given).map_err(D::Error::custom)?;
+    if let (Some(g), Ok(serde_json::Value::Object(known))) =
+        (given.as_object(), serde_json::to_value(&fault))
+    {
+        if let Some(extra) = g.keys().find(|k| !known.contains_key(*k)) {
+            return Err(D::Error::custom(format!(
+                "unknown field `{extra}` for fault kind `{}`",
+                known.get("kind").and_then(|k| k.as_str()).unwrap_or("?")
+            )));
+        }
+    }
+    Ok(fault)
 }
 
 /// The injected behaviour. Serde: `{"kind": "drop_response_after_apply"}`, `{"kind": "server_error", "status": 503}`, ...
 /// (PascalCase kinds accepted too).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Fault {
     /// Apply, then reset the connection (RST) with no response.
     #[serde(alias = "DropResponseAfterApply")]

@@ -555,3 +555,28 @@ async fn reservation_id_fault_assigns_an_unusual_id_that_paths_reach_escaped() {
         .unwrap()
         .starts_with("rsv_"));
 }
+
+#[test]
+fn fault_rules_refuse_unknown_keys_at_every_level() {
+    let ok = r#"{"operation":"commitReservation","times":1,"fault":{"kind":"server_error","status":503}}"#;
+    serde_json::from_str::<FaultRule>(ok).expect("a valid rule");
+    for (text, key) in [
+        (
+            r#"{"operation":"commitReservation","time":1,"fault":{"kind":"connection_reset"}}"#,
+            "time",
+        ),
+        (
+            r#"{"operation":"commitReservation","fault":{"kind":"server_error","status":503,"staus":1}}"#,
+            "staus",
+        ),
+        (
+            r#"{"operation":"commitReservation","fault":{"kind":"connection_reset","ms":5}}"#,
+            "ms",
+        ),
+    ] {
+        let e = serde_json::from_str::<FaultRule>(text)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(&format!("unknown field `{key}`")), "{text}: {e}");
+    }
+}

@@ -70,7 +70,8 @@ public record Outcome(Kind kind, String reservationId, Long actual, Settlement s
         f.put("name", name);
         f.put("code", CyclesException.errorCodes().get(name).longValue());
         f.put("message", Json.str(m, "message"));
-        f.put("released", m.get("released"));
+        f.put("released", Boolean.TRUE.equals(m.get("released")));
+        f.put("reservation_id", reservationId);
         Map<String, Object> re = Json.obj(m, "release_error");
         if (re != null) {
             Map<String, Object> rf = new java.util.LinkedHashMap<>();

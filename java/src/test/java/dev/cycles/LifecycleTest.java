@@ -120,6 +120,38 @@ class LifecycleTest {
     }
 
     @Test
+    void negativeActualIsReleasedAndTheExceptionSaysSo() {
+        try (CyclesClient client = fx.client()) {
+            dev.cycles.errors.InvalidArgumentException e = assertThrows(dev.cycles.errors.InvalidArgumentException.class,
+                    () -> client.guarded(GuardSpec.of(ACTION, 100), r -> {
+                        r.setActual(-5);
+                        return "negative";
+                    }));
+            assertTrue(e.endedGuard(), e.getMessage());
+            assertTrue(e.released(), e.getMessage());
+            assertTrue(e.releaseError().isEmpty());
+            String rid = e.reservationId().orElseThrow();
+            assertTrue(e.getMessage().contains(rid), e.getMessage());
+            // Any other argument error reserved nothing: no guard ended with it.
+            dev.cycles.errors.InvalidArgumentException other = assertThrows(dev.cycles.errors.InvalidArgumentException.class,
+                    () -> LocalServer.start("{\"budget\":[]}").close());
+            assertFalse(other.endedGuard());
+            assertFalse(other.released());
+            assertTrue(other.reservationId().isEmpty());
+        }
+        assertEquals(List.of("reserve", "release"), fx.ledger().stream().map(e -> e.split(":")[0]).toList());
+    }
+
+    @Test
+    void missingActualNamesItsReservation() {
+        try (CyclesClient client = fx.client()) {
+            dev.cycles.errors.MissingActualException e = assertThrows(dev.cycles.errors.MissingActualException.class,
+                    () -> client.guarded(GuardSpec.of(ACTION, 100), r -> "no actual"));
+            assertTrue(e.getMessage().contains(e.reservationId().orElseThrow()), e.getMessage());
+        }
+    }
+
+    @Test
     void guardedAsyncSettlesWhatTheStageReported() throws Exception {
         ExecutorService pool = Executors.newFixedThreadPool(2);
         try (CyclesClient client = fx.client()) {

@@ -94,10 +94,14 @@ class LocalServerTest {
             InvalidArgumentException e = assertThrows(InvalidArgumentException.class, () -> LocalServer.start(c[0]).close());
             assertTrue(e.getMessage().contains(c[1]), e.getMessage());
         }
+        // A budget missing a required field would be the default's: refused, naming it.
+        InvalidArgumentException m = assertThrows(InvalidArgumentException.class,
+                () -> LocalServer.start("{\"budgets\":[{\"scope\":\"tenant:acme\",\"allocated\":5}]}").close());
+        assertTrue(m.getMessage().startsWith("invalid server config: budgets[0]: missing field `unit`"), m.getMessage());
         InvalidArgumentException t = assertThrows(InvalidArgumentException.class,
                 () -> LocalServer.start("{\"evidence\":\"yes\"}").close());
         assertTrue(t.getMessage().startsWith("invalid server config"), t.getMessage());
-        try (LocalServer server = LocalServer.start("{\"budgets\":[{\"scope\":\"tenant:acme\",\"allocated\":5}]}")) {
+        try (LocalServer server = LocalServer.start("{\"budgets\":[{\"scope\":\"tenant:acme\",\"unit\":\"USD_MICROCENTS\",\"allocated\":5}]}")) {
             InvalidArgumentException f = assertThrows(InvalidArgumentException.class, () -> server.addFault(
                     "{\"operation\":\"commitReservation\",\"time\":1,\"fault\":{\"kind\":\"connection_reset\"}}"));
             assertTrue(f.getMessage().contains("time"), f.getMessage());

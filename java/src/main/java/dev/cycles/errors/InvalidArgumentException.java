@@ -14,4 +14,31 @@ public final class InvalidArgumentException extends CyclesException {
     public InvalidArgumentException(Map<String, Object> fields) {
         super(fields);
     }
+
+    /**
+     * @return whether this error ended a guarded reservation (its actual was negative):
+     *     nothing was committed, and {@link #released()} says whether the estimate was
+     *     released; false for every other argument error, which reserved nothing
+     */
+    public boolean endedGuard() {
+        return field("released") != null;
+    }
+
+    /** @return the reservation the guard held (never charged), when a guard ended with this error */
+    public java.util.Optional<String> reservationId() {
+        return java.util.Optional.ofNullable((String) field("reservation_id"));
+    }
+
+    /**
+     * @return whether the reservation was released in the same call (false: that release
+     *     failed, see {@link #releaseError()}; the estimate stays held until the lease expires)
+     */
+    public boolean released() {
+        return Boolean.TRUE.equals(field("released"));
+    }
+
+    /** @return why the release failed (its error kind and message), when it failed */
+    public java.util.Optional<CyclesException> releaseError() {
+        return java.util.Optional.ofNullable((CyclesException) field("release_exception"));
+    }
 }

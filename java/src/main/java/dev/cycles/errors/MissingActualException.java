@@ -15,6 +15,11 @@ public final class MissingActualException extends CyclesException {
         super(fields);
     }
 
+    /** @return the reservation the guard held (never charged), when a guard ended with this error */
+    public java.util.Optional<String> reservationId() {
+        return java.util.Optional.ofNullable((String) field("reservation_id"));
+    }
+
     /**
      * @return whether the reservation was released in the same call (false: that release
      *     failed, see {@link #releaseError()}; the estimate stays held until the lease expires)
