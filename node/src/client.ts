@@ -18,7 +18,7 @@ import {
 import type * as M from "./models";
 import { fromWire, toWire } from "./models";
 import { native, type NativeClient, type NativeLifecycle } from "./native";
-import { checkOptions, requiredMs } from "./options";
+import { eventListenerOf, optionsJson, requiredMs } from "./options";
 
 /** One event of core's stable schema (docs/events.md), keys in camelCase. */
 export interface CyclesEvent {
@@ -67,8 +67,8 @@ export interface ClientOptions {
   onEvent?: EventListener;
 }
 
-/** Options of {@link Client.fromEnv}: the `CYCLES_*` variables give the rest. */
-export type FromEnvOptions = Pick<ClientOptions, "journalDir" | "journalEnabled" | "maxAttempts" | "replayIntervalMs" | "closeTimeoutMs" | "onEvent">;
+/** Options of {@link Client.fromEnv}: the `CYCLES_*` variables give the rest, and these apply over them. */
+export type FromEnvOptions = Omit<ClientOptions, "baseUrl" | "apiKey">;
 
 /** What {@link Client.reserve} takes. */
 export interface ReserveOptions {
@@ -125,7 +125,6 @@ export interface WrapOptions<A extends unknown[], T> extends Omit<GuardOptions<T
   estimate: number | bigint | M.Amount | ((...args: A) => number | bigint | M.Amount);
 }
 
-const DEFAULT_CLOSE_TIMEOUT_MS = 5000;
 /** How long close() waits for the last events after the drain. */
 const EVENTS_END_WAIT_MS = 1000;
 
@@ -173,8 +172,6 @@ export class Client implements AsyncDisposable {
   private readonly native: NativeClient;
   private lc: NativeLifecycle | null = null;
   private readonly listeners = new Set<EventListener>();
-  private readonly maxAttempts: number | undefined;
-  private readonly replayIntervalMs: number | undefined;
   private readonly closeTimeoutMs: number;
   private eventsEnded: Promise<void> | null = null;
   private endEvents: (() => void) | null = null;
@@ -189,35 +186,21 @@ export class Client implements AsyncDisposable {
   /** @internal */
   constructor(options: ClientOptions, nativeClient: NativeClient);
   constructor(options: ClientOptions, nativeClient?: NativeClient) {
-    const settings = checkOptions(options, nativeClient === undefined);
-    this.native =
-      nativeClient ??
-      call(
-        () =>
-          new native.NativeClient({
-            baseUrl: options.baseUrl,
-            apiKey: options.apiKey,
-            tenant: options.tenant,
-            defaultUnit: options.defaultUnit,
-            requestTimeoutMs: options.requestTimeoutMs,
-            connectTimeoutMs: options.connectTimeoutMs,
-            journalDir: options.journalDir,
-            journalEnabled: options.journalEnabled,
-            maxConcurrentRequests: options.maxConcurrentRequests,
-          }),
-      );
+    const onEvent = eventListenerOf(options);
+    this.native = nativeClient ?? call(() => new native.NativeClient(optionsJson(options)));
     this.defaultTenant = this.native.tenant;
     this.unitOfBare = this.native.defaultUnit;
-    this.maxAttempts = settings.maxAttempts;
-    this.replayIntervalMs = settings.replayIntervalMs;
-    this.closeTimeoutMs = settings.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS;
-    if (options.onEvent) this.listeners.add(options.onEvent);
+    this.closeTimeoutMs = this.native.closeTimeoutMs;
+    if (onEvent) this.listeners.add(onEvent);
   }
 
-  /** A client of the `CYCLES_*` environment variables (`CYCLES_BASE_URL`, `CYCLES_API_KEY`, ...). */
+  /**
+   * A client of the `CYCLES_*` environment variables (`CYCLES_BASE_URL`, `CYCLES_API_KEY`,
+   * `CYCLES_TENANT`, `CYCLES_UNIT`, ...); the options given here apply over them.
+   */
   static fromEnv(options: FromEnvOptions = {}): Client {
-    checkOptions(options, false);
-    const n = call(() => native.NativeClient.fromEnv(options.journalDir, options.journalEnabled));
+    eventListenerOf(options);
+    const n = call(() => native.NativeClient.fromEnv(optionsJson(options)));
     return new Client({ ...options, baseUrl: n.baseUrl, apiKey: "" }, n);
   }
 
@@ -291,7 +274,7 @@ export class Client implements AsyncDisposable {
     if (this.lc === null) {
       this.eventsEnded = new Promise((resolve) => (this.endEvents = resolve));
       this.lc = call(() =>
-        this.native.lifecycle(this.maxAttempts, this.replayIntervalMs, (batch) => this.dispatch(batch)),
+        this.native.lifecycle((batch) => this.dispatch(batch)),
       );
       this.lc.setEventsWanted(this.listeners.size > 0);
       OPEN.add(this);

@@ -252,7 +252,15 @@ export function currentStore(): GuardedReservation | null {
   return currentReservation();
 }
 
-function exactAmount(amount: number | bigint | Amount, unit: string): number {
+/** The smallest and largest amounts a settlement carries (int64, the spec's amounts). */
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+
+/**
+ * An actual amount as the native module takes it, exactly: a safe integer as a number, a
+ * bigint beyond ±(2^53 - 1) as its decimal text (a number would round it).
+ */
+function exactAmount(amount: number | bigint | Amount, unit: string): number | string {
   let n: number | bigint;
   if (typeof amount === "object" && amount !== null) {
     if (amount.unit !== unit) {
@@ -263,13 +271,13 @@ function exactAmount(amount: number | bigint | Amount, unit: string): number {
     n = amount;
   }
   if (typeof n === "bigint") {
-    if (n > BigInt(Number.MAX_SAFE_INTEGER) || n < BigInt(Number.MIN_SAFE_INTEGER)) {
-      throw new InvalidArgumentError("an actual amount must be within ±(2^53 - 1)");
+    if (n > INT64_MAX || n < INT64_MIN) {
+      throw new InvalidArgumentError(`an actual amount must be from -2^63 to 2^63 - 1, not ${n}`);
     }
-    return Number(n);
+    return n >= BigInt(Number.MIN_SAFE_INTEGER) && n <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(n) : n.toString();
   }
   if (typeof n !== "number" || !Number.isSafeInteger(n)) {
-    throw new InvalidArgumentError("an actual amount must be a safe integer (a number, a bigint or an Amount)");
+    throw new InvalidArgumentError("an actual amount must be a safe integer, a bigint or an Amount");
   }
   return n;
 }

@@ -1,14 +1,13 @@
 /**
- * Checks of what a JavaScript caller hands the client before it crosses into the native
- * module. TypeScript checks typed callers only; napi would coerce the rest silently (`-1`
- * becomes 4294967295 ms, `1.5` becomes 1, `2 ** 40` becomes 0) or fail with a message
- * naming Rust types. Ranges beyond these (a timeout's maximum, ...) stay core's to check
- * (`ConfigError`). `InvalidArgumentError` here, as the Python and JVM bindings raise for an
- * option value their own checks refuse.
+ * What a JavaScript caller hands the client, on its way into the native module. The client
+ * options go as JSON to the bridge, which checks them (one table and one error text for
+ * every language); call arguments in milliseconds are checked here, since napi would coerce
+ * them silently (`-1` becomes 4294967295 ms, `1.5` becomes 1).
  * @module
  * @internal
  */
 import { InvalidArgumentError } from "./errors";
+import { stringifyJson } from "./json";
 
 /** The largest value the native module takes for a count or a duration in milliseconds. */
 const U32_MAX = 0xffff_ffff;
@@ -35,41 +34,28 @@ function describe(value: unknown): string {
   return `a value of type ${typeof value}`;
 }
 
-/** The settings `Client` and `Client.fromEnv` share (everything but `baseUrl` and `apiKey`). */
-export interface CheckedSettings {
-  maxAttempts: number | undefined;
-  replayIntervalMs: number | undefined;
-  closeTimeoutMs: number | undefined;
+/**
+ * The client options as the bridge's JSON (camelCase, `onEvent` left out): the bridge checks
+ * every member against its one table and names a bad one as written here
+ * (`requestTimeoutMs must be an integer from 1 to 4294967295, not -1`). A number JSON cannot
+ * carry (`NaN`, `Infinity`) goes as its text, so it is refused by name rather than dropped.
+ */
+export function optionsJson(options: object): string {
+  const out: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(options)) {
+    if (name === "onEvent") continue;
+    out[name] = typeof value === "number" && !Number.isFinite(value) ? String(value) : value;
+  }
+  return stringifyJson(out);
 }
 
-/**
- * Checks a `Client`'s options object: `withEndpoint` also requires `baseUrl` and `apiKey`
- * (not for `Client.fromEnv`, whose endpoint comes from the environment). Throws
- * {@link InvalidArgumentError}.
- */
-export function checkOptions(options: unknown, withEndpoint: boolean): CheckedSettings {
+/** The `onEvent` listener of client options, checked (a function or absent). */
+export function eventListenerOf(options: unknown): ((event: never) => void) | undefined {
   if (options === null || typeof options !== "object") {
     throw new InvalidArgumentError(`the client options must be an object ({ baseUrl, apiKey, ... }), not ${describe(options)}`);
   }
-  const o = options as Record<string, unknown>;
-  if (withEndpoint) {
-    for (const name of ["baseUrl", "apiKey"]) {
-      if (typeof o[name] !== "string") throw new InvalidArgumentError(`${name} is required and must be a string, not ${describe(o[name])}`);
-    }
-  }
-  optional(o.tenant, "string", "tenant");
-  optional(o.defaultUnit, "string", "defaultUnit");
-  optional(o.journalDir, "string", "journalDir");
-  optional(o.journalEnabled, "boolean", "journalEnabled");
-  optional(o.onEvent, "function", "onEvent");
-  uint(o.requestTimeoutMs, "requestTimeoutMs", 1);
-  uint(o.connectTimeoutMs, "connectTimeoutMs", 1);
-  uint(o.maxConcurrentRequests, "maxConcurrentRequests", 1);
-  return {
-    maxAttempts: uint(o.maxAttempts, "maxAttempts", 1),
-    replayIntervalMs: uint(o.replayIntervalMs, "replayIntervalMs", 1),
-    closeTimeoutMs: uint(o.closeTimeoutMs, "closeTimeoutMs", 0),
-  };
+  optional((options as { onEvent?: unknown }).onEvent, "function", "onEvent");
+  return (options as { onEvent?: (event: never) => void }).onEvent ?? undefined;
 }
 
 /** A required argument in milliseconds, 0 allowed (a drain bound, a clock step); throws {@link InvalidArgumentError}. */

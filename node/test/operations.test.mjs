@@ -162,19 +162,22 @@ test("errors: unauthorized never shows the key; connect failure; bad arguments",
   assert.throws(() => new Client({ baseUrl: "not a url", apiKey: "k" }), (e) => e instanceof CyclesError && e.errorName === "CONFIG");
 });
 
-test("bad options are an InvalidArgumentError before anything reaches native code", async () => {
+test("bad options are an InvalidArgumentError naming them, in the bridge's one wording", async () => {
   const base = { baseUrl: server.url, apiKey: server.apiKey, journalEnabled: false };
   const cases = [
     [null, /options must be an object/],
-    [{ apiKey: "k" }, /baseUrl is required and must be a string, not undefined/],
-    [{ baseUrl: server.url, apiKey: 5 }, /apiKey is required and must be a string, not 5/],
+    [{ apiKey: "k" }, /^baseUrl is required$/],
+    [{ baseUrl: server.url, apiKey: 5 }, /^apiKey must be a string, not 5$/],
+    [{ ...base, journalDri: "/tmp" }, /^unknown option "journalDri" \(known: baseUrl, apiKey, tenant, defaultUnit, /],
     [{ ...base, tenant: 7 }, /tenant must be a string, not 7/],
     [{ ...base, journalDir: 5 }, /journalDir must be a string/],
     [{ ...base, journalEnabled: "yes" }, /journalEnabled must be a boolean, not "yes"/],
     [{ ...base, onEvent: 5 }, /onEvent must be a function/],
-    // napi would have wrapped these to 4294967295 or truncated them.
-    [{ ...base, requestTimeoutMs: -1 }, /requestTimeoutMs must be an integer from 1 to 4294967295, not -1/],
+    // napi would have wrapped these to 4294967295 or truncated them; JSON would drop NaN.
+    [{ ...base, requestTimeoutMs: -1 }, /^requestTimeoutMs must be an integer from 1 to 4294967295, not -1$/],
     [{ ...base, requestTimeoutMs: 1.5 }, /requestTimeoutMs must be an integer/],
+    [{ ...base, requestTimeoutMs: NaN }, /requestTimeoutMs must be an integer.*not "NaN"/],
+    [{ ...base, connectTimeoutMs: Infinity }, /connectTimeoutMs must be an integer.*not "Infinity"/],
     [{ ...base, requestTimeoutMs: "5" }, /requestTimeoutMs must be an integer.*not "5"/],
     [{ ...base, connectTimeoutMs: 2 ** 40 }, /connectTimeoutMs must be an integer from 1/],
     [{ ...base, maxConcurrentRequests: -2 }, /maxConcurrentRequests must be an integer from 1/],
@@ -192,6 +195,8 @@ test("bad options are an InvalidArgumentError before anything reaches native cod
     });
   }
   assert.throws(() => Client.fromEnv({ maxAttempts: -1 }), (e) => e instanceof InvalidArgumentError && /maxAttempts/.test(e.message));
+  // fromEnv takes every option but the endpoint, which the environment gives.
+  assert.throws(() => Client.fromEnv({ baseUrl: "http://x" }), (e) => e instanceof InvalidArgumentError && /^unknown option "baseUrl"/.test(e.message));
   // Core's own range checks still apply to well-typed values (ConfigError, as in every binding).
   assert.throws(() => new Client({ ...base, requestTimeoutMs: 90_000_000 }), (e) => e instanceof ConfigError && /at most 86400000/.test(e.message));
   // Accepted at the edges: 0 ms is "no drain" for closeTimeoutMs.
@@ -272,6 +277,32 @@ test("int64 results are exact over real HTTP: a budget of 2^63 - 1, amounts beyo
     assert.equal(reserved.amount, big);
     assert.deepEqual(outcome.settlement.charged, { unit: "USD_MICROCENTS", amount: 7 });
     await assert.rejects(c.reserve({ estimate: 2n ** 63n, action: ACTION }), (e) => e instanceof InvalidArgumentError && /2\^63 - 1/.test(e.message));
+
+    // Actuals beyond 2^53 - 1 are settled exactly too: setActual and add take a bigint.
+    const huge = 2n ** 60n + 3n;
+    const set = await c.guardedWithOutcome({ estimate: big, action: ACTION }, async (r) => {
+      r.setActual(huge);
+      return "set";
+    });
+    assert.deepEqual(set.outcome.settlement.charged, { unit: "USD_MICROCENTS", amount: huge });
+    const added = await c.guardedWithOutcome({ estimate: big, action: ACTION }, async (r) => {
+      r.add(2n ** 53n);
+      r.add(1);
+      r.add({ unit: "USD_MICROCENTS", amount: 2n ** 53n });
+      return "added";
+    });
+    const sum = 2n ** 54n + 1n;
+    assert.deepEqual(added.outcome.settlement.charged, { unit: "USD_MICROCENTS", amount: sum });
+    const commits = s.ledger().filter((e) => e.kind === "commit").map((e) => [e.reservation_id, e.amount]);
+    assert.deepEqual(commits.slice(-2), [[set.outcome.reservationId, huge], [added.outcome.reservationId, sum]]);
+    await assert.rejects(
+      c.guarded({ estimate: 5, action: ACTION }, async (r) => r.setActual(2n ** 63n)),
+      (e) => e instanceof InvalidArgumentError && /2\^63 - 1/.test(e.message),
+    );
+    await assert.rejects(
+      c.guarded({ estimate: 5, action: ACTION }, async (r) => r.add(2 ** 53)),
+      (e) => e instanceof InvalidArgumentError && /safe integer/.test(e.message),
+    );
   } finally {
     await c.close();
     s.stop();

@@ -18,29 +18,14 @@ _Decision = Union[
 ]
 
 class NativeClient:
-    def __init__(
-        self,
-        base_url: str,
-        api_key: str,
-        tenant: str | None = None,
-        request_timeout_ms: int | None = None,
-        connect_timeout_ms: int | None = None,
-        journal_dir: str | None = None,
-        journal_enabled: bool | None = None,
-        max_concurrent_requests: int | None = None,
-        default_unit: str | None = None,
-    ) -> None: ...
-    @staticmethod
-    def from_env(
-        journal_dir: str | None = None, journal_enabled: bool | None = None
-    ) -> NativeClient: ...
+    def __init__(self, options_json: str, from_env: bool = False) -> None: ...
+    @property
+    def close_timeout_ms(self) -> int: ...
     @property
     def journal_dir(self) -> str: ...
     @property
     def journal_enabled(self) -> bool: ...
-    def lifecycle(
-        self, max_attempts: int | None = None, replay_interval_ms: int | None = None
-    ) -> NativeLifecycle: ...
+    def lifecycle(self) -> NativeLifecycle: ...
     @property
     def base_url(self) -> str: ...
     @property
@@ -73,6 +58,8 @@ class NativeLifecycle:
 class NativeActive:
     @property
     def reservation_id(self) -> str: ...
+    @property
+    def unit(self) -> str: ...
     @property
     def decision(self) -> str: ...
     @property

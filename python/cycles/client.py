@@ -79,11 +79,9 @@ EstimateLike = Union[AmountLike, int]
 #: (for an ``async`` function, of the awaited result); ``None``: the function reports it.
 ActualLike = Union[int, Amount, Callable[[Any], Union[int, Amount]], None]
 
-_DEFAULT_CLOSE_TIMEOUT = 5.0
-
-
-# The native layer takes milliseconds and counts as unsigned 64-bit integers: anything beyond
-# is refused here with a typed error (pyo3 would raise OverflowError).
+# Call arguments in seconds (drain and close bounds) cross as unsigned 64-bit milliseconds:
+# anything beyond is refused here with a typed error (pyo3 would raise OverflowError). The
+# client options are the bridge's to check (_options_json).
 _U64_MAX = 2**64 - 1
 
 
@@ -107,6 +105,27 @@ def _seconds(seconds: float, name: str, *, zero_ok: bool) -> float:
     return seconds
 
 
+def _options_json(options: Mapping[str, Any]) -> str:
+    """The client options as the bridge's JSON (Python's names, seconds): the bridge checks
+    every one against its single table and names a bad one as written here
+    (``request_timeout must be a finite number of seconds above 0, not -1``). ``None`` is
+    left out (the default); a path goes as its text; a float JSON cannot carry (``inf``,
+    ``nan``) as its text, so it is refused by name rather than lost."""
+    out: dict[str, Any] = {}
+    for name, value in options.items():
+        if value is None:
+            continue
+        if isinstance(value, os.PathLike):
+            value = os.fspath(value)
+        elif isinstance(value, float) and not math.isfinite(value):
+            value = str(value)
+        out[name] = value
+    try:
+        return json.dumps(out, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise InvalidArgumentError(f"the client options are not JSON: {e}") from None
+
+
 def _ms(seconds: float | None, name: str) -> int | None:
     if seconds is None:
         return None
@@ -116,15 +135,6 @@ def _ms(seconds: float | None, name: str) -> int | None:
 def _close_seconds(seconds: float, name: str) -> float:
     """A close's drain bound: 0 for no drain."""
     return float(_seconds(seconds, name, zero_ok=True))
-
-
-def _count(value: int | None, name: str, upper: int) -> int | None:
-    """A positive int of at most ``upper``, or None."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= upper:
-        raise InvalidArgumentError(f"{name} must be an int from 1 to {upper}")
-    return value
 
 
 def _part(value: Any, cls: type, what: str) -> Any:
@@ -344,57 +354,44 @@ class _Base(_Requests):
         journal_dir: str | os.PathLike[str] | None = None,
         journal_enabled: bool | None = None,
         on_event: Callable[[LifecycleEvent], None] | None = None,
-        close_timeout: float = _DEFAULT_CLOSE_TIMEOUT,
+        close_timeout: float | None = None,
         settle_max_attempts: int | None = None,
         replay_interval: float | None = None,
         max_concurrent_requests: int | None = None,
         default_unit: str | None = None,
     ) -> None:
-        _count(max_concurrent_requests, "max_concurrent_requests", _U64_MAX)
-        self._native = _native.NativeClient(
-            base_url,
-            api_key,
-            tenant,
-            _ms(request_timeout, "request_timeout"),
-            _ms(connect_timeout, "connect_timeout"),
-            None if journal_dir is None else os.fspath(journal_dir),
-            journal_enabled,
-            max_concurrent_requests,
-            # Checked by core (an unknown unit is a ConfigError), like CYCLES_UNIT.
-            default_unit,
-        )
-        self._lc_settings(on_event, close_timeout, settle_max_attempts, replay_interval)
+        options = {
+            "base_url": base_url,
+            "api_key": api_key,
+            "tenant": tenant,
+            "default_unit": default_unit,
+            "request_timeout": request_timeout,
+            "connect_timeout": connect_timeout,
+            "journal_dir": journal_dir,
+            "journal_enabled": journal_enabled,
+            "max_concurrent_requests": max_concurrent_requests,
+            "settle_max_attempts": settle_max_attempts,
+            "replay_interval": replay_interval,
+            "close_timeout": close_timeout,
+        }
+        self._native = _native.NativeClient(_options_json(options))
+        self._lc_settings(on_event)
 
-    def _lc_settings(
-        self,
-        on_event: Callable[[LifecycleEvent], None] | None,
-        close_timeout: float,
-        settle_max_attempts: int | None,
-        replay_interval: float | None,
-    ) -> None:
+    def _lc_settings(self, on_event: Callable[[LifecycleEvent], None] | None) -> None:
+        if on_event is not None and not callable(on_event):
+            raise InvalidArgumentError(f"on_event must be a function, not {on_event!r}")
         self._on_event = on_event
-        self._close_timeout = _close_seconds(close_timeout, "close_timeout")
-        self._settle_max_attempts = _count(settle_max_attempts, "settle_max_attempts", 2**32 - 1)
-        self._replay_interval_ms = _ms(replay_interval, "replay_interval")
+        # The bridge's (close_timeout, else its default): seconds, as this package speaks.
+        self._close_timeout = self._native.close_timeout_ms / 1000
         self._lc: _Lifecycle | None = None
         self._lc_lock = threading.Lock()
 
     @classmethod
     def _from_env(
-        cls,
-        journal_dir: str | os.PathLike[str] | None,
-        journal_enabled: bool | None,
-        on_event: Callable[[LifecycleEvent], None] | None,
-        close_timeout: float,
-        settle_max_attempts: int | None,
-        replay_interval: float | None,
+        cls, options: dict[str, Any], on_event: Callable[[LifecycleEvent], None] | None
     ) -> Any:
-        self = cls._wrap(
-            _native.NativeClient.from_env(
-                None if journal_dir is None else os.fspath(journal_dir), journal_enabled
-            )
-        )
-        self._lc_settings(on_event, close_timeout, settle_max_attempts, replay_interval)
+        self = cls._wrap(_native.NativeClient(_options_json(options), from_env=True))
+        self._lc_settings(on_event)
         return self
 
     def _lifecycle(self) -> _Lifecycle:
@@ -404,7 +401,7 @@ class _Base(_Requests):
             return lc
         with self._lc_lock:
             if self._lc is None:
-                native = self._native.lifecycle(self._settle_max_attempts, self._replay_interval_ms)
+                native = self._native.lifecycle()
                 self._lc = _Lifecycle(native, self._on_event, self._close_timeout)
             return self._lc
 
@@ -461,12 +458,6 @@ class _Base(_Requests):
         """
         _check_policy(heartbeat_policy)
         est = _estimate(estimate)
-        if isinstance(est, dict):
-            est_unit = str(est["unit"])
-        else:
-            # The unit the bridge gives a bare estimate: the spec's, the client's default,
-            # else its fallback.
-            est_unit = unit or self._native.default_unit or "USD_MICROCENTS"
         spec = _dumps(
             _clean(
                 {
@@ -484,7 +475,7 @@ class _Base(_Requests):
                 }
             )
         )
-        return ReservationContext(self._lifecycle(), spec, est_unit)
+        return ReservationContext(self._lifecycle(), spec)
 
     def stream(self, estimate: AmountLike | int, **kwargs: Any) -> ReservationContext:
         """:meth:`reserve` for streamed work: call ``r.add(n)`` as usage arrives; whatever
@@ -695,7 +686,7 @@ class Client(_Base):
         journal_dir: str | os.PathLike[str] | None = None,
         journal_enabled: bool | None = None,
         on_event: Callable[[LifecycleEvent], None] | None = None,
-        close_timeout: float = _DEFAULT_CLOSE_TIMEOUT,
+        close_timeout: float | None = None,
         settle_max_attempts: int | None = None,
         replay_interval: float | None = None,
     ) -> Client:
@@ -703,14 +694,14 @@ class Client(_Base):
         ``CYCLES_TENANT``, ``CYCLES_REQUEST_TIMEOUT_MS``, ``CYCLES_CONNECT_TIMEOUT_MS``,
         ``CYCLES_JOURNAL_DIR``, ``CYCLES_JOURNAL_ENABLED`` (arguments win) and ``CYCLES_UNIT``
         (the default unit of a bare estimate; an unknown one is a ConfigError)."""
-        return cls._from_env(  # type: ignore[no-any-return]
-            journal_dir,
-            journal_enabled,
-            on_event,
-            close_timeout,
-            settle_max_attempts,
-            replay_interval,
-        )
+        options = {
+            "journal_dir": journal_dir,
+            "journal_enabled": journal_enabled,
+            "settle_max_attempts": settle_max_attempts,
+            "replay_interval": replay_interval,
+            "close_timeout": close_timeout,
+        }
+        return cls._from_env(options, on_event)  # type: ignore[no-any-return]
 
     def close(self, timeout: float | None = None) -> DrainReport:
         """Closes the client: stops the background replay, settles pending settlements for at
@@ -929,19 +920,19 @@ class AsyncClient(_Base):
         journal_dir: str | os.PathLike[str] | None = None,
         journal_enabled: bool | None = None,
         on_event: Callable[[LifecycleEvent], None] | None = None,
-        close_timeout: float = _DEFAULT_CLOSE_TIMEOUT,
+        close_timeout: float | None = None,
         settle_max_attempts: int | None = None,
         replay_interval: float | None = None,
     ) -> AsyncClient:
         """A client from the ``CYCLES_*`` variables (see :meth:`Client.from_env`)."""
-        return cls._from_env(  # type: ignore[no-any-return]
-            journal_dir,
-            journal_enabled,
-            on_event,
-            close_timeout,
-            settle_max_attempts,
-            replay_interval,
-        )
+        options = {
+            "journal_dir": journal_dir,
+            "journal_enabled": journal_enabled,
+            "settle_max_attempts": settle_max_attempts,
+            "replay_interval": replay_interval,
+            "close_timeout": close_timeout,
+        }
+        return cls._from_env(options, on_event)  # type: ignore[no-any-return]
 
     def close(self, timeout: float | None = None) -> DrainReport:
         """Closes the client synchronously, draining as :meth:`Client.close` does (and

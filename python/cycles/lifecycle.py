@@ -589,15 +589,15 @@ class ReservationContext:
     """What ``reserve``/``stream`` return: use it with ``with`` or ``async with`` (the
     reservation is made on entry, settled or released on exit). Single use."""
 
-    def __init__(self, lifecycle: _Lifecycle, spec: str, unit: str) -> None:
+    def __init__(self, lifecycle: _Lifecycle, spec: str) -> None:
         self._lc = lifecycle
         self._spec = spec
-        self._unit = unit
         self._handle: GuardedReservation | None = None
         self._token: contextvars.Token[GuardedReservation | None] | None = None
 
     def _enter(self, native: _native.NativeActive) -> GuardedReservation:
-        self._handle = GuardedReservation(native, self._unit, current_reservation())
+        # The unit is the bridge's (the spec's defaults applied), not worked out again here.
+        self._handle = GuardedReservation(native, native.unit, current_reservation())
         self._token = _CURRENT.set(self._handle)
         return self._handle
 

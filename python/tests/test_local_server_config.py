@@ -1,8 +1,8 @@
 """``cycles.testing.LocalServer`` configuration (issue 28): typed ``budgets=``, unknown keys
-refused by the bridge with ``InvalidArgumentError`` naming them and where they are (a misspelt key used to leave the server's
-default in place silently), and argument errors without serde's position in JSON the caller
-never wrote. What the server really runs with is read back from its own ``/__cycles/config``
-route and its ledger."""
+refused by the bridge with ``InvalidArgumentError`` naming them and where they are (a misspelt
+key used to leave the server's default in place silently), and argument errors without serde's
+position in JSON the caller never wrote. What the server really runs with is read back from
+its own ``/__cycles/config`` route and its ledger."""
 
 from __future__ import annotations
 
@@ -171,7 +171,13 @@ def test_server_errors_name_no_json_position() -> None:
                 server.add_fault(rule)
             assert not SERDE_POSITION.search(str(e.value)), e.value
         with pytest.raises(cycles.InvalidArgumentError, match="unknown field `count`"):
-            server.add_fault({"operation": "commitReservation", "fault": {}, "count": 3})
+            server.add_fault(
+                {
+                    "operation": "commitReservation",
+                    "fault": {"kind": "connection_reset"},
+                    "count": 3,
+                }
+            )
         with pytest.raises(cycles.InvalidArgumentError, match="advance_clock"):
             server.advance_clock(-1)
         assert server.requests() == []

@@ -33,6 +33,11 @@ impl Args {
         })
     }
 
+    /// The object's JSON text, exactly as given.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
     /// INVALID_ARGUMENT naming the first member (in sorted order) that is not in `known`:
     /// a misspelt option must not be ignored in silence.
     pub fn only(&self, known: &[&str], what: &str) -> Result<(), Error> {

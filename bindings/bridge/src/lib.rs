@@ -29,6 +29,7 @@ pub mod guard;
 pub mod journal_json;
 pub mod lifecycle;
 pub mod ops;
+pub mod options;
 pub mod process;
 pub mod server;
 pub mod task;
@@ -40,5 +41,5 @@ pub use guard::SpecDefaults;
 pub use lifecycle::{Active, EventPump, Lifecycle, SettleOverrides};
 pub use ops::{
     client_of_options, decode_captured, headers_from_json, ClientHandle, ClientOptions, Connection,
-    Op, Reply, CLIENT_OPTIONS,
+    Op, Reply,
 };

@@ -17,7 +17,6 @@ use cycles_core::runtime;
 use cycles_core::settle::{DrainReport, ReplayHandle, SettleConfig, Settler};
 use cycles_core::{Config, CyclesClient};
 
-use crate::args::Args;
 use crate::error::ErrorFields;
 use crate::guard::{drain_json, event_json, finished_text, parse_spec_with, SpecDefaults};
 use crate::task::Work;
@@ -119,27 +118,6 @@ pub struct SettleOverrides {
     pub max_attempts: Option<u32>,
     /// How often the background replay runs, in milliseconds (at least 1).
     pub replay_interval_ms: Option<u64>,
-}
-
-impl SettleOverrides {
-    /// Reads both members (absent or `null`: core's default); 0 or a value of the wrong type
-    /// is INVALID_ARGUMENT, as the Python and Node bindings refuse it.
-    pub fn from_args(a: &Args) -> Result<SettleOverrides, ErrorFields> {
-        let max_attempts = a.optional::<u32>("settle_max_attempts")?;
-        let replay_interval_ms = a.optional::<u64>("replay_interval_ms")?;
-        for (name, zero) in [
-            ("settle_max_attempts", max_attempts == Some(0)),
-            ("replay_interval_ms", replay_interval_ms == Some(0)),
-        ] {
-            if zero {
-                return Err(ErrorFields::invalid(format!("{name} must be at least 1")));
-            }
-        }
-        Ok(SettleOverrides {
-            max_attempts,
-            replay_interval_ms,
-        })
-    }
 }
 
 impl Lifecycle {
@@ -261,6 +239,7 @@ const ALREADY_FINISHED: &str = "this guarded action has already finished";
 /// A running guarded action (core's `ActiveGuard`) and its `Usage`.
 pub struct Active {
     reservation_id: String,
+    unit: String,
     decision: String,
     caps: Option<String>,
     usage: Usage,
@@ -271,6 +250,7 @@ impl Active {
     fn new(a: ActiveGuard) -> Active {
         Active {
             reservation_id: a.reservation_id().to_string(),
+            unit: a.unit().as_str().to_string(),
             decision: a.decision().as_str().to_string(),
             caps: a.caps().and_then(|c| serde_json::to_string(c).ok()),
             usage: a.usage().clone(),
@@ -281,6 +261,12 @@ impl Active {
     /// The reservation.
     pub fn reservation_id(&self) -> &str {
         &self.reservation_id
+    }
+
+    /// The estimate's unit (after the spec's defaults: the client's default unit for a bare
+    /// estimate), the unit of every actual; hosts show it rather than work it out again.
+    pub fn unit(&self) -> &str {
+        &self.unit
     }
 
     /// The server's decision, by its wire name: `ALLOW` or `ALLOW_WITH_CAPS`.
@@ -359,35 +345,6 @@ mod tests {
     fn migrated() -> Event {
         Event::JournalMigrated {
             reservation_id: "r1".into(),
-        }
-    }
-
-    #[test]
-    fn settle_overrides_refuse_zero_and_bad_types() {
-        let parse = |t: &str| SettleOverrides::from_args(&Args::parse(t, "options").unwrap());
-        assert_eq!(parse("{}").unwrap(), SettleOverrides::default());
-        assert_eq!(
-            parse(r#"{"settle_max_attempts": 3, "replay_interval_ms": null}"#).unwrap(),
-            SettleOverrides {
-                max_attempts: Some(3),
-                replay_interval_ms: None
-            }
-        );
-        for (text, says) in [
-            (
-                r#"{"settle_max_attempts": 0}"#,
-                "settle_max_attempts must be at least 1",
-            ),
-            (
-                r#"{"replay_interval_ms": 0}"#,
-                "replay_interval_ms must be at least 1",
-            ),
-            (r#"{"settle_max_attempts": -1}"#, "settle_max_attempts"),
-            (r#"{"replay_interval_ms": "5"}"#, "replay_interval_ms"),
-        ] {
-            let e = parse(text).expect_err(text);
-            assert_eq!(e.name, "INVALID_ARGUMENT", "{text}");
-            assert!(e.message.contains(says), "{text}: {}", e.message);
         }
     }
 

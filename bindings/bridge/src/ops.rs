@@ -409,89 +409,16 @@ pub enum Connection<'a> {
     Env,
 }
 
-/// Every member a host's options JSON may have, for [`client_of_options`].
-pub const CLIENT_OPTIONS: &[&str] = &[
-    "base_url",
-    "api_key",
-    "tenant",
-    "default_unit",
-    "request_timeout_ms",
-    "connect_timeout_ms",
-    "journal_dir",
-    "journal_enabled",
-    "max_concurrent_requests",
-    "settle_max_attempts",
-    "replay_interval_ms",
-];
-
-/// A client of a host's options JSON (C, the JVM): one parser, one set of names and one
-/// error text for every host that passes options as JSON. An unknown member (a typo such as
-/// `journal_dri`) is INVALID_ARGUMENT naming it, as is a member of the wrong type; values
-/// core refuses (a zero timeout) are CONFIG. Returns the client and its settle overrides.
+/// A client of C's options JSON (snake_case, milliseconds): the
+/// bridge's one options check ([`crate::options`]: the table, the texts), so a typo such as
+/// `journal_dri` or a value of the wrong type is INVALID_ARGUMENT naming it; values core
+/// refuses (an unknown unit) are CONFIG. Returns the client and its settle overrides.
 pub fn client_of_options(
     options: &Args,
     connection: Connection<'_>,
 ) -> Result<(ClientHandle, crate::SettleOverrides), ErrorFields> {
-    let known: Vec<&str> = match connection {
-        Connection::InOptions => CLIENT_OPTIONS.to_vec(),
-        Connection::Given { .. } => CLIENT_OPTIONS[3..].to_vec(),
-        Connection::Env => CLIENT_OPTIONS[2..].to_vec(),
-    };
-    options.only(&known, "option")?;
-    let settle = crate::SettleOverrides::from_args(options)?;
-    let journal_dir = options
-        .optional::<String>("journal_dir")?
-        .map(PathBuf::from);
-    let journal_enabled = options.optional("journal_enabled")?;
-    let request_timeout_ms: Option<u64> = options.optional("request_timeout_ms")?;
-    let connect_timeout_ms: Option<u64> = options.optional("connect_timeout_ms")?;
-    let max_concurrent_requests: Option<usize> = options.optional("max_concurrent_requests")?;
-    let tenant: Option<String> = options.optional("tenant")?;
-    let default_unit: Option<String> = options.optional("default_unit")?;
-    let config = match connection {
-        Connection::Env => ClientOptions {
-            tenant,
-            default_unit,
-            request_timeout_ms,
-            connect_timeout_ms,
-            journal_dir,
-            journal_enabled,
-            max_concurrent_requests,
-            ..ClientOptions::default()
-        }
-        .apply_to(Config::from_env()?),
-        Connection::InOptions | Connection::Given { .. } => {
-            let (base_url, api_key, tenant) = match connection {
-                Connection::Given {
-                    base_url,
-                    api_key,
-                    tenant,
-                } => (
-                    base_url.to_string(),
-                    api_key.to_string(),
-                    tenant.map(str::to_string),
-                ),
-                _ => (
-                    options.required("base_url", "base_url")?,
-                    options.required("api_key", "api_key")?,
-                    tenant,
-                ),
-            };
-            ClientOptions {
-                base_url,
-                api_key,
-                tenant,
-                default_unit,
-                request_timeout_ms,
-                connect_timeout_ms,
-                journal_dir,
-                journal_enabled,
-                max_concurrent_requests,
-            }
-            .into_config()
-        }
-    };
-    Ok((ClientHandle::new(config)?, settle))
+    let host = crate::options::host_client(options.text(), crate::options::C, connection)?;
+    Ok((host.client, host.settle))
 }
 
 /// `config` with explicit journal settings applied over it.

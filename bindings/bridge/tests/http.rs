@@ -277,17 +277,17 @@ fn client_options_json_is_checked_member_by_member() {
         (
             r#"{"request_timeout_ms": "5"}"#,
             given,
-            "invalid request_timeout_ms: invalid type: string \"5\", expected u64",
+            "request_timeout_ms must be an integer from 1 to 4294967295, not \"5\"",
         ),
         (
             r#"{"settle_max_attempts": 0}"#,
             given,
-            "settle_max_attempts must be at least 1",
+            "settle_max_attempts must be an integer from 1 to 4294967295, not 0",
         ),
         (
             r#"{"api_key": "k"}"#,
             Connection::InOptions,
-            "missing base_url",
+            "base_url is required",
         ),
         (
             r#"{"api_key": "k", "base_url": "http://x"}"#,

@@ -5,12 +5,11 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cycles_bridge::args::Args;
 use cycles_bridge::ops::Call;
+use cycles_bridge::options::{host_client, JVM};
 use cycles_bridge::task::Work;
 use cycles_bridge::{
-    client_of_options, error_codes, Active, ClientHandle, Connection, ErrorFields, Lifecycle,
-    SettleOverrides,
+    error_codes, Active, ClientHandle, Connection, ErrorFields, Lifecycle, SettleOverrides,
 };
 use cycles_core::events::Level;
 use jni::objects::{JClass, JString};
@@ -26,6 +25,7 @@ use crate::handles;
 pub struct Client {
     handle: ClientHandle,
     settle: SettleOverrides,
+    close_timeout_ms: u64,
     life: Mutex<Option<Arc<Lifecycle>>>,
 }
 
@@ -71,10 +71,10 @@ pub extern "system" fn Java_dev_cycles_internal_Native_errorCodes<'l>(
     })
 }
 
-/// A client from options JSON (the bridge's `client_of_options`: `base_url`, `api_key`,
-/// `tenant`, `default_unit`, timeouts, journal, `max_concurrent_requests`, settle
-/// overrides; an unknown member is INVALID_ARGUMENT); `from_env`: the `CYCLES_*`
-/// environment, the options overriding it.
+/// A client from options JSON (the bridge's one options table, `options::host_client`:
+/// `base_url`, `api_key`, `tenant`, `default_unit`, timeouts, journal,
+/// `max_concurrent_requests`, settle overrides, `close_timeout_ms`; an unknown member is
+/// INVALID_ARGUMENT); `from_env`: the `CYCLES_*` environment, the options overriding it.
 #[no_mangle]
 pub extern "system" fn Java_dev_cycles_internal_Native_clientNew<'l>(
     mut env: JNIEnv<'l>,
@@ -83,22 +83,24 @@ pub extern "system" fn Java_dev_cycles_internal_Native_clientNew<'l>(
     from_env: jboolean,
 ) -> jlong {
     entry(&mut env, 0, |env| {
-        let a = Args::parse(&string(env, &options, "options")?, "options")?;
+        let options = string(env, &options, "options")?;
         let connection = if from_env == JNI_TRUE {
             Connection::Env
         } else {
             Connection::InOptions
         };
-        let (handle, settle) = client_of_options(&a, connection)?;
+        let host = host_client(&options, JVM, connection)?;
         Ok(handles::put(Client {
-            handle,
-            settle,
+            handle: host.client,
+            settle: host.settle,
+            close_timeout_ms: host.close_timeout_ms,
             life: Mutex::new(None),
         }))
     })
 }
 
-/// The client's settings as JSON (`base_url`, `tenant`, timeouts), never the key.
+/// The client's settings as JSON (`base_url`, `tenant`, timeouts, the default drain bound),
+/// never the key.
 #[no_mangle]
 pub extern "system" fn Java_dev_cycles_internal_Native_clientInfo<'l>(
     mut env: JNIEnv<'l>,
@@ -113,6 +115,7 @@ pub extern "system" fn Java_dev_cycles_internal_Native_clientInfo<'l>(
             "tenant": cfg.tenant,
             "request_timeout_ms": c.handle.request_timeout_ms(),
             "connect_timeout_ms": c.handle.connect_timeout_ms(),
+            "close_timeout_ms": c.close_timeout_ms,
         });
         jstr(env, &info.to_string())
     })

@@ -2,9 +2,8 @@
 //! Requests go in as JSON through the bridge's operation table; each call returns a promise
 //! settled from core's runtime with the reply envelope as JSON text.
 
-use std::path::PathBuf;
-
-use cycles_bridge::{decode_captured, ClientHandle, ClientOptions};
+use cycles_bridge::options::{host_client, HostClient, NODE};
+use cycles_bridge::{decode_captured, ClientHandle, Connection, SettleOverrides};
 use napi::bindgen_prelude::Object;
 use napi::Env;
 use napi_derive::napi;
@@ -12,29 +11,6 @@ use napi_derive::napi;
 use crate::errors::{guard, to_js};
 use crate::lifecycle::NativeLifecycle;
 use crate::promise;
-
-/// Client settings; unset fields keep core's defaults.
-#[napi(object)]
-pub struct NativeClientOptions {
-    /// Base URL of the Cycles server.
-    pub base_url: String,
-    /// API key (redacted by core from everything the server sends back).
-    pub api_key: String,
-    /// Default tenant.
-    pub tenant: Option<String>,
-    /// Unit of estimates given as bare numbers (core validates it).
-    pub default_unit: Option<String>,
-    /// Per-attempt request timeout.
-    pub request_timeout_ms: Option<u32>,
-    /// Connect timeout.
-    pub connect_timeout_ms: Option<u32>,
-    /// Journal directory.
-    pub journal_dir: Option<String>,
-    /// Whether settlements are journaled.
-    pub journal_enabled: Option<bool>,
-    /// Bound on concurrent requests.
-    pub max_concurrent_requests: Option<u32>,
-}
 
 /// Decodes one captured response through core's response path without a network: the reply
 /// envelope JSON, or the error the client would raise. `operation` is the spec's operationId.
@@ -64,42 +40,47 @@ pub fn decode_captured_response(
 #[napi]
 pub struct NativeClient {
     handle: ClientHandle,
+    settle: SettleOverrides,
+    close_timeout_ms: u64,
+}
+
+impl NativeClient {
+    fn of(host: HostClient) -> NativeClient {
+        NativeClient {
+            handle: host.client,
+            settle: host.settle,
+            close_timeout_ms: host.close_timeout_ms,
+        }
+    }
 }
 
 #[napi]
 impl NativeClient {
-    /// A client of explicit options (core validates them).
+    /// A client of `ClientOptions` as JSON (camelCase, `onEvent` left out), checked by the
+    /// bridge: one table, one error text for every language.
     #[napi(constructor)]
-    pub fn new(options: NativeClientOptions) -> napi::Result<NativeClient> {
+    pub fn new(options_json: String) -> napi::Result<NativeClient> {
         guard(|| {
-            let config = ClientOptions {
-                base_url: options.base_url,
-                api_key: options.api_key,
-                tenant: options.tenant,
-                default_unit: options.default_unit,
-                request_timeout_ms: options.request_timeout_ms.map(u64::from),
-                connect_timeout_ms: options.connect_timeout_ms.map(u64::from),
-                journal_dir: options.journal_dir.map(PathBuf::from),
-                journal_enabled: options.journal_enabled,
-                max_concurrent_requests: options.max_concurrent_requests.map(|n| n as usize),
-            }
-            .into_config();
-            let handle = ClientHandle::new(config).map_err(to_js)?;
-            Ok(NativeClient { handle })
+            host_client(&options_json, NODE, Connection::InOptions)
+                .map(NativeClient::of)
+                .map_err(to_js)
         })
     }
 
-    /// A client of the `CYCLES_*` environment; explicit journal settings override it.
+    /// A client of the `CYCLES_*` environment, the options (as JSON) applied over it.
     #[napi(factory)]
-    pub fn from_env(
-        journal_dir: Option<String>,
-        journal_enabled: Option<bool>,
-    ) -> napi::Result<NativeClient> {
+    pub fn from_env(options_json: String) -> napi::Result<NativeClient> {
         guard(|| {
-            let handle = ClientHandle::from_env(journal_dir.map(PathBuf::from), journal_enabled)
-                .map_err(to_js)?;
-            Ok(NativeClient { handle })
+            host_client(&options_json, NODE, Connection::Env)
+                .map(NativeClient::of)
+                .map_err(to_js)
         })
+    }
+
+    /// The drain bound of a `close()` given none (`closeTimeoutMs`, else the bridge's 5000).
+    #[napi(getter)]
+    pub fn close_timeout_ms(&self) -> u32 {
+        u32::try_from(self.close_timeout_ms).unwrap_or(u32::MAX)
     }
 
     /// Base URL.
@@ -170,13 +151,9 @@ impl NativeClient {
     /// The guarded lifecycle of this client (guard, settler, background replay). `listener`
     /// receives each event batch as a JSON array text, and `null` once the lifecycle is
     /// closed and drained; it never keeps the process alive.
-    #[napi(
-        ts_args_type = "maxAttempts: number | undefined | null, replayIntervalMs: number | undefined | null, listener: (batch: string | null) => void"
-    )]
+    #[napi(ts_args_type = "listener: (batch: string | null) => void")]
     pub fn lifecycle(
         &self,
-        max_attempts: Option<u32>,
-        replay_interval_ms: Option<u32>,
         listener: napi::bindgen_prelude::Function<'_, Option<String>, ()>,
     ) -> napi::Result<NativeLifecycle> {
         guard(|| {
@@ -184,8 +161,8 @@ impl NativeClient {
             NativeLifecycle::new(
                 client,
                 self.handle.config(),
-                max_attempts,
-                replay_interval_ms.map(u64::from),
+                self.settle.max_attempts,
+                self.settle.replay_interval_ms,
                 listener,
             )
         })

@@ -21,7 +21,7 @@ use napi::bindgen_prelude::Object;
 use napi::Env;
 use napi_derive::napi;
 
-pub use client::{NativeClient, NativeClientOptions};
+pub use client::NativeClient;
 pub use lifecycle::{NativeActive, NativeLifecycle};
 pub use server::NativeLocalServer;
 

@@ -12,7 +12,7 @@ use std::time::Duration;
 use cycles_bridge::{Active, Lifecycle};
 use cycles_core::events::Level;
 use cycles_core::{Config, CyclesClient};
-use napi::bindgen_prelude::{Function, Object};
+use napi::bindgen_prelude::{Either, Function, Object};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Status};
 use napi_derive::napi;
@@ -166,14 +166,20 @@ impl NativeActive {
     /// Sets the actual amount (INVALID_ARGUMENT once the action has finished: the report
     /// would not be settled).
     #[napi]
-    pub fn set_actual(&self, amount: i64) -> napi::Result<()> {
-        guard(|| self.inner.usage().set_actual(amount).map_err(core))
+    pub fn set_actual(&self, amount: Either<i64, String>) -> napi::Result<()> {
+        guard(|| {
+            let amount = exact(amount)?;
+            self.inner.usage().set_actual(amount).map_err(core)
+        })
     }
 
     /// Adds to the actual amount (INVALID_ARGUMENT once the action has finished).
     #[napi]
-    pub fn add(&self, amount: i64) -> napi::Result<()> {
-        guard(|| self.inner.usage().add(amount).map_err(core))
+    pub fn add(&self, amount: Either<i64, String>) -> napi::Result<()> {
+        guard(|| {
+            let amount = exact(amount)?;
+            self.inner.usage().add(amount).map_err(core)
+        })
     }
 
     /// The actual amount so far, if any.
@@ -213,5 +219,19 @@ impl NativeActive {
             let work = self.inner.finish(work_succeeded).map_err(to_js)?;
             promise::spawn(env, async move { Ok(work.await) }, |s| s)
         })
+    }
+}
+
+/// An amount the host passed exactly: a JS number (a safe integer, checked by
+/// `node/src/lifecycle.ts`) or, beyond 2^53 - 1, a bigint's decimal text, which a JS number
+/// cannot carry without rounding.
+fn exact(amount: Either<i64, String>) -> napi::Result<i64> {
+    match amount {
+        Either::A(n) => Ok(n),
+        Either::B(text) => text.parse::<i64>().map_err(|_| {
+            to_js(cycles_bridge::ErrorFields::invalid(format!(
+                "an amount must be an integer from -2^63 to 2^63 - 1, not {text}"
+            )))
+        }),
     }
 }

@@ -6,8 +6,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use cycles_bridge::options::{host_client, PYTHON};
 use cycles_bridge::task::{self, Wait};
-use cycles_bridge::{decode_captured, ClientHandle, ClientOptions};
+use cycles_bridge::{decode_captured, ClientHandle, Connection, SettleOverrides};
 use pyo3::prelude::*;
 
 use crate::aio::awaitable;
@@ -72,55 +73,38 @@ pub fn decode_response(
 #[pyclass(module = "cycles._native", name = "NativeClient", frozen)]
 pub struct NativeClient {
     handle: ClientHandle,
+    settle: SettleOverrides,
+    close_timeout_ms: u64,
 }
 
 #[pymethods]
 impl NativeClient {
+    /// A client of the Python options as JSON (snake_case, durations in seconds), checked by
+    /// the bridge: one table, one error text for every language. `from_env`: the `CYCLES_*`
+    /// environment gives the endpoint, and the options apply over it.
     #[new]
-    #[pyo3(signature = (base_url, api_key, tenant=None, request_timeout_ms=None, connect_timeout_ms=None, journal_dir=None, journal_enabled=None, max_concurrent_requests=None, default_unit=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        base_url: String,
-        api_key: String,
-        tenant: Option<String>,
-        request_timeout_ms: Option<u64>,
-        connect_timeout_ms: Option<u64>,
-        journal_dir: Option<PathBuf>,
-        journal_enabled: Option<bool>,
-        max_concurrent_requests: Option<usize>,
-        default_unit: Option<String>,
-    ) -> PyResult<NativeClient> {
+    #[pyo3(signature = (options_json, from_env=false))]
+    fn new(options_json: &str, from_env: bool) -> PyResult<NativeClient> {
         guard(|| {
-            let config = ClientOptions {
-                base_url,
-                api_key,
-                tenant,
-                default_unit,
-                request_timeout_ms,
-                connect_timeout_ms,
-                journal_dir,
-                journal_enabled,
-                max_concurrent_requests,
-            }
-            .into_config();
-            let handle = ClientHandle::new(config).map_err(to_pyerr)?;
-            Ok(NativeClient { handle })
+            let connection = if from_env {
+                Connection::Env
+            } else {
+                Connection::InOptions
+            };
+            let host = host_client(options_json, PYTHON, connection).map_err(to_pyerr)?;
+            Ok(NativeClient {
+                handle: host.client,
+                settle: host.settle,
+                close_timeout_ms: host.close_timeout_ms,
+            })
         })
     }
 
-    /// A client from the `CYCLES_*` environment variables (core's `Config::from_env`,
-    /// including `CYCLES_JOURNAL_DIR` / `CYCLES_JOURNAL_ENABLED`); explicit journal
-    /// arguments override the environment.
-    #[staticmethod]
-    #[pyo3(signature = (journal_dir=None, journal_enabled=None))]
-    fn from_env(
-        journal_dir: Option<PathBuf>,
-        journal_enabled: Option<bool>,
-    ) -> PyResult<NativeClient> {
-        guard(|| {
-            let handle = ClientHandle::from_env(journal_dir, journal_enabled).map_err(to_pyerr)?;
-            Ok(NativeClient { handle })
-        })
+    /// The drain bound of a `close()` given none, in milliseconds (`close_timeout`, else the
+    /// bridge's default).
+    #[getter]
+    fn close_timeout_ms(&self) -> u64 {
+        self.close_timeout_ms
     }
 
     /// Journal directory in use.
@@ -147,19 +131,14 @@ impl NativeClient {
     }
 
     /// The guarded lifecycle of this client (a Guard, a Settler and its background replay).
-    #[pyo3(signature = (max_attempts=None, replay_interval_ms=None))]
-    fn lifecycle(
-        &self,
-        max_attempts: Option<u32>,
-        replay_interval_ms: Option<u64>,
-    ) -> PyResult<crate::lifecycle::NativeLifecycle> {
+    fn lifecycle(&self) -> PyResult<crate::lifecycle::NativeLifecycle> {
         guard(|| {
             let client = self.handle.live().map_err(to_pyerr)?;
             crate::lifecycle::NativeLifecycle::new(
                 client,
                 self.handle.config(),
-                max_attempts,
-                replay_interval_ms,
+                self.settle.max_attempts,
+                self.settle.replay_interval_ms,
             )
         })
     }

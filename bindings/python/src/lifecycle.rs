@@ -154,6 +154,12 @@ impl NativeActive {
         self.inner.reservation_id().to_string()
     }
 
+    /// The estimate's unit, the unit of every actual.
+    #[getter]
+    fn unit(&self) -> String {
+        self.inner.unit().to_string()
+    }
+
     /// The server's decision: `ALLOW` or `ALLOW_WITH_CAPS`.
     #[getter]
     fn decision(&self) -> String {

@@ -44,7 +44,7 @@ use crate::events::EventSink;
 use crate::lease::{FailurePolicy, Heartbeat, HeartbeatConfig, HeartbeatLapse, LeaseReport};
 use crate::model::{
     Action, Amount, Caps, CommitRequest, Decision, JsonObject, OveragePolicy, ReleaseRequest,
-    ReservationCreateRequest, ReservationCreateResponse, Subject,
+    ReservationCreateRequest, ReservationCreateResponse, Subject, Unit,
 };
 use crate::settle::{EventFallback, SettleOutcome, Settlement, Settler};
 use crate::transport::{CyclesClient, Response};
@@ -329,6 +329,7 @@ impl Guard {
         let created = created.body;
         Ok(ActiveGuard {
             reservation_id,
+            unit: spec.estimate.unit.clone(),
             decision: created.decision,
             caps: created.caps,
             usage: Usage::new(cancel),
@@ -533,6 +534,7 @@ pub enum Finished {
 #[derive(Debug)]
 pub struct ActiveGuard {
     reservation_id: String,
+    unit: Unit,
     decision: Decision,
     caps: Option<Caps>,
     usage: Usage,
@@ -581,6 +583,12 @@ impl ActiveGuard {
     /// The server's decision: `Allow` or `AllowWithCaps` (a denial never starts an action).
     pub fn decision(&self) -> &Decision {
         &self.decision
+    }
+
+    /// The estimate's unit: the unit every actual of this action is in (an actual given in
+    /// another unit is refused).
+    pub fn unit(&self) -> &Unit {
+        &self.unit
     }
 
     /// The limits the work should honour under `AllowWithCaps` (`None` otherwise), e.g. a

@@ -172,12 +172,13 @@ public final class CyclesClient implements AutoCloseable {
         }
     }
 
-    private CyclesClient(long id, long closeTimeoutMs, List<Consumer<CyclesEvent>> listeners) {
+    private CyclesClient(long id, List<Consumer<CyclesEvent>> listeners) {
         this.state = new State(id);
-        this.closeTimeoutMs = closeTimeoutMs;
         this.events = new Events();
         this.events.listeners.addAll(listeners);
         Map<String, Object> info = Json.object(Native.clientInfo(id));
+        // The bridge's: the builder's closeTimeout, else its default (5 s in every language).
+        this.closeTimeoutMs = Json.lng(info, "close_timeout_ms");
         this.baseUrl = Json.str(info, "base_url");
         this.tenant = Json.str(info, "tenant");
         OPEN.add(state);
@@ -803,7 +804,6 @@ public final class CyclesClient implements AutoCloseable {
     public static final class Builder {
         private final Map<String, Object> options = new LinkedHashMap<>();
         private boolean fromEnv;
-        private long closeTimeoutMs = 5000;
         private final List<Consumer<CyclesEvent>> listeners = new CopyOnWriteArrayList<>();
 
         private Builder() {}
@@ -882,7 +882,7 @@ public final class CyclesClient implements AutoCloseable {
 
         /** @param d the drain bound of {@link CyclesClient#close()} (default 5 s) @return this */
         public Builder closeTimeout(Duration d) {
-            closeTimeoutMs = d.toMillis();
+            options.put("close_timeout_ms", d.toMillis());
             return this;
         }
 
@@ -901,7 +901,7 @@ public final class CyclesClient implements AutoCloseable {
         /** @return the client (no request is sent) */
         public CyclesClient build() {
             long id = Native.clientNew(Json.write(options), fromEnv);
-            return new CyclesClient(id, closeTimeoutMs, listeners);
+            return new CyclesClient(id, listeners);
         }
     }
 }

@@ -166,7 +166,7 @@ class ClientTest {
         // A settle override of 0 fails at build(), not at the first guarded call.
         InvalidArgumentException z = assertThrows(InvalidArgumentException.class,
                 () -> CyclesClient.builder().baseUrl("http://127.0.0.1:1").apiKey("k").settleMaxAttempts(0).build());
-        assertEquals("settle_max_attempts must be at least 1", z.getMessage());
+        assertEquals("settle_max_attempts must be an integer from 1 to 4294967295, not 0", z.getMessage());
         assertThrows(InvalidArgumentException.class,
                 () -> CyclesClient.builder().baseUrl("http://127.0.0.1:1").apiKey("k")
                         .replayInterval(Duration.ZERO).build());
