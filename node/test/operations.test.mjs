@@ -174,16 +174,16 @@ test("bad options are an InvalidArgumentError naming them, in the bridge's one w
     [{ ...base, journalEnabled: "yes" }, /journalEnabled must be a boolean, not "yes"/],
     [{ ...base, onEvent: 5 }, /onEvent must be a function/],
     // napi would have wrapped these to 4294967295 or truncated them; JSON would drop NaN.
-    [{ ...base, requestTimeoutMs: -1 }, /^requestTimeoutMs must be an integer from 1 to 4294967295, not -1$/],
+    [{ ...base, requestTimeoutMs: -1 }, /^requestTimeoutMs must be an integer from 0 to 4294967295, not -1$/],
     [{ ...base, requestTimeoutMs: 1.5 }, /requestTimeoutMs must be an integer/],
     [{ ...base, requestTimeoutMs: NaN }, /requestTimeoutMs must be an integer.*not "NaN"/],
     [{ ...base, connectTimeoutMs: Infinity }, /connectTimeoutMs must be an integer.*not "Infinity"/],
     [{ ...base, requestTimeoutMs: "5" }, /requestTimeoutMs must be an integer.*not "5"/],
-    [{ ...base, connectTimeoutMs: 2 ** 40 }, /connectTimeoutMs must be an integer from 1/],
-    [{ ...base, maxConcurrentRequests: -2 }, /maxConcurrentRequests must be an integer from 1/],
-    [{ ...base, maxAttempts: 0 }, /maxAttempts must be an integer from 1/],
-    [{ ...base, maxAttempts: "3" }, /maxAttempts must be an integer from 1/],
-    [{ ...base, replayIntervalMs: -5 }, /replayIntervalMs must be an integer from 1/],
+    [{ ...base, connectTimeoutMs: 2 ** 40 }, /connectTimeoutMs must be an integer from 0 to 4294967295/],
+    [{ ...base, maxConcurrentRequests: -2 }, /maxConcurrentRequests must be an integer from 0/],
+    [{ ...base, maxAttempts: -1 }, /maxAttempts must be an integer from 0/],
+    [{ ...base, maxAttempts: "3" }, /maxAttempts must be an integer from 0/],
+    [{ ...base, replayIntervalMs: -5 }, /replayIntervalMs must be an integer from 0/],
     [{ ...base, closeTimeoutMs: -1 }, /closeTimeoutMs must be an integer from 0/],
   ];
   for (const [options, message] of cases) {
@@ -199,6 +199,11 @@ test("bad options are an InvalidArgumentError naming them, in the bridge's one w
   assert.throws(() => Client.fromEnv({ baseUrl: "http://x" }), (e) => e instanceof InvalidArgumentError && /^unknown option "baseUrl"/.test(e.message));
   // Core's own range checks still apply to well-typed values (ConfigError, as in every binding).
   assert.throws(() => new Client({ ...base, requestTimeoutMs: 90_000_000 }), (e) => e instanceof ConfigError && /at most 86400000/.test(e.message));
+  // Zero is a value; whether it is a usable one is core's rule (ConfigError, as in Rust).
+  assert.throws(() => new Client({ ...base, requestTimeoutMs: 0 }), ConfigError);
+  assert.throws(() => new Client({ ...base, maxConcurrentRequests: 0 }), ConfigError);
+  assert.throws(() => new Client({ ...base, maxAttempts: 0 }), (e) => e instanceof ConfigError && /settle max_attempts must be at least 1/.test(e.message));
+  assert.throws(() => new Client({ ...base, replayIntervalMs: 0 }), ConfigError);
   // Accepted at the edges: 0 ms is "no drain" for closeTimeoutMs.
   const ok = new Client({ ...base, closeTimeoutMs: 0, maxAttempts: 1, replayIntervalMs: 1, maxConcurrentRequests: 1 });
   // A bad drain bound is an InvalidArgumentError, and leaves the client open.

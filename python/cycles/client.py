@@ -206,14 +206,9 @@ class _Requests:
     _native: _native.NativeClient
 
     def _subject(self, subject: SubjectLike | None) -> Any:
-        if subject is None:
-            tenant = self._native.tenant
-            if tenant is None:
-                raise InvalidArgumentError(
-                    "subject is required (or configure a tenant on the client)",
-                )
-            return {"tenant": tenant}  # Subject(tenant=tenant).to_json(), per call
-        return _part(subject, Subject, "subject")
+        # None: left out, and the bridge makes it the client's tenant (the same rule and
+        # error text in every language, raw operations and guarded ones alike).
+        return None if subject is None else _part(subject, Subject, "subject")
 
     def _create(
         self,
@@ -562,7 +557,10 @@ class _Base(_Requests):
             _estimate(estimate)
         if not callable(action):
             _part(action, Action, "action")
-        if not callable(subject):
+        if subject is None:
+            # No tenant to default to: refused now, with the error each call would raise.
+            self._native.default_subject()
+        elif not callable(subject):
             self._subject(subject)
         if actual is not None and not callable(actual):
             if isinstance(actual, bool) or not isinstance(actual, (int, Amount)):

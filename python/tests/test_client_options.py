@@ -17,15 +17,15 @@ from cycles.testing import LocalServer
     [
         (
             {"request_timeout": -1},
-            "request_timeout must be a finite number of seconds above 0, not -1",
+            "request_timeout must be a finite number of seconds, 0 or more, not -1",
         ),
         (
-            {"connect_timeout": 0},
-            "connect_timeout must be a finite number of seconds above 0, not 0",
+            {"connect_timeout": -0.5},
+            "connect_timeout must be a finite number of seconds, 0 or more, not -0.5",
         ),
         (
             {"request_timeout": True},
-            "request_timeout must be a finite number of seconds above 0, not true",
+            "request_timeout must be a finite number of seconds, 0 or more, not true",
         ),
         (
             {"close_timeout": float("inf")},
@@ -33,15 +33,15 @@ from cycles.testing import LocalServer
         ),
         (
             {"replay_interval": float("nan")},
-            'replay_interval must be a finite number of seconds above 0, not "nan"',
+            'replay_interval must be a finite number of seconds, 0 or more, not "nan"',
         ),
         (
-            {"max_concurrent_requests": 0},
-            "max_concurrent_requests must be an integer from 1 to 4294967295, not 0",
+            {"max_concurrent_requests": -1},
+            "max_concurrent_requests must be an integer from 0 to 4294967295, not -1",
         ),
         (
             {"settle_max_attempts": 2.5},
-            "settle_max_attempts must be an integer from 1 to 4294967295, not 2.5",
+            "settle_max_attempts must be an integer from 0 to 4294967295, not 2.5",
         ),
         ({"journal_enabled": "yes"}, 'journal_enabled must be a boolean, not "yes"'),
         ({"tenant": 5}, "tenant must be a string, not 5"),
@@ -53,6 +53,22 @@ def test_bad_options_are_named_in_the_bridges_words(
     with pytest.raises(cycles.InvalidArgumentError) as info:
         cycles.Client(server.url, server.api_key, **kwargs)
     assert info.value.message == text
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"request_timeout": 0},
+        {"connect_timeout": 0},
+        {"max_concurrent_requests": 0},
+        {"settle_max_attempts": 0},
+        {"replay_interval": 0},
+    ],
+)
+def test_what_core_validates_is_a_config_error(server: LocalServer, kwargs: dict[str, Any]) -> None:
+    # Zero is a value; whether it is a usable one is core's rule, as in every language.
+    with pytest.raises(cycles.ConfigError):
+        cycles.Client(server.url, server.api_key, **kwargs)
 
 
 def test_values_reach_the_client(server: LocalServer, tmp_path: Path) -> None:
@@ -77,9 +93,9 @@ def test_from_env_options_are_checked_the_same_way(
     monkeypatch.setenv("CYCLES_BASE_URL", server.url)
     monkeypatch.setenv("CYCLES_API_KEY", server.api_key)
     with pytest.raises(cycles.InvalidArgumentError) as info:
-        cycles.Client.from_env(settle_max_attempts=0)
+        cycles.Client.from_env(settle_max_attempts=-1)
     assert (
-        info.value.message == "settle_max_attempts must be an integer from 1 to 4294967295, not 0"
+        info.value.message == "settle_max_attempts must be an integer from 0 to 4294967295, not -1"
     )
     with pytest.raises(cycles.InvalidArgumentError, match="not JSON"):
         cycles.Client(server.url, server.api_key, tenant=object())  # type: ignore[arg-type]

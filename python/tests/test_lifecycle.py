@@ -624,9 +624,12 @@ def test_out_of_range_numbers_are_typed_errors_and_the_actual_is_kept(
             cycles.Client(server.url, server.api_key, replay_interval=bad_seconds)
         with pytest.raises(cycles.InvalidArgumentError, match="close_timeout"):
             cycles.Client(server.url, server.api_key, close_timeout=bad_seconds)
-    for bad_count in (0, 2**32, 2**70):
+    for bad_count in (-1, 2**32, 2**70):
         with pytest.raises(cycles.InvalidArgumentError, match="settle_max_attempts"):
             cycles.Client(server.url, server.api_key, settle_max_attempts=bad_count)
+    # 0 is a count; that it allows no attempt is core's rule (ConfigError, as in Rust).
+    with pytest.raises(cycles.ConfigError, match="max_attempts"):
+        cycles.Client(server.url, server.api_key, settle_max_attempts=0)
     with pytest.raises(cycles.InvalidArgumentError, match="max_concurrent_requests"):
         cycles.Client(server.url, server.api_key, max_concurrent_requests=2**64)
     with pytest.raises(cycles.InvalidArgumentError, match="timeout"):

@@ -244,10 +244,13 @@ async def test_max_concurrent_requests_bounds_what_is_in_flight(server: LocalSer
     assert all(b - a >= 290_000 for a, b in itertools.pairwise(arrivals)), arrivals
 
 
-@pytest.mark.parametrize("bad", [0, -1, True, 2.5, "8"])
+@pytest.mark.parametrize("bad", [-1, True, 2.5, "8"])
 def test_max_concurrent_requests_must_be_a_positive_int(server: LocalServer, bad: object) -> None:
     with pytest.raises(cycles.InvalidArgumentError, match="max_concurrent_requests"):
         cycles.Client(server.url, server.api_key, max_concurrent_requests=bad)  # type: ignore[arg-type]
+    # 0 is an int: that it is no bound at all is core's rule (ConfigError).
+    with pytest.raises(cycles.ConfigError, match="max_concurrent_requests"):
+        cycles.Client(server.url, server.api_key, max_concurrent_requests=0)
 
 
 def test_max_concurrent_requests_from_env(server: LocalServer, monkeypatch) -> None:

@@ -33,6 +33,19 @@ impl Args {
         })
     }
 
+    /// These arguments with `name: value` added first (`value` is JSON text), the rest of the
+    /// text kept byte for byte (so free-form metadata reaches the wire as given).
+    pub fn with_leading_member(&self, name: &str, value: &str) -> Result<Args, Error> {
+        let rest = self
+            .text
+            .trim_start()
+            .strip_prefix('{')
+            .ok_or_else(|| Error::invalid_argument("arguments must be a JSON object"))?;
+        let sep = if self.members.is_empty() { "" } else { "," };
+        let name = serde_json::Value::from(name);
+        Args::parse(&format!("{{{name}:{value}{sep}{rest}"), "arguments")
+    }
+
     /// The object's JSON text, exactly as given.
     pub fn text(&self) -> &str {
         &self.text
@@ -55,6 +68,11 @@ impl Args {
                 known.join(", ")
             ))),
         }
+    }
+
+    /// Whether the member is present (`null` included).
+    pub fn has(&self, name: &str) -> bool {
+        self.members.contains_key(name)
     }
 
     /// A member's raw text; `None` when it is absent or `null`.

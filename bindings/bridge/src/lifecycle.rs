@@ -120,10 +120,24 @@ pub struct SettleOverrides {
     pub replay_interval_ms: Option<u64>,
 }
 
+impl SettleOverrides {
+    /// `settings` with the overrides that are set applied (core's `SettleConfig::validate`
+    /// judges the result).
+    pub fn apply_to(self, mut settings: SettleConfig) -> SettleConfig {
+        if let Some(n) = self.max_attempts {
+            settings.max_attempts = n;
+        }
+        if let Some(ms) = self.replay_interval_ms {
+            settings.replay_interval = Duration::from_millis(ms);
+        }
+        settings
+    }
+}
+
 impl Lifecycle {
     /// The lifecycle of `client` with `config`'s journal; starts the background replay on
-    /// core's runtime. `max_attempts` (at least 1) and `replay_interval_ms` (at least 1)
-    /// override core's settle defaults.
+    /// core's runtime. `max_attempts` and `replay_interval_ms` override core's settle
+    /// defaults (CONFIG when core's `SettleConfig::validate` refuses them: 0).
     pub fn new(
         client: Arc<CyclesClient>,
         config: &Config,
@@ -131,16 +145,15 @@ impl Lifecycle {
         replay_interval_ms: Option<u64>,
     ) -> Result<Lifecycle, ErrorFields> {
         let (events, sink) = EventPump::new();
-        let mut settings = SettleConfig {
+        let settings = SettleOverrides {
+            max_attempts,
+            replay_interval_ms,
+        }
+        .apply_to(SettleConfig {
             events: sink.clone(),
             ..SettleConfig::default()
-        };
-        if let Some(n) = max_attempts {
-            settings.max_attempts = n.max(1);
-        }
-        if let Some(ms) = replay_interval_ms {
-            settings.replay_interval = Duration::from_millis(ms.max(1));
-        }
+        });
+        settings.validate()?;
         let settler = Settler::new(config, settings)?;
         let rt = runtime::handle()?;
         let replay = {

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cycles_core::error::json_reason;
+use cycles_core::guard::GuardSpec;
 use cycles_core::transport::decode::{decode_response, http_error, Operation};
 use cycles_core::{
     BalanceQuery, CommitRequest, Config, CyclesClient, DecisionRequest, Error, EventCreateRequest,
@@ -498,7 +499,17 @@ impl ClientHandle {
     pub fn prepare(&self, op: &str, args: &str) -> Result<Call, ErrorFields> {
         let client = self.live()?;
         let op = Op::parse(op)?;
-        let args = Args::parse(args, "arguments")?;
+        let mut args = Args::parse(args, "arguments")?;
+        // A request without a subject is for the client's tenant, in every language (the
+        // guarded lifecycle's rule: core's `GuardSpec::default_subject`, the same error text
+        // when there is no tenant). An explicit `null` is left for the decoder to refuse.
+        let has_subject = matches!(op, Op::CreateReservation | Op::Decide | Op::CreateEvent);
+        if has_subject && !args.has("subject") {
+            let subject = GuardSpec::default_subject(self.config.tenant.as_deref())?;
+            let subject = serde_json::to_string(&subject)
+                .map_err(|e| ErrorFields::invalid(format!("cannot encode the subject: {e}")))?;
+            args = args.with_leading_member("subject", &subject)?;
+        }
         Ok(Call { client, op, args })
     }
 }
@@ -627,7 +638,7 @@ mod tests {
         let bad = h.prepare("decide", "{").err().unwrap();
         assert_eq!(bad.name, "INVALID_ARGUMENT");
         assert!(bad.message.starts_with("arguments: "));
-        assert!(h.prepare("decide", "{}").is_ok());
+        assert!(h.prepare("decide", r#"{"subject":{"tenant":"t"}}"#).is_ok());
         h.close();
         h.close();
         assert!(h.is_closed());

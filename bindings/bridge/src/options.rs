@@ -5,16 +5,20 @@
 //!
 //! - an unknown member: `unknown option "journalDri" (known: baseUrl, apiKey, ...)`;
 //! - a value of the wrong type or out of range:
-//!   `requestTimeoutMs must be an integer from 1 to 4294967295, not -1`,
-//!   `request_timeout must be a finite number of seconds above 0, not -1`;
+//!   `requestTimeoutMs must be an integer from 0 to 4294967295, not -1`,
+//!   `request_timeout must be a finite number of seconds, 0 or more, not -1`;
 //! - a missing endpoint: `baseUrl is required`.
 //!
-//! `null` is the same as absent (core's default). Values only core can judge (an unknown
-//! `default_unit`, a timeout past core's maximum) are core's CONFIG errors.
+//! `null` is the same as absent (core's default). What core validates stays core's: a zero
+//! timeout, `max_concurrent_requests` or settle attempt count, a timeout past core's maximum,
+//! an unknown `default_unit` pass this check and are core's CONFIG errors (`Config::validate`,
+//! `SettleConfig::validate`), as in Rust; this check is only for what a host's value must be
+//! to be one at all.
 
 use std::path::PathBuf;
 
 use cycles_core::error::json_reason;
+use cycles_core::settle::SettleConfig;
 use cycles_core::Config;
 use serde_json::{Map, Value};
 
@@ -77,8 +81,11 @@ pub enum Kind {
         /// The least value: 1, or 0 where 0 means "none".
         min_ms: u64,
     },
-    /// An integer from 1 to [`MAX_COUNT`].
-    Count,
+    /// An integer from `min` to [`MAX_COUNT`].
+    Count {
+        /// The least value.
+        min: u64,
+    },
 }
 
 /// The longest duration an option takes, in milliseconds (2^32 - 1: about 49.7 days).
@@ -118,7 +125,11 @@ const fn opt(
     }
 }
 
-const MS1: Kind = Kind::Duration { min_ms: 1 };
+// Core validates the values (a zero timeout, bound or settle attempt count is its CONFIG
+// error, in Rust too): the bridge checks only that the host's value is one (an integer, in
+// range of the type), so the rule stays core's.
+const MS0: Kind = Kind::Duration { min_ms: 0 };
+const COUNT0: Kind = Kind::Count { min: 0 };
 
 /// Every client option, in the order the docs list them. `base_url` and `api_key` come first:
 /// hosts that pass the endpoint apart from the options ([`Connection::Given`], the
@@ -132,13 +143,13 @@ pub const CLIENT_OPTION_TABLE: &[ClientOption] = &[
         "request_timeout_ms",
         "requestTimeoutMs",
         "request_timeout",
-        MS1,
+        MS0,
     ),
     opt(
         "connect_timeout_ms",
         "connectTimeoutMs",
         "connect_timeout",
-        MS1,
+        MS0,
     ),
     opt("journal_dir", "journalDir", "journal_dir", Kind::Text),
     opt(
@@ -151,28 +162,23 @@ pub const CLIENT_OPTION_TABLE: &[ClientOption] = &[
         "max_concurrent_requests",
         "maxConcurrentRequests",
         "max_concurrent_requests",
-        Kind::Count,
+        COUNT0,
     ),
     opt(
         "settle_max_attempts",
         "maxAttempts",
         "settle_max_attempts",
-        Kind::Count,
+        COUNT0,
     ),
     opt(
         "replay_interval_ms",
         "replayIntervalMs",
         "replay_interval",
-        MS1,
+        MS0,
     ),
     ClientOption {
         close_default: true,
-        ..opt(
-            "close_timeout_ms",
-            "closeTimeoutMs",
-            "close_timeout",
-            Kind::Duration { min_ms: 0 },
-        )
+        ..opt("close_timeout_ms", "closeTimeoutMs", "close_timeout", MS0)
     },
 ];
 
@@ -227,9 +233,9 @@ fn check(option: &ClientOption, spelling: Spelling, value: &Value) -> Result<Che
             .as_bool()
             .map(Checked::Flag)
             .ok_or_else(|| refuse("a boolean".into())),
-        Kind::Count => match value.as_u64() {
-            Some(n) if (1..=MAX_COUNT).contains(&n) => Ok(Checked::Count(n)),
-            _ => Err(refuse(format!("an integer from 1 to {MAX_COUNT}"))),
+        Kind::Count { min } => match value.as_u64() {
+            Some(n) if (min..=MAX_COUNT).contains(&n) => Ok(Checked::Count(n)),
+            _ => Err(refuse(format!("an integer from {min} to {MAX_COUNT}"))),
         },
         Kind::Duration { min_ms } if spelling == Spelling::Seconds => {
             let what = if min_ms == 0 {
@@ -370,12 +376,16 @@ pub fn host_client(
             .into_config()
         }
     };
+    let settle = SettleOverrides {
+        max_attempts: count("settle_max_attempts").map(|n| n as u32),
+        replay_interval_ms: ms("replay_interval_ms"),
+    };
+    // Checked now, so a bad override fails where the client is built, not at the first
+    // guarded call that starts its lifecycle.
+    settle.apply_to(SettleConfig::default()).validate()?;
     Ok(HostClient {
         client: ClientHandle::new(config)?,
-        settle: SettleOverrides {
-            max_attempts: count("settle_max_attempts").map(|n| n as u32),
-            replay_interval_ms: ms("replay_interval_ms"),
-        },
+        settle,
         close_timeout_ms: ms("close_timeout_ms").unwrap_or(DEFAULT_CLOSE_TIMEOUT_MS),
     })
 }
@@ -404,19 +414,19 @@ mod tests {
         let camel = |m: &str| error(&format!("{{{end},{m}}}"), NODE, Connection::InOptions);
         assert_eq!(
             camel(r#""requestTimeoutMs":-1"#),
-            "requestTimeoutMs must be an integer from 1 to 4294967295, not -1"
+            "requestTimeoutMs must be an integer from 0 to 4294967295, not -1"
         );
         assert_eq!(
             camel(r#""requestTimeoutMs":1.5"#),
-            "requestTimeoutMs must be an integer from 1 to 4294967295, not 1.5"
+            "requestTimeoutMs must be an integer from 0 to 4294967295, not 1.5"
         );
         assert_eq!(
             camel(r#""closeTimeoutMs":"5""#),
             "closeTimeoutMs must be an integer from 0 to 4294967295, not \"5\""
         );
         assert_eq!(
-            camel(r#""maxAttempts":0"#),
-            "maxAttempts must be an integer from 1 to 4294967295, not 0"
+            camel(r#""maxAttempts":-1"#),
+            "maxAttempts must be an integer from 0 to 4294967295, not -1"
         );
         assert_eq!(
             camel(r#""journalEnabled":"yes""#),
@@ -431,15 +441,15 @@ mod tests {
         let py = |m: &str| error(&format!("{{{m}}}"), PYTHON, given());
         assert_eq!(
             py(r#""request_timeout":-1"#),
-            "request_timeout must be a finite number of seconds above 0, not -1"
+            "request_timeout must be a finite number of seconds, 0 or more, not -1"
         );
         assert_eq!(
-            py(r#""request_timeout":0"#),
-            "request_timeout must be a finite number of seconds above 0, not 0"
+            py(r#""replay_interval":-0.5"#),
+            "replay_interval must be a finite number of seconds, 0 or more, not -0.5"
         );
         assert_eq!(
             py(r#""request_timeout":true"#),
-            "request_timeout must be a finite number of seconds above 0, not true"
+            "request_timeout must be a finite number of seconds, 0 or more, not true"
         );
         assert_eq!(
             py(r#""close_timeout":"inf""#),
@@ -447,16 +457,16 @@ mod tests {
         );
         assert!(py(r#""request_timeout":1e300"#).starts_with("request_timeout is too large"));
         assert_eq!(
-            py(r#""max_concurrent_requests":0"#),
-            "max_concurrent_requests must be an integer from 1 to 4294967295, not 0"
+            py(r#""max_concurrent_requests":-1"#),
+            "max_concurrent_requests must be an integer from 0 to 4294967295, not -1"
         );
         assert!(py(r#""request_timeout_ms":5"#).starts_with(
             "unknown option \"request_timeout_ms\" (known: default_unit, request_timeout,"
         ));
         let snake = |m: &str| error(&format!("{{{m}}}"), C, given());
         assert_eq!(
-            snake(r#""settle_max_attempts":0"#),
-            "settle_max_attempts must be an integer from 1 to 4294967295, not 0"
+            snake(r#""settle_max_attempts":true"#),
+            "settle_max_attempts must be an integer from 0 to 4294967295, not true"
         );
         assert!(snake(r#""close_timeout_ms":1"#).starts_with("unknown option \"close_timeout_ms\""));
         let jvm = host_client(r#"{"close_timeout_ms":250}"#, JVM, given()).unwrap();

@@ -277,12 +277,12 @@ fn client_options_json_is_checked_member_by_member() {
         (
             r#"{"request_timeout_ms": "5"}"#,
             given,
-            "request_timeout_ms must be an integer from 1 to 4294967295, not \"5\"",
+            "request_timeout_ms must be an integer from 0 to 4294967295, not \"5\"",
         ),
         (
-            r#"{"settle_max_attempts": 0}"#,
+            r#"{"settle_max_attempts": -1}"#,
             given,
-            "settle_max_attempts must be an integer from 1 to 4294967295, not 0",
+            "settle_max_attempts must be an integer from 0 to 4294967295, not -1",
         ),
         (
             r#"{"api_key": "k"}"#,
@@ -308,4 +308,45 @@ fn client_options_json_is_checked_member_by_member() {
     assert_eq!(e.name, "CONFIG");
     let (c, _) = client_of_options(&parse(r#"{"default_unit": "CREDITS"}"#), given).unwrap();
     assert_eq!(c.config().unit(), cycles_core::model::Unit::Credits);
+}
+
+/// A raw request without a subject is for the client's tenant, as a guarded one is; no
+/// tenant is the guard's error, word for word; metadata stays byte for byte.
+#[test]
+fn raw_requests_without_a_subject_are_for_the_tenant() {
+    let rt = cycles_core::runtime::handle().unwrap();
+    let server = rt
+        .block_on(LocalServer::start(ServerConfig::default()))
+        .unwrap();
+    let with_tenant = ClientHandle::new(
+        cycles_core::Config::new(server.url(), "cycles-local-key").with_tenant("acme"),
+    )
+    .unwrap();
+    let args = r#"{"idempotency_key":"raw-sub","action":{"kind":"llm","name":"m"},
+        "estimate":{"unit":"USD_MICROCENTS","amount":5},"metadata":{"n":12345678901234567890}}"#;
+    let reply = block(
+        with_tenant
+            .prepare("create_reservation", args)
+            .unwrap()
+            .run(),
+    )
+    .unwrap();
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let sent = server.requests();
+    let body = sent.last().and_then(|r| r.body.clone()).unwrap();
+    assert!(body.contains(r#""subject":{"tenant":"acme"}"#), "{body}");
+    assert!(
+        body.contains(r#""metadata":{"n":12345678901234567890}"#),
+        "{body}"
+    );
+    let no_tenant =
+        ClientHandle::new(cycles_core::Config::new(server.url(), "cycles-local-key")).unwrap();
+    for op in ["create_reservation", "decide", "create_event"] {
+        let e = no_tenant.prepare(op, "{}").err().expect(op);
+        assert_eq!(e.name, "INVALID_ARGUMENT");
+        assert_eq!(
+            e.message, "subject is required (or configure a tenant on the client)",
+            "{op}"
+        );
+    }
 }

@@ -163,16 +163,22 @@ static void misuse(cycles_client *c) {
     STATUS_IS(CYCLES_INVALID_ARGUMENT, cycles_client_call(c, NULL, "{}", NULL, NULL));
     STATUS_IS(CYCLES_INVALID_ARGUMENT, cycles_client_call(c, "decide", NULL, NULL, NULL));
     STATUS_IS(CYCLES_INVALID_ARGUMENT, cycles_client_new(NULL, "k", NULL, NULL, NULL, NULL));
-    /* A settle override of 0 fails where the client is built, not at the first guarded call. */
+    /* A settle override of 0 fails where the client is built, not at the first guarded call:
+     * core's rule (CONFIG, as in Rust); a value that is no count at all is the bridge's. */
     cycles_client *zero = NULL;
     cycles_error *zerr = NULL;
     CHECK(cycles_client_new("http://127.0.0.1:1", "k", NULL, "{\"settle_max_attempts\":0}", &zero, &zerr)
-              == CYCLES_INVALID_ARGUMENT && zero == NULL, "settle_max_attempts 0");
-    CHECK(strstr(cycles_error_message(zerr), "settle_max_attempts must be an integer from 1 to 4294967295, not 0"), "%s", cycles_error_message(zerr));
+              == CYCLES_CONFIG && zero == NULL, "settle_max_attempts 0");
+    CHECK(strstr(cycles_error_message(zerr), "settle max_attempts must be at least 1"), "%s", cycles_error_message(zerr));
+    cycles_error_free(zerr);
+    zerr = NULL;
+    CHECK(cycles_client_new("http://127.0.0.1:1", "k", NULL, "{\"settle_max_attempts\":-1}", &zero, &zerr)
+              == CYCLES_INVALID_ARGUMENT && zero == NULL, "settle_max_attempts -1");
+    CHECK(strstr(cycles_error_message(zerr), "settle_max_attempts must be an integer from 0 to 4294967295, not -1"), "%s", cycles_error_message(zerr));
     cycles_error_free(zerr);
     zerr = NULL;
     CHECK(cycles_client_new("http://127.0.0.1:1", "k", NULL, "{\"replay_interval_ms\":0}", &zero, &zerr)
-              == CYCLES_INVALID_ARGUMENT, "replay_interval_ms 0");
+              == CYCLES_CONFIG, "replay_interval_ms 0");
     cycles_error_free(zerr);
     STATUS_IS(CYCLES_INVALID_ARGUMENT, cycles_guard_begin(c, NULL, NULL, NULL));
     STATUS_IS(CYCLES_INVALID_ARGUMENT, cycles_guard_set_actual(NULL, 1, NULL));

@@ -100,6 +100,20 @@ impl NativeClient {
         })
     }
 
+    /// The subject a request without one is for, as JSON (core's
+    /// `GuardSpec::default_subject`: the client's tenant; INVALID_ARGUMENT without one), so
+    /// a decorator can refuse early with the error every call would raise.
+    fn default_subject(&self) -> PyResult<String> {
+        guard(|| {
+            let subject = cycles_core::guard::GuardSpec::default_subject(
+                self.handle.config().tenant.as_deref(),
+            )
+            .map_err(|e| to_pyerr(e.into()))?;
+            serde_json::to_string(&subject)
+                .map_err(|e| to_pyerr(cycles_bridge::ErrorFields::invalid(e.to_string())))
+        })
+    }
+
     /// The drain bound of a `close()` given none, in milliseconds (`close_timeout`, else the
     /// bridge's default).
     #[getter]

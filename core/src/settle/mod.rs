@@ -57,6 +57,25 @@ pub struct SettleConfig {
     pub events: EventSink,
 }
 
+impl SettleConfig {
+    /// CONFIG when a setting would make settlement impossible or spin: no attempt per episode
+    /// (nothing would ever be sent) or a zero pause between replay passes. Every language
+    /// builds its settle overrides through this check.
+    pub fn validate(&self) -> Result<(), crate::Error> {
+        if self.max_attempts == 0 {
+            return Err(crate::Error::config(
+                "settle max_attempts must be at least 1",
+            ));
+        }
+        if self.replay_interval.is_zero() {
+            return Err(crate::Error::config(
+                "the replay interval must be at least 1 ms",
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl Default for SettleConfig {
     fn default() -> Self {
         SettleConfig {
@@ -207,5 +226,27 @@ impl DrainReport {
     /// Number of settlements applied (commit or event).
     pub fn settled(&self) -> usize {
         self.outcomes.iter().filter(|(_, o)| o.is_settled()).count()
+    }
+}
+
+#[cfg(test)]
+mod config_tests {
+    use super::*;
+
+    #[test]
+    fn zero_attempts_or_interval_is_a_config_error() {
+        assert!(SettleConfig::default().validate().is_ok());
+        for bad in [
+            SettleConfig {
+                max_attempts: 0,
+                ..SettleConfig::default()
+            },
+            SettleConfig {
+                replay_interval: Duration::ZERO,
+                ..SettleConfig::default()
+            },
+        ] {
+            assert_eq!(bad.validate().unwrap_err().kind(), &ErrorKind::Config);
+        }
     }
 }

@@ -163,11 +163,15 @@ class ClientTest {
         InvalidArgumentException m = assertThrows(InvalidArgumentException.class,
                 () -> client.call("get_reservation", "{}"));
         assertTrue(m.getMessage().contains("reservation_id"), m.getMessage());
-        // A settle override of 0 fails at build(), not at the first guarded call.
-        InvalidArgumentException z = assertThrows(InvalidArgumentException.class,
+        // A settle override of 0 fails at build(), not at the first guarded call: core's rule
+        // (CONFIG, as in Rust); a value that is no count at all is the bridge's.
+        dev.cycles.errors.ConfigException z = assertThrows(dev.cycles.errors.ConfigException.class,
                 () -> CyclesClient.builder().baseUrl("http://127.0.0.1:1").apiKey("k").settleMaxAttempts(0).build());
-        assertEquals("settle_max_attempts must be an integer from 1 to 4294967295, not 0", z.getMessage());
-        assertThrows(InvalidArgumentException.class,
+        assertEquals("settle max_attempts must be at least 1", z.getMessage());
+        InvalidArgumentException n = assertThrows(InvalidArgumentException.class,
+                () -> CyclesClient.builder().baseUrl("http://127.0.0.1:1").apiKey("k").settleMaxAttempts(-1).build());
+        assertEquals("settle_max_attempts must be an integer from 0 to 4294967295, not -1", n.getMessage());
+        assertThrows(dev.cycles.errors.ConfigException.class,
                 () -> CyclesClient.builder().baseUrl("http://127.0.0.1:1").apiKey("k")
                         .replayInterval(Duration.ZERO).build());
     }
