@@ -26,9 +26,9 @@ export declare class NativeActive {
    * Sets the actual amount (INVALID_ARGUMENT once the action has finished: the report
    * would not be settled).
    */
-  setActual(amount: number): void
+  setActual(amount: number | string): void
   /** Adds to the actual amount (INVALID_ARGUMENT once the action has finished). */
-  add(amount: number): void
+  add(amount: number | string): void
   /** The actual amount so far, if any. */
   actual(): number | null
   /** Commit metrics as JSON text (kept exactly as written). */
@@ -45,10 +45,15 @@ export declare class NativeActive {
 
 /** The native half of `Client`. */
 export declare class NativeClient {
-  /** A client of explicit options (core validates them). */
-  constructor(options: NativeClientOptions)
-  /** A client of the `CYCLES_*` environment; explicit journal settings override it. */
-  static fromEnv(journalDir?: string | undefined | null, journalEnabled?: boolean | undefined | null): NativeClient
+  /**
+   * A client of `ClientOptions` as JSON (camelCase, `onEvent` left out), checked by the
+   * bridge: one table, one error text for every language.
+   */
+  constructor(optionsJson: string)
+  /** A client of the `CYCLES_*` environment, the options (as JSON) applied over it. */
+  static fromEnv(optionsJson: string): NativeClient
+  /** The drain bound of a `close()` given none (`closeTimeoutMs`, else the bridge's 5000). */
+  get closeTimeoutMs(): number
   /** Base URL. */
   get baseUrl(): string
   /** Default tenant. */
@@ -80,7 +85,7 @@ export declare class NativeClient {
    * receives each event batch as a JSON array text, and `null` once the lifecycle is
    * closed and drained; it never keeps the process alive.
    */
-  lifecycle(maxAttempts: number | undefined | null, replayIntervalMs: number | undefined | null, listener: (batch: string | null) => void): NativeLifecycle
+  lifecycle(listener: (batch: string | null) => void): NativeLifecycle
 }
 
 /** Core's fallback heartbeat planner (the bridge's `FallbackJson`). */
@@ -223,28 +228,6 @@ export declare function journalParseRecord(data: Buffer): string
  * neither is.
  */
 export declare function journalPending(journalDir: string, baseUrl?: string | undefined | null, apiKey?: string | undefined | null, tenant?: string | undefined | null): string
-
-/** Client settings; unset fields keep core's defaults. */
-export interface NativeClientOptions {
-  /** Base URL of the Cycles server. */
-  baseUrl: string
-  /** API key (redacted by core from everything the server sends back). */
-  apiKey: string
-  /** Default tenant. */
-  tenant?: string
-  /** Unit of estimates given as bare numbers (core validates it). */
-  defaultUnit?: string
-  /** Per-attempt request timeout. */
-  requestTimeoutMs?: number
-  /** Connect timeout. */
-  connectTimeoutMs?: number
-  /** Journal directory. */
-  journalDir?: string
-  /** Whether settlements are journaled. */
-  journalEnabled?: boolean
-  /** Bound on concurrent requests. */
-  maxConcurrentRequests?: number
-}
 
 /** Whether core's runtime is usable in this process. */
 export declare function runtimeOk(): boolean

@@ -9,10 +9,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # node --test passes silently when nothing matches: the suite must run exactly this many.
-EXPECTED_TESTS=98
+EXPECTED_TESTS=99
 # The client and lifecycle suites again against the local server's reference mode.
 REFERENCE_SUITES=(test/operations.test.mjs test/lifecycle.test.mjs)
-EXPECTED_REFERENCE_TESTS=39
+EXPECTED_REFERENCE_TESTS=40
 
 bash scripts/build.sh
 (cd .. && cargo build -q --locked -p cycles-cli)

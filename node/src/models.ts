@@ -90,7 +90,8 @@ export interface WithMeta {
 /** `createReservation` request. */
 export interface ReservationCreateRequest {
   idempotencyKey: string;
-  subject: Subject;
+  /** Who spends; default: the client's tenant (`INVALID_ARGUMENT` when it has none). */
+  subject?: Subject;
   action: Action;
   estimate: Amount;
   ttlMs?: Int64;
@@ -165,7 +166,8 @@ export interface ExtendResult extends WithMeta {
 /** `decide` request. */
 export interface DecisionRequest {
   idempotencyKey: string;
-  subject: Subject;
+  /** Who spends; default: the client's tenant (`INVALID_ARGUMENT` when it has none). */
+  subject?: Subject;
   action: Action;
   estimate: Amount;
   metadata?: Record<string, unknown>;
@@ -184,7 +186,8 @@ export interface DecisionResult extends WithMeta {
 /** `createEvent` request. */
 export interface EventCreateRequest {
   idempotencyKey: string;
-  subject: Subject;
+  /** Who spends; default: the client's tenant (`INVALID_ARGUMENT` when it has none). */
+  subject?: Subject;
   action: Action;
   actual: Amount;
   overagePolicy?: string;

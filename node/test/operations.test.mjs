@@ -77,6 +77,22 @@ test("decide and createEvent", async () => {
   assert.ok(server.ledger().some((e) => e.kind === "event" && e.amount === 77));
 });
 
+test("a request without a subject is for the client's tenant (the bridge's rule, as a guard's)", async () => {
+  const created = await client.createReservation({ idempotencyKey: key("nosub"), action: ACTION, estimate: EST });
+  assert.equal(created.decision, "ALLOW");
+  const got = await client.getReservation(created.reservationId);
+  assert.deepEqual(got.subject, { tenant: "acme" });
+  await client.releaseReservation(created.reservationId, { idempotencyKey: key("nosub-rel") });
+  const d = await client.decide({ idempotencyKey: key("nosub-d"), action: ACTION, estimate: EST });
+  assert.ok(d.affectedScopes.includes("tenant:acme"));
+  const noTenant = new Client({ baseUrl: server.url, apiKey: server.apiKey, journalEnabled: false });
+  await assert.rejects(
+    noTenant.createEvent({ idempotencyKey: key("nosub-ev"), action: ACTION, actual: EST }),
+    (e) => e instanceof InvalidArgumentError && e.message === "subject is required (or configure a tenant on the client)",
+  );
+  await noTenant.close();
+});
+
 test("getBalances, listReservations, listAllReservations", async () => {
   const b = await client.getBalances({ tenant: "acme" });
   assert.ok(b.balances.length >= 1);

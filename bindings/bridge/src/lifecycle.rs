@@ -153,7 +153,6 @@ impl Lifecycle {
             events: sink.clone(),
             ..SettleConfig::default()
         });
-        settings.validate()?;
         let settler = Settler::new(config, settings)?;
         let rt = runtime::handle()?;
         let replay = {

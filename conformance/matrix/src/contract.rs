@@ -3,7 +3,9 @@
 //! the rest (a bare estimate in the client's default unit, the subject from its tenant). Every
 //! face must give the same answer, the one written here, and the server's ledger must show
 //! exactly the requests the contract allows: a settlement only with a known actual, a release
-//! wherever nothing can be committed, nothing twice.
+//! wherever nothing can be committed, nothing twice. A second table does the same for the
+//! client's options: each face builds a client of the same options through its own API (its
+//! names, its units) and must raise the same error, or run the same guarded action.
 
 use cycles_local_server::{BudgetSeed, CapsSeed, LedgerEntry, LocalServer, ServerConfig};
 use serde_json::{json, Value};
@@ -240,6 +242,100 @@ fn server_config() -> ServerConfig {
     }
 }
 
+/// One row of the options table: a client of these options (canonical names, snake_case in
+/// ms; each face spells them its own way), then one guarded action under the case's key.
+struct OptionCase {
+    name: &'static str,
+    options: Value,
+    /// The Cycles error name building the client or the action raised, `None`: none.
+    error: Option<&'static str>,
+    /// The ledger kinds under the case's key, in order.
+    ledger: &'static [&'static str],
+}
+
+fn option_cases() -> Vec<OptionCase> {
+    let base = |extra: Value| {
+        let mut o = json!({"tenant": TENANT, "default_unit": UNIT});
+        for (k, v) in extra.as_object().expect("an object") {
+            o[k] = v.clone();
+        }
+        o
+    };
+    let settled: &[&str] = &["reserve", "commit"];
+    let refused = |name, options, error| OptionCase {
+        name,
+        options,
+        error: Some(error),
+        ledger: &[],
+    };
+    vec![
+        OptionCase {
+            name: "tenant and default unit",
+            options: base(json!({})),
+            error: None,
+            ledger: settled,
+        },
+        OptionCase {
+            name: "every option set",
+            options: base(
+                json!({"request_timeout_ms": 4000, "connect_timeout_ms": 2000,
+                "max_concurrent_requests": 4, "settle_max_attempts": 2,
+                "replay_interval_ms": 500, "journal_enabled": true}),
+            ),
+            error: None,
+            ledger: settled,
+        },
+        // The default unit of a bare estimate is USD_MICROCENTS; this server has TOKENS only.
+        OptionCase {
+            name: "no default unit",
+            options: json!({"tenant": TENANT}),
+            error: Some("UNIT_MISMATCH"),
+            ledger: &[],
+        },
+        // No tenant: the subject a bare guarded call defaults to does not exist.
+        refused(
+            "no tenant",
+            json!({"default_unit": UNIT}),
+            "INVALID_ARGUMENT",
+        ),
+        refused(
+            "unknown unit",
+            base(json!({"default_unit": "TOKEN"})),
+            "CONFIG",
+        ),
+        refused(
+            "zero request timeout",
+            base(json!({"request_timeout_ms": 0})),
+            "CONFIG",
+        ),
+        refused(
+            "request timeout past core's maximum",
+            base(json!({"request_timeout_ms": 90_000_000})),
+            "CONFIG",
+        ),
+        refused(
+            "zero connect timeout",
+            base(json!({"connect_timeout_ms": 0})),
+            "CONFIG",
+        ),
+        refused(
+            "zero request bound",
+            base(json!({"max_concurrent_requests": 0})),
+            "CONFIG",
+        ),
+        refused(
+            "zero settle attempts",
+            base(json!({"settle_max_attempts": 0})),
+            "CONFIG",
+        ),
+        refused(
+            "zero replay interval",
+            base(json!({"replay_interval_ms": 0})),
+            "CONFIG",
+        ),
+    ]
+}
+
 /// The ledger entries of one action: those whose key is the case's base key or derived from
 /// it (`{key}:commit`, `{key}:release`).
 fn entries<'a>(ledger: &'a [LedgerEntry], base: &str) -> Vec<&'a LedgerEntry> {
@@ -352,9 +448,71 @@ pub async fn run(faces: &mut [Face], table: &mut Table, root: &std::path::Path) 
                 ));
             }
         }
-        table.add(LABEL, &face.name, passed, cases.len() as u64);
+        let (p, f) = run_options(face, &server, &url, &journal).await;
+        failures.extend(f);
+        table.add(
+            LABEL,
+            &face.name,
+            passed + p,
+            (cases.len() + option_cases().len()) as u64,
+        );
     }
     failures
+}
+
+/// The options table in one face: its answers and the ledger under each case's key.
+async fn run_options(
+    face: &mut Face,
+    server: &LocalServer,
+    url: &str,
+    journal: &std::path::Path,
+) -> (u64, Vec<String>) {
+    let cases = option_cases();
+    let name = face.name.clone();
+    let key = |c: &OptionCase| format!("options-{name}-{}", c.name.replace(' ', "-"));
+    let requests: Vec<Value> = cases
+        .iter()
+        .map(|c| {
+            json!({"op": "client", "url": url, "api_key": KEY,
+                   "journal_dir": journal.to_string_lossy(), "key": key(c), "options": c.options})
+        })
+        .collect();
+    let answers = match tokio::task::block_in_place(|| face.batch(requests)) {
+        Ok(a) => a,
+        Err(e) => return (0, vec![format!("{LABEL}: {} options: {e}", face.name)]),
+    };
+    let ledger = server.ledger();
+    let mut passed = 0;
+    let mut failures = Vec::new();
+    for (c, got) in cases.iter().zip(&answers) {
+        let mut problems = Vec::new();
+        let want = json!({"error": c.error});
+        if canonical(&got["ok"]) != canonical(&want) {
+            problems.push(format!(
+                "answered {}, expected {}",
+                canonical(got),
+                canonical(&want)
+            ));
+        }
+        let kinds: Vec<&str> = entries(&ledger, &key(c))
+            .iter()
+            .map(|e| e.kind.as_str())
+            .collect();
+        if kinds != c.ledger {
+            problems.push(format!("ledger {kinds:?}, expected {:?}", c.ledger));
+        }
+        if problems.is_empty() {
+            passed += 1;
+        } else {
+            failures.push(format!(
+                "{LABEL}: {} options {}: {}",
+                face.name,
+                c.name,
+                problems.join("; ")
+            ));
+        }
+    }
+    (passed, failures)
 }
 
 #[cfg(test)]
@@ -379,6 +537,13 @@ mod tests {
             .map(|e| e.idempotency_key.as_str())
             .collect();
         assert_eq!(got, ["a-rust", "a-rust:commit"]);
+    }
+
+    #[test]
+    fn every_option_case_has_a_unique_name() {
+        let cases = option_cases();
+        let names: std::collections::BTreeSet<_> = cases.iter().map(|c| c.name).collect();
+        assert_eq!(names.len(), cases.len());
     }
 
     #[test]

@@ -142,7 +142,9 @@ fn doc(run: &Run, table: &Table, known: &std::collections::BTreeSet<&str>) -> St
          against the Rust face, byte for byte in canonical JSON; the lifecycle contract, one \
          table of guarded actions (defaults, settle, release, missing actual, caps, denial, \
          keys a header cannot carry) run through every face's guard API against one local \
-         server, answers and ledger checked; the journal matrix, where \
+         server, and one table of client options passed in each face's own names and units \
+         (the same error, or the same guarded action), answers and ledger checked; the \
+         journal matrix, where \
          every face drains every other face's pending records against one local server \
          (applied once, bodies byte-faithful, nothing left); and each face's recovery \
          conformance report (durable claim, schema-checked). A cell counts the cases that \

@@ -440,6 +440,64 @@ async fn guard_case(r: &Value) -> R<Value> {
     Ok(out)
 }
 
+/// The lifecycle contract's options table (PROTOCOL.md, `client`): a client of the options
+/// through core's typed API (`Config`, `SettleConfig`), then one guarded action (bare 5, actual
+/// 3) under the case's key; the answer is the error name either raised, else null.
+async fn client_case(r: &Value) -> R<Value> {
+    let o = arg(r, "options")?;
+    let ms = |k: &str| o.get(k).and_then(Value::as_u64).map(Duration::from_millis);
+    let mut cfg =
+        Config::new(text(r, "url")?, text(r, "api_key")?).with_journal_dir(text(r, "journal_dir")?);
+    if let Some(t) = o.get("tenant").and_then(Value::as_str) {
+        cfg = cfg.with_tenant(t);
+    }
+    if let Some(u) = o.get("default_unit").and_then(Value::as_str) {
+        cfg = cfg.with_default_unit(u);
+    }
+    if let Some(d) = ms("request_timeout_ms") {
+        cfg = cfg.with_request_timeout(d);
+    }
+    if let Some(d) = ms("connect_timeout_ms") {
+        cfg = cfg.with_connect_timeout(d);
+    }
+    if let Some(n) = o.get("max_concurrent_requests").and_then(Value::as_u64) {
+        cfg = cfg.with_max_concurrent_requests(n as usize);
+    }
+    if let Some(b) = o.get("journal_enabled").and_then(Value::as_bool) {
+        cfg = cfg.with_journal_enabled(b);
+    }
+    let mut settle = SettleConfig::default();
+    if let Some(n) = o.get("settle_max_attempts").and_then(Value::as_u64) {
+        settle.max_attempts = n as u32;
+    }
+    if let Some(d) = ms("replay_interval_ms") {
+        settle.replay_interval = d;
+    }
+    let named = |e: Error| json!({"error": e.kind().name()});
+    let client = match CyclesClient::new(cfg.clone()) {
+        Ok(c) => Arc::new(c),
+        Err(e) => return Ok(named(e)),
+    };
+    let settler = match Settler::new(&cfg, settle) {
+        Ok(s) => s,
+        Err(e) => return Ok(named(e)),
+    };
+    let guard = Guard::new(client, settler, EventSink::tracing_only());
+    let action = Action::new("llm.completion", "matrix");
+    let mut spec = match GuardSpec::with_defaults(&cfg, action, 5) {
+        Ok(s) => s,
+        Err(e) => return Ok(named(e)),
+    };
+    spec.idempotency_key = text(r, "key")?.to_string();
+    let done = guard
+        .run(spec, |usage| async move { usage.set_actual(3) })
+        .await;
+    Ok(match done {
+        Ok(_) => json!({"error": null}),
+        Err(e) => json!({"error": e.kind().map_or("work", |k| k.name())}),
+    })
+}
+
 async fn drain(r: &Value) -> R<Value> {
     let settler = Settler::new(&config(r)?, SettleConfig::default()).map_err(|e| e.to_string())?;
     let report = settler
@@ -472,6 +530,7 @@ fn answer(rt: &tokio::runtime::Runtime, r: &Value) -> Value {
         "write" => rt.block_on(write(r)),
         "drain" => rt.block_on(drain(r)),
         "guard" => rt.block_on(guard_case(r)),
+        "client" => rt.block_on(client_case(r)),
         other => Err(format!("unknown op {other:?}")),
     };
     let mut out = match res {

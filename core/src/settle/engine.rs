@@ -150,7 +150,9 @@ impl Settler {
     /// An engine for `config`'s server and credential, journaling under
     /// `config.journal.dir` when `config.journal.enabled`. Computes the identity partition
     /// (PBKDF2, ~15 ms once per identity per process): build it at startup, not per call.
+    /// CONFIG when `settings` fail [`SettleConfig::validate`].
     pub fn new(config: &Config, settings: SettleConfig) -> Result<Settler, Error> {
+        settings.validate()?;
         let wire = Wire::new(config)?;
         let journal = config.journal.enabled.then(|| {
             Journal::new(

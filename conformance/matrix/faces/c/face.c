@@ -614,6 +614,56 @@ static void op_guard(const jv *q, reply *r) {
     cycles_client_free(c);
 }
 
+/* The options table of the lifecycle contract (PROTOCOL.md, `client`): the options as C's
+ * options JSON (the tenant as cycles_client_new's parameter), then one guarded action (bare
+ * 5, actual 3) under the case's key; answers the Cycles error name raised, else null. */
+static void op_client(const jv *q, reply *r) {
+    const jv *options = json_get(q, "options");
+    const char *url = need_str(r, q, "url"), *key = url ? need_str(r, q, "api_key") : NULL;
+    const char *dir = key ? need_str(r, q, "journal_dir") : NULL;
+    const char *ikey = dir ? need_str(r, q, "key") : NULL;
+    if (!ikey) return;
+    if (!options || options->kind != J_OBJ) { failf(r, "options must be an object", NULL); return; }
+    const char *tenant = NULL;
+    sb opts = { 0 };
+    raw(&opts, "{\"journal_dir\":");
+    str(&opts, dir);
+    for (size_t i = 0; i < options->n; i++) {
+        if (!strcmp(options->keys[i], "tenant")) tenant = options->items[i]->text;
+        else member(&opts, options->keys[i], options->items[i]);
+    }
+    raw(&opts, "}");
+    cycles_client *c = NULL;
+    cycles_error *e = NULL, *finish_err = NULL;
+    if (cycles_client_new(url, key, tenant, opts.b, &c, &e) == CYCLES_OK) {
+        sb spec = { 0 };
+        raw(&spec, "{\"action\":{\"kind\":\"llm.completion\",\"name\":\"matrix\"},\"estimate\":5,"
+                   "\"idempotency_key\":");
+        str(&spec, ikey);
+        raw(&spec, "}");
+        cycles_guard *g = NULL;
+        if (cycles_guard_begin_json(c, spec.b, &g, &e) == CYCLES_OK) {
+            cycles_outcome o;
+            char *json = NULL;
+            cycles_guard_set_actual(g, 3, &e);
+            /* Always finished, so nothing is left held; a set_actual failure is the answer. */
+            cycles_guard_finish(g, true, &o, &json, e ? &finish_err : &e);
+            cycles_string_free(json);
+            cycles_guard_free(g);
+        }
+        free(spec.b);
+        cycles_client_close(c, 0, NULL, NULL);
+        cycles_client_free(c);
+    }
+    raw(&r->ok, "{\"error\":");
+    if (e) str(&r->ok, cycles_error_name(e));
+    else raw(&r->ok, "null");
+    raw(&r->ok, "}");
+    cycles_error_free(e);
+    cycles_error_free(finish_err);
+    free(opts.b);
+}
+
 /* ---- the loop -------------------------------------------------------------------------- */
 
 static const struct {
@@ -623,7 +673,7 @@ static const struct {
     { "timing", op_timing },           { "primary", op_primary },         { "fallback", op_fallback },
     { "journal_names", op_journal_names }, { "fingerprint", op_fingerprint }, { "parse_record", op_parse_record },
     { "decode", op_decode },           { "write", op_write },             { "drain", op_drain },
-    { "guard", op_guard },
+    { "guard", op_guard },             { "client", op_client },
 };
 
 static void answer(const char *line) {

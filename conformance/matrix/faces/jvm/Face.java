@@ -139,6 +139,8 @@ public final class Face {
                 return drain(r);
             case "guard":
                 return guard(r);
+            case "client":
+                return client(r);
             default:
                 throw new Unsupported("unknown op: " + op);
         }
@@ -343,6 +345,46 @@ public final class Face {
      * the action and the bare estimate (key and subject only when the case gives them), the
      * steps on the reservation; {@code end} returns, {@code fail} throws.
      */
+    /**
+     * The options table of the lifecycle contract (PROTOCOL.md, {@code client}): a client of
+     * the options through the builder's typed setters, then one guarded action (bare 5,
+     * actual 3) under the case's key; the Cycles error name raised, else null.
+     */
+    static Map<String, Object> client(Map<String, Object> r) {
+        CyclesClient.Builder b = CyclesClient.builder().baseUrl(str(r.get("url"))).apiKey(str(r.get("api_key")))
+                .journalDir(Path.of(str(r.get("journal_dir"))));
+        for (Map.Entry<String, Object> e : obj(r.get("options")).entrySet()) {
+            Object v = e.getValue();
+            switch (e.getKey()) {
+                case "tenant" -> b.tenant(str(v));
+                case "default_unit" -> b.defaultUnit(str(v));
+                case "request_timeout_ms" -> b.requestTimeout(Duration.ofMillis(((Number) v).longValue()));
+                case "connect_timeout_ms" -> b.connectTimeout(Duration.ofMillis(((Number) v).longValue()));
+                case "max_concurrent_requests" -> b.maxConcurrentRequests(((Number) v).intValue());
+                case "settle_max_attempts" -> b.settleMaxAttempts(((Number) v).intValue());
+                case "replay_interval_ms" -> b.replayInterval(Duration.ofMillis(((Number) v).longValue()));
+                case "journal_enabled" -> b.journalEnabled((Boolean) v);
+                default -> throw new Unsupported("unknown option " + e.getKey());
+            }
+        }
+        CyclesClient client;
+        try {
+            client = b.build();
+        } catch (CyclesException e) {
+            return map("error", e.errorName());
+        }
+        try (client) {
+            GuardSpec spec = GuardSpec.of(Action.of("llm.completion", "matrix"), 5).idempotencyKey(str(r.get("key")));
+            client.guarded(spec, res -> {
+                res.setActual(3);
+                return null;
+            });
+            return map("error", null);
+        } catch (CyclesException e) {
+            return map("error", e.errorName());
+        }
+    }
+
     static Map<String, Object> guard(Map<String, Object> r) {
         Map<String, Object> c = obj(r.get("case"));
         Map<String, Object> out = map("decision", null, "caps", null, "steps", new ArrayList<>(), "outcome", null,

@@ -245,6 +245,44 @@ async function drain(r) {
   }
 }
 
+// ---- client: the options table of the lifecycle contract ----
+
+/** Node's names of the canonical options (all in ms, as here). */
+const NODE_OPTIONS = {
+  tenant: "tenant",
+  default_unit: "defaultUnit",
+  request_timeout_ms: "requestTimeoutMs",
+  connect_timeout_ms: "connectTimeoutMs",
+  max_concurrent_requests: "maxConcurrentRequests",
+  settle_max_attempts: "maxAttempts",
+  replay_interval_ms: "replayIntervalMs",
+  journal_enabled: "journalEnabled",
+};
+
+/** A client of the options through `new Client`, then one guarded action (bare 5, actual 3). */
+async function clientCase(r) {
+  const options = { baseUrl: r.url, apiKey: r.api_key, journalDir: r.journal_dir };
+  for (const [name, value] of Object.entries(r.options)) {
+    if (!(name in NODE_OPTIONS)) return { fail: `unknown option ${JSON.stringify(name)}` };
+    options[NODE_OPTIONS[name]] = value;
+  }
+  let cl;
+  try {
+    cl = new Client(options);
+  } catch (e) {
+    if (e instanceof CyclesError) return { ok: { error: e.errorName } };
+    throw e;
+  }
+  try {
+    const error = await step(() =>
+      cl.guarded({ estimate: 5, action: { kind: "llm.completion", name: "matrix" }, idempotencyKey: r.key, actual: 3 }, async () => null),
+    );
+    return { ok: { error } };
+  } finally {
+    await cl.close(0);
+  }
+}
+
 // ---- guard: one action of the lifecycle contract ----
 
 /** The work's own exception (a `fail` step): it must propagate unchanged. */
@@ -341,6 +379,8 @@ async function answer(r, line) {
       return drain(r);
     case "guard":
       return guard(r);
+    case "client":
+      return clientCase(r);
     default:
       return { fail: `unknown op ${JSON.stringify(r.op)}` };
   }

@@ -433,6 +433,43 @@ def op_guard(req: dict[str, Any]) -> Any:
     return out
 
 
+# Python's names of the canonical options, and which are durations (ms there, seconds here).
+_PY_OPTIONS = {
+    "tenant": ("tenant", False),
+    "default_unit": ("default_unit", False),
+    "request_timeout_ms": ("request_timeout", True),
+    "connect_timeout_ms": ("connect_timeout", True),
+    "max_concurrent_requests": ("max_concurrent_requests", False),
+    "settle_max_attempts": ("settle_max_attempts", False),
+    "replay_interval_ms": ("replay_interval", True),
+    "journal_enabled": ("journal_enabled", False),
+}
+
+
+def op_client(req: dict[str, Any]) -> Any:
+    """The options table of the lifecycle contract (PROTOCOL.md, ``client``): a client of the
+    options through ``cycles.Client``'s keywords (seconds for durations), then one guarded
+    action (bare 5, actual 3) under the case's key; the error name raised, else null."""
+    kw: dict[str, Any] = {}
+    for name, value in req["options"].items():
+        py, seconds = _PY_OPTIONS[name]
+        kw[py] = value / 1000 if seconds else value
+    try:
+        client = cycles.Client(req["url"], req["api_key"], journal_dir=req["journal_dir"], **kw)
+    except cycles.CyclesError as e:
+        return {"error": e.name}
+    try:
+        with client.reserve(
+            5, action=cycles.Action("llm.completion", "matrix"), idempotency_key=req["key"]
+        ) as r:
+            r.set_actual(3)
+    except cycles.CyclesError as e:
+        return {"error": e.name}
+    finally:
+        client.close(0)
+    return {"error": None}
+
+
 # -- transport --------------------------------------------------------------------------------
 
 OPS: dict[str, Op] = {
@@ -446,6 +483,7 @@ OPS: dict[str, Op] = {
     "write": op_write,
     "drain": op_drain,
     "guard": op_guard,
+    "client": op_client,
 }
 
 
