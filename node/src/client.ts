@@ -186,7 +186,7 @@ export class Client implements AsyncDisposable {
   /** @internal */
   constructor(options: ClientOptions, nativeClient: NativeClient);
   constructor(options: ClientOptions, nativeClient?: NativeClient) {
-    const onEvent = eventListenerOf(options);
+    const onEvent = eventListenerOf<EventListener>(options);
     this.native = nativeClient ?? call(() => new native.NativeClient(optionsJson(options)));
     this.defaultTenant = this.native.tenant;
     this.unitOfBare = this.native.defaultUnit;
@@ -199,7 +199,7 @@ export class Client implements AsyncDisposable {
    * `CYCLES_TENANT`, `CYCLES_UNIT`, ...); the options given here apply over them.
    */
   static fromEnv(options: FromEnvOptions = {}): Client {
-    eventListenerOf(options);
+    eventListenerOf<EventListener>(options);
     const n = call(() => native.NativeClient.fromEnv(optionsJson(options)));
     return new Client({ ...options, baseUrl: n.baseUrl, apiKey: "" }, n);
   }

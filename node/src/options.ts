@@ -50,12 +50,12 @@ export function optionsJson(options: object): string {
 }
 
 /** The `onEvent` listener of client options, checked (a function or absent). */
-export function eventListenerOf(options: unknown): ((event: never) => void) | undefined {
+export function eventListenerOf<L extends (...args: never[]) => unknown>(options: unknown): L | undefined {
   if (options === null || typeof options !== "object") {
     throw new InvalidArgumentError(`the client options must be an object ({ baseUrl, apiKey, ... }), not ${describe(options)}`);
   }
   optional((options as { onEvent?: unknown }).onEvent, "function", "onEvent");
-  return (options as { onEvent?: (event: never) => void }).onEvent ?? undefined;
+  return (options as { onEvent?: L }).onEvent ?? undefined;
 }
 
 /** A required argument in milliseconds, 0 allowed (a drain bound, a clock step); throws {@link InvalidArgumentError}. */

@@ -8,7 +8,7 @@ import java.util.Map;
  * A {@code createReservation} request. Null members are unset (the server's defaults).
  *
  * @param idempotencyKey the same key on every retry of this reservation
- * @param subject who spends
+ * @param subject who spends (null: the client's tenant)
  * @param action what is paid for
  * @param estimate what to reserve
  * @param ttlMs the lease in milliseconds
@@ -21,7 +21,7 @@ public record CreateReservationRequest(String idempotencyKey, Subject subject, A
         Long gracePeriodMs, String overagePolicy, Boolean dryRun, String metadataJson) {
     /**
      * @param idempotencyKey the idempotency key
-     * @param subject who spends
+     * @param subject who spends (null: the client's tenant)
      * @param action what is paid for
      * @param estimate what to reserve
      * @return the request with every optional member unset
@@ -42,7 +42,8 @@ public record CreateReservationRequest(String idempotencyKey, Subject subject, A
     String toJson() {
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("idempotency_key", idempotencyKey);
-        m.put("subject", subject == null ? null : subject.toJson());
+        // Left out when null: the bridge makes it the client's tenant.
+        put(m, "subject", subject == null ? null : subject.toJson());
         m.put("action", action == null ? null : action.toJson());
         m.put("estimate", estimate == null ? null : estimate.toJson());
         put(m, "ttl_ms", ttlMs);

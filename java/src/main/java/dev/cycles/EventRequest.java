@@ -9,7 +9,7 @@ import java.util.Map;
  * unset (the server's defaults).
  *
  * @param idempotencyKey the same key on every retry of this event
- * @param subject who spent
+ * @param subject who spent (null: the client's tenant)
  * @param action what was done
  * @param actual what it cost
  * @param overagePolicy {@code REJECT}, {@code ALLOW_IF_AVAILABLE} or {@code ALLOW_WITH_OVERDRAFT}
@@ -21,7 +21,7 @@ public record EventRequest(String idempotencyKey, Subject subject, Action action
         String metricsJson, Long clientTimeMs, String metadataJson) {
     /**
      * @param idempotencyKey the idempotency key
-     * @param subject who spent
+     * @param subject who spent (null: the client's tenant)
      * @param action what was done
      * @param actual what it cost
      * @return the request with every optional member unset
@@ -49,7 +49,8 @@ public record EventRequest(String idempotencyKey, Subject subject, Action action
     String toJson() {
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("idempotency_key", idempotencyKey);
-        m.put("subject", subject == null ? null : subject.toJson());
+        // Left out when null: the bridge makes it the client's tenant.
+        CreateReservationRequest.put(m, "subject", subject == null ? null : subject.toJson());
         m.put("action", action == null ? null : action.toJson());
         m.put("actual", actual == null ? null : actual.toJson());
         CreateReservationRequest.put(m, "overage_policy", overagePolicy);

@@ -11,6 +11,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.cycles.errors.BudgetExceededException;
 import dev.cycles.errors.ForbiddenException;
 import dev.cycles.errors.IdempotencyMismatchException;
+import dev.cycles.errors.InvalidArgumentException;
 import dev.cycles.errors.InvalidRequestException;
 import dev.cycles.errors.NotFoundException;
 import dev.cycles.internal.Json;
@@ -63,6 +64,20 @@ class OperationsTest {
         assertNull(deny.caps());
         // decide persists nothing.
         assertFalse(fx.ledger().stream().anyMatch(e -> e.startsWith("reserve:" + TOO_MUCH)), fx.ledger().toString());
+    }
+
+    @Test
+    void aRequestWithoutSubjectIsForTheClientsTenant() throws Exception {
+        // The bridge's rule (a guard's too): a null subject is left out and becomes the tenant.
+        Response<DecisionResult> d = client.decide(DecisionRequest.of("java-nosub-1", null, ACTION, Amount.usdMicrocents(5)));
+        assertEquals("ALLOW", d.body().decision());
+        assertTrue(d.body().affectedScopes().contains("tenant:" + fx.server.tenant()), d.body().affectedScopes().toString());
+        try (CyclesClient noTenant = CyclesClient.builder().baseUrl(fx.server.url()).apiKey(fx.server.apiKey())
+                .journalEnabled(false).build()) {
+            InvalidArgumentException e = assertThrows(InvalidArgumentException.class, () -> noTenant.createEvent(
+                    EventRequest.of("java-nosub-2", null, ACTION, Amount.usdMicrocents(5))));
+            assertEquals("subject is required (or configure a tenant on the client)", e.getMessage());
+        }
     }
 
     @Test
