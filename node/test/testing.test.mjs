@@ -72,7 +72,7 @@ test("unknown keys and wrong types are InvalidArgumentError naming them; nothing
     [{ regime: { maxExtensions: -1 } }, /regime\.maxExtensions must be an integer from 0/],
     [[], /^LocalServer config must be an object, not an array$/],
     // Past the typed checks, the bridge's config check answers (no serde positions).
-    [{ bind: "nope" }, /^invalid server config: invalid socket address syntax$/],
+    [{ bind: "nope" }, /^invalid server config: bind: invalid socket address syntax$/],
   ];
   for (const [config, message] of cases) {
     assert.throws(() => new LocalServer(config), (e) => {
