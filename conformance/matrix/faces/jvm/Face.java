@@ -358,11 +358,11 @@ public final class Face {
             switch (e.getKey()) {
                 case "tenant" -> b.tenant(str(v));
                 case "default_unit" -> b.defaultUnit(str(v));
-                case "request_timeout_ms" -> b.requestTimeout(Duration.ofMillis(((Number) v).longValue()));
-                case "connect_timeout_ms" -> b.connectTimeout(Duration.ofMillis(((Number) v).longValue()));
-                case "max_concurrent_requests" -> b.maxConcurrentRequests(((Number) v).intValue());
-                case "settle_max_attempts" -> b.settleMaxAttempts(((Number) v).intValue());
-                case "replay_interval_ms" -> b.replayInterval(Duration.ofMillis(((Number) v).longValue()));
+                case "request_timeout_ms" -> b.requestTimeout(Duration.ofMillis(amount(v, "request_timeout_ms")));
+                case "connect_timeout_ms" -> b.connectTimeout(Duration.ofMillis(amount(v, "connect_timeout_ms")));
+                case "max_concurrent_requests" -> b.maxConcurrentRequests(Math.toIntExact(amount(v, "max_concurrent_requests")));
+                case "settle_max_attempts" -> b.settleMaxAttempts(Math.toIntExact(amount(v, "settle_max_attempts")));
+                case "replay_interval_ms" -> b.replayInterval(Duration.ofMillis(amount(v, "replay_interval_ms")));
                 case "journal_enabled" -> b.journalEnabled((Boolean) v);
                 default -> throw new Unsupported("unknown option " + e.getKey());
             }
