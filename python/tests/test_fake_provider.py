@@ -251,3 +251,23 @@ def test_reset_stop_and_config_errors() -> None:
     with FakeProvider() as q:
         with pytest.raises(cycles.InvalidArgumentError, match="missing field `ms`"):
             q.add_fault(cast(Any, {"fault": {"kind": "slow_first_byte"}}))
+
+
+async def test_the_async_clients_stream_with_usage(provider: FakeProvider) -> None:
+    o = openai.AsyncOpenAI(base_url=provider.openai_base_url, api_key="k", max_retries=0)
+    stream = await o.chat.completions.create(
+        model="gpt-fake", messages=CHAT, stream=True, stream_options={"include_usage": True}
+    )
+    chunks = [c async for c in stream]
+    assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == REPLY_TOKENS
+    a = anthropic.AsyncAnthropic(base_url=provider.base_url, api_key="k", max_retries=0)
+    async with a.messages.stream(model="c", max_tokens=4, messages=MSGS) as s:
+        text = "".join([t async for t in s.text_stream])
+        final = await s.get_final_message()
+    assert (text, final.stop_reason, final.usage.output_tokens) == (
+        "This is a deterministic",
+        "max_tokens",
+        4,
+    )
+    await o.close()
+    await a.close()

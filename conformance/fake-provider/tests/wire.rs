@@ -792,3 +792,39 @@ fn unknown_config_keys_are_refused_by_name() {
         )
     );
 }
+
+#[tokio::test]
+async fn fifty_calls_at_once_are_each_answered_and_recorded_once() {
+    let p = start(json!({})).await;
+    let client = reqwest::Client::new();
+    let calls = (0..50).map(|i| {
+        let client = client.clone();
+        let url = format!("{}/v1/chat/completions", p.url());
+        async move {
+            let body = chat(json!({"stream": i % 2 == 0, "max_tokens": 1 + i % 5}));
+            let r = client.post(url).json(&body).send().await.unwrap();
+            (r.status().as_u16(), r.text().await.unwrap())
+        }
+    });
+    let answers = futures_join_all(calls).await;
+    assert!(answers
+        .iter()
+        .all(|(s, body)| *s == 200 && !body.is_empty()));
+    let mut seen: Vec<u64> = p.requests().iter().map(|r| r.call.unwrap()).collect();
+    seen.sort_unstable();
+    assert_eq!(seen, (0..50).collect::<Vec<_>>());
+}
+
+/// Runs the futures concurrently on the test's runtime (spawned tasks, results in order).
+async fn futures_join_all<F>(futures: impl Iterator<Item = F>) -> Vec<F::Output>
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let handles: Vec<_> = futures.map(tokio::spawn).collect();
+    let mut out = Vec::new();
+    for h in handles {
+        out.push(h.await.expect("task"));
+    }
+    out
+}
