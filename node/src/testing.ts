@@ -295,7 +295,9 @@ export type FakeFault =
   /** Headers and `afterChunks` SSE events (none of a whole body), then the connection closes mid-body: no final usage. */
   | { kind: "cut_stream"; afterChunks: number }
   /** Waits `ms` milliseconds before sending anything, then answers normally. */
-  | { kind: "slow_first_byte"; ms: number };
+  | { kind: "slow_first_byte"; ms: number }
+  /** Answers normally, but waits `ms` milliseconds before each SSE event (before the body of a whole response): a stream that stays in flight. */
+  | { kind: "slow_chunks"; ms: number };
 
 /**
  * When a {@link FakeProvider} injects a fault: every given filter must match (`endpoint`,
@@ -357,6 +359,7 @@ const FAULT_MEMBERS: Record<string, string[]> = {
   rate_limited: ["kind", "retryAfter"],
   cut_stream: ["kind", "afterChunks"],
   slow_first_byte: ["kind", "ms"],
+  slow_chunks: ["kind", "ms"],
 };
 
 /** `v` as an object of only the `known` members, renamed to snake_case; the path names an unknown one. */

@@ -459,7 +459,17 @@ class SlowFirstByteFault(TypedDict):
     ms: int
 
 
-FakeFault = Union[ServerErrorFault, RateLimitedFault, CutStreamFault, SlowFirstByteFault]
+class SlowChunksFault(TypedDict):
+    """Answer normally, but wait ``ms`` milliseconds before each SSE event (before the body
+    of a whole response): a stream that stays in flight."""
+
+    kind: Literal["slow_chunks"]
+    ms: int
+
+
+FakeFault = Union[
+    ServerErrorFault, RateLimitedFault, CutStreamFault, SlowFirstByteFault, SlowChunksFault
+]
 """One scripted fault of the fake provider (``kind`` and its parameters)."""
 
 

@@ -211,12 +211,19 @@ def test_a_cut_stream_is_an_error_after_the_first_chunks(provider: FakeProvider)
     assert [q.fault for q in provider.requests()] == ["cut_stream", "cut_stream"]
 
 
-def test_slow_first_byte(provider: FakeProvider) -> None:
+def test_slow_first_byte_and_slow_chunks(provider: FakeProvider) -> None:
     provider.add_fault({"fault": {"kind": "slow_first_byte", "ms": 300}})
     start = time.monotonic()
     m = ant(provider).messages.create(model="c", max_tokens=5, messages=MSGS)
     assert time.monotonic() - start >= 0.3
     assert m.usage.output_tokens == 5
+    provider.add_fault({"fault": {"kind": "slow_chunks", "ms": 40}})
+    start = time.monotonic()
+    with ant(provider).messages.stream(model="c", max_tokens=2, messages=MSGS) as s:
+        assert "".join(s.text_stream) == "This is"
+    # Eight events (two deltas), 40 ms before each.
+    assert time.monotonic() - start >= 8 * 0.04
+    assert [q.fault for q in provider.requests()] == ["slow_first_byte", "slow_chunks"]
 
 
 def test_reset_stop_and_config_errors() -> None:

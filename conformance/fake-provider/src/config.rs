@@ -106,7 +106,7 @@ fn one() -> u32 {
 
 /// The injected behaviour. Serde: `{"kind": "server_error"}`, `{"kind": "rate_limited",
 /// "retry_after": "2"}`, `{"kind": "cut_stream", "after_chunks": 3}`, `{"kind":
-/// "slow_first_byte", "ms": 500}`.
+/// "slow_first_byte", "ms": 500}`, `{"kind": "slow_chunks", "ms": 50}`.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Fault {
@@ -134,6 +134,12 @@ pub enum Fault {
         /// Milliseconds before the first byte.
         ms: u64,
     },
+    /// Answer normally, but wait this long before each SSE event (before the body of a
+    /// whole response): a stream that stays in flight, for tests of what happens meanwhile.
+    SlowChunks {
+        /// Milliseconds before each event.
+        ms: u64,
+    },
 }
 
 fn status_500() -> u16 {
@@ -152,6 +158,7 @@ impl Fault {
             Fault::RateLimited { .. } => "rate_limited",
             Fault::CutStream { .. } => "cut_stream",
             Fault::SlowFirstByte { .. } => "slow_first_byte",
+            Fault::SlowChunks { .. } => "slow_chunks",
         }
     }
 }

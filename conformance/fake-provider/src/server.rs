@@ -157,7 +157,7 @@ fn now_s() -> u64 {
 /// A body of SSE events (or one JSON document) that, when `cut` is set, stops after that
 /// many events and then fails, which makes hyper close the connection without the
 /// terminating chunk.
-fn chunked_body(chunks: Vec<String>, cut: Option<u32>) -> Body {
+fn chunked_body(chunks: Vec<String>, cut: Option<u32>, pause: Option<Duration>) -> Body {
     let limit = cut.map(|n| n as usize);
     let stream = futures_util::stream::unfold(
         (chunks.into_iter(), 0usize, false),
@@ -173,6 +173,9 @@ fn chunked_body(chunks: Vec<String>, cut: Option<u32>) -> Body {
                 return Some((Err(err), (it, sent, true)));
             }
             let chunk = it.next()?;
+            if let Some(pause) = pause {
+                tokio::time::sleep(pause).await;
+            }
             Some((Ok(Bytes::from(chunk)), (it, sent + 1, false)))
         },
     );
@@ -253,6 +256,7 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
     record.call = Some(call);
     record.fault = fault.as_ref().map(|f| f.kind().to_string());
     let mut cut = None;
+    let mut pause = None;
     match &fault {
         Some(Fault::SlowFirstByte { ms }) => tokio::time::sleep(Duration::from_millis(*ms)).await,
         Some(Fault::ServerError { status }) => {
@@ -276,6 +280,7 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
             return json_response(429, &wire::error_body(anthropic, 429, msg, None), &h);
         }
         Some(Fault::CutStream { after_chunks }) => cut = Some(*after_chunks),
+        Some(Fault::SlowChunks { ms }) => pause = Some(Duration::from_millis(*ms)),
         None => {}
     }
     let checked = wire::check(endpoint, &record.body)
@@ -331,10 +336,10 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
     for (k, v) in &id_headers {
         b = b.header(*k, v.as_str());
     }
-    let body = if cut.is_none() && !call.stream {
+    let body = if cut.is_none() && pause.is_none() && !call.stream {
         Body::from(chunks.concat())
     } else {
-        chunked_body(chunks, cut)
+        chunked_body(chunks, cut, pause)
     };
     b.body(body)
         .unwrap_or_else(|_| Response::new(Body::empty()))

@@ -828,3 +828,31 @@ where
     }
     out
 }
+
+#[tokio::test]
+async fn slow_chunks_keep_a_stream_in_flight() {
+    let p =
+        start(json!({"reply": "a b c", "faults": [{"fault": {"kind": "slow_chunks", "ms": 60}}]}))
+            .await;
+    let t = Instant::now();
+    let mut r = post(&p, "/v1/messages", messages(json!({"stream": true}))).await;
+    assert!(
+        t.elapsed() < Duration::from_millis(60),
+        "headers first: {:?}",
+        t.elapsed()
+    );
+    let first = r.chunk().await.unwrap().unwrap();
+    assert!(String::from_utf8_lossy(&first).starts_with("event: message_start"));
+    let (rest, failed) = read_all(r).await;
+    assert!(
+        !failed && rest.ends_with("{\"type\":\"message_stop\"}\n\n"),
+        "{rest}"
+    );
+    // 9 events, 60 ms before each.
+    assert!(
+        t.elapsed() >= Duration::from_millis(9 * 60),
+        "{:?}",
+        t.elapsed()
+    );
+    assert_eq!(p.requests()[0].fault.as_deref(), Some("slow_chunks"));
+}

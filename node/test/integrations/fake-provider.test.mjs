@@ -177,12 +177,20 @@ test("a cut stream is an error after its first chunks", async () => {
   });
 });
 
-test("a slow first byte", async () => {
+test("a slow first byte, slow chunks", async () => {
   await withProvider({ faults: [{ fault: { kind: "slow_first_byte", ms: 300 } }] }, async (p) => {
-    const start = performance.now();
+    let start = performance.now();
     const m = await ant(p).messages.create({ model: "c", max_tokens: 5, messages: USER });
     assert.ok(performance.now() - start >= 295, "the delay (timer granularity aside)");
     assert.equal(m.usage.output_tokens, 5);
+    p.addFault({ fault: { kind: "slow_chunks", ms: 40 } });
+    start = performance.now();
+    const chunks = [];
+    for await (const c of await oai(p).chat.completions.create({ model: "m", messages: USER, max_tokens: 2, stream: true })) chunks.push(c);
+    // Five events (role, two pieces, finish, [DONE]), 40 ms before each.
+    assert.ok(performance.now() - start >= 5 * 40 - 5, String(performance.now() - start));
+    assert.equal(chunks.map((c) => c.choices[0].delta.content ?? "").join(""), "This is");
+    assert.deepEqual(p.requests().map((q) => q.fault), ["slow_first_byte", "slow_chunks"]);
   });
 });
 
