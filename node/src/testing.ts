@@ -294,6 +294,8 @@ export type FakeFault =
   | { kind: "rate_limited"; retryAfter?: string | null }
   /** Headers and `afterChunks` SSE events (none of a whole body), then the connection closes mid-body: no final usage. */
   | { kind: "cut_stream"; afterChunks: number }
+  /** `afterChunks` SSE events, then the provider's in-stream error event and a clean end (no final usage); a whole response is a 500 instead. */
+  | { kind: "stream_error"; afterChunks: number }
   /** Waits `ms` milliseconds before sending anything, then answers normally. */
   | { kind: "slow_first_byte"; ms: number }
   /** Answers normally, but waits `ms` milliseconds before each SSE event (before the body of a whole response): a stream that stays in flight. */
@@ -358,6 +360,7 @@ const FAULT_MEMBERS: Record<string, string[]> = {
   server_error: ["kind", "status"],
   rate_limited: ["kind", "retryAfter"],
   cut_stream: ["kind", "afterChunks"],
+  stream_error: ["kind", "afterChunks"],
   slow_first_byte: ["kind", "ms"],
   slow_chunks: ["kind", "ms"],
 };

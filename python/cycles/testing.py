@@ -452,6 +452,14 @@ class CutStreamFault(TypedDict):
     after_chunks: int
 
 
+class StreamErrorFault(TypedDict):
+    """``after_chunks`` SSE events, then the provider's in-stream error event, and a clean
+    end (no final usage); a whole response is a 500 instead."""
+
+    kind: Literal["stream_error"]
+    after_chunks: int
+
+
 class SlowFirstByteFault(TypedDict):
     """Wait ``ms`` milliseconds before sending anything, then answer normally."""
 
@@ -468,7 +476,12 @@ class SlowChunksFault(TypedDict):
 
 
 FakeFault = Union[
-    ServerErrorFault, RateLimitedFault, CutStreamFault, SlowFirstByteFault, SlowChunksFault
+    ServerErrorFault,
+    RateLimitedFault,
+    CutStreamFault,
+    StreamErrorFault,
+    SlowFirstByteFault,
+    SlowChunksFault,
 ]
 """One scripted fault of the fake provider (``kind`` and its parameters)."""
 

@@ -278,3 +278,17 @@ async def test_the_async_clients_stream_with_usage(provider: FakeProvider) -> No
     )
     await o.close()
     await a.close()
+
+
+def test_a_stream_error_event(provider: FakeProvider) -> None:
+    provider.add_fault({"times": 0, "fault": {"kind": "stream_error", "after_chunks": 2}})
+    with pytest.raises(openai.APIError, match="scripted error mid-stream"):
+        list(oai(provider).chat.completions.create(model="m", messages=CHAT, stream=True))
+    # The Responses stream yields the error as an event of its own.
+    events = list(oai(provider).responses.create(model="m", input="x", stream=True))
+    assert [e.type for e in events] == ["response.created", "response.in_progress", "error"]
+    with pytest.raises(anthropic.APIStatusError, match="overloaded_error"):
+        with ant(provider).messages.stream(model="c", max_tokens=9, messages=MSGS) as s:
+            s.get_final_message()
+    with pytest.raises(anthropic.InternalServerError):
+        ant(provider).messages.create(model="c", max_tokens=9, messages=MSGS)

@@ -45,6 +45,7 @@ pub struct FakeProviderArgs {
     /// A scripted fault as JSON (repeatable), e.g.
     /// '{"endpoint":"chat_completions","fault":{"kind":"rate_limited","retry_after":"2"}}',
     /// '{"call":0,"fault":{"kind":"cut_stream","after_chunks":3}}',
+    /// '{"fault":{"kind":"stream_error","after_chunks":3}}',
     /// '{"fault":{"kind":"slow_first_byte","ms":500}}', '{"fault":{"kind":"slow_chunks","ms":50}}',
     /// '{"fault":{"kind":"server_error"}}'.
     #[arg(long = "fault", value_parser = parse_fault)]

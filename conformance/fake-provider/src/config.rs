@@ -129,6 +129,12 @@ pub enum Fault {
         /// SSE events sent before the cut.
         after_chunks: u32,
     },
+    /// Send this many SSE events, then the provider's in-stream error event, and end the
+    /// stream cleanly (no final usage); a whole response is a 500 instead.
+    StreamError {
+        /// SSE events sent before the error event.
+        after_chunks: u32,
+    },
     /// Wait this long before sending anything, then answer normally.
     SlowFirstByte {
         /// Milliseconds before the first byte.
@@ -157,6 +163,7 @@ impl Fault {
             Fault::ServerError { .. } => "server_error",
             Fault::RateLimited { .. } => "rate_limited",
             Fault::CutStream { .. } => "cut_stream",
+            Fault::StreamError { .. } => "stream_error",
             Fault::SlowFirstByte { .. } => "slow_first_byte",
             Fault::SlowChunks { .. } => "slow_chunks",
         }

@@ -257,6 +257,7 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
     record.fault = fault.as_ref().map(|f| f.kind().to_string());
     let mut cut = None;
     let mut pause = None;
+    let mut stream_error = None;
     match &fault {
         Some(Fault::SlowFirstByte { ms }) => tokio::time::sleep(Duration::from_millis(*ms)).await,
         Some(Fault::ServerError { status }) => {
@@ -281,6 +282,7 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
         }
         Some(Fault::CutStream { after_chunks }) => cut = Some(*after_chunks),
         Some(Fault::SlowChunks { ms }) => pause = Some(Duration::from_millis(*ms)),
+        Some(Fault::StreamError { after_chunks }) => stream_error = Some(*after_chunks),
         None => {}
     }
     let checked = wire::check(endpoint, &record.body)
@@ -313,12 +315,28 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
         capped,
         created: now_s(),
     };
+    if let (Some(_), false) = (stream_error, call.stream) {
+        // A whole response has no stream to break: the provider's 500 instead.
+        record.status = 500;
+        sh.record(record);
+        let msg = "The fake provider had a scripted server error.";
+        return json_response(
+            500,
+            &wire::error_body(anthropic, 500, msg, None),
+            &id_headers,
+        );
+    }
     record.status = 200;
     record.prompt_tokens = Some(call.prompt_tokens);
     record.completion_tokens = Some(call.pieces.len() as u64);
     sh.record(record);
     let (content_type, chunks, cut) = if call.stream {
-        ("text/event-stream; charset=utf-8", call.events(), cut)
+        let mut events = call.events();
+        if let Some(n) = stream_error {
+            events.truncate(n as usize);
+            events.push(wire::stream_error_event(endpoint, events.len()));
+        }
+        ("text/event-stream; charset=utf-8", events, cut)
     } else {
         // A cut non-streaming response sends its headers and none of its body.
         (

@@ -461,6 +461,22 @@ impl Call {
     }
 }
 
+/// The provider's in-stream error event (sequence number `seq` for Responses).
+pub(crate) fn stream_error_event(endpoint: Endpoint, seq: usize) -> String {
+    let message = "The fake provider had a scripted error mid-stream.";
+    match endpoint {
+        Endpoint::ChatCompletions => data(&error_body(false, 500, message, None)),
+        Endpoint::Responses => event(
+            "error",
+            &json!({"type": "error", "code": "server_error", "message": message, "param": null, "sequence_number": seq}),
+        ),
+        Endpoint::Messages => event(
+            "error",
+            &json!({"type": "error", "error": {"type": "overloaded_error", "message": message}}),
+        ),
+    }
+}
+
 /// An SSE event with only a data line (OpenAI Chat Completions).
 fn data(v: &Value) -> String {
     format!("data: {v}\n\n")

@@ -856,3 +856,55 @@ async fn slow_chunks_keep_a_stream_in_flight() {
     );
     assert_eq!(p.requests()[0].fault.as_deref(), Some("slow_chunks"));
 }
+
+#[tokio::test]
+async fn stream_error_sends_the_providers_error_event() {
+    let p = start(
+        json!({"faults": [{"times": 0, "fault": {"kind": "stream_error", "after_chunks": 2}}]}),
+    )
+    .await;
+    let body = chat(json!({"stream": true, "stream_options": {"include_usage": true}}));
+    let (text, failed) = read_all(post(&p, "/v1/chat/completions", body).await).await;
+    assert!(!failed, "the stream ends cleanly");
+    let events = sse(&text);
+    assert_eq!(events.len(), 3);
+    let last: Value = serde_json::from_str(&events[2].1).unwrap();
+    assert_eq!(last["error"]["type"], "server_error");
+    assert!(!text.contains("[DONE]"));
+    let (text, _) =
+        read_all(post(&p, "/v1/responses", responses(json!({"stream": true}))).await).await;
+    let events = sse(&text);
+    assert_eq!(events.len(), 3);
+    assert_eq!(events[2].0.as_deref(), Some("error"));
+    let e: Value = serde_json::from_str(&events[2].1).unwrap();
+    assert_eq!(
+        (e["type"].clone(), e["sequence_number"].clone()),
+        (json!("error"), json!(2))
+    );
+    let (text, _) =
+        read_all(post(&p, "/v1/messages", messages(json!({"stream": true}))).await).await;
+    let events = sse(&text);
+    assert_eq!(
+        events
+            .iter()
+            .map(|e| e.0.clone().unwrap())
+            .collect::<Vec<_>>(),
+        ["message_start", "content_block_start", "error"]
+    );
+    assert!(events[2].1.contains("overloaded_error"));
+    // A whole response: the provider's 500.
+    assert_eq!(
+        post(&p, "/v1/messages", messages(json!({}))).await.status(),
+        500
+    );
+    let statuses: Vec<_> = p
+        .requests()
+        .iter()
+        .map(|r| (r.status, r.fault.clone().unwrap()))
+        .collect();
+    assert_eq!(
+        statuses.iter().map(|s| s.0).collect::<Vec<_>>(),
+        [200, 200, 200, 500]
+    );
+    assert!(statuses.iter().all(|s| s.1 == "stream_error"));
+}

@@ -153,7 +153,7 @@ test("500 and 429 are each library's error types", async () => {
   });
 });
 
-test("a cut stream is an error after its first chunks", async () => {
+test("a cut stream and a stream error event are errors after the first chunks", async () => {
   await withProvider(undefined, async (p) => {
     p.addFault({ call: 0, fault: { kind: "cut_stream", afterChunks: 3 } });
     const got = [];
@@ -174,6 +174,19 @@ test("a cut stream is an error after its first chunks", async () => {
     await assert.rejects(stream.finalMessage());
     assert.equal(text, "This is");
     assert.deepEqual(p.requests().map((q) => q.fault), ["cut_stream", "cut_stream"]);
+    // The provider's in-stream error event: an APIError from Chat Completions and Messages,
+    // an event of its own in the Responses stream.
+    p.reset();
+    p.addFault({ times: 0, fault: { kind: "stream_error", afterChunks: 2 } });
+    await assert.rejects(async () => {
+      for await (const _ of await oai(p).chat.completions.create({ model: "m", messages: USER, stream: true }));
+    }, (e) => e instanceof OpenAI.APIError && /scripted error mid-stream/.test(e.message));
+    const types = [];
+    for await (const e of await oai(p).responses.create({ model: "m", input: "x", stream: true })) types.push(e.type);
+    assert.deepEqual(types, ["response.created", "response.in_progress", "error"]);
+    const s = ant(p).messages.stream({ model: "c", max_tokens: 9, messages: USER });
+    s.on("error", () => {});
+    await assert.rejects(s.finalMessage(), (e) => e instanceof Anthropic.APIError && /overloaded_error/.test(e.message));
   });
 });
 
