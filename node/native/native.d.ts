@@ -88,6 +88,29 @@ export declare class NativeClient {
   lifecycle(listener: (batch: string | null) => void): NativeLifecycle
 }
 
+/** The native half of `FakeProvider`. */
+export declare class NativeFakeProvider {
+  /**
+   * Starts a fake provider on 127.0.0.1 (a `FakeConfig` as JSON; an unknown key is
+   * INVALID_ARGUMENT naming it). Blocks while it binds, a few milliseconds.
+   */
+  constructor(configJson?: string | undefined | null)
+  /** The provider's base URL (no trailing slash, no `/v1`). */
+  get url(): string
+  /** Whether the provider is still running. */
+  get running(): boolean
+  /** The request log (`RequestRecord[]`) as JSON. */
+  requests(): string
+  /** Empties the request log and restores the configured fault rules. */
+  reset(): void
+  /** Adds a fault rule given as JSON. */
+  addFault(ruleJson: string): void
+  /** Removes every fault rule. */
+  clearFaults(): void
+  /** Shuts the provider down. Idempotent. */
+  stop(): void
+}
+
 /** Core's fallback heartbeat planner (the bridge's `FallbackJson`). */
 export declare class NativeFallbackPlanner {
   /** `{"requested_ttl_ms", "reserve_received_us", "expires_at_ms"}`. */

@@ -837,6 +837,7 @@ module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __n
 module.exports = nativeBinding
 module.exports.NativeActive = nativeBinding.NativeActive
 module.exports.NativeClient = nativeBinding.NativeClient
+module.exports.NativeFakeProvider = nativeBinding.NativeFakeProvider
 module.exports.NativeFallbackPlanner = nativeBinding.NativeFallbackPlanner
 module.exports.NativeLifecycle = nativeBinding.NativeLifecycle
 module.exports.NativeLocalServer = nativeBinding.NativeLocalServer

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Node package's whole check: build (addon, loader, TypeScript), the generated-surface
 # drift check, the node:test suite with its test count checked, the install check.
-# The suite includes the recovery conformance tests and the journal interop, which drains with
+# The suite includes the fake provider's tests with the real model client libraries (their own
+# pinned folder, test/integrations), the recovery conformance tests and the journal interop, which drains with
 # the Rust CLI (built here) and the Python test venv python/scripts/test.sh leaves (run it
 # first; a missing venv fails the interop tests).
 # Honours CARGO_TARGET_DIR and CYCLES_PY_CACHE. Usage: node/scripts/test.sh
@@ -13,6 +14,8 @@ EXPECTED_TESTS=99
 # The client and lifecycle suites again against the local server's reference mode.
 REFERENCE_SUITES=(test/operations.test.mjs test/lifecycle.test.mjs)
 EXPECTED_REFERENCE_TESTS=40
+# The fake model provider with the real model client libraries (test/integrations).
+EXPECTED_INTEGRATION_TESTS=9
 
 bash scripts/build.sh
 (cd .. && cargo build -q --locked -p cycles-cli)
@@ -61,6 +64,15 @@ run_suite "$EXPECTED_TESTS" test/*.test.mjs
 total="$pass"
 echo "-- again against the local server's reference mode"
 CYCLES_TEST_SERVER_MODE=reference run_suite "$EXPECTED_REFERENCE_TESTS" "${REFERENCE_SUITES[@]}"
+total=$((total + pass))
+# The real model client libraries are test-only dependencies, pinned in their own folder's
+# package.json and lock (not this package's devDependencies), installed into that folder.
+if [ ! -d test/integrations/node_modules/openai ] \
+  || [ test/integrations/package-lock.json -nt test/integrations/node_modules/.package-lock.json ]; then
+  (cd test/integrations && npm ci --no-audit --no-fund --prefer-offline)
+fi
+echo "-- the fake provider with the real openai and @anthropic-ai/sdk packages"
+run_suite "$EXPECTED_INTEGRATION_TESTS" test/integrations/*.test.mjs
 total=$((total + pass))
 
 bash scripts/install-check.sh

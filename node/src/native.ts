@@ -9,4 +9,4 @@ import type * as Native from "../native/native";
 // The generated CommonJS loader picks `cycles.<platform>.node` next to it.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 export const native: typeof Native = require("../native/native.js");
-export type { NativeActive, NativeClient, NativeFallbackPlanner, NativeLifecycle, NativeLocalServer, NativePrimaryPlanner } from "../native/native";
+export type { NativeActive, NativeClient, NativeFakeProvider, NativeFallbackPlanner, NativeLifecycle, NativeLocalServer, NativePrimaryPlanner } from "../native/native";

@@ -8,7 +8,7 @@ import { Client, type ClientOptions } from "./client";
 import { InvalidArgumentError, call } from "./errors";
 import { parseJson, stringifyJson } from "./json";
 import type { Caps, Int64 } from "./models";
-import { native, type NativeLocalServer } from "./native";
+import { native, type NativeFakeProvider, type NativeLocalServer } from "./native";
 import { requiredMs } from "./options";
 
 /** The tenant the default server knows. */
@@ -280,6 +280,206 @@ export class LocalServer implements Disposable {
   }
   /** `using server = new LocalServer()`: {@link stop}. */
   [Symbol.dispose](): void {
+    this.stop();
+  }
+}
+
+// --- The fake model provider -------------------------------------------------------------
+
+/** One scripted fault of a {@link FakeProvider}. */
+export type FakeFault =
+  /** An error response in the provider's shape (HTTP 500 unless `status` is given). */
+  | { kind: "server_error"; status?: number }
+  /** HTTP 429 in the provider's shape; `retryAfter` is the raw `Retry-After` value (default `"1"`; null sends none). */
+  | { kind: "rate_limited"; retryAfter?: string | null }
+  /** Headers and `afterChunks` SSE events (none of a whole body), then the connection closes mid-body: no final usage. */
+  | { kind: "cut_stream"; afterChunks: number }
+  /** `afterChunks` SSE events, then the provider's in-stream error event and a clean end (no final usage); a whole response is a 500 instead. */
+  | { kind: "stream_error"; afterChunks: number }
+  /** Waits `ms` milliseconds before sending anything, then answers normally. */
+  | { kind: "slow_first_byte"; ms: number }
+  /** Answers normally, but waits `ms` milliseconds before each SSE event (before the body of a whole response): a stream that stays in flight. */
+  | { kind: "slow_chunks"; ms: number };
+
+/**
+ * When a {@link FakeProvider} injects a fault: every given filter must match (`endpoint`,
+ * `model`: the body's model, `call`: the 0-based index among provider calls); of the
+ * matching requests `skip` pass, then `times` are faulted (default 1; 0: every later one).
+ */
+export interface FakeFaultRule {
+  endpoint?: "chat_completions" | "responses" | "messages";
+  model?: string;
+  call?: number;
+  skip?: number;
+  times?: number;
+  fault: FakeFault;
+}
+
+/**
+ * Settings of a {@link FakeProvider} (`cycles-fake-provider`'s `FakeConfig`, camelCase);
+ * every member is optional. An unknown member (at any depth) throws
+ * {@link InvalidArgumentError} naming it.
+ */
+export interface FakeProviderConfig {
+  /** Address to bind (default `127.0.0.1:0`: a free loopback port). */
+  bind?: string;
+  /** The reply text of every model without its own entry in `replies`. */
+  reply?: string;
+  /** Reply text per model name. */
+  replies?: Record<string, string>;
+  /** Fault rules, matched in order. */
+  faults?: FakeFaultRule[];
+}
+
+/** One request a {@link FakeProvider} received, in arrival order. */
+export interface ProviderRequest {
+  /** 0-based position in the log (since the last reset). */
+  seq: number;
+  /** 0-based index among provider calls (the index a rule's `call` matches); null for an unknown route. */
+  call: number | null;
+  method: string;
+  path: string;
+  endpoint: "chat_completions" | "responses" | "messages" | null;
+  /** Every request header, names in lower case. */
+  headers: Record<string, string>;
+  /** The body parsed as JSON (null when empty or not JSON; then see `bodyText`). */
+  body: unknown;
+  bodyText: string | null;
+  model: string | null;
+  stream: boolean;
+  /** The output bound the provider saw (`max_tokens`, `max_completion_tokens`, the smaller of the two when both, or `max_output_tokens`). */
+  outputBound: number | null;
+  status: number;
+  /** The kind of the fault injected, if one was. */
+  fault: string | null;
+  promptTokens: number | null;
+  completionTokens: number | null;
+}
+
+const FAULT_MEMBERS: Record<string, string[]> = {
+  server_error: ["kind", "status"],
+  rate_limited: ["kind", "retryAfter"],
+  cut_stream: ["kind", "afterChunks"],
+  stream_error: ["kind", "afterChunks"],
+  slow_first_byte: ["kind", "ms"],
+  slow_chunks: ["kind", "ms"],
+};
+
+/** `v` as an object of only the `known` members, renamed to snake_case; the path names an unknown one. */
+function fakeShape(v: unknown, known: string[], at: string): Record<string, unknown> {
+  if (v === null || typeof v !== "object" || Array.isArray(v)) {
+    throw new InvalidArgumentError(`FakeProvider config${at === "" ? "" : ` ${at}`} must be an object, not ${describe(v)}`);
+  }
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+    if (!known.includes(k)) {
+      const path = at === "" ? k : `${at}.${k}`;
+      throw new InvalidArgumentError(`unknown FakeProvider config key ${path} (known: ${known.join(", ")})`);
+    }
+    if (x !== undefined) out[snake(k)] = x;
+  }
+  return out;
+}
+
+function fakeRule(rule: unknown, at: string): Record<string, unknown> {
+  const out = fakeShape(rule, ["endpoint", "model", "call", "skip", "times", "fault"], at);
+  const fault = out.fault;
+  const kind = fault !== null && typeof fault === "object" ? (fault as { kind?: unknown }).kind : undefined;
+  const members = typeof kind === "string" ? FAULT_MEMBERS[kind] : undefined;
+  // An unknown kind goes through as written: the provider's own error lists the kinds.
+  if (members !== undefined) out.fault = fakeShape(fault, members, `${at}.fault`);
+  return out;
+}
+
+function fakeConfig(config: FakeProviderConfig): Record<string, unknown> {
+  const out = fakeShape(config, ["bind", "reply", "replies", "faults"], "");
+  if (out.faults !== undefined) {
+    if (!Array.isArray(out.faults)) throw new InvalidArgumentError(`FakeProvider config faults must be an array, not ${describe(out.faults)}`);
+    out.faults = out.faults.map((r, i) => fakeRule(r, `faults[${i}]`));
+  }
+  return out;
+}
+
+function providerRequest(r: Record<string, unknown>): ProviderRequest {
+  return {
+    seq: r.seq as number,
+    call: r.call as number | null,
+    method: r.method as string,
+    path: r.path as string,
+    endpoint: r.endpoint as ProviderRequest["endpoint"],
+    headers: r.headers as Record<string, string>,
+    body: r.body,
+    bodyText: r.body_text as string | null,
+    model: r.model as string | null,
+    stream: r.stream as boolean,
+    outputBound: r.output_bound as number | null,
+    status: r.status as number,
+    fault: r.fault as string | null,
+    promptTokens: r.prompt_tokens as number | null,
+    completionTokens: r.completion_tokens as number | null,
+  };
+}
+
+/**
+ * A fake model provider in this process (`cycles-fake-provider`) on an ephemeral loopback
+ * port: OpenAI Chat Completions and Responses, Anthropic Messages, whole and streamed, with
+ * deterministic token counts (one token per whitespace-separated word), scripted faults and
+ * a request recorder. Any API key is accepted. Stop it with {@link stop}, `using` or
+ * `await using`:
+ *
+ * ```ts
+ * await using provider = new FakeProvider({ reply: "Hello there" });
+ * const openai = new OpenAI({ baseURL: provider.openaiBaseUrl, apiKey: "k", maxRetries: 0 });
+ * ```
+ */
+export class FakeProvider implements Disposable, AsyncDisposable {
+  private readonly native: NativeFakeProvider;
+
+  /** Starts a provider; an unknown or mistyped setting throws {@link InvalidArgumentError} before anything starts. */
+  constructor(config: FakeProviderConfig = {}) {
+    const wire = fakeConfig(config);
+    this.native = call(() => new native.NativeFakeProvider(Object.keys(wire).length === 0 ? undefined : stringifyJson(wire)));
+  }
+
+  /** `http://127.0.0.1:PORT` (no trailing slash): the Anthropic clients' base URL (the OpenAI clients' works too). */
+  get baseUrl(): string {
+    return this.native.url;
+  }
+  /** `baseUrl + "/v1"`, the OpenAI clients' usual base URL. */
+  get openaiBaseUrl(): string {
+    return `${this.native.url}/v1`;
+  }
+  /** Whether it is running. */
+  get running(): boolean {
+    return this.native.running;
+  }
+  /** Every request received since the start or the last {@link reset}. */
+  requests(): ProviderRequest[] {
+    return (parseJson(call(() => this.native.requests())) as Record<string, unknown>[]).map(providerRequest);
+  }
+  /** Empties the request log, restarts call numbering at 0 and keeps only the configured fault rules (their counts at zero). */
+  reset(): void {
+    call(() => this.native.reset());
+  }
+  /** Adds a fault rule after the existing ones. */
+  addFault(rule: FakeFaultRule): void {
+    const wire = fakeRule(rule, "rule");
+    call(() => this.native.addFault(stringifyJson(wire)));
+  }
+  /** Removes every fault rule (the configured ones too, until {@link reset}). */
+  clearFaults(): void {
+    call(() => this.native.clearFaults());
+  }
+  /** Stops the provider. Idempotent. */
+  stop(): void {
+    call(() => this.native.stop());
+  }
+  /** `using provider = new FakeProvider()`: {@link stop}. */
+  [Symbol.dispose](): void {
+    this.stop();
+  }
+  /** `await using provider = new FakeProvider()`: {@link stop}. */
+  async [Symbol.asyncDispose](): Promise<void> {
     this.stop();
   }
 }

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, Mapping, Sequence, TypeVar
+from typing import Any, Callable, Literal, Mapping, Sequence, TypedDict, TypeVar, Union
 
 from . import _native
 from .client import AsyncClient, Client
@@ -26,6 +26,11 @@ from .models import Caps
 __all__ = [
     "LocalServer",
     "Budget",
+    "FakeProvider",
+    "FakeProviderConfig",
+    "FakeFault",
+    "FakeFaultRule",
+    "ProviderRequest",
     "LedgerEntry",
     "RequestRecord",
     "DEFAULT_API_KEY",
@@ -100,6 +105,12 @@ class Budget:
 def _mapping(value: Any, where: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise InvalidArgumentError(f"{where} must be a mapping, not {value!r}")
+    return value
+
+
+def _items(value: Any, where: str) -> Sequence[Any]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise InvalidArgumentError(f"{where} must be a list, not {value!r}")
     return value
 
 
@@ -336,3 +347,204 @@ class LocalServer:
 
     def __repr__(self) -> str:
         return f"LocalServer(url={self.url!r}, mode={self.mode!r}, running={self.running})"
+
+
+# --- The fake model provider -------------------------------------------------------------
+
+
+class _ServerErrorKind(TypedDict):
+    kind: Literal["server_error"]
+
+
+class ServerErrorFault(_ServerErrorKind, total=False):
+    """An error response in the provider's shape (``status`` 500 unless given)."""
+
+    status: int
+
+
+class _RateLimitedKind(TypedDict):
+    kind: Literal["rate_limited"]
+
+
+class RateLimitedFault(_RateLimitedKind, total=False):
+    """HTTP 429 in the provider's shape; ``retry_after`` is the raw ``Retry-After`` value
+    (default ``"1"``; ``None`` sends none)."""
+
+    retry_after: str | None
+
+
+class CutStreamFault(TypedDict):
+    """Headers and ``after_chunks`` SSE events (none of a whole body), then the connection
+    closes mid-body: no final usage."""
+
+    kind: Literal["cut_stream"]
+    after_chunks: int
+
+
+class StreamErrorFault(TypedDict):
+    """``after_chunks`` SSE events, then the provider's in-stream error event, and a clean
+    end (no final usage); a whole response is a 500 instead."""
+
+    kind: Literal["stream_error"]
+    after_chunks: int
+
+
+class SlowFirstByteFault(TypedDict):
+    """Wait ``ms`` milliseconds before sending anything, then answer normally."""
+
+    kind: Literal["slow_first_byte"]
+    ms: int
+
+
+class SlowChunksFault(TypedDict):
+    """Answer normally, but wait ``ms`` milliseconds before each SSE event (before the body
+    of a whole response): a stream that stays in flight."""
+
+    kind: Literal["slow_chunks"]
+    ms: int
+
+
+FakeFault = Union[
+    ServerErrorFault,
+    RateLimitedFault,
+    CutStreamFault,
+    StreamErrorFault,
+    SlowFirstByteFault,
+    SlowChunksFault,
+]
+"""One scripted fault of the fake provider (``kind`` and its parameters)."""
+
+
+class FakeFaultRule(TypedDict, total=False):
+    """When to inject a fault: every given filter must match (``endpoint``:
+    ``chat_completions``, ``responses`` or ``messages``; ``model``: the body's model;
+    ``call``: the 0-based index among provider calls); of the matching requests ``skip``
+    pass, then ``times`` are faulted (default 1; 0: every later one)."""
+
+    endpoint: Literal["chat_completions", "responses", "messages"]
+    model: str
+    call: int
+    skip: int
+    times: int
+    fault: FakeFault
+
+
+class FakeProviderConfig(TypedDict, total=False):
+    """The fake provider's ``FakeConfig`` (every key optional; an unknown one raises
+    :class:`~cycles.InvalidArgumentError` naming it): ``bind`` (default
+    ``127.0.0.1:0``), ``reply`` (the reply of every model), ``replies`` (reply per model
+    name), ``faults`` (rules matched in order)."""
+
+    bind: str
+    reply: str
+    replies: Mapping[str, str]
+    faults: Sequence[FakeFaultRule]
+
+
+@dataclass(frozen=True)
+class ProviderRequest:
+    """One request the fake provider received, in arrival order. ``call`` is its index
+    among provider calls (the index a rule's ``call`` matches; ``None`` for an unknown
+    route); ``headers`` has every header, names in lower case; ``body`` is the parsed JSON
+    (``None`` when empty or not JSON, then ``body_text`` has it); ``output_bound`` is the
+    output bound the provider saw (``max_tokens``, ``max_completion_tokens``, the smaller of
+    the two when both, or ``max_output_tokens``); ``fault`` names the injected fault."""
+
+    seq: int
+    call: int | None
+    method: str
+    path: str
+    endpoint: str | None
+    headers: dict[str, str]
+    body: Any
+    body_text: str | None
+    model: str | None
+    stream: bool
+    output_bound: int | None
+    status: int
+    fault: str | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+
+
+class FakeProvider:
+    """A fake model provider in this process (``cycles-fake-provider``), on an ephemeral
+    loopback port: OpenAI Chat Completions and Responses, Anthropic Messages, whole and
+    streamed, with deterministic token counts (one token per whitespace-separated word),
+    scripted faults and a request recorder. It starts in the constructor and stops on
+    :meth:`stop` (or at the end of a ``with`` block)::
+
+        with FakeProvider(reply="Hello there") as provider:
+            client = openai.OpenAI(base_url=provider.openai_base_url, api_key="k", max_retries=0)
+            client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+            assert provider.requests()[0].output_bound is None
+
+    ``config`` is a :class:`FakeProviderConfig`; ``reply``, ``replies`` and ``faults``
+    replace its keys. Any API key is accepted. See ``conformance/fake-provider/README.md``.
+    """
+
+    def __init__(
+        self,
+        config: FakeProviderConfig | None = None,
+        *,
+        reply: str | None = None,
+        replies: Mapping[str, str] | None = None,
+        faults: Sequence[FakeFaultRule] | None = None,
+    ) -> None:
+        cfg: dict[str, Any] = {} if config is None else dict(_mapping(config, "config"))
+        if reply is not None:
+            cfg["reply"] = reply
+        if replies is not None:
+            cfg["replies"] = dict(_mapping(replies, "replies"))
+        if faults is not None:
+            cfg["faults"] = [dict(_mapping(f, "a fault rule")) for f in _items(faults, "faults")]
+        self._native = _native_call(_native.NativeFakeProvider, json.dumps(cfg) if cfg else None)
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT`` (no trailing slash): the Anthropic clients' base URL
+        (the OpenAI clients' works too: paths are served with and without ``/v1``)."""
+        return self._native.url
+
+    @property
+    def openai_base_url(self) -> str:
+        """``base_url + "/v1"``, the OpenAI clients' usual base URL."""
+        return self._native.url + "/v1"
+
+    @property
+    def running(self) -> bool:
+        """False once stopped."""
+        return self._native.running
+
+    def requests(self) -> list[ProviderRequest]:
+        """Every request received since the start or the last :meth:`reset`."""
+        return [ProviderRequest(**r) for r in json.loads(self._native.requests())]
+
+    def reset(self) -> None:
+        """Empties the request log, restarts call numbering at 0 and keeps only the
+        configured fault rules (their counts at zero)."""
+        self._native.reset()
+
+    def add_fault(self, rule: FakeFaultRule) -> None:
+        """Adds a fault rule after the existing ones, e.g.
+        ``{"endpoint": "messages", "fault": {"kind": "rate_limited", "retry_after": "2"}}``."""
+        _native_call(self._native.add_fault, json.dumps(dict(_mapping(rule, "a fault rule"))))
+
+    def clear_faults(self) -> None:
+        """Removes every fault rule (the configured ones too, until :meth:`reset`)."""
+        self._native.clear_faults()
+
+    def stop(self) -> None:
+        """Shuts the provider down. Idempotent."""
+        self._native.stop()
+
+    close = stop
+
+    def __enter__(self) -> FakeProvider:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"FakeProvider(base_url={self.base_url!r}, running={self.running})"

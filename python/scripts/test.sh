@@ -31,6 +31,10 @@ RUNCYCLES_VERSION=0.5.3
 # Starlette 1.7.0 is the newest release that still supports CPython 3.10 (the abi3 floor).
 ANYIO_VERSION=4.16.0
 STARLETTE_VERSION=1.7.0
+# The model clients the fake provider is tested with (tests/test_fake_provider.py), and that
+# the integrations (issue 30) wrap.
+OPENAI_VERSION=3.51.0
+ANTHROPIC_VERSION=2.10.0
 # zig links the extension against glibc 2.17 symbols, so the wheel is manylinux2014 (portable
 # to any x86_64 Linux with glibc >= 2.17) instead of this host's glibc; maturin audits it.
 # maturin's zig support takes ziglang < 0.13.
@@ -68,7 +72,7 @@ BUILD_PY="${PYTHONS[0]}"
 
 # Tool venv (maturin, ruff, mypy; pytest for type-checking the tests), reused while the pins are unchanged.
 TOOLS="$CACHE/tools"
-STAMP="maturin==$MATURIN_VERSION ruff==$RUFF_VERSION mypy==$MYPY_VERSION pytest==$PYTEST_VERSION runcycles==$RUNCYCLES_VERSION anyio==$ANYIO_VERSION starlette==$STARLETTE_VERSION ziglang==$ZIGLANG_VERSION $(version_of "$BUILD_PY")"
+STAMP="maturin==$MATURIN_VERSION ruff==$RUFF_VERSION mypy==$MYPY_VERSION pytest==$PYTEST_VERSION runcycles==$RUNCYCLES_VERSION anyio==$ANYIO_VERSION starlette==$STARLETTE_VERSION openai==$OPENAI_VERSION anthropic==$ANTHROPIC_VERSION ziglang==$ZIGLANG_VERSION $(version_of "$BUILD_PY")"
 if [[ ! -x "$TOOLS/bin/python" || "$(cat "$TOOLS/.stamp" 2>/dev/null)" != "$STAMP" ]]; then
     log "creating the tool venv $TOOLS"
     rm -rf "$TOOLS"
@@ -77,7 +81,7 @@ if [[ ! -x "$TOOLS/bin/python" || "$(cat "$TOOLS/.stamp" 2>/dev/null)" != "$STAM
         "maturin==$MATURIN_VERSION" "ruff==$RUFF_VERSION" "mypy==$MYPY_VERSION" \
         "pytest==$PYTEST_VERSION" "pytest-asyncio==$PYTEST_ASYNCIO_VERSION" \
         "runcycles==$RUNCYCLES_VERSION" "anyio==$ANYIO_VERSION" "starlette==$STARLETTE_VERSION" \
-        "ziglang==$ZIGLANG_VERSION"
+        "openai==$OPENAI_VERSION" "anthropic==$ANTHROPIC_VERSION" "ziglang==$ZIGLANG_VERSION"
     echo "$STAMP" >"$TOOLS/.stamp"
 fi
 
@@ -134,7 +138,8 @@ for py in "${PYTHONS[@]}"; do
     "$py" -m venv "$VENV"
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
         "$WHEEL" "pytest==$PYTEST_VERSION" "pytest-asyncio==$PYTEST_ASYNCIO_VERSION" \
-        "runcycles==$RUNCYCLES_VERSION" "anyio==$ANYIO_VERSION" "starlette==$STARLETTE_VERSION"
+        "runcycles==$RUNCYCLES_VERSION" "anyio==$ANYIO_VERSION" "starlette==$STARLETTE_VERSION" \
+        "openai==$OPENAI_VERSION" "anthropic==$ANTHROPIC_VERSION"
     if [[ "$BUILD_ONLY" == "1" ]]; then
         ln -sfn "$VENV" "$CACHE/test-venv"
         continue

@@ -11,6 +11,7 @@
 //! - [`lifecycle`]: the guarded lifecycle handle and the event pump (the host-callback channel).
 //! - [`process`]: the process-exit call (core's terminal runtime shutdown).
 //! - [`server`]: the local Cycles server every host's `LocalServer` wraps (config checked).
+//! - [`fake_provider`]: the fake model provider every host's `FakeProvider` wraps.
 //! - [`task`]: running work on core's runtime and waiting for it from a host thread.
 //! - [`timing`]: the boundary names of core's pure timing types (regimes, failures, keys).
 //! - [`timing_json`]: core's pure heartbeat math as JSON in, JSON out (the vectors' encoding).
@@ -25,6 +26,7 @@
 
 pub mod args;
 pub mod error;
+pub mod fake_provider;
 pub mod guard;
 pub mod journal_json;
 pub mod lifecycle;

@@ -1,6 +1,7 @@
 //! The `cycles` command: the local Cycles server, the demo, and (in later issues) operator tools.
 
 mod demo;
+mod fake_provider;
 mod journal;
 mod plan;
 mod serve;
@@ -29,6 +30,9 @@ enum Command {
     Plan(plan::PlanArgs),
     /// Inspect, replay and drain the durable settlement journal.
     Journal(journal::JournalArgs),
+    /// Run the fake model provider (OpenAI and Anthropic wire formats, scripted faults, a
+    /// request recorder) until interrupted.
+    FakeProvider(fake_provider::FakeProviderArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -49,6 +53,7 @@ fn main() -> std::process::ExitCode {
             Command::Demo(args) => demo::run(args).await.map_err(|e| (1, e)),
             Command::Plan(args) => plan::run(args).await.map_err(|e| (1, e)),
             Command::Journal(args) => journal::run(args).await.map_err(|f| (f.code, f.message)),
+            Command::FakeProvider(args) => fake_provider::run(args).await.map_err(|e| (1, e)),
         }
     });
     match result {

@@ -9,6 +9,7 @@
 
 pub mod client;
 mod errors;
+pub mod fake_provider;
 pub mod journal;
 pub mod lifecycle;
 mod promise;

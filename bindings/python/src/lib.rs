@@ -9,6 +9,7 @@
 mod aio;
 mod client;
 mod errors;
+mod fake_provider;
 mod journal;
 mod lifecycle;
 mod server;
@@ -43,6 +44,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("INTERNAL_NAME", cycles_bridge::INTERNAL_NAME)?;
     m.add_class::<client::NativeClient>()?;
     m.add_class::<server::NativeLocalServer>()?;
+    m.add_class::<fake_provider::NativeFakeProvider>()?;
     m.add_class::<lifecycle::NativeLifecycle>()?;
     m.add_class::<lifecycle::NativeActive>()?;
     m.add_function(wrap_pyfunction!(_debug_panic, m)?)?;
