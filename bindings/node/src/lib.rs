@@ -39,6 +39,14 @@ pub fn version() -> String {
     env!("CARGO_PKG_VERSION").to_string()
 }
 
+/// The `cycles` command (bindings/cli) on `args` (program name first), for the package's
+/// `cycles-sdk` bin: blocks the calling thread until the command ends and returns its exit
+/// code; `cycles serve` returns on SIGINT.
+#[napi]
+pub fn run_cli(args: Vec<String>) -> napi::Result<u32> {
+    errors::guard(|| Ok(u32::from(cycles_cli::run(args))))
+}
+
 /// Core's stable error table as JSON `[[name, code], ...]`: the TypeScript `CyclesError`
 /// hierarchy is built from it.
 #[napi]
