@@ -246,6 +246,13 @@ export interface NativeClientOptions {
   maxConcurrentRequests?: number
 }
 
+/**
+ * The `cycles` command (bindings/cli) on `args` (program name first), for the package's
+ * `cycles-sdk` bin: blocks the calling thread until the command ends and returns its exit
+ * code; `cycles serve` returns on SIGINT.
+ */
+export declare function runCli(args: Array<string>): number
+
 /** Whether core's runtime is usable in this process. */
 export declare function runtimeOk(): boolean
 

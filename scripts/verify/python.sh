@@ -38,10 +38,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# The first existing path of a glob's expansion, or nothing.
+first() { local f; for f in "$@"; do [[ -e "$f" ]] && { echo "$f"; return; }; done; return 0; }
 declare -A WHEEL
 missing=()
 for platform in "${ALL_PLATFORMS[@]}"; do
-    WHEEL[$platform]="$(ls "$OUT"/python/cycles_sdk-*"${PYTHON_WHEEL_TAG[$platform]}"*.whl 2>/dev/null | head -1)"
+    WHEEL[$platform]="$(first "$OUT"/python/cycles_sdk-*"${PYTHON_WHEEL_TAG[$platform]}"*.whl)"
     if [[ -n "${WHEEL[$platform]}" ]]; then
         check_python_wheel "${WHEEL[$platform]}" "$platform"
     else
@@ -73,8 +75,10 @@ if [[ -n "${WHEEL[linux-x64-gnu]}" ]]; then
     log "linux-x64-gnu: $(basename "${WHEEL[linux-x64-gnu]}") in a fresh venv ($(python3 --version))"
     python3 -m venv "$WORK/venv"
     "$WORK/venv/bin/pip" install -q --disable-pip-version-check --no-index "${WHEEL[linux-x64-gnu]}"
-    (cd "$WORK" && timeout 120 venv/bin/python quickstart.py >x64-quickstart.out) && check_quickstart "$WORK/x64-quickstart.out"
-    timeout 120 "$WORK/venv/bin/cycles" demo >"$WORK/x64-demo.out" && check_demo "$WORK/x64-demo.out"
+    (cd "$WORK" && timeout 120 venv/bin/python quickstart.py >x64-quickstart.out)
+    check_quickstart "$WORK/x64-quickstart.out"
+    timeout 120 "$WORK/venv/bin/cycles" demo >"$WORK/x64-demo.out"
+    check_demo "$WORK/x64-demo.out"
     "$WORK/venv/bin/cycles" serve --port 0 >"$WORK/serve.out" &
     serve=$!
     for _ in $(seq 100); do grep -q '^press Ctrl-C' "$WORK/serve.out" && break; sleep 0.1; done
@@ -111,11 +115,13 @@ if [[ -n "${WHEEL[linux-arm64-gnu]}" ]]; then
 fi
 
 for platform in linux-x64-musl linux-arm64-musl; do
-    [[ -n "${WHEEL[$platform]}" ]] && log "$platform: $(basename "${WHEEL[$platform]}"): tag and ELF checked, not run (no musl CPython here)"
+    if [[ -n "${WHEEL[$platform]}" ]]; then
+        log "$platform: $(basename "${WHEEL[$platform]}"): tag and ELF checked, not run (no musl CPython here)"
+    fi
 done
 
 if [[ $CI == 0 ]]; then
-    sdist="$(ls "$OUT"/python/cycles_sdk-*.tar.gz 2>/dev/null | head -1)"
+    sdist="$(first "$OUT"/python/cycles_sdk-*.tar.gz)"
     if [[ -z "$sdist" ]]; then
         missing+=(sdist)
     else
@@ -127,7 +133,8 @@ if [[ $CI == 0 ]]; then
         MATURIN_PEP517_ARGS="--profile $profile" \
             CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$REPO/target}/python-sdist" \
             "$WORK/sdist-venv/bin/pip" install -q --disable-pip-version-check "$sdist"
-        (cd "$WORK" && timeout 120 sdist-venv/bin/python quickstart.py >sdist-quickstart.out) && check_quickstart "$WORK/sdist-quickstart.out"
+        (cd "$WORK" && timeout 120 sdist-venv/bin/python quickstart.py >sdist-quickstart.out)
+        check_quickstart "$WORK/sdist-quickstart.out"
         "$WORK/sdist-venv/bin/cycles" --version >&2
         log "sdist: built by pip, quick start and cycles --version: ok"
     fi
