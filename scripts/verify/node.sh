@@ -112,7 +112,7 @@ if [[ -n "${TARBALL[linux-arm64-gnu]:-}" ]]; then
     unshare --mount --fork bash -euc '
         root="$1" app="$2"
         mount -t proc proc "$root/proc"
-        run() { HOME=/tmp timeout 600 chroot "$root" /bin/sh -c "cd $app && $1"; }
+        run() { HOME="$app" TMPDIR="$app" timeout 600 chroot "$root" /bin/sh -c "cd $app && $1"; }
         run "node --version && node -p process.versions.napi && node -p \"process.report.getReport().header.glibcVersionRuntime\"" >"$root$app/node.out"
         run "node -e \"const n = require(\\\"cycles-sdk/package.json\\\"); const a = require(\\\"@cycles-sdk/linux-arm64-gnu\\\"); console.log(\\\"addon\\\", a.version(), \\\"package\\\", n.version)\"" >"$root$app/addon.out"
         run "node quickstart.mjs" >"$root$app/quickstart.out"

@@ -104,10 +104,13 @@ if [[ -n "${WHEEL[linux-arm64-gnu]}" ]]; then
         mount -t proc proc "$root/proc"
         chroot "$root" /usr/bin/uname -m | grep -qx aarch64
         chroot "$root" /usr/bin/python3 --version >&2
-        chroot "$root" /usr/bin/python3 -m venv "$dir/venv"
-        chroot "$root" "$dir/venv/bin/pip" install -q --disable-pip-version-check --no-index "$wheel"
-        HOME="$dir" timeout 600 chroot "$root" /bin/sh -c "cd $dir && venv/bin/python quickstart.py" >"$root$dir/quickstart.out"
-        HOME="$dir" timeout 600 chroot "$root" "$dir/venv/bin/cycles" demo >"$root$dir/demo.out"
+        # A venv without its own pip, filled by the root'"'"'s pip (Debian'"'"'s python3-pip): one pip
+        # run under emulation instead of two (ensurepip, then the install).
+        chroot "$root" /usr/bin/python3 -m venv --without-pip "$dir/venv"
+        chroot "$root" /usr/bin/python3 -m pip --python "$dir/venv/bin/python" install -q \
+            --disable-pip-version-check --no-index "$wheel"
+        HOME="$dir" TMPDIR="$dir" timeout 600 chroot "$root" /bin/sh -c "cd $dir && venv/bin/python quickstart.py" >"$root$dir/quickstart.out"
+        HOME="$dir" TMPDIR="$dir" timeout 600 chroot "$root" "$dir/venv/bin/cycles" demo >"$root$dir/demo.out"
     ' _ "$ARM64_ROOT" "$INROOT" "$arm_wheel"
     check_quickstart "$ARM64_ROOT$INROOT/quickstart.out"
     check_demo "$ARM64_ROOT$INROOT/demo.out"
