@@ -240,8 +240,10 @@ export interface NativeClientOptions {
 
 /**
  * The `cycles` command (bindings/cli) on `args` (program name first), for the package's
- * `cycles-sdk` bin: blocks the calling thread until the command ends and returns its exit
- * code; `cycles serve` returns on SIGINT.
+ * `cycles-sdk` bin only: blocks the calling thread until the command ends and returns its
+ * exit code. SIGINT gets its default action first, as in the `cycles` binary: Node's own
+ * handler re-raises the signal expecting a one-shot disposition, which under the handler
+ * `cycles serve` installs would re-enter forever; `serve` then returns on SIGINT.
  */
 export declare function runCli(args: Array<string>): number
 
