@@ -74,7 +74,7 @@ check_python_wheel() {
             *) [[ " $PYTHON_MANYLINUX_LIBS " == *" $lib "* ]] ;;
         esac || { echo "$wheel: the extension links $lib (NEEDED: $needed)" >&2; rm -rf "$dir"; return 1; }
     done
-    newest="$(objdump -T "$so" | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1)"
+    newest="$(objdump -T "$so" | { grep -o 'GLIBC_[0-9.]*' || true; } | sort -uV | tail -1)"
     case "$platform" in
         *-musl) [[ -z "$newest" ]] ||
             { echo "$wheel: a musllinux extension with glibc symbols ($newest)" >&2; rm -rf "$dir"; return 1; } ;;
