@@ -20,6 +20,7 @@
 # where it can be. Needs root for the arm64 part (chroot, a private mount namespace).
 set -euo pipefail
 REPO="$(cd "$(dirname "$0")/../.." && pwd)"
+ROOT="$REPO"  # what scripts/package/*.sh call the repository
 [[ $# -ge 2 ]] || { echo "usage: scripts/verify/node.sh OUT ARM64_ROOT [--ci]" >&2; exit 2; }
 OUT="$(cd "$1" && pwd)"
 ARM64_ROOT="$2"
@@ -108,15 +109,22 @@ if [[ -n "${TARBALL[linux-arm64-gnu]:-}" ]]; then
         const first = [...fs.readFileSync(process.argv[1], "utf8").matchAll(/```js\n([\s\S]*?)```/g)][0][1];
         fs.writeFileSync(process.argv[2], first);
     ' "$WORK/main/package/README.md" "$app/quickstart.mjs"
+    cat >"$app/node.cjs" <<'JS'
+console.log(process.version, process.versions.napi, process.report.getReport().header.glibcVersionRuntime);
+JS
+    cat >"$app/addon.cjs" <<'JS'
+const addon = require("@cycles-sdk/linux-arm64-gnu");
+console.log("addon", addon.version(), "package", require("cycles-sdk/package.json").version);
+JS
     log "linux-arm64-gnu: the packages in the arm64 root, run with its Node (qemu-aarch64)"
     unshare --mount --fork bash -euc '
         root="$1" app="$2"
         mount -t proc proc "$root/proc"
         run() { HOME="$app" TMPDIR="$app" timeout 600 chroot "$root" /bin/sh -c "cd $app && $1"; }
-        run "node --version && node -p process.versions.napi && node -p \"process.report.getReport().header.glibcVersionRuntime\"" >"$root$app/node.out"
-        run "node -e \"const n = require(\\\"cycles-sdk/package.json\\\"); const a = require(\\\"@cycles-sdk/linux-arm64-gnu\\\"); console.log(\\\"addon\\\", a.version(), \\\"package\\\", n.version)\"" >"$root$app/addon.out"
+        run "node node.cjs" >"$root$app/node.out"
+        run "node addon.cjs" >"$root$app/addon.out"
         run "node quickstart.mjs" >"$root$app/quickstart.out"
-        run "node node_modules/cycles-sdk/dist/cli.js demo" >"$root$app/demo.out"
+        run "node node_modules/cycles-sdk/dist/cli.js demo --timeout-ms 60000" >"$root$app/demo.out"
     ' _ "$ARM64_ROOT" "$INROOT/app"
     read -r node_version napi glibc < <(tr '\n' ' ' <"$app/node.out")
     grep -qx "addon $VERSION package $VERSION" "$app/addon.out" || { cat "$app/addon.out" >&2; exit 1; }

@@ -9,7 +9,7 @@
 #   quick start, `cycles demo`, and `cycles serve` answering and stopping on SIGINT;
 # - the aarch64 manylinux wheel: installed in a fresh venv of the arm64 root's own python3
 #   (Debian bookworm, CPython 3.11, run by qemu-aarch64 through binfmt_misc); the quick start
-#   and `cycles demo`;
+#   and `cycles demo` (with a 60 s request timeout: emulation on a loaded machine is slow);
 # - the musllinux wheels: checked only (no musl CPython here);
 # - the sdist (not under --ci): `pip install` from a fresh venv, building the extension from
 #   the sdist alone (a dev-profile build unless CYCLES_VERIFY_SDIST_PROFILE=release), then the
@@ -18,6 +18,7 @@
 # run and the missing ones are reported. Needs root (chroot, a private mount namespace).
 set -euo pipefail
 REPO="$(cd "$(dirname "$0")/../.." && pwd)"
+ROOT="$REPO"  # what scripts/package/*.sh call the repository
 [[ $# -ge 2 ]] || { echo "usage: scripts/verify/python.sh OUT ARM64_ROOT [--ci]" >&2; exit 2; }
 OUT="$(cd "$1" && pwd)"
 ARM64_ROOT="$2"
@@ -110,7 +111,7 @@ if [[ -n "${WHEEL[linux-arm64-gnu]}" ]]; then
         chroot "$root" /usr/bin/python3 -m pip --python "$dir/venv/bin/python" install -q \
             --disable-pip-version-check --no-index "$wheel"
         HOME="$dir" TMPDIR="$dir" timeout 600 chroot "$root" /bin/sh -c "cd $dir && venv/bin/python quickstart.py" >"$root$dir/quickstart.out"
-        HOME="$dir" TMPDIR="$dir" timeout 600 chroot "$root" "$dir/venv/bin/cycles" demo >"$root$dir/demo.out"
+        HOME="$dir" TMPDIR="$dir" timeout 600 chroot "$root" "$dir/venv/bin/cycles" demo --timeout-ms 60000 >"$root$dir/demo.out"
     ' _ "$ARM64_ROOT" "$INROOT" "$arm_wheel"
     check_quickstart "$ARM64_ROOT$INROOT/quickstart.out"
     check_demo "$ARM64_ROOT$INROOT/demo.out"
