@@ -8,13 +8,15 @@
 # four. What each language writes is documented in scripts/package/<language>.sh and in
 # docs/packaging.md.
 #
-#   OUT/python/cycles_sdk-*.whl        the portable abi3 manylinux2014 wheel (maturin + zig, as
-#                                      python/scripts/test.sh builds it)
+#   OUT/python/cycles_sdk-*.whl        one abi3 wheel per platform (manylinux2014 for glibc,
+#                                      musllinux_1_2 for musl; maturin + zig), checked
+#   OUT/python/cycles_sdk-X.Y.Z.tar.gz the sdist (every workspace crate the extension needs)
 #   OUT/c/include/cycles.h             the committed cbindgen header
 #   OUT/c/lib/libcycles.so.0.X.Y       + libcycles.so.0 (SONAME) and libcycles.so symlinks
 #   OUT/c/lib/libcycles.a              the static library
 #   OUT/c/lib/pkgconfig/cycles.pc      prefix=OUT/c; Libs.private from rustc's native-static-libs
-#   OUT/node/cycles-sdk-*.tgz          the npm package with the linux-x64-gnu addon (npm pack)
+#   OUT/node/cycles-sdk-X.Y.Z.tgz      the npm package cycles-sdk (no addon; optionalDependencies)
+#   OUT/node/cycles-sdk-<platform>-X.Y.Z.tgz  @cycles-sdk/<platform>: its addon (cargo-zigbuild)
 #   OUT/java/cycles-sdk-X.Y.Z.jar      dev.cycles:cycles-sdk with native/<os>-<arch>/libcycles_jvm.so
 #                                      (+ -sources.jar, -javadoc.jar); Maven runs the JUnit suite
 #                                      unless CYCLES_PACKAGE_SKIP_TESTS=1

@@ -64,7 +64,7 @@ const off = new Client({ baseUrl: URL_, apiKey: KEY, tenant: "acme", journalEnab
 const on = new Client({ baseUrl: URL_, apiKey: KEY, tenant: "acme", journalDir: journal });
 
 // The addon itself (the package's internal native layer), for the `hop` path only.
-const addon = createRequire(import.meta.url)("../native/native.js");
+const { native: addon } = createRequire(import.meta.url)("../dist/native.js");
 let hopLc = null;
 function hopLifecycle() {
   if (hopLc === null) {

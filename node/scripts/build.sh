@@ -11,7 +11,8 @@ if [ ! -d node_modules/@napi-rs/cli ] || [ package-lock.json -nt node_modules/.p
 fi
 npx napi build --platform --release \
   --manifest-path ../bindings/node/Cargo.toml --package-json-path package.json \
-  -o native --js native.js --dts native.d.ts
+  -o native --no-js --dts native.d.ts
 rm -rf dist
 npx tsc -p .
+chmod +x dist/cli.js
 node scripts/esm.mjs index testing timing journal

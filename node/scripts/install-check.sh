@@ -1,18 +1,39 @@
 #!/usr/bin/env bash
-# The packed tarball installed offline into an empty folder and used from plain ESM, plain
-# CommonJS and TypeScript (`tsc --noEmit --strict`, then the `await using` form compiled and
-# run on this Node); the Node quick start (docs/node.md's first js block, README.md's copy)
-# type-checked with `tsc --strict --noEmit` as TypeScript and as checked JavaScript.
+# The packed tarballs (cycles-sdk and this host's @cycles-sdk/linux-x64-gnu, as scripts/pack.sh
+# writes them; or the ones in $CYCLES_NODE_TARBALLS, a scripts/package.sh OUT/node folder)
+# installed offline into an empty folder and used from plain ESM, plain CommonJS and TypeScript
+# (`tsc --noEmit --strict`, then the `await using` form compiled and run on this Node); the
+# quick start of the installed package's README (the same block as docs/node.md's first js
+# block) type-checked with `tsc --strict --noEmit` as TypeScript and as checked JavaScript,
+# then run; `npx cycles-sdk` --version, demo, and serve stopped by SIGINT.
 # Expects a built package (scripts/build.sh).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-CYCLES_NODE_BUILT=1 bash "$here/scripts/pack.sh" "$tmp" >/dev/null
+tarballs="${CYCLES_NODE_TARBALLS:-}"
+if [ -z "$tarballs" ]; then
+  tarballs="$tmp/packed"
+  CYCLES_NODE_BUILT=1 bash "$here/scripts/pack.sh" "$tarballs" >/dev/null
+fi
+version="$(node -p 'require(process.argv[1]).version' "$here/package.json")"
+main="$tarballs/cycles-sdk-$version.tgz"
+platform="$tarballs/cycles-sdk-linux-x64-gnu-$version.tgz"
+# What the tarballs carry: the main one a README and no addon, the platform one its addon.
+listing="$(tar -tzf "$main")"
+grep -qx package/README.md <<<"$listing" || { echo "$main has no README.md" >&2; exit 1; }
+if [ -f "$here/../LICENSE" ]; then
+  grep -qx package/LICENSE <<<"$listing" || { echo "$main has no LICENSE" >&2; exit 1; }
+fi
+if grep -q '\.node$' <<<"$listing"; then echo "$main carries an addon" >&2; exit 1; fi
+tar -tzf "$platform" | grep -qx package/cycles.linux-x64-gnu.node || { echo "$platform has no addon" >&2; exit 1; }
 mkdir "$tmp/app"
 cd "$tmp/app"
 echo '{"name": "app", "version": "1.0.0", "private": true}' > package.json
-npm install --offline --no-audit --no-fund --silent "$tmp"/cycles-sdk-*.tgz
+# The platform package first, so the main package's optional dependency on it is met offline
+# (the other three platforms' are skipped: their os/cpu/libc do not match).
+npm install --offline --no-audit --no-fund --silent "$platform" "$main"
+[ -f node_modules/@cycles-sdk/linux-x64-gnu/cycles.linux-x64-gnu.node ] || { echo "the platform package is not installed" >&2; exit 1; }
 
 cat > esm.mjs <<'JS'
 import { createRequire } from "node:module";
@@ -80,15 +101,18 @@ cat > tsconfig.json <<JSON
   "files": ["check.ts"]
 }
 JSON
-# The quick start exactly as documented, once as a .mts file (what a TypeScript user pastes)
-# and once as the .mjs it is (checkJs): a user must not need a `!` to compile it.
+# The quick start exactly as the installed README has it, once as a .mts file (what a
+# TypeScript user pastes) and once as the .mjs it is (checkJs): a user must not need a `!` to
+# compile it. It is docs/node.md's first block, word for word.
 node -e '
 const fs = require("node:fs");
-const [block] = [...fs.readFileSync(process.argv[1], "utf8").matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]);
+const first = (file) => [...fs.readFileSync(file, "utf8").matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1])[0];
+const block = first(process.argv[1]);
 if (!block || !block.includes("from \"cycles-sdk\"")) throw new Error("no quick start block in " + process.argv[1]);
+if (block !== first(process.argv[2])) throw new Error("the package README quick start differs from docs/node.md");
 fs.writeFileSync("quickstart.mts", block);
 fs.writeFileSync("quickstart.mjs", block);
-' "$here/../docs/node.md"
+' node_modules/cycles-sdk/README.md "$here/../docs/node.md"
 cat > tsconfig.quickstart.json <<JSON
 {
   "extends": "./tsconfig.json",
@@ -103,4 +127,26 @@ node "$tsc" -p .
 for script in esm.mjs cjs.cjs out/check.js; do
   timeout 20 node "$script"
 done
-echo "install check: ESM, CJS, TypeScript (strict) and the quick start type-checked (strict) from the packed tarball: ok"
+timeout 20 node quickstart.mjs | tee quickstart.out
+grep -qx "answer 42" quickstart.out && grep -qx "settlement committed 150000" quickstart.out ||
+  { echo "the README quick start printed something else" >&2; exit 1; }
+
+# The bin: the Rust command through the addon, no other executable in the package.
+[ "$(npx --no-install cycles-sdk --version)" = "cycles $version" ] || { echo "npx cycles-sdk --version" >&2; exit 1; }
+timeout 60 npx --no-install cycles-sdk demo >demo.out || { cat demo.out >&2; exit 1; }
+grep -q '^Done. Next:' demo.out || { echo "npx cycles-sdk demo did not finish" >&2; exit 1; }
+set +e
+npx --no-install cycles-sdk serve --port nope >/dev/null 2>serve.err
+status=$?
+set -e
+[ "$status" = 2 ] && grep -q "invalid value 'nope'" serve.err ||
+  { echo "serve --port nope: exit $status" >&2; cat serve.err >&2; exit 1; }
+node_modules/.bin/cycles-sdk serve --port 0 >serve.out &
+serve=$!
+for _ in $(seq 100); do grep -q '^press Ctrl-C' serve.out && break; sleep 0.1; done
+url="$(sed -n 's/^cycles local server listening on //p' serve.out)"
+[ -n "$url" ] || { kill "$serve"; echo "serve printed no URL" >&2; exit 1; }
+node -e 'fetch(process.argv[1] + "/v1/balances?tenant=acme", { headers: { "X-Cycles-API-Key": "cycles-local-key" } }).then((r) => { if (r.status !== 200) process.exit(1); })' "$url"
+kill -INT "$serve"
+wait "$serve" || { echo "serve did not exit 0 on SIGINT" >&2; exit 1; }
+echo "install check: ESM, CJS, TypeScript (strict), the README quick start (strict, then run) and npx cycles-sdk (--version, demo, serve until SIGINT) from the packed tarballs: ok"

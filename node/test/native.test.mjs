@@ -7,7 +7,7 @@ import { test } from "node:test";
 import { CyclesError, ERROR_CODES, InternalError, errorClass, nativeVersion } from "cycles-sdk";
 
 const require = createRequire(import.meta.url);
-const native = require("../native/native.js");
+const { native } = require("../dist/native.js");
 const { call, awaitNative } = require("../dist/errors.js");
 
 test("a panic in a sync export is an InternalError, and the process lives on", () => {

@@ -84,3 +84,12 @@ def test_decision_caps_release_block_runs(capsys: pytest.CaptureFixture[str]) ->
     assert "decision ALLOW_WITH_CAPS" in out
     assert "released True" in out
     assert "ledger ['reserve', 'release']" in out
+
+
+def test_package_readme_links_are_absolute() -> None:
+    # The package README is PyPI's page: a relative link would point off the repository.
+    text = existing(readme()).read_text()
+    links = re.findall(r"\]\(([^)]+)\)", text)
+    assert links, "the README links to the docs"
+    relative = [link for link in links if not link.startswith(("https://", "#"))]
+    assert not relative, f"relative links in the package README: {relative}"

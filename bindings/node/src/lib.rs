@@ -40,6 +40,23 @@ pub fn version() -> String {
     env!("CARGO_PKG_VERSION").to_string()
 }
 
+/// The `cycles` command (bindings/cli) on `args` (program name first), for the package's
+/// `cycles-sdk` bin only: blocks the calling thread until the command ends and returns its
+/// exit code. SIGINT gets its default action first, as in the `cycles` binary: Node's own
+/// handler re-raises the signal expecting a one-shot disposition, which under the handler
+/// `cycles serve` installs would re-enter forever; `serve` then returns on SIGINT.
+#[napi]
+pub fn run_cli(args: Vec<String>) -> napi::Result<u32> {
+    errors::guard(|| {
+        // SAFETY: signal(2) with SIG_DFL has no preconditions; this process is the bin's.
+        #[cfg(unix)]
+        unsafe {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+        }
+        Ok(u32::from(cycles_cli::run(args)))
+    })
+}
+
 /// Core's stable error table as JSON `[[name, code], ...]`: the TypeScript `CyclesError`
 /// hierarchy is built from it.
 #[napi]

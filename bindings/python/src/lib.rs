@@ -35,6 +35,14 @@ fn _debug_panic(sync: bool, py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
     }
 }
 
+/// The `cycles` command (bindings/cli) on `argv` (program name first), for the wheel's
+/// `cycles` console script: the GIL is released while it runs, so other Python threads go on,
+/// and `cycles serve` returns on SIGINT (the script restores SIGINT's default action first).
+#[pyfunction]
+fn cli_run(argv: Vec<String>, py: Python<'_>) -> PyResult<u8> {
+    errors::guard(|| Ok(py.detach(|| cycles_cli::run(argv))))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -48,6 +56,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<lifecycle::NativeLifecycle>()?;
     m.add_class::<lifecycle::NativeActive>()?;
     m.add_function(wrap_pyfunction!(_debug_panic, m)?)?;
+    m.add_function(wrap_pyfunction!(cli_run, m)?)?;
     m.add_function(wrap_pyfunction!(client::decode_response, m)?)?;
     timing::register(m)?;
     journal::register(m)?;
