@@ -47,7 +47,7 @@ fn opt_count(o: &Value, name: &str) -> Result<Option<u64>, Error> {
 
 fn amount_out(a: &Amount) -> Value {
     let n = a.amount;
-    let n = if n <= (1 << 53) - 1 {
+    let n = if n < (1 << 53) {
         json!(n)
     } else {
         json!(n.to_string())
