@@ -13,7 +13,9 @@
 //! - [`rawjson`]: inspecting JSON text that is sent verbatim (lone surrogates, big numbers);
 //! - [`events`]: the one event stream (heartbeat, settlement, journal) to host logging;
 //! - [`runtime`]: the one process-wide tokio runtime for bindings;
-//! - [`timing`]: the PURE heartbeat math (no clock, no I/O) every binding exposes.
+//! - [`timing`]: the PURE heartbeat math (no clock, no I/O) every binding exposes;
+//! - [`pricing`]: the PURE cost of a model call (token estimate, price table, caps, actual)
+//!   every integration calls.
 #![warn(missing_docs)]
 
 pub mod config;
@@ -23,6 +25,7 @@ pub mod guard;
 pub mod journal;
 pub mod lease;
 pub mod model;
+pub mod pricing;
 pub mod rawjson;
 pub mod redact;
 pub mod runtime;

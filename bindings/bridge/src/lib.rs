@@ -16,6 +16,7 @@
 //! - [`timing`]: the boundary names of core's pure timing types (regimes, failures, keys).
 //! - [`timing_json`]: core's pure heartbeat math as JSON in, JSON out (the vectors' encoding).
 //! - [`journal_json`]: journal records and the pending scan as JSON.
+//! - [`pricing_json`]: core's pure pricing (estimate, price table, caps, actual) as JSON.
 //!
 //! Threading rule: a host is never called from a tokio worker or under a core lock. Core's
 //! event callback only pushes JSON into a channel; the host drains it on its own thread.
@@ -32,6 +33,7 @@ pub mod journal_json;
 pub mod lifecycle;
 pub mod ops;
 pub mod options;
+pub mod pricing_json;
 pub mod process;
 pub mod server;
 pub mod task;

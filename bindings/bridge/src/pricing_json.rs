@@ -1,0 +1,227 @@
+//! Core's pure pricing functions (`cycles_core::pricing`) as JSON in, JSON out, so every host's
+//! integrations charge what core says. Values use the shared vectors' encoding
+//! (`conformance/vectors/pricing.json`): token counts and amounts are integers (a decimal
+//! string beyond 2^53 - 1), an amount is `{"unit", "amount"}`, a pricing is
+//! `{"unit": "TOKENS"}` or `{"unit", "models": {name: {"input_per_mtok", "output_per_mtok"}},
+//! "default"?}`, caps are the spec's `Caps`. Behaviour is core's; this only converts.
+
+use cycles_core::pricing::table::Matched;
+use cycles_core::pricing::{caps, charge, tokens, Pricing, Settlement, Usage};
+use cycles_core::{Amount, Caps, Error, Unit};
+use serde_json::{json, Value};
+
+use crate::timing_json::{arg, int_arg, int_out, parse, str_arg};
+
+fn bad(name: &str, what: &str) -> Error {
+    Error::invalid_argument(format!("{name} must be {what}"))
+}
+
+fn pricing_arg(a: &Value) -> Result<Pricing, Error> {
+    Pricing::from_json(arg(a, "pricing")?)
+}
+
+fn caps_arg(a: &Value) -> Result<Caps, Error> {
+    let v = arg(a, "caps")?;
+    serde_json::from_value(v.clone()).map_err(|e| {
+        Error::invalid_argument(format!("caps: {}", cycles_core::error::json_reason(&e)))
+    })
+}
+
+/// The optional count member `name` of `o` (absent or null: `None`).
+fn opt_count(o: &Value, name: &str) -> Result<Option<u64>, Error> {
+    match o.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(_) => int_arg::<u64>(o, name).map(Some),
+    }
+}
+
+fn amount_out(a: &Amount) -> Value {
+    json!({"unit": a.unit.as_str(), "amount": int_out(i128::from(a.amount))})
+}
+
+fn amount_in(v: &Value, name: &str) -> Result<Amount, Error> {
+    let unit = v
+        .get("unit")
+        .and_then(Value::as_str)
+        .ok_or_else(|| bad(name, "an amount {\"unit\", \"amount\"}"))?;
+    let amount = int_arg::<i64>(v, "amount")?;
+    if amount < 0 {
+        return Err(bad(&format!("{name}.amount"), "non-negative"));
+    }
+    Ok(Amount::new(Unit::from(unit), amount))
+}
+
+fn bool_arg(a: &Value, name: &str) -> Result<bool, Error> {
+    arg(a, name)?
+        .as_bool()
+        .ok_or_else(|| bad(name, "a boolean"))
+}
+
+/// One pure pricing function by name, its arguments a JSON object, its result JSON text.
+///
+/// | name | arguments | result |
+/// |---|---|---|
+/// | `text_tokens` | `text` | integer |
+/// | `prompt_tokens` | `request` (a provider request body) | integer |
+/// | `output_bound` | `request`, `default`? | integer or null |
+/// | `lookup_price` | `pricing` (a table), `model` | `{"matched": key or null (the default), "input_per_mtok", "output_per_mtok"}` |
+/// | `cost` | `pricing`, `model`, `input_tokens`, `output_tokens` | amount |
+/// | `estimate` | `pricing`, `model`, `prompt_tokens`, `output_bound` | amount |
+/// | `estimate_request` | `pricing`, `model`, `request`, `default_output_bound`? | `{"prompt_tokens", "output_bound", "amount"}` |
+/// | `actual` | `pricing`, `model`, `usage` (`{"input_tokens"?, "output_tokens"?}`) | amount or null |
+/// | `settlement` | `actual` (amount or null), `call_succeeded`, `estimate` (amount) | `{"action": "commit", "amount"}` or `{"action": "release"}` |
+/// | `lower_bound` | `bound`?, `caps` | `{"bound" (integer or null), "changed"}` |
+/// | `tool_allowed` | `name`, `caps` | bool |
+/// | `filter_tools` | `tools` (strings), `caps` | `{"allowed", "removed"}` |
+pub fn call(name: &str, args_json: &str) -> Result<String, Error> {
+    let a = parse(args_json, "arguments")?;
+    let out = match name {
+        "text_tokens" => int_out(i128::from(tokens::text_tokens(str_arg(&a, "text")?))),
+        "prompt_tokens" => int_out(i128::from(tokens::prompt_tokens(arg(&a, "request")?))),
+        "output_bound" => {
+            let bound = tokens::output_bound(arg(&a, "request")?, opt_count(&a, "default")?)?;
+            bound.map_or(Value::Null, |b| int_out(i128::from(b)))
+        }
+        "lookup_price" => {
+            let Pricing::Table(table) = pricing_arg(&a)? else {
+                return Err(Error::invalid_argument(
+                    "unit TOKENS has no price table (cost = tokens)",
+                ));
+            };
+            let (matched, p) = table.lookup(str_arg(&a, "model")?)?;
+            let matched = match matched {
+                Matched::Entry(k) => json!(k),
+                Matched::Default => Value::Null,
+            };
+            json!({"matched": matched, "input_per_mtok": p.input_per_mtok, "output_per_mtok": p.output_per_mtok})
+        }
+        "cost" => amount_out(&pricing_arg(&a)?.cost(
+            str_arg(&a, "model")?,
+            int_arg(&a, "input_tokens")?,
+            int_arg(&a, "output_tokens")?,
+        )?),
+        "estimate" => amount_out(&charge::estimate(
+            &pricing_arg(&a)?,
+            str_arg(&a, "model")?,
+            int_arg(&a, "prompt_tokens")?,
+            int_arg(&a, "output_bound")?,
+        )?),
+        "estimate_request" => {
+            let e = charge::estimate_request(
+                &pricing_arg(&a)?,
+                str_arg(&a, "model")?,
+                arg(&a, "request")?,
+                opt_count(&a, "default_output_bound")?,
+            )?;
+            json!({
+                "prompt_tokens": int_out(i128::from(e.prompt_tokens)),
+                "output_bound": int_out(i128::from(e.output_bound)),
+                "amount": amount_out(&e.amount),
+            })
+        }
+        "actual" => {
+            let u = arg(&a, "usage")?;
+            if !u.is_object() {
+                return Err(bad("usage", "an object"));
+            }
+            let usage = Usage {
+                input_tokens: opt_count(u, "input_tokens")?,
+                output_tokens: opt_count(u, "output_tokens")?,
+            };
+            charge::actual(&pricing_arg(&a)?, str_arg(&a, "model")?, usage)?
+                .map_or(Value::Null, |x| amount_out(&x))
+        }
+        "settlement" => {
+            let actual = match a.get("actual") {
+                None | Some(Value::Null) => None,
+                Some(v) => Some(amount_in(v, "actual")?),
+            };
+            let estimate = amount_in(arg(&a, "estimate")?, "estimate")?;
+            match charge::settlement(actual, bool_arg(&a, "call_succeeded")?, &estimate) {
+                Settlement::Commit(x) => json!({"action": "commit", "amount": amount_out(&x)}),
+                Settlement::Release => json!({"action": "release"}),
+            }
+        }
+        "lower_bound" => {
+            let c = caps::lower_bound(opt_count(&a, "bound")?, &caps_arg(&a)?)?;
+            json!({"bound": c.bound.map(|b| int_out(i128::from(b))), "changed": c.changed})
+        }
+        "tool_allowed" => json!(caps::tool_allowed(str_arg(&a, "name")?, &caps_arg(&a)?)),
+        "filter_tools" => {
+            let tools: Vec<String> = serde_json::from_value(arg(&a, "tools")?.clone())
+                .map_err(|_| bad("tools", "an array of strings"))?;
+            let f = caps::filter_tools(&tools, &caps_arg(&a)?);
+            json!({"allowed": f.allowed, "removed": f.removed})
+        }
+        other => {
+            return Err(Error::invalid_argument(format!(
+                "unknown pricing function {other:?}"
+            )))
+        }
+    };
+    Ok(out.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every case of the shared vectors through `call`: the encoding hosts use.
+    #[test]
+    fn shared_vectors_through_the_bridge() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../conformance/vectors/pricing.json"
+        );
+        let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        assert_eq!(doc["format"], "cycles-pricing-vectors");
+        let mut ran = 0;
+        for (function, cases) in doc["functions"].as_object().unwrap() {
+            let cases = cases.as_array().unwrap();
+            assert!(!cases.is_empty(), "{function} has no cases");
+            for case in cases {
+                let name = &case["name"];
+                let got = call(function, &case["input"].to_string());
+                match (&case.get("expect"), &case.get("error")) {
+                    (Some(expect), None) => {
+                        let got: Value = serde_json::from_str(&got.unwrap()).unwrap();
+                        assert_eq!(&got, *expect, "{function} {name}");
+                    }
+                    (None, Some(err)) => {
+                        let e = got.expect_err(&format!("{function} {name} must fail"));
+                        assert_eq!(e.kind().name(), err["kind"], "{function} {name}");
+                        let part = err["message_contains"].as_str().unwrap();
+                        assert!(
+                            e.message().contains(part),
+                            "{function} {name}: {}",
+                            e.message()
+                        );
+                    }
+                    _ => panic!("{function} {name}: exactly one of expect and error"),
+                }
+                ran += 1;
+            }
+        }
+        assert!(ran >= 40, "only {ran} vectors ran");
+    }
+
+    #[test]
+    fn bad_arguments_are_typed() {
+        let e = call("nope", "{}").unwrap_err();
+        assert_eq!(e.message(), "unknown pricing function \"nope\"");
+        let e = call(
+            "cost",
+            r#"{"pricing":{"unit":"TOKENS"},"model":"m","input_tokens":-1,"output_tokens":0}"#,
+        )
+        .unwrap_err();
+        assert_eq!(e.message(), "input_tokens must be an integer in range");
+        let e = call("filter_tools", r#"{"tools":[1],"caps":{}}"#).unwrap_err();
+        assert_eq!(e.message(), "tools must be an array of strings");
+        let e = call(
+            "actual",
+            r#"{"pricing":{"unit":"TOKENS"},"model":"m","usage":3}"#,
+        )
+        .unwrap_err();
+        assert_eq!(e.message(), "usage must be an object");
+    }
+}
