@@ -15,6 +15,8 @@ WORK="$(mktemp -d "${TMPDIR:-/tmp}/cycles-verify-cli.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 platforms=(linux-x64-musl linux-arm64-musl)
 [[ "$CI" == --ci ]] && platforms=(linux-x64-musl)
+# CYCLES_VERIFY_PLATFORMS="P1 P2": those only (checking one platform by hand).
+[[ -z "${CYCLES_VERIFY_PLATFORMS:-}" ]] || read -ra platforms <<<"$CYCLES_VERIFY_PLATFORMS"
 
 for platform in "${platforms[@]}"; do
     bin="$(ls "$OUT"/cli/cycles-*-"$platform" 2>/dev/null | head -1)"
