@@ -5,7 +5,8 @@
 #   OUT/c/cycles-c-X.Y.Z-PLATFORM.tar.gz        cycles-c-X.Y.Z-PLATFORM/{include/cycles.h,
 #                                               lib/libcycles.so.X.Y.Z (+ .so.0, .so links),
 #                                               lib/libcycles.a, lib/pkgconfig/cycles.pc,
-#                                               README.md, LICENSE}: stripped
+#                                               README.md, LICENSE}: stripped; on musl the
+#                                               archive carries Rust's LLVM libunwind
 #   OUT/c/cycles-c-X.Y.Z-PLATFORM.debug.tar.gz  the same folder with lib/libcycles.so.X.Y.Z.debug
 #                                               (the shared library's debug info; extract both
 #                                               into one place and gdb finds it)
@@ -15,7 +16,8 @@
 #
 # cycles.pc is relocatable: its prefix is ${pcfiledir}/../.., wherever the tree is unpacked.
 # The host platform in the dev profile is built with plain cargo into $TARGET (the tests' fast
-# path, sharing their build); every other build is cargo-zigbuild's, glibc targets at glibc
+# path, sharing their build; the install tree only, no tarball); every other build is
+# cargo-zigbuild's, glibc targets at glibc
 # 2.17, in $TARGET/platforms/PLATFORM-lib.
 
 package_c() {
@@ -56,14 +58,33 @@ package_c_platform() {
     fi
     static_libs="$(sed -n 's/.*native-static-libs: //p' <<<"$out" | tail -1)"
     [[ -n "$static_libs" ]] || { echo "rustc printed no native-static-libs for $platform" >&2; return 1; }
+    # musl: rustc wants -lunwind, the LLVM libunwind it links into executables itself, which a
+    # musl system seldom has (musl-gcc has libgcc_eh, not libunwind): the archive carries it.
+    local unwind=""
+    if [[ "$platform" == *-musl ]]; then
+        unwind="$(rustc --print sysroot)/lib/rustlib/$(platform_triple "$platform")/lib/self-contained/libunwind.a"
+        [[ -f "$unwind" ]] || { echo "no $unwind (rustup target add $(platform_triple "$platform"))" >&2; return 1; }
+        static_libs="$(sed 's/\(^\| \)-lunwind\( \|$\)/\1/' <<<"$static_libs")"
+    fi
 
     name="cycles-c-$version-$platform"
     stage="$OUT/c/.stage/$name"
     rm -rf "$OUT/c/.stage"
     c_install_tree "$stage" "$sodir" "$adir" "$version" "$static_libs"
+    if [[ -n "$unwind" ]]; then
+        # llvm-ar (zig's) reads every arch's objects for the archive's symbol index.
+        printf 'CREATE %s\nADDLIB %s\nADDLIB %s\nSAVE\nEND\n' "$stage/lib/libcycles-merged.a" \
+            "$stage/lib/libcycles.a" "$unwind" | "$PACKAGE_TOOLS/bin/python" -m ziglang ar -M
+        mv "$stage/lib/libcycles-merged.a" "$stage/lib/libcycles.a"
+    fi
     cp "$ROOT/LICENSE" "$ROOT/bindings/c/README.md" "$stage/"
     if [[ "$platform" == "$HOST_PLATFORM" ]]; then
         cp -a "$stage/include" "$stage/lib" "$OUT/c/"
+        # The tests' dev build: the install tree only (packing its ~200 MB is no release).
+        if [[ "$PROFILE" == dev ]]; then
+            rm -rf "$OUT/c/.stage"
+            return
+        fi
     fi
     mkdir -p "$OUT/c/.stage/debug/$name/lib"
     strip_artifact "$platform" "$stage/lib/libcycles.so.$version" "$OUT/c/.stage/debug/$name/lib/libcycles.so.$version.debug"
