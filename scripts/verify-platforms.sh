@@ -90,4 +90,6 @@ for lang in "${run[@]}"; do
     bash "$ROOT/scripts/verify/$lang.sh" "$OUT" "$ARM64_ROOT" $CI
     log "verify $lang: ok ($(( $(date +%s) - t ))s)"
 done
+# Every artifact's size (docs/packaging.md lists them).
+python3 "$ROOT/scripts/verify/sizes.py" "$OUT" >&2
 log "all passed (${run[*]}${CI:+, --ci}) in $(( $(date +%s) - start ))s"

@@ -17,8 +17,7 @@
 # cycles.pc is relocatable: its prefix is ${pcfiledir}/../.., wherever the tree is unpacked.
 # The host platform in the dev profile is built with plain cargo into $TARGET (the tests' fast
 # path, sharing their build; the install tree only, no tarball); every other build is
-# cargo-zigbuild's, glibc targets at glibc
-# 2.17, in $TARGET/platforms/PLATFORM-lib.
+# cargo-zigbuild's, glibc targets at glibc 2.17, in $TARGET/platforms/PLATFORM-lib.
 
 package_c() {
     local version platform
