@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds what users install, into OUT/<language>/:
 #
-#   scripts/package.sh OUT [--all-platforms | --platform NAME]... [python] [c] [node] [java] ...
+#   scripts/package.sh OUT [--all-platforms | --platform NAME]... [python] [c] [cli] [node] [java] ...
 #
 # No language: every language. Platforms (scripts/package/common.sh): linux-x64-gnu (the host,
 # the default), linux-arm64-gnu, linux-x64-musl, linux-arm64-musl; --all-platforms takes all
@@ -11,21 +11,24 @@
 #   OUT/python/cycles_sdk-*.whl        one abi3 wheel per platform (manylinux2014 for glibc,
 #                                      musllinux_1_2 for musl; maturin + zig), checked
 #   OUT/python/cycles_sdk-X.Y.Z.tar.gz the sdist (every workspace crate the extension needs)
-#   OUT/c/include/cycles.h             the committed cbindgen header
-#   OUT/c/lib/libcycles.so.0.X.Y       + libcycles.so.0 (SONAME) and libcycles.so symlinks
-#   OUT/c/lib/libcycles.a              the static library
-#   OUT/c/lib/pkgconfig/cycles.pc      prefix=OUT/c; Libs.private from rustc's native-static-libs
 #   OUT/node/cycles-sdk-X.Y.Z.tgz      the npm package cycles-sdk (no addon; optionalDependencies)
 #   OUT/node/cycles-sdk-<platform>-X.Y.Z.tgz  @cycles-sdk/<platform>: its addon (cargo-zigbuild)
-#   OUT/java/cycles-sdk-X.Y.Z.jar      dev.cycles:cycles-sdk with native/<os>-<arch>/libcycles_jvm.so
-#                                      (+ -sources.jar, -javadoc.jar); Maven runs the JUnit suite
-#                                      unless CYCLES_PACKAGE_SKIP_TESTS=1
+#   OUT/c/cycles-c-X.Y.Z-PLATFORM.tar.gz   include/, lib/ (shared + static, stripped),
+#                                      lib/pkgconfig/cycles.pc (relocatable), README.md,
+#                                      LICENSE; + .debug.tar.gz with the debug info
+#   OUT/c/{include,lib}                the host platform's install tree (the C tests use it)
+#   OUT/cli/cycles-X.Y.Z-linux-ARCH-musl  the `cycles` command, static, stripped (+ .debug)
+#   OUT/java/cycles-sdk-X.Y.Z.jar      dev.cycles:cycles-sdk with native/CLASSIFIER/libcycles_jvm.so
+#                                      per platform (+ -sources.jar, -javadoc.jar); Maven runs
+#                                      the JUnit suite unless CYCLES_PACKAGE_SKIP_TESTS=1
 #
 # Release builds by default; CYCLES_PACKAGE_PROFILE=dev builds the debug profile (the C tests
-# use it: much faster, same ABI). Cargo builds in $CARGO_TARGET_DIR (default target/).
+# use it: much faster, same ABI). Cargo builds in $CARGO_TARGET_DIR (default target/); other
+# platforms than the host, and every release build, through cargo-zigbuild in
+# $CARGO_TARGET_DIR/platforms/ (scripts/package/common.sh platform_cargo).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-usage() { echo "usage: scripts/package.sh OUT [--all-platforms | --platform NAME]... [python] [c] [node] [java] ..." >&2; exit 2; }
+usage() { echo "usage: scripts/package.sh OUT [--all-platforms | --platform NAME]... [python] [c] [cli] [node] [java] ..." >&2; exit 2; }
 [[ $# -ge 1 ]] || usage
 OUT="$(mkdir -p "$1" && cd "$1" && pwd)"
 shift
@@ -43,7 +46,7 @@ while [[ $# -gt 0 ]]; do
     esac
     shift
 done
-[[ ${#LANGS[@]} -gt 0 ]] || LANGS=(python c node java)
+[[ ${#LANGS[@]} -gt 0 ]] || LANGS=(python c cli node java)
 [[ ${#PLATFORMS[@]} -gt 0 ]] || PLATFORMS=("$HOST_PLATFORM")
 PROFILE="${CYCLES_PACKAGE_PROFILE:-release}"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"

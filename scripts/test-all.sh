@@ -42,6 +42,9 @@ step "JVM: jar with libcycles_jvm, JUnit suite (-Xcheck:jni, both server modes),
 step "local server fidelity against the OpenAPI spec (schemathesis)"
 bash conformance/fidelity/run.sh
 
+step "platforms: the aarch64 glibc C quick start in a Debian arm64 root (qemu-user), the static musl CLI's demo (scripts/verify-platforms.sh --ci)"
+bash scripts/verify-platforms.sh --ci
+
 step "cross-language matrix: vectors, corpus, differential, journal interop, recovery adapters (scripts/matrix.sh)"
 bash scripts/matrix.sh
 

@@ -25,7 +25,7 @@ trap 'rm -rf "$WORK"' EXIT
 declare -A EXPECTED=([VectorsTest]=3 [ClientTest]=11 [LifecycleTest]=13 [BoundaryTest]=5
     [RecoveryCoreTest]=7 [RecoveryProcessTest]=6 [RecoveryJournalTest]=3 [ReferenceCorpusTest]=2 [OfficialRecordsTest]=1
     [ClassLoaderTest]=3 [ExecutorPropagationTest]=3 [OperationsTest]=12 [DrainReportTest]=1 [NativeDeclarationsTest]=2
-    [LocalServerTest]=3 [GuardHandleTest]=7)
+    [LocalServerTest]=3 [GuardHandleTest]=7 [NativeLoaderTest]=4)
 EXIT_LIMIT=20
 
 # A JDK 17+ and Maven; a bare image gets them from apt.
@@ -72,6 +72,7 @@ for extra in sources javadoc; do
 done
 jar tf "$JAR" >"$WORK/jar-list"
 grep -qx "native/linux-x86_64/libcycles_jvm.so" "$WORK/jar-list" || { echo "the jar has no native library" >&2; exit 1; }
+grep -qx "META-INF/LICENSE" "$WORK/jar-list" || { echo "the jar has no META-INF/LICENSE" >&2; exit 1; }
 python3 - "$JAR" "$WORK/manifest" <<'PY'
 import sys, zipfile
 text = zipfile.ZipFile(sys.argv[1]).read("META-INF/MANIFEST.MF").decode()
