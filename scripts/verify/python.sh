@@ -14,7 +14,7 @@
 # - the sdist (not under --ci): `pip install` from a fresh venv, building the extension from
 #   the sdist alone (a dev-profile build unless CYCLES_VERIFY_SDIST_PROFILE=release), then the
 #   quick start.
-# Under --ci the x86_64 and aarch64 manylinux wheels are required; otherwise each wheel found is
+# Under --ci the aarch64 manylinux wheel is required (and any other found is run too); otherwise each wheel found is
 # run and the missing ones are reported. Needs root (chroot, a private mount namespace).
 set -euo pipefail
 REPO="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -51,8 +51,9 @@ for platform in "${ALL_PLATFORMS[@]}"; do
         missing+=("$platform")
     fi
 done
-if [[ $CI == 1 && ( -z "${WHEEL[linux-x64-gnu]}" || -z "${WHEEL[linux-arm64-gnu]}" ) ]]; then
-    echo "--ci needs the linux-x64-gnu and linux-arm64-gnu wheels in $OUT/python" >&2
+# Under --ci the aarch64 wheel is the point (python/scripts/test.sh runs the x86_64 one).
+if [[ $CI == 1 && -z "${WHEEL[linux-arm64-gnu]}" ]]; then
+    echo "--ci needs the linux-arm64-gnu wheel in $OUT/python" >&2
     exit 1
 fi
 
