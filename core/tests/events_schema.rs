@@ -181,6 +181,19 @@ fn examples() -> Vec<(Event, Level, Value)> {
             Level::Info,
             json!({"kind": "journal_migrated", "disposition": "migrated"}),
         ),
+        (
+            Event::CapsApplied {
+                reservation_id: rid(),
+                api: "messages",
+                bound_from: Some(500),
+                bound_to: Some(100),
+                removed_tools: vec!["shell".into()],
+                send: true,
+            },
+            Level::Info,
+            json!({"kind": "caps_applied", "api": "messages", "bound_from": 500, "bound_to": 100,
+                   "removed_tools": ["shell"], "send": true}),
+        ),
     ]
 }
 
@@ -205,7 +218,7 @@ fn every_variant_has_its_stable_kind_level_and_fields() {
 fn kinds_are_distinct_snake_case_names() {
     let mut kinds: Vec<&str> = examples().iter().map(|(e, _, _)| e.kind()).collect();
     kinds.dedup();
-    assert_eq!(kinds.len(), 11, "one kind per variant: {kinds:?}");
+    assert_eq!(kinds.len(), 12, "one kind per variant: {kinds:?}");
     for k in kinds {
         assert!(k.chars().all(|c| c.is_ascii_lowercase() || c == '_'), "{k}");
     }

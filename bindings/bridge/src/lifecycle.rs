@@ -321,6 +321,26 @@ impl Active {
         ))
     }
 
+    /// The rewrite this action's caps ask of a provider request: `api` a wire name
+    /// (`chat_completions`, `responses`, `messages`), `request_json` the request body (at
+    /// least its bound fields and `tools`). Returns [`crate::pricing_json::plan_json`]; a
+    /// rewrite is reported as the `caps_applied` event (core's `ActiveGuard::plan_caps`).
+    /// INVALID_ARGUMENT for a bad API name, request or bound, or once finished.
+    pub fn plan_caps(&self, api: &str, request_json: &str) -> Result<String, ErrorFields> {
+        let api = cycles_core::pricing::Api::parse(api)?;
+        let request: serde_json::Value = serde_json::from_str(request_json).map_err(|e| {
+            cycles_core::Error::invalid_argument(format!(
+                "the request is not JSON: {}",
+                cycles_core::error::json_reason(&e)
+            ))
+        })?;
+        let slot = self.active.lock().unwrap_or_else(|p| p.into_inner());
+        let a = slot
+            .as_ref()
+            .ok_or_else(|| ErrorFields::invalid(ALREADY_FINISHED))?;
+        Ok(crate::pricing_json::plan_json(&a.plan_caps(api, &request)?).to_string())
+    }
+
     /// What the work reports (actual, metrics, metadata) and its cancellation.
     pub fn usage(&self) -> &Usage {
         &self.usage

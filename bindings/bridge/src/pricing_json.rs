@@ -6,7 +6,7 @@
 //! "default"?}`, caps are the spec's `Caps`. Behaviour is core's; this only converts.
 
 use cycles_core::pricing::table::Matched;
-use cycles_core::pricing::{caps, charge, tokens, Pricing, Settlement, Usage};
+use cycles_core::pricing::{caps, charge, tokens, wire, Api, CapsPlan, Pricing, Settlement, Usage};
 use cycles_core::{Amount, Caps, Error, Unit};
 use serde_json::{json, Value};
 
@@ -51,11 +51,48 @@ fn amount_in(v: &Value, name: &str) -> Result<Amount, Error> {
     Ok(Amount::new(Unit::from(unit), amount))
 }
 
+fn usage_out(u: &Usage) -> Value {
+    json!({"input_tokens": u.input_tokens, "output_tokens": u.output_tokens})
+}
+
+/// A caps plan as hosts read it: `{"bound_from", "bound_to", "set", "unset", "removed_tools",
+/// "send", "changed"}`; a host sets each `set` member on its request and removes each `unset`
+/// one.
+pub fn plan_json(p: &CapsPlan) -> Value {
+    json!({
+        "bound_from": p.bound_from, "bound_to": p.bound_to, "set": p.set, "unset": p.unset,
+        "removed_tools": p.removed_tools, "send": p.send, "changed": p.changed(),
+    })
+}
+
+/// The `api` member as an [`Api`].
+pub fn api_arg(a: &Value) -> Result<Api, Error> {
+    Api::parse(str_arg(a, "api")?)
+}
+
 fn bool_arg(a: &Value, name: &str) -> Result<bool, Error> {
     arg(a, name)?
         .as_bool()
         .ok_or_else(|| bad(name, "a boolean"))
 }
+
+/// The names [`call`] knows, in its table's order.
+pub const FUNCTIONS: [&str; 14] = [
+    "text_tokens",
+    "prompt_tokens",
+    "output_bound",
+    "lookup_price",
+    "cost",
+    "estimate",
+    "estimate_request",
+    "actual",
+    "settlement",
+    "lower_bound",
+    "tool_allowed",
+    "filter_tools",
+    "plan_caps",
+    "usage",
+];
 
 /// One pure pricing function by name, its arguments a JSON object, its result JSON text.
 ///
@@ -73,6 +110,8 @@ fn bool_arg(a: &Value, name: &str) -> Result<bool, Error> {
 /// | `lower_bound` | `bound`?, `caps` | `{"bound" (integer or null), "changed"}` |
 /// | `tool_allowed` | `name`, `caps` | bool |
 /// | `filter_tools` | `tools` (strings), `caps` | `{"allowed", "removed"}` |
+/// | `plan_caps` | `api`, `request`, `caps` | [`plan_json`] |
+/// | `usage` | `api`, `body` (a response body or one stream event), `usage`? (so far) | `{"input_tokens", "output_tokens"}` (null: unreported) |
 pub fn call(name: &str, args_json: &str) -> Result<String, Error> {
     let a = parse(args_json, "arguments")?;
     let out = match name {
@@ -153,6 +192,22 @@ pub fn call(name: &str, args_json: &str) -> Result<String, Error> {
             let f = caps::filter_tools(&tools, &caps_arg(&a)?);
             json!({"allowed": f.allowed, "removed": f.removed})
         }
+        "plan_caps" => plan_json(&wire::plan_caps(
+            api_arg(&a)?,
+            arg(&a, "request")?,
+            &caps_arg(&a)?,
+        )?),
+        "usage" => {
+            let so_far = match a.get("usage") {
+                None | Some(Value::Null) => Usage::default(),
+                Some(u) if u.is_object() => Usage {
+                    input_tokens: opt_count(u, "input_tokens")?,
+                    output_tokens: opt_count(u, "output_tokens")?,
+                },
+                Some(_) => return Err(bad("usage", "an object")),
+            };
+            usage_out(&wire::usage_update(api_arg(&a)?, so_far, arg(&a, "body")?))
+        }
         other => {
             return Err(Error::invalid_argument(format!(
                 "unknown pricing function {other:?}"
@@ -175,6 +230,18 @@ mod tests {
         );
         let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
         assert_eq!(doc["format"], "cycles-pricing-vectors");
+        assert_eq!(doc["version"], 1);
+        // Every function has vectors, and the vectors name no function `call` lacks.
+        let mut names: Vec<&str> = doc["functions"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        names.sort_unstable();
+        let mut known = FUNCTIONS.to_vec();
+        known.sort_unstable();
+        assert_eq!(names, known, "the vectors' functions");
         let mut ran = 0;
         for (function, cases) in doc["functions"].as_object().unwrap() {
             let cases = cases.as_array().unwrap();
@@ -202,7 +269,7 @@ mod tests {
                 ran += 1;
             }
         }
-        assert!(ran >= 40, "only {ran} vectors ran");
+        assert!(ran >= 129, "only {ran} vectors ran");
     }
 
     #[test]

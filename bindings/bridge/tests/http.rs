@@ -200,6 +200,51 @@ fn guarded_contract_defaults_caps_release_and_missing_actual() {
         json!({"reservation_id": active.reservation_id(), "decision": "ALLOW_WITH_CAPS",
                "caps": {"max_tokens": 64}})
     );
+    // Caps rewrite a provider request, and say so in the event stream.
+    let plan: Value = serde_json::from_str(
+        &active
+            .plan_caps("messages", r#"{"max_tokens": 500, "messages": []}"#)
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        plan,
+        json!({"bound_from": 500, "bound_to": 64, "set": {"max_tokens": 64}, "unset": [],
+               "removed_tools": [], "send": true, "changed": true})
+    );
+    let unchanged: Value = serde_json::from_str(
+        &active
+            .plan_caps("messages", r#"{"max_tokens": 9}"#)
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(unchanged["changed"], false);
+    let bad = active.plan_caps("completions", "{}").unwrap_err();
+    assert_eq!(bad.name, "INVALID_ARGUMENT");
+    let mut caps_events = Vec::new();
+    while let Some(batch) = lc.next_events(Duration::from_millis(50)) {
+        if batch.is_empty() {
+            break;
+        }
+        caps_events.extend(
+            batch
+                .iter()
+                .map(|t| serde_json::from_str::<Value>(t).unwrap())
+                .filter(|e| e["kind"] == "caps_applied"),
+        );
+    }
+    assert_eq!(
+        caps_events.len(),
+        1,
+        "one rewrite, one event: {caps_events:?}"
+    );
+    assert_eq!(
+        (
+            &caps_events[0]["bound_to"],
+            &caps_events[0]["reservation_id"]
+        ),
+        (&json!(64), &json!(active.reservation_id()))
+    );
     active.usage().add(7).unwrap();
     let refused = active.release(None).err().expect("usage is known");
     assert_eq!(refused.name, "INVALID_ARGUMENT");

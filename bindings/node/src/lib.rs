@@ -12,6 +12,7 @@ mod errors;
 pub mod fake_provider;
 pub mod journal;
 pub mod lifecycle;
+pub mod pricing;
 mod promise;
 pub mod server;
 mod settle_channel;

@@ -163,6 +163,13 @@ impl NativeActive {
         })
     }
 
+    /// The caps rewrite of a provider request (the bridge's `Active::plan_caps`): `api`
+    /// `chat_completions`, `responses` or `messages`; the plan as JSON text.
+    #[napi]
+    pub fn plan_caps(&self, api: String, request_json: String) -> napi::Result<String> {
+        guard(|| self.inner.plan_caps(&api, &request_json).map_err(to_js))
+    }
+
     /// Sets the actual amount (INVALID_ARGUMENT once the action has finished: the report
     /// would not be settled).
     #[napi]

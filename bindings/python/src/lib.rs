@@ -12,6 +12,7 @@ mod errors;
 mod fake_provider;
 mod journal;
 mod lifecycle;
+mod pricing;
 mod server;
 mod timing;
 
@@ -59,6 +60,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cli_run, m)?)?;
     m.add_function(wrap_pyfunction!(client::decode_response, m)?)?;
     timing::register(m)?;
+    pricing::register(m)?;
     journal::register(m)?;
     Ok(())
 }

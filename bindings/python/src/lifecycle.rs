@@ -197,6 +197,12 @@ impl NativeActive {
         })
     }
 
+    /// The caps rewrite of a provider request (the bridge's `Active::plan_caps`): `api`
+    /// `chat_completions`, `responses` or `messages`; the plan as JSON text.
+    fn plan_caps(&self, api: &str, request_json: &str) -> PyResult<String> {
+        self.inner.plan_caps(api, request_json).map_err(to_pyerr)
+    }
+
     /// INVALID_ARGUMENT once the action has finished (the report would not be settled).
     fn set_actual(&self, amount: i64) -> PyResult<()> {
         self.inner

@@ -183,6 +183,22 @@ pub enum Event {
         /// The reservation.
         reservation_id: String,
     },
+    /// An integration rewrote a provider request under `ALLOW_WITH_CAPS`
+    /// ([`crate::pricing::wire::plan_caps`]), or refused to send it (a cap of 0).
+    CapsApplied {
+        /// The reservation.
+        reservation_id: String,
+        /// The provider API (`chat_completions`, `responses`, `messages`).
+        api: &'static str,
+        /// The request's own output bound.
+        bound_from: Option<u64>,
+        /// The bound sent.
+        bound_to: Option<u64>,
+        /// The tools the caps removed.
+        removed_tools: Vec<String>,
+        /// Whether the request is sent at all.
+        send: bool,
+    },
 }
 
 impl Event {
@@ -197,7 +213,8 @@ impl Event {
             | Event::SettlementAttemptFailed { reservation_id, .. }
             | Event::SettlementModeSwitched { reservation_id }
             | Event::SettlementPending { reservation_id, .. }
-            | Event::JournalMigrated { reservation_id } => reservation_id,
+            | Event::JournalMigrated { reservation_id }
+            | Event::CapsApplied { reservation_id, .. } => reservation_id,
             Event::JournalQuarantined { reservation_id, .. }
             | Event::JournalIoFailed { reservation_id, .. } => {
                 reservation_id.as_deref().unwrap_or("")
@@ -270,6 +287,17 @@ impl fmt::Display for Event {
             Event::JournalMigrated { reservation_id } => {
                 write!(f, "legacy journal record of {reservation_id} migrated to its standard name")
             }
+            Event::CapsApplied { reservation_id, api, bound_from, bound_to, removed_tools, send } => {
+                let b = |v: &Option<u64>| v.map_or("none".to_string(), |n| n.to_string());
+                write!(f, "caps on {reservation_id} ({api}): output bound {} -> {}", b(bound_from), b(bound_to))?;
+                if !removed_tools.is_empty() {
+                    write!(f, ", tools removed: {}", removed_tools.join(", "))?;
+                }
+                if !send {
+                    f.write_str("; not sent (a bound of 0)")?;
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -333,6 +361,7 @@ impl EventSink {
             Event::JournalQuarantined { .. }
             | Event::JournalIoFailed { .. }
             | Event::JournalMigrated { .. } => at!("cycles::journal"),
+            Event::CapsApplied { .. } => at!("cycles::caps"),
         }
         if let Some(cb) = &self.callback {
             // A panicking host callback must not take the heartbeat down with it.

@@ -161,6 +161,7 @@ impl Event {
             Event::JournalQuarantined { .. } => "journal_quarantined",
             Event::JournalIoFailed { .. } => "journal_io_failed",
             Event::JournalMigrated { .. } => "journal_migrated",
+            Event::CapsApplied { .. } => "caps_applied",
         }
     }
 
@@ -188,7 +189,8 @@ impl Event {
             } => Level::Debug,
             Event::SettlementSettled { .. }
             | Event::SettlementModeSwitched { .. }
-            | Event::JournalMigrated { .. } => Level::Info,
+            | Event::JournalMigrated { .. }
+            | Event::CapsApplied { .. } => Level::Info,
             Event::SettlementAttemptFailed { .. } | Event::SettlementPending { .. } => {
                 Level::Warning
             }
@@ -291,6 +293,15 @@ impl Event {
                 operation, error, ..
             } => json!({"operation": operation, "error": error}),
             Event::JournalMigrated { .. } => json!({"disposition": "migrated"}),
+            Event::CapsApplied {
+                api,
+                bound_from,
+                bound_to,
+                removed_tools,
+                send,
+                ..
+            } => json!({"api": api, "bound_from": bound_from, "bound_to": bound_to,
+                        "removed_tools": removed_tools, "send": send}),
         };
         let mut out = json!({
             "kind": self.kind(),

@@ -40,12 +40,13 @@ pub use usage::Usage;
 
 use crate::config::Config;
 use crate::error::{Error, ErrorKind};
-use crate::events::EventSink;
+use crate::events::{Event, EventSink};
 use crate::lease::{FailurePolicy, Heartbeat, HeartbeatConfig, HeartbeatLapse, LeaseReport};
 use crate::model::{
     Action, Amount, Caps, CommitRequest, Decision, JsonObject, OveragePolicy, ReleaseRequest,
     ReservationCreateRequest, ReservationCreateResponse, Subject, Unit,
 };
+use crate::pricing::wire::{self, Api, CapsPlan};
 use crate::settle::{EventFallback, SettleOutcome, Settlement, Settler};
 use crate::transport::{CyclesClient, Response};
 
@@ -600,6 +601,34 @@ impl ActiveGuard {
     /// Where the work reports its actual amount (and sees cancellation).
     pub fn usage(&self) -> &Usage {
         &self.usage
+    }
+
+    /// The rewrite this action's caps ask of a provider `request` for `api`
+    /// ([`crate::pricing::wire::plan_caps`]; no caps: nothing to change). A rewrite, or a
+    /// refusal to send, is reported as [`Event::CapsApplied`] before it is returned, so
+    /// every integration says so the same way.
+    pub fn plan_caps(&self, api: Api, request: &serde_json::Value) -> Result<CapsPlan, Error> {
+        let Some(caps) = &self.caps else {
+            return Ok(CapsPlan {
+                bound_from: crate::pricing::tokens::request_output_bound(request)?,
+                send: true,
+                ..CapsPlan::default()
+            });
+        };
+        let plan = wire::plan_caps(api, request, caps)?;
+        if plan.changed() || !plan.send {
+            if let Some(rest) = &self.rest {
+                rest.guard.events.emit(Event::CapsApplied {
+                    reservation_id: self.reservation_id.clone(),
+                    api: api.as_str(),
+                    bound_from: plan.bound_from,
+                    bound_to: plan.bound_to,
+                    removed_tools: plan.removed_tools.clone(),
+                    send: plan.send,
+                });
+            }
+        }
+        Ok(plan)
     }
 
     /// Whether [`ActiveGuard::release`] may be called now: INVALID_ARGUMENT, the action left

@@ -12,6 +12,9 @@
 //! 4. [`charge`]: estimate = price(prompt estimate, output bound); actual = price(the usage
 //!    the provider reported, and only that); commit, or release when nothing was reported.
 //!
+//! 5. [`wire`]: where each provider API keeps its bound and tools, and reports usage: the
+//!    caps rewrite of a request and the usage of a response or stream event.
+//!
 //! `conformance/vectors/pricing.json` pins every rule; the bridge's `pricing_json` exposes
 //! the same functions as JSON for hosts.
 
@@ -19,7 +22,9 @@ pub mod caps;
 pub mod charge;
 pub mod table;
 pub mod tokens;
+pub mod wire;
 
 pub use caps::{CappedBound, ToolFilter};
 pub use charge::{Settlement, Usage};
 pub use table::{Price, PriceTable, Pricing};
+pub use wire::{Api, CapsPlan};
