@@ -253,7 +253,7 @@ async function settleCall(r: GuardedReservation, table: Pricing, model: string, 
 /**
  * The library's stream, of the library's own class, whose events fold into the usage in
  * order; it settles when the stream is exhausted (the call succeeded) or ends early (an
- * error, an abort, a consumer's `break`: the usage seen so far is committed, or the
+ * error, an abort (which the libraries end quietly), a consumer's `break`: the usage seen so far is committed, or the
  * reservation released when none was). The reservation's lease is kept alive until then.
  */
 function meteredStream(api: Api, source: LibraryStream, settle: (u: ReportedUsage, succeeded: boolean) => Promise<unknown>, client: unknown): unknown {
@@ -266,7 +266,8 @@ function meteredStream(api: Api, source: LibraryStream, settle: (u: ReportedUsag
         if (event !== null && typeof event === "object") u = pricing.usage(api, event, u);
         yield event;
       }
-      ok = true;
+      // An abort ends the library's iteration quietly: a call cut short, not a success.
+      ok = !source.controller.signal.aborted;
     } finally {
       if (!settled) {
         settled = true;

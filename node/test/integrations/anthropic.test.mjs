@@ -72,12 +72,11 @@ test("provider 500 released; a cut stream commits the input message_start report
     await assert.rejects(async () => {
       for await (const _ of await anthropic.messages.create({ model: "claude-fake", max_tokens: 100, messages: USER, stream: true }));
     });
-    // message_start reported 4 input tokens (and its early output count); that is charged.
     const start = provider.requests()[1];
     assert.equal(start.fault, "cut_stream");
     const commit = only(server, "commit");
     assert.equal(commit.reservation_id, entries(server, "reserve")[1].reservation_id);
-    assert.ok(commit.amount >= 4 && commit.amount < 13, `partial usage: ${commit.amount}`);
+    assert.equal(commit.amount, 4, "message_start's 4 input tokens (and 0 output); no message_delta came");
   });
 });
 
@@ -129,5 +128,19 @@ test("50 concurrent calls (create and stream): each settled exactly once", async
     assert.deepEqual(new Set(commits.map((c) => c.reservation_id)), new Set(reserves.map((r) => r.reservation_id)));
     assert.ok(commits.every((c) => c.amount === 13));
     assert.equal(provider.requests().length, 50);
+  });
+});
+
+test("an aborted stream commits the usage seen so far (message_start's input)", async () => {
+  await withSetup({}, async ({ provider, server, anthropic }) => {
+    provider.addFault({ fault: { kind: "slow_chunks", ms: 30 } });
+    const abort = new AbortController();
+    let r;
+    // The library ends an aborted stream's loop quietly.
+    for await (const e of await anthropic.messages.create({ model: "claude-fake", max_tokens: 100, messages: USER, stream: true }, { signal: abort.signal, cycles: { onReservation: (x) => (r = x) } })) {
+      if (e.type === "content_block_delta") abort.abort();
+    }
+    assert.equal(only(server, "commit").amount, 4);
+    assert.equal(r.outcome, "work_failed", "settled as a call cut short");
   });
 });

@@ -101,7 +101,7 @@ test("provider 500: the library's error, the reservation released", async () => 
   });
 });
 
-test("a cut stream and a consumer's break: no usage seen yet, so released; the error propagates", async () => {
+test("a cut stream, a consumer's break, an abort: no usage seen yet, so released; the cut's error propagates", async () => {
   await withSetup({}, async ({ provider, server, openai }) => {
     provider.addFault({ call: 0, fault: { kind: "cut_stream", afterChunks: 3 } });
     await assert.rejects(async () => {
@@ -112,6 +112,10 @@ test("a cut stream and a consumer's break: no usage seen yet, so released; the e
       if (c.type === "response.output_text.delta") break;
     }
     assert.equal(entries(server, "release").length, 2, "a break before any usage releases");
+    provider.addFault({ fault: { kind: "slow_chunks", ms: 30 } });
+    const abort = new AbortController();
+    for await (const _ of await openai.chat.completions.create({ model: "gpt-fake", max_tokens: 64, messages: USER, stream: true }, { signal: abort.signal })) abort.abort();
+    assert.equal(entries(server, "release").length, 3, "an abort before any usage releases (not the estimate committed)");
     assert.equal(entries(server, "commit").length, 0);
   });
 });
@@ -199,4 +203,23 @@ test("50 concurrent calls, streamed and not: each reserved and settled exactly o
     assert.ok(commits.every((c) => c.amount === 13));
     assert.equal(provider.requests().length, 50);
   });
+});
+
+test("a stream holds its reservation: a short lease is extended while it runs", async () => {
+  const provider = new FakeProvider({ faults: [{ fault: { kind: "slow_chunks", ms: 400 } }] });
+  const server = new LocalServer({ budgets: [{ scope: "tenant:acme", unit: "TOKENS", allocated: 1000 }] });
+  const cycles = server.client({ journalEnabled: false, requestTimeoutMs: 500 });
+  const openai = guardOpenAI(new OpenAI({ baseURL: provider.openaiBaseUrl, apiKey: "sk-fake", maxRetries: 0 }), { client: cycles, ttlMs: 3500 });
+  try {
+    let r;
+    for await (const _ of await openai.chat.completions.create({ model: "gpt-fake", max_tokens: 64, messages: USER, stream: true }, { cycles: { onReservation: (x) => (r = x) } }));
+    assert.ok(r.lease.extensions >= 1, JSON.stringify(r.lease));
+    assert.equal(r.settlement.status, "committed");
+    assert.ok(server.requests().some((q) => q.operation === "extendReservation"));
+    assert.equal(only(server, "commit").amount, 13);
+  } finally {
+    await cycles.close();
+    server.stop();
+    provider.stop();
+  }
 });
