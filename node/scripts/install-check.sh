@@ -48,7 +48,9 @@ const out = await client.guarded({ estimate: 10, action: { kind: "k", name: "n" 
 const { textTokens } = await import("cycles-sdk/pricing");
 const { guardOpenAI } = await import("cycles-sdk/openai");
 const { guardAnthropic } = await import("cycles-sdk/anthropic");
-if (textTokens("abcd") !== 1 || typeof guardOpenAI !== "function" || typeof guardAnthropic !== "function") throw new Error("the integration subpaths");
+const { cycles: middleware } = await import("cycles-sdk/express");
+const { cyclesMiddleware } = await import("cycles-sdk/ai");
+if (textTokens("abcd") !== 1 || typeof guardOpenAI !== "function" || typeof guardAnthropic !== "function" || typeof middleware !== "function" || typeof cyclesMiddleware !== "function") throw new Error("the integration subpaths");
 await client.close();
 server.stop();
 console.log("esm ok", out);

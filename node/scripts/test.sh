@@ -14,8 +14,8 @@ EXPECTED_TESTS=107
 # The client and lifecycle suites again against the local server's reference mode.
 REFERENCE_SUITES=(test/operations.test.mjs test/lifecycle.test.mjs)
 EXPECTED_REFERENCE_TESTS=40
-# The fake model provider with the real model client libraries, the integrations guarding them and their quick starts (test/integrations).
-EXPECTED_INTEGRATION_TESTS=29
+# The fake model provider with the real model client libraries, the integrations guarding them (openai, anthropic, ai, express) and their quick starts (test/integrations).
+EXPECTED_INTEGRATION_TESTS=34
 
 bash scripts/build.sh
 (cd .. && cargo build -q --locked -p cycles-cli)
