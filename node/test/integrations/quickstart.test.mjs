@@ -21,6 +21,8 @@ const DIR = join(HERE, ".quickstart");
 const QUICKSTARTS = {
   openai: { from: "cycles-sdk/openai", out: [/^reply Hello from the fake provider\.$/m, /^streamed Hello from the fake provider\.$/m, /^remaining 986$/m] },
   anthropic: { from: "cycles-sdk/anthropic", out: [/^reply Hello from the fake provider\.$/m, /^streamed output tokens 5$/m, /^remaining 986$/m] },
+  ai: { from: "cycles-sdk/ai", out: [/^reply Hello from the fake provider\.$/m, /^streamed Hello from the fake provider\.$/m, /^remaining 986$/m] },
+  express: { from: "cycles-sdk/express", out: [/^answer 42$/m, /^charged 42$/m] },
 };
 
 function block(name) {
@@ -62,7 +64,8 @@ test("the Node integration quick starts type-check under tsc --strict", () => {
       checkJs: true,
       noEmit: true,
       types: ["node"],
-      typeRoots: [join(NODE_DIR, "node_modules", "@types")],
+      // This folder's @types (node pinned to the package's own version, express for its quick start).
+      typeRoots: [join(HERE, "node_modules", "@types")],
       // Declaration files are not re-checked (the libraries' are theirs, the package's are tsc's own output); the blocks are.
       skipLibCheck: true,
     },
