@@ -1,7 +1,7 @@
 /**
  * `cycles-sdk/express`: a middleware that opens a reservation per request and settles it
- * when the response finishes or the client goes away. For Express 4 and 5 (and any
- * connect-style framework); it imports nothing from them.
+ * when the response finishes or the client goes away. Tested with Express 5; it imports
+ * nothing from it and uses only what Express 4 and connect-style servers have too.
  *
  * Before the handler runs, the estimate is reserved (a denial goes to `next(err)`: your
  * error handler answers it, the handler never runs). The reservation is `req.cycles` and

@@ -254,7 +254,8 @@ async function settleCall(r: GuardedReservation, table: Pricing, model: string, 
  * The library's stream, of the library's own class, whose events fold into the usage in
  * order; it settles when the stream is exhausted (the call succeeded) or ends early (an
  * error, an abort (which the libraries end quietly), a consumer's `break`: the usage seen so far is committed, or the
- * reservation released when none was). The reservation's lease is kept alive until then.
+ * reservation released when none was). The reservation's lease is kept alive until then:
+ * a stream that is never read holds it.
  */
 function meteredStream(api: Api, source: LibraryStream, settle: (u: ReportedUsage, succeeded: boolean) => Promise<unknown>, client: unknown): unknown {
   let u: ReportedUsage = { inputTokens: null, outputTokens: null };

@@ -50,16 +50,20 @@ test("messages.create whole and streamed: the estimate reserved, the usage commi
 });
 
 test("messages.stream: the library's MessageStream, one reservation, the usage committed", async () => {
-  await withSetup({}, async ({ server, anthropic }) => {
-    const stream = anthropic.messages.stream({ model: "claude-fake", max_tokens: 100, messages: USER });
+  await withSetup({}, async ({ provider, server, anthropic }) => {
+    const stream = anthropic.messages.stream({ model: "claude-fake", max_tokens: 100, messages: USER }, { cycles: { actionName: "streamed", idempotencyKey: "s-1" } });
     let text = "";
     stream.on("text", (t) => (text += t));
     const final = await stream.finalMessage();
     assert.equal(text, REPLY);
     assert.equal(final.usage.output_tokens, 9);
     assert.equal(only(server, "reserve").amount, 108);
+    const sent = JSON.parse(server.requests().find((q) => q.operation === "createReservation").body);
+    assert.deepEqual([sent.action.name, sent.idempotency_key], ["streamed", "s-1"], "the cycles option reaches the guard through the MessageStream");
     // The stream settles as its last event is read, before finalMessage resolves.
     assert.equal(only(server, "commit").amount, 13);
+    assert.equal(provider.requests()[0].headers["x-stainless-helper-method"], "stream", "the library's own stream helper made the request");
+    assert.equal(JSON.stringify(provider.requests()[0].body).includes("cycles"), false);
   });
 });
 
