@@ -8,7 +8,7 @@
  * is reserved as action `llm.completion` named after the model id; a denial throws
  * `BudgetExceededError` and the provider sees no request. Under `ALLOW_WITH_CAPS`,
  * `maxOutputTokens` is lowered by core's `lowerBound` and the tools filtered by core's
- * `filterTools` (a cap of 0 releases and throws {@link CappedToZeroError}). The call's usage
+ * `filterTools` (a cap of 0 releases and throws {@link CallNotSentError}). The call's usage
  * (`usage.inputTokens.total`, `usage.outputTokens.total`; a stream's `finish` part) is
  * charged by core's `actual` and settled by core's `settlement`. A stream holds the
  * reservation until it ends, errs or is cancelled (then what was reported is committed, else
@@ -29,13 +29,13 @@
  * @module
  */
 import { InvalidArgumentError } from "./errors";
-import { CappedToZeroError, type GuardConfig, checkConfig } from "./integration";
+import { CallNotSentError, type GuardConfig, checkConfig } from "./integration";
 import type { GuardedReservation } from "./lifecycle";
 import type { Action, Amount, Int64 } from "./models";
 import * as pricing from "./pricing";
 import type { ReportedUsage } from "./pricing";
 
-export { CappedToZeroError, type GuardConfig } from "./integration";
+export { CallNotSentError, type GuardConfig } from "./integration";
 
 type Obj = Record<string, unknown>;
 
@@ -124,7 +124,8 @@ export function cyclesMiddleware(config: GuardConfig): CyclesLanguageModelMiddle
     try {
       sent = { ...capped(r, params) };
     } catch (e) {
-      await r.fail();
+      const o = await r.fail();
+      if (e instanceof CallNotSentError) e.released = o.released;
       throw e;
     }
     const settle = async (u: ReportedUsage, succeeded: boolean): Promise<unknown> => {
@@ -187,7 +188,7 @@ function capped(r: GuardedReservation, params: CallOptionsLike): CallOptionsLike
   const lowered = pricing.lowerBound(params.maxOutputTokens ?? null, caps);
   if (lowered.changed) {
     if (lowered.bound !== null && Number(lowered.bound) === 0) {
-      throw Object.assign(new CappedToZeroError(`the caps allow no output (max_tokens 0): the model call was not made and reservation ${r.reservationId} was released`), {
+      throw Object.assign(new CallNotSentError(`the caps allow no output (max_tokens 0): the model call was not made and reservation ${r.reservationId} was released`), {
         reservationId: r.reservationId,
       });
     }

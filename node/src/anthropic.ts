@@ -26,7 +26,7 @@
 import { BudgetExceededError } from "./errors";
 import { type GuardConfig, checkConfig, guardedCall, method, view } from "./integration";
 
-export { CappedToZeroError, type CyclesCallOptions, type GuardConfig, type GuardedPromise, type WithResponse, withCycles } from "./integration";
+export { CallNotSentError, type CyclesCallOptions, type GuardConfig, type GuardedPromise, type WithResponse, withCycles } from "./integration";
 export { BudgetExceededError };
 
 /** The part of an `Anthropic` client the guard replaces. */

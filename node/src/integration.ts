@@ -70,9 +70,11 @@ export function withCycles<O extends object = Record<string, unknown>>(cycles: C
  * the reservation was released. A {@link BudgetExceededError} (the budget allows nothing for
  * this call), so code that handles a denial handles this too.
  */
-export class CappedToZeroError extends BudgetExceededError {
-  /** The released reservation. */
+export class CallNotSentError extends BudgetExceededError {
+  /** The reservation given back. */
   reservationId = "";
+  /** Whether its release succeeded (false: the estimate stays held until the lease expires). */
+  released = false;
   /** The caps plan that said not to send. */
   plan: CapsPlan | null = null;
 }
@@ -188,7 +190,8 @@ async function runCall(
     sent = applyCaps(r, api, request);
     if (request.stream === true) sent = streamRequest(api, sent);
   } catch (e) {
-    await r.fail();
+    const o = await r.fail();
+    if (e instanceof CallNotSentError) e.released = o.released;
     throw e;
   }
   try {
@@ -212,7 +215,7 @@ function applyCaps(r: GuardedReservation, api: Api, request: Obj): Obj {
   const plan = r.planCaps(api, request);
   if (!plan.send) {
     throw Object.assign(
-      new CappedToZeroError(`the caps allow no output (max_tokens ${String(plan.boundTo)}): the ${api} call was not sent and reservation ${r.reservationId} was released`),
+      new CallNotSentError(`the caps allow no output (max_tokens ${String(plan.boundTo)}): the ${api} call was not sent and reservation ${r.reservationId} was released`),
       { reservationId: r.reservationId, plan },
     );
   }

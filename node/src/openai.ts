@@ -9,7 +9,7 @@
  * bound, priced by the guard's `pricing`) is reserved as action `llm.completion` named after
  * the model; a denial throws {@link BudgetExceededError} and nothing is sent. Under caps the
  * request is rewritten by core's plan (the `caps_applied` event says so; a cap of 0 releases
- * and throws {@link CappedToZeroError}). The provider's usage (every stream event, in order)
+ * and throws {@link CallNotSentError}). The provider's usage (every stream event, in order)
  * is folded by core and settled by core's rule: the actual is committed (also when the call
  * then failed), a call that failed before any usage is released, one that succeeded with no
  * usage commits the estimate. A stream holds its reservation (heartbeat) until it is
@@ -34,7 +34,7 @@
 import { BudgetExceededError } from "./errors";
 import { type GuardConfig, checkConfig, guardedCall, method, view } from "./integration";
 
-export { CappedToZeroError, type CyclesCallOptions, type GuardConfig, type GuardedPromise, type WithResponse, withCycles } from "./integration";
+export { CallNotSentError, type CyclesCallOptions, type GuardConfig, type GuardedPromise, type WithResponse, withCycles } from "./integration";
 export { BudgetExceededError };
 
 /** The part of an `OpenAI` client the guard replaces. */

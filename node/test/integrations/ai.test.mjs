@@ -9,7 +9,7 @@ import { test } from "node:test";
 import { createOpenAI } from "@ai-sdk/openai";
 import { generateText, jsonSchema, streamText, tool, wrapLanguageModel } from "ai";
 import { BudgetExceededError } from "cycles-sdk";
-import { CappedToZeroError, cyclesMiddleware } from "cycles-sdk/ai";
+import { CallNotSentError, cyclesMiddleware } from "cycles-sdk/ai";
 import { FakeProvider, LocalServer } from "cycles-sdk/testing";
 
 const REPLY = "This is a deterministic reply from the fake provider.";
@@ -80,7 +80,7 @@ test("ai: a provider 500 and a cut stream released; caps lower maxOutputTokens a
     assert.equal(entries(server, "commit").length, 1);
   });
   await withSetup({ caps: { maxTokens: 0 } }, async ({ provider, server, chat }) => {
-    await assert.rejects(generateText({ model: chat, prompt: "hi", maxOutputTokens: 64, maxRetries: 0 }), (e) => e instanceof CappedToZeroError);
+    await assert.rejects(generateText({ model: chat, prompt: "hi", maxOutputTokens: 64, maxRetries: 0 }), (e) => e instanceof CallNotSentError);
     assert.equal(provider.requests().length, 0);
     assert.equal(entries(server, "release").length, 1);
   });

@@ -7,7 +7,7 @@ import { test } from "node:test";
 
 import Anthropic from "@anthropic-ai/sdk";
 import { BudgetExceededError } from "cycles-sdk";
-import { CappedToZeroError, guardAnthropic } from "cycles-sdk/anthropic";
+import { CallNotSentError, guardAnthropic } from "cycles-sdk/anthropic";
 import { FakeProvider, LocalServer } from "cycles-sdk/testing";
 
 const USER = [{ role: "user", content: "say hello to me" }];
@@ -110,7 +110,7 @@ test("a denial: BudgetExceededError (messages.stream: as the AnthropicError's ca
     assert.equal(server.ledger().length, 0);
   });
   await withSetup({ caps: { maxTokens: 0 } }, async ({ provider, server, anthropic }) => {
-    await assert.rejects(anthropic.messages.create({ model: "claude-fake", max_tokens: 100, messages: USER }), CappedToZeroError);
+    await assert.rejects(anthropic.messages.create({ model: "claude-fake", max_tokens: 100, messages: USER }), CallNotSentError);
     assert.equal(provider.requests().length, 0);
     assert.equal(only(server, "release").reservation_id, only(server, "reserve").reservation_id);
   });

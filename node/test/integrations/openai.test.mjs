@@ -8,7 +8,7 @@ import { test } from "node:test";
 
 import OpenAI from "openai";
 import { BudgetExceededError, InvalidArgumentError } from "cycles-sdk";
-import { CappedToZeroError, guardOpenAI, withCycles } from "cycles-sdk/openai";
+import { CallNotSentError, guardOpenAI, withCycles } from "cycles-sdk/openai";
 import { FakeProvider, LocalServer } from "cycles-sdk/testing";
 
 const USER = [{ role: "user", content: "say hello to me" }];
@@ -144,11 +144,12 @@ test("caps lower the output bound (the provider saw it, caps_applied said so) an
   });
 });
 
-test("a cap of 0: nothing sent, released, CappedToZeroError (a BudgetExceededError)", async () => {
+test("a cap of 0: nothing sent, released, CallNotSentError (a BudgetExceededError)", async () => {
   await withSetup({ caps: { maxTokens: 0 } }, async ({ provider, server, openai }) => {
     await assert.rejects(openai.responses.create({ model: "gpt-fake", input: "hi", max_output_tokens: 10 }), (e) => {
-      assert.ok(e instanceof CappedToZeroError && e instanceof BudgetExceededError, String(e));
+      assert.ok(e instanceof CallNotSentError && e instanceof BudgetExceededError, String(e));
       assert.equal(e.plan.send, false);
+      assert.equal(e.released, true);
       return true;
     });
     assert.equal(provider.requests().length, 0);
