@@ -182,7 +182,12 @@ async function runCall(
     heartbeatPolicy: config.heartbeatPolicy,
     signal: (providerOptions?.signal as AbortSignal | undefined) ?? undefined,
   });
-  call.onReservation?.(r);
+  try {
+    call.onReservation?.(r);
+  } catch (e) {
+    await r.fail(); // a throwing callback must not leave the reservation held
+    throw e;
+  }
   const settle = (u: ReportedUsage, succeeded: boolean): Promise<unknown> => settleCall(r, table, model, estimate, u, succeeded);
   let sent: Obj;
   let got: WithResponse<unknown>;

@@ -184,6 +184,9 @@ test("per-call overrides through the cycles request option, stripped before the 
     await assert.rejects(openai.chat.completions.create({ model: "gpt-fake", max_tokens: 1, messages: USER }, { cycles: { nmae: "x" } }), (e) => e instanceof InvalidArgumentError && /unknown cycles request option nmae/.test(e.message));
     await assert.rejects(openai.chat.completions.create({ model: "gpt-fake", messages: USER }), (e) => e instanceof InvalidArgumentError && /no output bound/.test(e.message));
     await assert.rejects(openai.chat.completions.create({ model: "unpriced", max_tokens: 1, messages: USER }), (e) => e instanceof InvalidArgumentError && /no price for model "unpriced"/.test(e.message));
+    const boom = new Error("boom");
+    await assert.rejects(openai.chat.completions.create({ model: "gpt-fake", max_tokens: 1, messages: USER }, { cycles: { onReservation: () => { throw boom; } } }), (e) => e === boom);
+    assert.equal(entries(server, "release").length, 1, "a throwing onReservation releases");
     assert.equal(provider.requests().length, 1);
     assert.throws(() => guardOpenAI({}, { client: server.client() }), (e) => e instanceof InvalidArgumentError && /npm install openai/.test(e.message));
   });
