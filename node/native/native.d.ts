@@ -15,6 +15,11 @@ export declare class NativeActive {
    */
   release(reason?: string | undefined | null): Promise<string>
   /**
+   * The caps rewrite of a provider request (the bridge's `Active::plan_caps`): `api`
+   * `chat_completions`, `responses` or `messages`; the plan as JSON text.
+   */
+  planCaps(api: string, requestJson: string): string
+  /**
    * Sets the actual amount (INVALID_ARGUMENT once the action has finished: the report
    * would not be settled).
    */
@@ -243,6 +248,12 @@ export declare function journalParseRecord(data: Buffer): string
  * neither is.
  */
 export declare function journalPending(journalDir: string, baseUrl?: string | undefined | null, apiKey?: string | undefined | null, tenant?: string | undefined | null): string
+
+/**
+ * One pricing function by name (`pricing_json::call`'s table), its arguments a JSON object;
+ * the result as JSON.
+ */
+export declare function pricingCall(name: string, argsJson: string): string
 
 /**
  * The `cycles` command (bindings/cli) on `args` (program name first), for the package's

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The packed tarballs (cycles-sdk and this host's @cycles-sdk/linux-x64-gnu, as scripts/pack.sh
 # writes them; or the ones in $CYCLES_NODE_TARBALLS, a scripts/package.sh OUT/node folder)
-# installed offline into an empty folder and used from plain ESM, plain CommonJS and TypeScript
+# installed offline into an empty folder and used from plain ESM (the integration subpaths too), plain CommonJS and TypeScript
 # (`tsc --noEmit --strict`, then the `await using` form compiled and run on this Node); the
 # quick start of the installed package's README (the same block as docs/node.md's first js
 # block) type-checked with `tsc --strict --noEmit` as TypeScript and as checked JavaScript,
@@ -44,6 +44,13 @@ if (required.Client !== Client) throw new Error("ESM and CJS must share one modu
 const server = new LocalServer();
 const client = new Client({ baseUrl: server.url, apiKey: server.apiKey, tenant: "acme", journalEnabled: false });
 const out = await client.guarded({ estimate: 10, action: { kind: "k", name: "n" }, actual: 4 }, async (r) => currentReservation() === r);
+// The integration subpaths load without their libraries (they guard the client they are given).
+const { textTokens } = await import("cycles-sdk/pricing");
+const { guardOpenAI } = await import("cycles-sdk/openai");
+const { guardAnthropic } = await import("cycles-sdk/anthropic");
+const { cycles: middleware } = await import("cycles-sdk/express");
+const { cyclesMiddleware } = await import("cycles-sdk/ai");
+if (textTokens("abcd") !== 1 || typeof guardOpenAI !== "function" || typeof guardAnthropic !== "function" || typeof middleware !== "function" || typeof cyclesMiddleware !== "function") throw new Error("the integration subpaths");
 await client.close();
 server.stop();
 console.log("esm ok", out);

@@ -10,12 +10,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # node --test passes silently when nothing matches: the suite must run exactly this many.
-EXPECTED_TESTS=104
+EXPECTED_TESTS=107
 # The client and lifecycle suites again against the local server's reference mode.
 REFERENCE_SUITES=(test/operations.test.mjs test/lifecycle.test.mjs)
 EXPECTED_REFERENCE_TESTS=40
-# The fake model provider with the real model client libraries (test/integrations).
-EXPECTED_INTEGRATION_TESTS=9
+# The fake model provider with the real model client libraries, the integrations guarding them (openai, anthropic, ai, express) and their quick starts (test/integrations).
+EXPECTED_INTEGRATION_TESTS=34
 
 bash scripts/build.sh
 (cd .. && cargo build -q --locked -p cycles-cli)

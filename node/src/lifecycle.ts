@@ -11,6 +11,7 @@ import { parseJson, stringifyJson } from "./json";
 import type { Amount, Caps, Int64, StandardMetrics } from "./models";
 import { fromWire } from "./models";
 import type { NativeActive } from "./native";
+import { type Api, type CapsPlan, capsPlanOf } from "./pricing";
 
 /** What every {@link Settlement} carries, whatever its status. */
 export interface SettlementFields {
@@ -382,6 +383,28 @@ export class GuardedReservation implements AsyncDisposable {
       this.capsRead = text === null || text === undefined ? null : fromWire<Caps>(parseJson(text));
     }
     return this.capsRead;
+  }
+
+  /**
+   * The caps rewrite of a provider request under this reservation's caps (core's
+   * `plan_caps`, `cycles-sdk/pricing`'s {@link CapsPlan}): `api` is `chat_completions`,
+   * `responses` or `messages`, `request` the provider's JSON body. Set each member of
+   * `plan.set` on the request and remove each one in `plan.unset` before sending it; do not
+   * send it when `plan.send` is false (a cap of 0). Under `ALLOW` the plan changes nothing. A
+   * rewrite (`plan.changed`) is reported as the `caps_applied` event (docs/events.md), as in
+   * every language. Throws `InvalidArgumentError` for a request core cannot read (a bound
+   * that is not a count) or once the reservation has finished.
+   *
+   * @example
+   * ```ts
+   * const plan = r.planCaps("chat_completions", body);
+   * if (!plan.send) { await r.release("capped to 0 tokens"); return; }
+   * const sent: Record<string, unknown> = { ...body, ...plan.set };
+   * for (const k of plan.unset) delete sent[k];
+   * ```
+   */
+  planCaps(api: Api, request: object): CapsPlan {
+    return capsPlanOf(parseJson(call(() => this.native.planCaps(api, stringifyJson(request)))));
   }
 
   /**
