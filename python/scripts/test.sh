@@ -98,9 +98,9 @@ if [[ "$BUILD_ONLY" != "1" ]]; then
         && "$TOOLS/bin/mypy" --no-incremental --cache-dir=/dev/null cycles tests)
     # What users copy must type-check as written: the quick starts, extracted verbatim (line
     # numbers are the READMEs'), and the static checks of the public types.
-    log "mypy --strict on the READMEs' quick starts as written, and tests/typecheck_guarded.py"
+    log "mypy --strict on the quick starts as written (READMEs, docs/integrations.md), and tests/typecheck_guarded.py"
     "$TOOLS/bin/python" "$PKG/scripts/readme_blocks.py" "$WORK/readme" "$ROOT/README.md" \
-        "$PKG/README.md" >&2
+        "$PKG/README.md" "$ROOT/docs/integrations.md" >&2
     (cd "$PKG" && "$TOOLS/bin/mypy" --strict --no-incremental --cache-dir=/dev/null \
         "$WORK"/readme/*.py tests/typecheck_guarded.py)
 fi
@@ -123,6 +123,7 @@ cp -r "$PKG/tests" "$WORK/tests"
 export CYCLES_VECTORS="$ROOT/conformance/vectors/heartbeat.json"
 export CYCLES_README="$PKG/README.md"
 export CYCLES_ROOT_README="$ROOT/README.md"
+export CYCLES_INTEGRATIONS_DOC="$ROOT/docs/integrations.md"
 # The pinned Cycles spec and fixtures beside the clone (tests/conftest.py: shared_file).
 export CYCLES_SHARED="$ROOT/../shared"
 # The captured reference-server corpus lives in the shared folder next to the clone.
