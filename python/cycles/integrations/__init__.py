@@ -6,6 +6,8 @@
 - :mod:`cycles.integrations.anthropic`: ``guard(anthropic.Anthropic(...) /
   AsyncAnthropic(...), cycles=client)``, ``messages.create`` and ``messages.stream``
   (extra ``cycles-sdk[anthropic]``).
+- :mod:`cycles.integrations.langchain`: ``guard(chat_model, cycles=client)``, any LangChain
+  chat model (extra ``cycles-sdk[langchain]``, CPython 3.11+).
 
 Every guarded call reserves before the provider is called, rewrites the request under
 ``ALLOW_WITH_CAPS``, and commits the provider's reported usage (or releases), all by core's

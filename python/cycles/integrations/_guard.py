@@ -270,7 +270,10 @@ class Call:
         body = _body(obj)
         if body is None:
             return
-        u = usage(self.api, body, self.usage)
+        self.observe_usage(usage(self.api, body, self.usage))
+
+    def observe_usage(self, u: Usage) -> None:
+        """Takes ``u`` as the usage so far; reports its actual when it changed."""
         if u != self.usage:
             self.usage = u
             a = actual(self.s.pricing, self.model, u)
