@@ -9,6 +9,8 @@ The Python binding of the Cycles SDK. Every behaviour lives in the Rust core
   :meth:`Client.guarded` (a decorator for sync and async functions) and
   :func:`current_reservation`: the guarded lifecycle (:mod:`cycles.lifecycle`).
 - :mod:`cycles.timing`: the heartbeat math as plain functions.
+- :mod:`cycles.pricing`: core's estimate, price table, caps rewrite and usage-to-actual
+  rules, what the integrations (:mod:`cycles.integrations`) charge.
 - :mod:`cycles.journal`: the settlement journal's names, identity partition and records.
 - :mod:`cycles.testing`: :class:`~cycles.testing.LocalServer`, an in-process Cycles server.
 - :func:`decode_response`: one captured response through the client's own response path.
@@ -21,7 +23,7 @@ before any use in the parent, or use the ``spawn`` start method.
 
 from __future__ import annotations
 
-from . import errors, journal, lifecycle, models, timing
+from . import errors, journal, lifecycle, models, pricing, timing
 from ._native import __version__
 from .client import AsyncClient, Client
 from .decode import decode_response
@@ -41,6 +43,7 @@ __all__ = [
     "journal",
     "lifecycle",
     "models",
+    "pricing",
     "timing",
     *_errors_all,
     *_lifecycle_all,

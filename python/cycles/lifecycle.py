@@ -42,6 +42,7 @@ from typing import Any, Callable, Mapping
 from . import _native
 from .errors import CyclesError, InvalidArgumentError, error_class
 from .models import Amount, Caps, MetricsLike, StandardMetrics
+from .pricing import Api, CapsPlan, _dumps
 
 __all__ = [
     "GuardedReservation",
@@ -423,6 +424,23 @@ class GuardedReservation:
             self._caps = None if text is None else Caps._from_json(json.loads(text))
             self._caps_read = True
         return self._caps
+
+    def plan_caps(self, api: Api, request: Mapping[str, Any]) -> CapsPlan:
+        """The caps rewrite of a provider request under this action's :attr:`caps` (core's
+        ``wire::plan_caps``; docs/integrations.md, "The provider wire formats"): ``api`` is
+        ``"chat_completions"``, ``"responses"`` or ``"messages"``, ``request`` the request
+        body (or the library call's keyword arguments). Every output-bound field is lowered
+        to ``caps.max_tokens`` (a request with none gets the API's first field), tools the
+        caps exclude are removed; apply it with :meth:`CapsPlan.apply`. When
+        ``plan.send`` is False (a cap of 0) do not make the call (:meth:`release`).
+
+        A rewrite (``plan.changed``) is reported as the ``caps_applied`` event
+        (docs/events.md), to ``on_event`` and the ``cycles`` logger. Under plain ``ALLOW``
+        the plan changes nothing. Raises :class:`~cycles.InvalidArgumentError` for an
+        unknown ``api`` or a bad output bound in the request."""
+        return CapsPlan._from_json(
+            json.loads(self._native.plan_caps(api, _dumps(dict(request), "the request")))
+        )
 
     @property
     def unit(self) -> str:

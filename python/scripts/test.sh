@@ -35,6 +35,12 @@ STARLETTE_VERSION=1.7.0
 # the integrations (issue 30) wrap.
 OPENAI_VERSION=3.51.0
 ANTHROPIC_VERSION=2.10.0
+# The LangChain integration (tests/test_integration_langchain.py): langchain-core 1.8 needs
+# CPython >= 3.11, so it is installed, type-checked and tested on the interpreters that have it
+# (the newest here); on 3.10 that one test module says it is skipped and why.
+LANGCHAIN_CORE_VERSION=1.8.1
+LANGCHAIN_OPENAI_VERSION=1.7.4
+LANGGRAPH_VERSION=1.2.22
 # zig links the extension against glibc 2.17 symbols, so the wheel is manylinux2014 (portable
 # to any x86_64 Linux with glibc >= 2.17) instead of this host's glibc; maturin audits it.
 # maturin's zig support takes ziglang < 0.13.
@@ -93,14 +99,17 @@ if [[ "$BUILD_ONLY" != "1" ]]; then
     log "ruff check + format check; mypy --strict on the package (against its _native.pyi) and the bench, mypy on the tests"
     "$TOOLS/bin/ruff" check --no-cache "$PKG"
     "$TOOLS/bin/ruff" format --no-cache --check "$PKG"
-    (cd "$PKG" && "$TOOLS/bin/mypy" --strict --no-incremental --cache-dir=/dev/null cycles \
+    # (The LangChain integration and its test need CPython >= 3.11: checked below, against the
+    # newest interpreter's venv.)
+    NOLC=(--exclude 'cycles/integrations/langchain\.py$' --exclude 'tests/test_integration_langchain\.py$')
+    (cd "$PKG" && "$TOOLS/bin/mypy" --strict --no-incremental --cache-dir=/dev/null "${NOLC[@]}" cycles \
         && "$TOOLS/bin/mypy" --strict --no-incremental --cache-dir=/dev/null bench \
-        && "$TOOLS/bin/mypy" --no-incremental --cache-dir=/dev/null cycles tests)
+        && "$TOOLS/bin/mypy" --no-incremental --cache-dir=/dev/null "${NOLC[@]}" cycles tests)
     # What users copy must type-check as written: the quick starts, extracted verbatim (line
     # numbers are the READMEs'), and the static checks of the public types.
-    log "mypy --strict on the READMEs' quick starts as written, and tests/typecheck_guarded.py"
+    log "mypy --strict on the quick starts as written (READMEs, docs/integrations.md), and tests/typecheck_guarded.py"
     "$TOOLS/bin/python" "$PKG/scripts/readme_blocks.py" "$WORK/readme" "$ROOT/README.md" \
-        "$PKG/README.md" >&2
+        "$PKG/README.md" "$ROOT/docs/integrations.md" >&2
     (cd "$PKG" && "$TOOLS/bin/mypy" --strict --no-incremental --cache-dir=/dev/null \
         "$WORK"/readme/*.py tests/typecheck_guarded.py)
 fi
@@ -123,6 +132,7 @@ cp -r "$PKG/tests" "$WORK/tests"
 export CYCLES_VECTORS="$ROOT/conformance/vectors/heartbeat.json"
 export CYCLES_README="$PKG/README.md"
 export CYCLES_ROOT_README="$ROOT/README.md"
+export CYCLES_INTEGRATIONS_DOC="$ROOT/docs/integrations.md"
 # The pinned Cycles spec and fixtures beside the clone (tests/conftest.py: shared_file).
 export CYCLES_SHARED="$ROOT/../shared"
 # The captured reference-server corpus lives in the shared folder next to the clone.
@@ -136,10 +146,21 @@ for py in "${PYTHONS[@]}"; do
     log "fresh venv for CPython $v: install the wheel, pytest"
     rm -rf "$VENV"
     "$py" -m venv "$VENV"
+    LANGCHAIN=()
+    if "$py" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+        LANGCHAIN=("langchain-core==$LANGCHAIN_CORE_VERSION" "langchain-openai==$LANGCHAIN_OPENAI_VERSION"
+            "langgraph==$LANGGRAPH_VERSION")
+    fi
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
         "$WHEEL" "pytest==$PYTEST_VERSION" "pytest-asyncio==$PYTEST_ASYNCIO_VERSION" \
         "runcycles==$RUNCYCLES_VERSION" "anyio==$ANYIO_VERSION" "starlette==$STARLETTE_VERSION" \
-        "openai==$OPENAI_VERSION" "anthropic==$ANTHROPIC_VERSION"
+        "openai==$OPENAI_VERSION" "anthropic==$ANTHROPIC_VERSION" "${LANGCHAIN[@]}"
+    if [[ "$BUILD_ONLY" != "1" && ${#LANGCHAIN[@]} -gt 0 ]]; then
+        log "CPython $v: mypy --strict on the LangChain integration and its test (against this venv)"
+        (cd "$PKG" && "$TOOLS/bin/mypy" --strict --no-incremental --cache-dir=/dev/null \
+            --python-executable "$VENV/bin/python" cycles/integrations/langchain.py \
+            tests/test_integration_langchain.py) || status=1
+    fi
     if [[ "$BUILD_ONLY" == "1" ]]; then
         ln -sfn "$VENV" "$CACHE/test-venv"
         continue

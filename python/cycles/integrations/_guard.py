@@ -1,0 +1,434 @@
+"""What every integration does around one provider call (docs/integrations.md, "Python").
+
+The amounts and the provider's formats are core's (:mod:`cycles.pricing`): the estimate
+(``estimate_request``, or ``estimate`` of your own exact prompt count), the caps rewrite
+(:meth:`~cycles.GuardedReservation.plan_caps`), the usage of each body or stream event
+(``usage``), the actual (``actual``) and what to do at the end (``settlement``). This module
+only drives the guarded lifecycle (:meth:`cycles.Client.reserve`) in that order:
+
+1. estimate, then reserve it in the pricing's unit (a denial raises
+   :class:`~cycles.BudgetExceededError` and nothing is sent);
+2. under ``ALLOW_WITH_CAPS``, rewrite the request (a plan with ``send`` False releases and
+   raises :class:`CallNotSentError`: nothing is sent);
+3. call the provider; fold the usage of the response, or of every stream event in order
+   (the actual so far is reported to the reservation as it grows, so even an abandoned
+   stream settles what was reported);
+4. settle as core's ``settlement`` says: the actual is committed (also when the call then
+   failed), a failed call with no usage is released, a call that succeeded with no usage
+   commits the estimate.
+
+A stream keeps its reservation (and heartbeat) until it is exhausted, closed or breaks. A
+stream closed before its end counts as a call that succeeded: its usage so far is committed,
+or the estimate when it reported none (the provider may have produced up to the bound).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Union
+
+from ..client import AsyncClient, Client
+from ..errors import BudgetExceededError, InvalidArgumentError
+from ..lifecycle import GuardedReservation, ReservationContext
+from ..models import Action, Amount, Decision, SubjectLike
+from ..pricing import (
+    Api,
+    CapsPlan,
+    Pricing,
+    Usage,
+    actual,
+    estimate,
+    estimate_request,
+    output_bound,
+    settlement,
+    usage,
+)
+
+__all__ = ["CallOptions", "CallNotSentError", "per_call", "OPTION", "CyclesClient"]
+
+logger = logging.getLogger("cycles")
+
+#: The keyword a guarded call takes its per-call options from (popped before the provider
+#: library sees the call).
+OPTION = "cycles"
+
+#: A Cycles client of either kind: both serve sync and async calls.
+CyclesClient = Union[Client, AsyncClient]
+
+# The client libraries' own keywords (the Stainless-generated openai and anthropic share
+# them): not part of the request body. ``extra_body`` is merged into the body.
+_NOT_BODY = ("extra_headers", "extra_query", "extra_body", "timeout")
+
+
+@dataclass(frozen=True)
+class CallOptions:
+    """Per-call overrides of a guarded call: the action's ``name`` (default: the model) and
+    ``kind``, the ``subject``, the ``estimate`` (an ``int`` in the pricing's unit or an
+    :class:`~cycles.models.Amount` in it; default: core's estimate) and the reservation's
+    ``idempotency_key`` (default: a fresh one). Pass them as ``cycles=CallOptions(...)``, or
+    as ``**per_call(...)`` in type-checked code (the library's signature has no such
+    keyword)."""
+
+    name: str | None = None
+    kind: str | None = None
+    subject: SubjectLike | None = None
+    estimate: int | Amount | None = None
+    idempotency_key: str | None = None
+
+
+def per_call(
+    *,
+    name: str | None = None,
+    kind: str | None = None,
+    subject: SubjectLike | None = None,
+    estimate: int | Amount | None = None,
+    idempotency_key: str | None = None,
+) -> dict[str, Any]:
+    """``{"cycles": CallOptions(...)}``, to spread into a guarded call:
+    ``client.chat.completions.create(model=..., messages=..., **per_call(name="summary"))``."""
+    return {OPTION: CallOptions(name, kind, subject, estimate, idempotency_key)}
+
+
+class CallNotSentError(BudgetExceededError):
+    """The budget answered ``ALLOW_WITH_CAPS`` with ``caps.max_tokens`` 0: no provider
+    accepts an output bound of 0, so the call was not made and its reservation was released
+    (:attr:`released`). A :class:`~cycles.BudgetExceededError`: code catching denials catches
+    this too. :attr:`plan` is core's caps plan (``send`` False)."""
+
+    reservation_id: str | None = None
+    released: bool = False
+    plan: CapsPlan | None = None
+
+
+def _options(kw: dict[str, Any]) -> CallOptions:
+    o = kw.pop(OPTION, None)
+    if o is None:
+        return CallOptions()
+    if isinstance(o, CallOptions):
+        return o
+    if isinstance(o, Mapping):
+        try:
+            return CallOptions(**o)
+        except TypeError as e:
+            raise InvalidArgumentError(f"{OPTION}=: {e}") from None
+    raise InvalidArgumentError(f"{OPTION}= must be a CallOptions or a mapping, not {o!r}")
+
+
+def _body(obj: Any) -> Mapping[str, Any] | None:
+    """A response or stream event as its JSON body (the libraries return pydantic models)."""
+    if isinstance(obj, Mapping):
+        return obj
+    dump = getattr(obj, "model_dump", None)
+    if callable(dump):
+        d = dump(mode="json", exclude_unset=True)
+        return d if isinstance(d, Mapping) else None
+    return None  # e.g. a raw response: no usage can be read from it
+
+
+@dataclass(frozen=True)
+class Settings:
+    """One guard's configuration (see each integration's ``guard``)."""
+
+    cycles: CyclesClient
+    pricing: Pricing
+    subject: SubjectLike | None
+    action_kind: str
+    default_output_bound: int | None
+    prompt_tokens: Callable[[Mapping[str, Any]], int] | None
+    #: The library's "not given" sentinels (left out of the request body).
+    omitted: tuple[type, ...]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.cycles, (Client, AsyncClient)):
+            raise InvalidArgumentError(
+                f"cycles= must be a cycles.Client or cycles.AsyncClient, not {self.cycles!r}"
+            )
+        if not isinstance(self.pricing, Mapping) or not isinstance(self.pricing.get("unit"), str):
+            raise InvalidArgumentError(
+                'pricing= must be a cycles.pricing.Pricing ({"unit": ..., ...})'
+            )
+        if self.prompt_tokens is not None and not callable(self.prompt_tokens):
+            raise InvalidArgumentError("prompt_tokens= must be a function of the request")
+
+    def call(self, api: Api, kw: dict[str, Any]) -> Call:
+        """A call of ``api`` with the library keywords ``kw`` (the options popped)."""
+        return Call(self, api, kw, _options(kw))
+
+
+class Call:
+    """One guarded provider call: estimate, reservation, caps, usage, settlement."""
+
+    def __init__(self, s: Settings, api: Api, kw: dict[str, Any], opts: CallOptions) -> None:
+        self.s = s
+        self.api = api
+        for k, v in kw.items():
+            if isinstance(v, Iterator):  # e.g. a generator of messages: read once, kept
+                kw[k] = list(v)
+        model = kw.get("model")
+        if not isinstance(model, str):
+            raise InvalidArgumentError(f"model must be a string, not {model!r}")
+        self.model = model
+        self.request = self._request(kw)
+        self.estimate = self._estimate(opts)
+        self.ctx: ReservationContext = s.cycles.reserve(
+            self.estimate,
+            action=Action(opts.kind or s.action_kind, opts.name or model),
+            subject=opts.subject if opts.subject is not None else s.subject,
+            idempotency_key=opts.idempotency_key,
+        )
+        self._r: GuardedReservation | None = None
+        self.usage = Usage()
+        self.done = False
+
+    def _request(self, kw: Mapping[str, Any]) -> dict[str, Any]:
+        body = {
+            k: v for k, v in kw.items() if k not in _NOT_BODY and not isinstance(v, self.s.omitted)
+        }
+        extra = kw.get("extra_body")
+        if isinstance(extra, Mapping):
+            body.update(extra)
+        return body
+
+    def _estimate(self, opts: CallOptions) -> Amount:
+        unit = self.s.pricing["unit"]
+        e = opts.estimate
+        if e is not None:
+            if isinstance(e, Amount):
+                if e.unit != unit:
+                    raise InvalidArgumentError(
+                        f"the estimate's unit {e.unit} differs from the pricing's {unit}"
+                    )
+                return e
+            if isinstance(e, bool) or not isinstance(e, int):
+                raise InvalidArgumentError(f"estimate must be an int or an Amount, not {e!r}")
+            return Amount(unit, e)
+        default = self.s.default_output_bound
+        if self.s.prompt_tokens is not None:
+            bound = output_bound(self.request, default)
+            if bound is not None:
+                n = self.s.prompt_tokens(self.request)
+                return estimate(self.s.pricing, self.model, n, bound)
+            # No bound: core's estimate_request says why it cannot reserve.
+        return estimate_request(self.s.pricing, self.model, self.request, default).amount
+
+    @property
+    def r(self) -> GuardedReservation:
+        if self._r is None:
+            raise InvalidArgumentError("the guarded call has not reserved yet")
+        return self._r
+
+    # --- reserve, caps ---
+
+    def enter(self) -> None:
+        self._r = self.ctx.__enter__()
+
+    async def aenter(self) -> None:
+        self._r = await self.ctx.__aenter__()
+
+    def _plan(self) -> CapsPlan | None:
+        if self.r.decision != Decision.ALLOW_WITH_CAPS:
+            return None
+        return self.r.plan_caps(self.api, self.request)
+
+    def _not_sent(self, plan: CapsPlan) -> CallNotSentError:
+        e = CallNotSentError(
+            f"caps.max_tokens is 0 for {self.model}: the call was not sent and reservation "
+            f"{self.r.reservation_id} was released"
+        )
+        e.reservation_id = self.r.reservation_id
+        e.released = self.r.released
+        e.plan = plan
+        return e
+
+    _RELEASE_REASON = "caps.max_tokens is 0: the provider call was not sent"
+
+    def caps(self, kw: dict[str, Any]) -> dict[str, Any]:
+        """``kw`` rewritten under the caps; raises :class:`CallNotSentError` (released)."""
+        plan = self._plan()
+        if plan is None or not plan.changed:
+            return kw
+        if not plan.send:
+            self.r.release(self._RELEASE_REASON)
+            raise self._not_sent(plan)
+        return plan.apply(kw)
+
+    async def acaps(self, kw: dict[str, Any]) -> dict[str, Any]:
+        plan = self._plan()
+        if plan is None or not plan.changed:
+            return kw
+        if not plan.send:
+            await self.r.arelease(self._RELEASE_REASON)
+            raise self._not_sent(plan)
+        return plan.apply(kw)
+
+    # --- usage ---
+
+    def observe(self, obj: Any) -> None:
+        """Folds one response or stream event into the usage; reports a grown actual."""
+        body = _body(obj)
+        if body is None:
+            return
+        self.observe_usage(usage(self.api, body, self.usage))
+
+    def observe_usage(self, u: Usage) -> None:
+        """Takes ``u`` as the usage so far; reports its actual when it changed."""
+        if u != self.usage:
+            self.usage = u
+            a = actual(self.s.pricing, self.model, u)
+            if a is not None:
+                self.r.set_actual(a)
+
+    # --- settle ---
+
+    def _decide(self, ok: bool) -> bool:
+        """Applies core's settlement; True when the reservation must be released."""
+        a = actual(self.s.pricing, self.model, self.usage)
+        plan = settlement(a, ok, self.estimate)
+        if plan.action == "commit" and plan.amount is not None:
+            self.r.set_actual(plan.amount)
+            return False
+        return ok  # a failed call releases through the guard's exit with its exception
+
+    def end(self, exc: BaseException | None) -> None:
+        """Settles once: ``exc`` is the call's exception (``None``: it succeeded)."""
+        if self.done or self._r is None:
+            return
+        self.done = True
+        try:
+            release = self._decide(exc is None)
+        except BaseException as e:
+            self.ctx.__exit__(type(e), e, e.__traceback__)
+            raise
+        if release:
+            self.r.release()
+        if exc is None:
+            self.ctx.__exit__(None, None, None)
+        else:
+            self.ctx.__exit__(type(exc), exc, exc.__traceback__)
+
+    async def aend(self, exc: BaseException | None) -> None:
+        if self.done or self._r is None:
+            return
+        self.done = True
+        try:
+            release = self._decide(exc is None)
+        except BaseException as e:
+            await self.ctx.__aexit__(type(e), e, e.__traceback__)
+            raise
+        if release:
+            await self.r.arelease()
+        if exc is None:
+            await self.ctx.__aexit__(None, None, None)
+        else:
+            await self.ctx.__aexit__(type(exc), exc, exc.__traceback__)
+
+    # --- streams ---
+
+    def wrap_stream(self, stream: Any) -> Any:
+        """Keeps the reservation for the library's ``Stream`` (or ``MessageStream``'s raw
+        stream): every event is folded as it is read; the end, a break or ``close()``
+        settles. The object returned is the library's own, its iterator wrapped."""
+        inner: Iterator[Any] = stream._iterator
+        call = self
+
+        def events() -> Iterator[Any]:
+            try:
+                for item in inner:
+                    call.observe(item)
+                    yield item
+            except GeneratorExit:
+                call.end(None)  # abandoned (collected unclosed): as closed
+                raise
+            except BaseException as e:
+                call.end(e)
+                raise
+            call.end(None)
+
+        close = stream.close
+
+        def guarded_close() -> None:
+            try:
+                close()
+            finally:
+                call.end(None)
+
+        stream._iterator = events()
+        stream.close = guarded_close
+        return stream
+
+    def wrap_async_stream(self, stream: Any) -> Any:
+        """:meth:`wrap_stream` for the library's ``AsyncStream``."""
+        inner: AsyncIterator[Any] = stream._iterator
+        call = self
+
+        async def events() -> AsyncIterator[Any]:
+            try:
+                async for item in inner:
+                    call.observe(item)
+                    yield item
+            except GeneratorExit:
+                await call.aend(None)
+                raise
+            except BaseException as e:
+                await call.aend(e)
+                raise
+            await call.aend(None)
+
+        close = stream.close
+
+        async def guarded_close() -> None:
+            try:
+                await close()
+            finally:
+                await call.aend(None)
+
+        stream._iterator = events()
+        stream.close = guarded_close
+        return stream
+
+
+def install(resource: Any, method: str, fn: Callable[..., Any]) -> None:
+    """Shadows ``resource.method`` with ``fn`` on this instance only (the guarded copy's)."""
+    setattr(resource, method, fn)
+
+
+def run(call: Call, kw: dict[str, Any], send: Callable[..., Any], stream_cls: type) -> Any:
+    """The sync guarded call: reserve, caps, send, then settle or hand the stream over."""
+    call.enter()
+    try:
+        kw = call.caps(kw)
+        result = send(**kw)
+    except BaseException as e:
+        call.end(e)
+        raise
+    if isinstance(result, stream_cls):
+        return call.wrap_stream(result)
+    try:
+        call.observe(result)
+    except BaseException as e:
+        call.end(e)
+        raise
+    call.end(None)
+    return result
+
+
+async def arun(call: Call, kw: dict[str, Any], send: Callable[..., Any], stream_cls: type) -> Any:
+    """:func:`run` for the async clients."""
+    await call.aenter()
+    try:
+        kw = await call.acaps(kw)
+        result = await send(**kw)
+    except BaseException as e:
+        await call.aend(e)
+        raise
+    if isinstance(result, stream_cls):
+        return call.wrap_async_stream(result)
+    try:
+        call.observe(result)
+    except BaseException as e:
+        await call.aend(e)
+        raise
+    await call.aend(None)
+    return result

@@ -1,0 +1,124 @@
+"""Guard an ``openai`` client: every ``chat.completions.create`` and ``responses.create``
+(streamed or not, sync and async) reserves before the request, is capped under
+``ALLOW_WITH_CAPS`` and commits the usage the provider reports::
+
+    import openai
+    from cycles.integrations.openai import guard
+
+    llm = guard(openai.OpenAI(), cycles=client, pricing=PRICES)
+    reply = llm.chat.completions.create(model="gpt-4o-mini", max_tokens=256, messages=[...])
+
+:func:`guard` returns a guarded copy of the client (``client.with_options()``); the client
+passed in stays unguarded. The estimate, the caps rewrite, the usage of every response and
+stream event and the amount committed are core's (:mod:`cycles.pricing`); the rules are in
+``cycles.integrations._guard`` and docs/integrations.md ("Python").
+
+Chat Completions streams report usage only when asked (``stream_options.include_usage``):
+the guard asks unless the caller set ``include_usage`` itself (``include_usage=False`` on
+:func:`guard` turns this off). The stream then ends with one extra chunk whose ``choices``
+is EMPTY and which carries ``usage``: code reading ``chunk.choices[0]`` must skip it. A
+stream without usage commits its estimate; one cut before its usage chunk is released.
+
+Not guarded: ``with_raw_response`` / ``with_streaming_response`` (their results carry no
+parsed usage: a call through them commits its estimate), the ``.parse()`` and ``.stream()``
+helpers, and every other endpoint.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, TypeVar
+
+try:
+    import openai
+except ImportError as e:  # pragma: no cover - exercised by a subprocess test
+    raise ImportError(
+        "cycles.integrations.openai needs the openai package: pip install 'cycles-sdk[openai]'"
+    ) from e
+
+from ..models import SubjectLike
+from ..pricing import TOKENS, Api, Pricing
+from ._guard import CyclesClient, Settings, arun, install, run
+
+__all__ = ["guard"]
+
+_C = TypeVar("_C", openai.OpenAI, openai.AsyncOpenAI)
+
+_OMITTED = (openai.NotGiven, openai.Omit)
+
+
+def _with_usage(kw: dict[str, Any]) -> None:
+    """Asks a Chat Completions stream for its usage chunk unless the caller decided."""
+    if kw.get("stream") is not True:
+        return
+    so = kw.get("stream_options")
+    if so is None or isinstance(so, _OMITTED):
+        kw["stream_options"] = {"include_usage": True}
+    elif isinstance(so, Mapping) and "include_usage" not in so:
+        kw["stream_options"] = {**so, "include_usage": True}
+
+
+def _sync(
+    s: Settings, api: Api, send: Callable[..., Any], include_usage: bool
+) -> Callable[..., Any]:
+    def create(**kw: Any) -> Any:
+        call = s.call(api, kw)
+        if include_usage:
+            _with_usage(kw)
+        return run(call, kw, send, openai.Stream)
+
+    return create
+
+
+def _async(
+    s: Settings, api: Api, send: Callable[..., Any], include_usage: bool
+) -> Callable[..., Any]:
+    async def create(**kw: Any) -> Any:
+        call = s.call(api, kw)
+        if include_usage:
+            _with_usage(kw)
+        return await arun(call, kw, send, openai.AsyncStream)
+
+    return create
+
+
+def guard(
+    client: _C,
+    *,
+    cycles: CyclesClient,
+    pricing: Pricing = TOKENS,
+    subject: SubjectLike | None = None,
+    action_kind: str = "llm.completion",
+    default_output_bound: int | None = None,
+    prompt_tokens: Callable[[Mapping[str, Any]], int] | None = None,
+    include_usage: bool = True,
+) -> _C:
+    """A copy of ``client`` (``openai.OpenAI`` or ``openai.AsyncOpenAI``) whose
+    ``chat.completions.create`` and ``responses.create`` are guarded by ``cycles`` (a
+    :class:`cycles.Client` or :class:`cycles.AsyncClient`).
+
+    Each call reserves core's estimate (prompt estimate + the request's output bound, else
+    ``default_output_bound``; a request with neither raises
+    :class:`~cycles.InvalidArgumentError` before anything is sent) priced by ``pricing``
+    (default ``{"unit": "TOKENS"}``), as the action ``(action_kind, model)`` for ``subject``
+    (default: the Cycles client's tenant). ``prompt_tokens``: your own exact prompt count
+    (e.g. with tiktoken) of the request body, used instead of core's estimate. Per call,
+    ``cycles=CallOptions(...)`` (or ``**per_call(...)``) overrides the name, kind, subject,
+    estimate and idempotency key. A denial raises :class:`~cycles.BudgetExceededError` and
+    the provider sees no request; ``caps.max_tokens`` 0 raises
+    :class:`~cycles.integrations.CallNotSentError`. ``include_usage``: see the module."""
+    s = Settings(
+        cycles=cycles,
+        pricing=pricing,
+        subject=subject,
+        action_kind=action_kind,
+        default_output_bound=default_output_bound,
+        prompt_tokens=prompt_tokens,
+        omitted=_OMITTED,
+    )
+    guarded = client.with_options()
+    wrap = _async if isinstance(guarded, openai.AsyncOpenAI) else _sync
+    completions = guarded.chat.completions
+    install(completions, "create", wrap(s, "chat_completions", completions.create, include_usage))
+    responses = guarded.responses
+    install(responses, "create", wrap(s, "responses", responses.create, False))
+    return guarded
