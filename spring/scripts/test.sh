@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# The Spring integration's tests (spring/: its own Maven build beside java/, docs/spring.md):
+# install dev.cycles:cycles-sdk into the local Maven repository (install-sdk.sh: the jar of
+# $CYCLES_SDK_JAR if set, e.g. scripts/package.sh's OUT/java/cycles-sdk-0.1.0.jar, else one
+# built for the host from java/ in a temporary copy), build spring/'s modules with their JUnit
+# suites (Spring Boot's test support against the SDK's LocalServer over real HTTP), check
+# Surefire's XML for exactly the expected number of tests per class, all passed (a filter
+# matching nothing still says BUILD SUCCESS), and check the jars: the auto-configuration's
+# imports and configuration metadata (our names and the official starter's).
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+S="$ROOT/spring"
+log() { printf '== spring: %s\n' "$*" >&2; }
+# Tests per class; a new test needs its count here.
+declare -A EXPECTED=([CyclesPropertiesTest]=7 [CyclesAnnotationTest]=9 [CyclesStartupTest]=4)
+
+if ! command -v mvn >/dev/null || ! command -v javac >/dev/null; then
+    log "installing a JDK and Maven"
+    SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    $SUDO apt-get install -y -qq openjdk-17-jdk-headless maven >/dev/null
+fi
+
+bash "$S/scripts/install-sdk.sh" ${CYCLES_SDK_JAR:+"$CYCLES_SDK_JAR"}
+
+# Offline once these poms' plugins and dependencies were resolved into ~/.m2.
+mvn=(mvn -B -q)
+stamp="$HOME/.m2/cycles-spring-resolved-$(cat "$S"/pom.xml "$S"/*/pom.xml | sha256sum | cut -c1-16)"
+[[ -f "$stamp" ]] && mvn+=(-o)
+log "mvn install: cycles-spring-boot-autoconfigure (JUnit), cycles-spring-boot-starter"
+(cd "$S" && "${mvn[@]}" clean install) >&2
+touch "$stamp"
+
+python3 - "$S/cycles-spring-boot-autoconfigure/target/surefire-reports" \
+    $(for k in "${!EXPECTED[@]}"; do echo "$k=${EXPECTED[$k]}"; done) <<'PY'
+import glob, sys, xml.etree.ElementTree as ET
+reports, want = sys.argv[1], {k: int(v) for k, v in (a.split("=") for a in sys.argv[2:])}
+got = {}
+for f in glob.glob(reports + "/TEST-*.xml"):
+    s = ET.parse(f).getroot()
+    name = s.get("name").rsplit(".", 1)[-1]
+    bad = int(s.get("failures")) + int(s.get("errors")) + int(s.get("skipped"))
+    if bad:
+        sys.exit(f"{name}: {bad} test(s) failed, errored or skipped")
+    got[name] = int(s.get("tests"))
+if got != want:
+    sys.exit(f"surefire ran {got}, expected {want}")
+print(f"spring: {sum(got.values())} passed, 0 failed ({len(got)} classes)")
+PY
+
+log "jars: auto-configuration imports, configuration metadata, the starter's dependencies"
+JAR="$(ls "$S"/cycles-spring-boot-autoconfigure/target/cycles-spring-boot-autoconfigure-*.jar)"
+python3 - "$JAR" "$S/cycles-spring-boot-starter/pom.xml" <<'PY'
+import json, sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+imports = z.read("META-INF/spring/org.springframework.boot.autoconfigure.AutoConfiguration.imports").decode().split()
+assert imports == ["dev.cycles.spring.CyclesAutoConfiguration"], imports
+meta = json.loads(z.read("META-INF/spring-configuration-metadata.json"))
+names = {p["name"] for p in meta["properties"]}
+want = {"cycles.base-url", "cycles.api-key", "cycles.tenant", "cycles.default-unit", "cycles.request-timeout",
+        "cycles.connect-timeout", "cycles.journal.enabled", "cycles.journal.dir", "cycles.heartbeat.enabled",
+        "cycles.heartbeat.policy", "cycles.close-timeout", "cycles.settle-max-attempts",
+        # the official starter's names
+        "cycles.http.connect-timeout", "cycles.http.read-timeout", "cycles.retry.enabled", "cycles.retry.max-attempts",
+        "cycles.retry.flush-timeout", "cycles.workspace", "cycles.app", "cycles.workflow", "cycles.agent", "cycles.toolset"}
+missing = want - names
+assert not missing, f"configuration metadata lacks {sorted(missing)}"
+undocumented = sorted(p["name"] for p in meta["properties"] if not p.get("description"))
+assert not undocumented, f"properties without a description: {undocumented}"
+pom = open(sys.argv[2]).read()
+for a in ("cycles-spring-boot-autoconfigure", "cycles-sdk", "spring-boot-starter"):
+    assert f"<artifactId>{a}</artifactId>" in pom, a
+print(f"metadata: {len(names)} properties, each described")
+PY
+log "all Spring tests passed"
