@@ -72,4 +72,75 @@ for a in ("cycles-spring-boot-autoconfigure", "cycles-sdk", "spring-boot-starter
     assert f"<artifactId>{a}</artifactId>" in pom, a
 print(f"metadata: {len(names)} properties, each described")
 PY
+log "docs/spring.md quick start: an executable Boot jar (spring-boot-maven-plugin), plain java -jar"
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/cycles-spring-test.XXXXXX")"
+trap 'rm -rf "$WORK"' EXIT
+mkdir -p "$WORK/quick/src/main/java/com/example"
+python3 - "$ROOT/docs/spring.md" "$WORK/quick/src/main/java/com/example/QuickStart.java" <<'PY'
+import re, sys
+section = open(sys.argv[1]).read().split("## Quick start", 1)[1]
+open(sys.argv[2], "w").write(re.search(r"```java\n(.*?)```", section, re.S).group(1))
+PY
+cat >"$WORK/quick/pom.xml" <<POM
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>example</groupId>
+  <artifactId>quickstart</artifactId>
+  <version>1</version>
+  <properties>
+    <maven.compiler.release>17</maven.compiler.release>
+    <project.build.sourceEncoding>UTF-8</project.build.sourceEncoding>
+  </properties>
+  <dependencyManagement>
+    <dependencies>
+      <dependency>
+        <groupId>org.springframework.boot</groupId>
+        <artifactId>spring-boot-dependencies</artifactId>
+        <version>3.5.7</version>
+        <type>pom</type>
+        <scope>import</scope>
+      </dependency>
+    </dependencies>
+  </dependencyManagement>
+  <dependencies>
+    <dependency>
+      <groupId>dev.cycles</groupId>
+      <artifactId>cycles-spring-boot-starter</artifactId>
+      <version>0.1.0</version>
+    </dependency>
+  </dependencies>
+  <build>
+    <finalName>quickstart</finalName>
+    <plugins>
+      <plugin>
+        <groupId>org.apache.maven.plugins</groupId>
+        <artifactId>maven-compiler-plugin</artifactId>
+        <version>3.13.0</version>
+        <configuration><parameters>true</parameters></configuration>
+      </plugin>
+      <plugin>
+        <groupId>org.springframework.boot</groupId>
+        <artifactId>spring-boot-maven-plugin</artifactId>
+        <version>3.5.7</version>
+        <executions><execution><goals><goal>repackage</goal></goals></execution></executions>
+      </plugin>
+    </plugins>
+  </build>
+</project>
+POM
+qstamp="$HOME/.m2/cycles-spring-quickstart-resolved-$(sha256sum "$WORK/quick/pom.xml" | cut -c1-16)"
+qmvn=(mvn -B -q)
+[[ -f "$qstamp" ]] && qmvn+=(-o)
+(cd "$WORK/quick" && "${qmvn[@]}" package) >&2
+touch "$qstamp"
+start=$(date +%s)
+rc=0
+out="$(timeout 60 java -Dcycles.shutdown.drain.ms=1000 -jar "$WORK/quick/target/quickstart.jar" 2>"$WORK/stderr")" || rc=$?
+if [[ $rc -ne 0 ]]; then
+    cat "$WORK/stderr" >&2; echo "$out" >&2
+    echo "the quick start: exit status $rc (124: did not exit within 60s)" >&2
+    exit 1
+fi
+grep -qx "answer 42, ledger true" <<<"$out" || { echo "the quick start printed: $out" >&2; exit 1; }
+log "quick start: printed its line and exited by itself in $(( $(date +%s) - start ))s"
 log "all Spring tests passed"
