@@ -12,7 +12,7 @@ ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 S="$ROOT/spring"
 log() { printf '== spring: %s\n' "$*" >&2; }
 # Tests per class; a new test needs its count here.
-declare -A EXPECTED=([CyclesPropertiesTest]=7 [CyclesAnnotationTest]=9 [CyclesStartupTest]=4)
+declare -A EXPECTED=([CyclesPropertiesTest]=7 [CyclesAnnotationTest]=9 [CyclesStartupTest]=4 [CyclesActuatorTest]=4)
 
 if ! command -v mvn >/dev/null || ! command -v javac >/dev/null; then
     log "installing a JDK and Maven"
@@ -54,7 +54,7 @@ python3 - "$JAR" "$S/cycles-spring-boot-starter/pom.xml" <<'PY'
 import json, sys, zipfile
 z = zipfile.ZipFile(sys.argv[1])
 imports = z.read("META-INF/spring/org.springframework.boot.autoconfigure.AutoConfiguration.imports").decode().split()
-assert imports == ["dev.cycles.spring.CyclesAutoConfiguration"], imports
+assert imports == ["dev.cycles.spring.CyclesAutoConfiguration", "dev.cycles.spring.CyclesActuatorAutoConfiguration"], imports
 meta = json.loads(z.read("META-INF/spring-configuration-metadata.json"))
 names = {p["name"] for p in meta["properties"]}
 want = {"cycles.base-url", "cycles.api-key", "cycles.tenant", "cycles.default-unit", "cycles.request-timeout",
@@ -62,7 +62,7 @@ want = {"cycles.base-url", "cycles.api-key", "cycles.tenant", "cycles.default-un
         "cycles.heartbeat.policy", "cycles.close-timeout", "cycles.settle-max-attempts",
         # the official starter's names
         "cycles.http.connect-timeout", "cycles.http.read-timeout", "cycles.retry.enabled", "cycles.retry.max-attempts",
-        "cycles.retry.flush-timeout", "cycles.workspace", "cycles.app", "cycles.workflow", "cycles.agent", "cycles.toolset"}
+        "cycles.retry.flush-timeout", "management.health.cycles.enabled", "cycles.workspace", "cycles.app", "cycles.workflow", "cycles.agent", "cycles.toolset"}
 missing = want - names
 assert not missing, f"configuration metadata lacks {sorted(missing)}"
 undocumented = sorted(p["name"] for p in meta["properties"] if not p.get("description"))

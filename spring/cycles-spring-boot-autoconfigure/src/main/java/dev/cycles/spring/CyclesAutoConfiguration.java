@@ -49,8 +49,8 @@ public class CyclesAutoConfiguration {
     @Bean
     @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
     static CyclesMethodInterceptor cyclesMethodInterceptor(ObjectProvider<CyclesClient> client,
-            ObjectProvider<CyclesProperties> properties, BeanFactory beans) {
-        return new CyclesMethodInterceptor(client, properties, beans);
+            ObjectProvider<CyclesProperties> properties, BeanFactory beans, ObjectProvider<CyclesObserver> observers) {
+        return new CyclesMethodInterceptor(client, properties, beans, observers);
     }
 
     @Bean

@@ -1,7 +1,8 @@
 package dev.cycles.spring;
 
+import dev.cycles.Action;
 import dev.cycles.CyclesClient;
-import dev.cycles.GuardSpec;
+import dev.cycles.Outcome;
 import dev.cycles.Reservation;
 import dev.cycles.internal.Json;
 import java.lang.reflect.Method;
@@ -29,12 +30,47 @@ public class CyclesMethodInterceptor implements MethodInterceptor {
     private final ObjectProvider<CyclesClient> client;
     private final ObjectProvider<CyclesProperties> props;
     private final BeanFactory beans;
+    private final ObjectProvider<CyclesObserver> observers;
     private final Map<Method, CyclesMethodPlan> plans = new ConcurrentHashMap<>();
 
-    public CyclesMethodInterceptor(ObjectProvider<CyclesClient> client, ObjectProvider<CyclesProperties> props, BeanFactory beans) {
+    public CyclesMethodInterceptor(ObjectProvider<CyclesClient> client, ObjectProvider<CyclesProperties> props, BeanFactory beans,
+            ObjectProvider<CyclesObserver> observers) {
         this.client = client;
         this.props = props;
         this.beans = beans;
+        this.observers = observers;
+    }
+
+    /** Tells every observer; one that throws is skipped. */
+    private void tell(java.util.function.Consumer<CyclesObserver> event) {
+        observers.orderedStream().forEach(o -> {
+            try {
+                event.accept(o);
+            } catch (RuntimeException e) {
+                // an observer's failure is not the method's
+            }
+        });
+    }
+
+    /** Reserves, telling the observers the decision or the refusal. */
+    private Reservation reserve(CyclesClient c, CyclesMethodPlan plan, EvaluationContext ctx, CyclesObserver.ActionName name,
+            Action action, long estimate) {
+        Reservation r;
+        try {
+            r = c.reserve(plan.spec(ctx, action, estimate, c.tenant()));
+        } catch (RuntimeException e) {
+            tell(o -> o.refused(name, e));
+            throw e;
+        }
+        Reservation.Decision d = r.decision();
+        tell(o -> o.reserved(name, d));
+        return r;
+    }
+
+    private void finished(CyclesObserver.ActionName name, Reservation r, long t0) {
+        long nanos = System.nanoTime() - t0;
+        Outcome out = r.outcome().orElse(null);
+        tell(o -> o.finished(name, out, nanos));
     }
 
     /** The checked plan of a method (created, and so checked, once: at startup by {@link CyclesMethodValidator}). */
@@ -63,18 +99,24 @@ public class CyclesMethodInterceptor implements MethodInterceptor {
             return invokeAsync(inv, plan, c, ctx);
         }
         long estimate = plan.estimate(ctx);
-        GuardSpec spec = plan.spec(ctx, estimate, c.tenant());
-        Reservation r = c.reserve(spec);
+        Action action = plan.action(ctx);
+        CyclesObserver.ActionName name = new CyclesObserver.ActionName(action.kind(), action.name());
+        long t0 = System.nanoTime();
+        Reservation r = reserve(c, plan, ctx, name, action, estimate);
         Object result;
         try {
-            result = inv.proceed();
-            report(plan, r, ctx, result, estimate);
-        } catch (Throwable t) {
-            r.fail();
+            try {
+                result = inv.proceed();
+                report(plan, r, ctx, result, estimate);
+            } catch (Throwable t) {
+                r.fail();
+                r.close();
+                throw t;
+            }
             r.close();
-            throw t;
+        } finally {
+            finished(name, r, t0);
         }
-        r.close();
         return result;
     }
 
@@ -100,26 +142,33 @@ public class CyclesMethodInterceptor implements MethodInterceptor {
         try {
             return Reservation.propagate(() -> {
                 long estimate = plan.estimate(ctx);
+                Action action = plan.action(ctx);
+                CyclesObserver.ActionName name = new CyclesObserver.ActionName(action.kind(), action.name());
+                long t0 = System.nanoTime();
                 Reservation r;
                 try {
-                    r = c.reserve(plan.spec(ctx, estimate, c.tenant()));
+                    r = reserve(c, plan, ctx, name, action, estimate);
                 } catch (RuntimeException e) {
                     return CompletableFuture.failedFuture(e);
                 }
                 Object stage;
                 try {
                     stage = inv.proceed();
+                    if (stage == null) {
+                        throw new IllegalStateException("@Cycles method " + plan.method.getName() + " returned a null future");
+                    }
                 } catch (Throwable t) {
-                    r.fail();
-                    r.close();
+                    try {
+                        r.fail();
+                        r.close();
+                    } finally {
+                        finished(name, r, t0);
+                    }
                     throw new Thrown(t);
                 }
-                if (stage == null) {
-                    r.fail();
-                    r.close();
-                    throw new Thrown(new IllegalStateException("@Cycles method " + plan.method.getName() + " returned a null future"));
-                }
-                return settleWhenDone(plan, r, ctx, (CompletionStage<?>) stage, estimate);
+                CompletableFuture<Object> done = settleWhenDone(plan, r, ctx, (CompletionStage<?>) stage, estimate);
+                done.whenComplete((v, x) -> finished(name, r, t0));
+                return done;
             }).call();
         } catch (Thrown t) {
             throw t.getCause();

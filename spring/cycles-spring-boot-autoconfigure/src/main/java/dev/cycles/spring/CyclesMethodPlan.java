@@ -247,8 +247,12 @@ final class CyclesMethodPlan {
                 + e.getExpressionString() + "\"";
     }
 
-    GuardSpec spec(EvaluationContext ctx, long est, String clientTenant) {
-        GuardSpec s = GuardSpec.of(Action.of(actionKind.get(ctx, "actionKind", method), actionName.get(ctx, "actionName", method)), est);
+    Action action(EvaluationContext ctx) {
+        return Action.of(actionKind.get(ctx, "actionKind", method), actionName.get(ctx, "actionName", method));
+    }
+
+    GuardSpec spec(EvaluationContext ctx, Action action, long est, String clientTenant) {
+        GuardSpec s = GuardSpec.of(action, est);
         String u = unit.get(ctx, "unit", method);
         if (u != null && !u.isBlank()) {
             s.unit(u);
