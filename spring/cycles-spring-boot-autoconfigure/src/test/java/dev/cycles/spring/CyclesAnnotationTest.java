@@ -91,11 +91,36 @@ class CyclesAnnotationTest {
         }
     }
 
+    /** A bean whose @Cycles method calls another bean's: nested guarded actions. */
+    public static class Agent {
+        private final Llm llm;
+
+        public Agent(Llm llm) {
+            this.llm = llm;
+        }
+
+        @Cycles(estimate = "2000", actual = "#result.length()", metadata = "{'step': #step, 'tags': {'a', 'b'}}",
+                actionKind = "agent.step")
+        public String run(String step) {
+            Reservation outer = Reservation.current().orElseThrow();
+            String inner = llm.complete(step, 10).text();
+            if (Reservation.current().orElseThrow() != outer) {
+                throw new AssertionError("the outer reservation is not current after the inner call");
+            }
+            return inner;
+        }
+    }
+
     @Configuration
     static class App {
         @Bean
         Llm llm() {
             return new Llm();
+        }
+
+        @Bean
+        Agent agent(Llm llm) {
+            return new Agent(llm);
         }
     }
 
@@ -134,6 +159,18 @@ class CyclesAnnotationTest {
                 (String) server.requests("createReservation").get(0).get("body"));
         assertEquals(Map.of("kind", "llm.completion", "name", "gpt-4o-mini"), body.get("action"));
         assertEquals(Map.of("tenant", server.server.tenant(), "workflow", "summaries"), body.get("subject"));
+    }
+
+    @Test
+    void nestedActionsAndCommitMetadata() {
+        server = Server.start();
+        runner().run(ctx -> assertEquals("answer to plan", ctx.getBean(Agent.class).run("plan")));
+        // The inner action settles first; the outer commits its own actual with the metadata.
+        assertEquals(List.of("reserve:2000", "reserve:100", "commit:420", "commit:14"), server.ledger());
+        @SuppressWarnings("unchecked")
+        Map<String, Object> commit = (Map<String, Object>) dev.cycles.internal.Json.parse(
+                (String) server.requests("commitReservation").get(1).get("body"));
+        assertEquals(Map.of("step", "plan", "tags", List.of("a", "b")), commit.get("metadata"));
     }
 
     @Test

@@ -67,6 +67,20 @@ class CyclesPropertiesTest {
     }
 
     @Test
+    void officialRetryDisabledMeansOneSettleAttempt() {
+        server = Server.start();
+        runner().withPropertyValues(server.properties("cycles.retry.enabled=false", "cycles.replay-interval=1h")).run(ctx -> {
+            server.server.addFault("{\"operation\":\"commitReservation\",\"times\":0,\"fault\":{\"kind\":\"server_error\",\"status\":503}}");
+            var g = ctx.getBean(CyclesClient.class).guarded(GuardSpec.of(ACTION, 800), 300, () -> "done");
+            assertEquals(Settlement.Status.PENDING, g.outcome().settlement().status());
+            assertEquals(1, server.requests("commitReservation").size());
+            server.server.clearFaults();
+        });
+        failsNaming(runner().withPropertyValues("cycles.base-url=http://127.0.0.1:9", "cycles.api-key=k",
+                "cycles.retry.enabled=false", "cycles.retry.max-attempts=3"), "cycles.retry.enabled", "cycles.retry.max-attempts is set too");
+    }
+
+    @Test
     void anApplicationsOwnClientWins() {
         server = Server.start();
         runner().withUserConfiguration(OwnClient.class).withPropertyValues("cycles.base-url=ftp://ignored").run(ctx -> {
