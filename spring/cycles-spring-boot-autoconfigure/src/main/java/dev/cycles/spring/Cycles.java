@@ -23,8 +23,10 @@ import java.lang.annotation.Target;
  *
  * <p>Methods returning {@link java.util.concurrent.CompletableFuture} or
  * {@link java.util.concurrent.CompletionStage} settle when the stage completes ({@code #result}
- * is its value). Reactor's {@code Mono} / {@code Flux} (any {@code org.reactivestreams.Publisher})
- * are not supported: such a method fails the startup.
+ * is its value). With Reactor, methods returning {@code Mono} / {@code Flux} are guarded on
+ * subscription, the reservation in the Reactor context under {@code Reservation.class}
+ * ({@code #result}: the Mono's value, the Flux's last element); other
+ * {@code org.reactivestreams.Publisher} types fail the startup.
  *
  * <p>The attribute names are those of the official {@code cycles-spring-boot-starter}'s
  * annotation, so its usages compile unchanged after the import is changed (docs/spring.md).

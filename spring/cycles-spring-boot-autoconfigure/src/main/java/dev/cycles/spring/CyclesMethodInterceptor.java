@@ -42,7 +42,7 @@ public class CyclesMethodInterceptor implements MethodInterceptor {
     }
 
     /** Tells every observer; one that throws is skipped. */
-    private void tell(java.util.function.Consumer<CyclesObserver> event) {
+    void tell(java.util.function.Consumer<CyclesObserver> event) {
         observers.orderedStream().forEach(o -> {
             try {
                 event.accept(o);
@@ -67,7 +67,7 @@ public class CyclesMethodInterceptor implements MethodInterceptor {
         return r;
     }
 
-    private void finished(CyclesObserver.ActionName name, Reservation r, long t0) {
+    void finished(CyclesObserver.ActionName name, Reservation r, long t0) {
         long nanos = System.nanoTime() - t0;
         Outcome out = r.outcome().orElse(null);
         tell(o -> o.finished(name, out, nanos));
@@ -95,6 +95,9 @@ public class CyclesMethodInterceptor implements MethodInterceptor {
         }
         CyclesClient c = client.getObject();
         EvaluationContext ctx = plan.context(target, inv.getArguments(), beans);
+        if (plan.reactive != null) {
+            return ReactiveGuard.guard(inv, plan, c, ctx, this);
+        }
         if (plan.async) {
             return invokeAsync(inv, plan, c, ctx);
         }
@@ -121,7 +124,7 @@ public class CyclesMethodInterceptor implements MethodInterceptor {
     }
 
     /** The actual (and metadata) of a returned result, on the reservation. */
-    private static void report(CyclesMethodPlan plan, Reservation r, EvaluationContext ctx, Object result, long estimate) {
+    static void report(CyclesMethodPlan plan, Reservation r, EvaluationContext ctx, Object result, long estimate) {
         Map<String, Object> metadata = plan.metadata(ctx, result);
         if (metadata != null) {
             r.setMetadataJson(Json.write(metadata));

@@ -37,6 +37,8 @@ final class CyclesMethodPlan {
 
     final Method method;
     final boolean async;
+    /** {@code "mono"} or {@code "flux"} for Reactor return types, else null. */
+    final String reactive;
     private final Expression estimate;
     private final Expression actual;
     private final Expression metadata;
@@ -66,11 +68,19 @@ final class CyclesMethodPlan {
         String where = "@Cycles on " + ClassUtils.getQualifiedMethodName(method, targetClass);
         Class<?> ret = method.getReturnType();
         ClassLoader loader = targetClass.getClassLoader();
+        String kind = null;
         if (ClassUtils.isPresent(PUBLISHER, loader)
                 && ClassUtils.resolveClassName(PUBLISHER, loader).isAssignableFrom(ret)) {
-            throw new IllegalStateException(where + ": a reactive return type (" + ret.getName()
-                    + ") is not supported; return a value or a CompletableFuture (docs/spring.md)");
+            if (ret.getName().equals("reactor.core.publisher.Mono")) {
+                kind = "mono";
+            } else if (ret.getName().equals("reactor.core.publisher.Flux")) {
+                kind = "flux";
+            } else {
+                throw new IllegalStateException(where + ": the reactive return type " + ret.getName()
+                        + " is not supported; return a Mono, a Flux, a value or a CompletableFuture (docs/spring.md)");
+            }
         }
+        reactive = kind;
         async = CompletionStage.class.isAssignableFrom(ret);
         if (c.dryRun()) {
             throw new IllegalStateException(where + ": dryRun is not supported (docs/spring.md)");
