@@ -2,6 +2,9 @@ package dev.cycles.spring;
 
 import dev.cycles.CyclesClient;
 import java.time.Duration;
+import org.apache.commons.logging.LogFactory;
+import org.springframework.boot.context.properties.bind.Binder;
+import org.springframework.core.env.Environment;
 import org.springframework.aop.Advisor;
 import org.springframework.aop.support.DefaultPointcutAdvisor;
 import org.springframework.aop.support.annotation.AnnotationMatchingPointcut;
@@ -39,10 +42,18 @@ public class CyclesAutoConfiguration {
 
     @Bean
     @ConditionalOnBean(CyclesClient.class)
-    public CyclesShutdown cyclesShutdown(CyclesClient client, CyclesProperties properties) {
+    public CyclesShutdown cyclesShutdown(CyclesClient client, CyclesProperties properties, Environment env) {
         Duration t = properties.getCloseTimeout() != null ? properties.getCloseTimeout()
                 : properties.getRetry().getFlushTimeout() != null ? properties.getRetry().getFlushTimeout()
                 : DEFAULT_CLOSE_TIMEOUT;
+        // The drain runs within Spring's shutdown phase: never longer than the phase may take.
+        Duration phase = Binder.get(env).bind("spring.lifecycle.timeout-per-shutdown-phase", Duration.class)
+                .orElse(Duration.ofSeconds(30));
+        if (t.compareTo(phase) > 0) {
+            LogFactory.getLog(CyclesShutdown.class).warn("the Cycles shutdown drain (" + t + ") is bounded by "
+                    + "spring.lifecycle.timeout-per-shutdown-phase (" + phase + ")");
+            t = phase;
+        }
         return new CyclesShutdown(client, t);
     }
 

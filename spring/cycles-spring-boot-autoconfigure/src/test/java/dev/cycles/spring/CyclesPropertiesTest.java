@@ -81,6 +81,15 @@ class CyclesPropertiesTest {
     }
 
     @Test
+    void theDrainIsBoundedBySpringsShutdownPhase() {
+        server = Server.start();
+        runner().withPropertyValues(server.properties("cycles.close-timeout=2m", "spring.lifecycle.timeout-per-shutdown-phase=7s"))
+                .run(ctx -> assertEquals(Duration.ofSeconds(7), ctx.getBean(CyclesShutdown.class).timeout()));
+        runner().withPropertyValues(server.properties("cycles.close-timeout=40s"))
+                .run(ctx -> assertEquals(Duration.ofSeconds(30), ctx.getBean(CyclesShutdown.class).timeout()));
+    }
+
+    @Test
     void anApplicationsOwnClientWins() {
         server = Server.start();
         runner().withUserConfiguration(OwnClient.class).withPropertyValues("cycles.base-url=ftp://ignored").run(ctx -> {
