@@ -930,6 +930,18 @@ enum cycles_status cycles_journal_pending(const char *journal_dir,
                                           struct cycles_error **err);
 
 /**
+ * One pure pricing function by name with its arguments as a JSON object (docs/c.md lists
+ * them: `text_tokens`, `prompt_tokens`, `output_bound`, `lookup_price`, `cost`, `estimate`,
+ * `estimate_request`, `actual`, `settlement`, `lower_bound`, `tool_allowed`,
+ * `filter_tools`, `plan_caps`, `usage`). `*out_json` is the result as JSON (freed with
+ * `cycles_string_free`); a bad argument is `CYCLES_INVALID_ARGUMENT`.
+ */
+enum cycles_status cycles_pricing_call(const char *name,
+                                       const char *args_json,
+                                       char **out_json,
+                                       struct cycles_error **err);
+
+/**
  * Starts a local server on 127.0.0.1 (blocking; an ephemeral port unless `config_json`
  * sets `bind`). `config_json` (NULL: defaults: tenant `acme`, key `cycles-local-key`, a
  * `tenant:acme` budget of 10 000 000 000 USD_MICROCENTS) is the server's `ServerConfig`

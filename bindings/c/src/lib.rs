@@ -28,6 +28,7 @@ pub mod events;
 pub mod guard;
 pub mod journal;
 pub mod panic;
+pub mod pricing;
 pub mod server;
 pub mod shutdown;
 pub mod status;

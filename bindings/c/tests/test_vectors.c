@@ -1,5 +1,6 @@
-/* Every case of conformance/vectors/heartbeat.json and journal.json through the C timing and
- * journal exports, compared exactly; the number of cases run is asserted against the files.
+/* Every case of conformance/vectors/heartbeat.json, journal.json and pricing.json through the C
+ * timing, journal and pricing exports, compared exactly; the number of cases run is asserted
+ * against the files.
  * Usage: test_vectors <conformance/vectors dir> */
 #include <string.h>
 
@@ -233,6 +234,47 @@ static void record(const jv *c) {
     json_free(r);
 }
 
+/* Pricing vectors: one function per section; `expect` is the exact result, `error` the kind
+ * and a part of the message. */
+static const char *pricing_fn;
+
+static void pricing_case(const jv *c) {
+    char *a = json_dump(json_get(c, "input")), *out = NULL;
+    cycles_status st = cycles_pricing_call(pricing_fn, a, &out, &ERR);
+    free(a);
+    jv *want = json_get(c, "expect"), *err = json_get(c, "error");
+    CHECK((want == NULL) != (err == NULL), "%s %s: exactly one of expect and error", pricing_fn, name(c));
+    if (want) {
+        CHECK(st == CYCLES_OK, "%s %s: %s", pricing_fn, name(c), cycles_error_json(ERR));
+        jv *got = result(out);
+        same(name(c), pricing_fn, want, got);
+        json_free(got);
+        return;
+    }
+    CHECK(st == CYCLES_INVALID_ARGUMENT && out == NULL, "%s %s must fail", pricing_fn, name(c));
+    CHECK(json_is(json_get(err, "kind"), cycles_error_name(ERR)), "%s %s: kind %s", pricing_fn, name(c), cycles_error_name(ERR));
+    const char *part = json_get(err, "message_contains")->text;
+    CHECK(strstr(cycles_error_message(ERR), part) != NULL, "%s %s: %s lacks %s", pricing_fn, name(c), cycles_error_message(ERR), part);
+    cycles_error_free(ERR);
+    ERR = NULL;
+}
+
+/* Every function the C library documents has a section, and the file names no other. */
+static size_t pricing(const jv *doc) {
+    static const char *fns[] = { "text_tokens", "prompt_tokens", "output_bound", "lookup_price", "cost",
+        "estimate", "estimate_request", "actual", "settlement", "lower_bound", "tool_allowed",
+        "filter_tools", "plan_caps", "usage" };
+    const size_t n = sizeof fns / sizeof fns[0];
+    jv *f = json_get(doc, "functions");
+    CHECK(f && f->kind == J_OBJ && f->n == n, "pricing.json has %zu functions, this test knows %zu", f ? f->n : 0, n);
+    size_t want = 0;
+    for (size_t i = 0; i < n; i++) {
+        pricing_fn = fns[i];
+        want += run_section(f, fns[i], pricing_case);
+    }
+    return want;
+}
+
 int main(int argc, char **argv) {
     CHECK(argc == 2, "usage: test_vectors <vectors dir>");
     char path[4096];
@@ -270,6 +312,17 @@ int main(int argc, char **argv) {
     CHECK((size_t)journal == want, "ran %d of %zu journal cases", journal, want);
     json_free(doc);
     free(text);
-    printf("heartbeat vectors: %d cases; journal vectors: %d cases\n", heartbeat, journal);
+
+    snprintf(path, sizeof path, "%s/pricing.json", argv[1]);
+    text = read_file(path, NULL);
+    CHECK(text != NULL, "cannot read %s", path);
+    doc = json_parse(text);
+    CHECK(doc != NULL && json_is(json_get(doc, "format"), "cycles-pricing-vectors"), "pricing.json format");
+    want = pricing(doc);
+    int priced = cases - heartbeat - journal;
+    CHECK((size_t)priced == want && priced > 0, "ran %d of %zu pricing cases", priced, want);
+    json_free(doc);
+    free(text);
+    printf("heartbeat vectors: %d cases; journal vectors: %d cases; pricing vectors: %d cases\n", heartbeat, journal, priced);
     return 0;
 }

@@ -19,5 +19,6 @@ mod decode;
 mod entry;
 mod handles;
 mod journal;
+mod pricing;
 mod server;
 mod timing;

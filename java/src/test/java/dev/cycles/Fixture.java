@@ -6,8 +6,10 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
+import java.util.stream.Stream;
 
 /** A local server (spec mode, or the real server's serialisation with -Dcycles.test.server.mode=reference) and clients of it. */
 final class Fixture implements AutoCloseable {
@@ -56,5 +58,15 @@ final class Fixture implements AutoCloseable {
     @Override
     public void close() {
         server.close();
+        deleteTree(journal);
+    }
+
+    /** Removes a test's temporary directory, best effort (a test must not leak it into /tmp). */
+    static void deleteTree(Path dir) {
+        try (Stream<Path> all = Files.walk(dir)) {
+            all.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        } catch (IOException | UncheckedIOException e) {
+            // Already gone, or a file vanished mid-walk: nothing left to do.
+        }
     }
 }

@@ -38,6 +38,7 @@ class GuardHandleTest {
     @AfterEach
     void stop() {
         server.close();
+        Fixture.deleteTree(journal);
     }
 
     CyclesClient client() {

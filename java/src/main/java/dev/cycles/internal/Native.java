@@ -84,6 +84,8 @@ public final class Native {
 
     public static native String timingCall(String name, String argsJson);
 
+    public static native String pricingCall(String name, String argsJson);
+
     public static native long primaryNew(String requestTimeoutJson, boolean derive);
 
     public static native String primaryStep(long planner, String stepJson);

@@ -1,0 +1,37 @@
+//! Core's pure pricing functions (`cycles_core::pricing`) as JSON in, JSON out, through the
+//! bridge's `pricing_json` (the shared vectors' encoding: `conformance/vectors/pricing.json`).
+//! Nothing here blocks; every function is thread-safe.
+
+use std::ffi::c_char;
+use std::ptr;
+
+use cycles_bridge::pricing_json;
+use cycles_bridge::ErrorFields;
+
+use crate::error::cycles_error;
+use crate::panic::guard;
+use crate::status::cycles_status;
+use crate::strings::{arg, into_raw};
+
+/// One pure pricing function by name with its arguments as a JSON object (docs/c.md lists
+/// them: `text_tokens`, `prompt_tokens`, `output_bound`, `lookup_price`, `cost`, `estimate`,
+/// `estimate_request`, `actual`, `settlement`, `lower_bound`, `tool_allowed`,
+/// `filter_tools`, `plan_caps`, `usage`). `*out_json` is the result as JSON (freed with
+/// `cycles_string_free`); a bad argument is `CYCLES_INVALID_ARGUMENT`.
+#[no_mangle]
+pub unsafe extern "C" fn cycles_pricing_call(
+    name: *const c_char,
+    args_json: *const c_char,
+    out_json: *mut *mut c_char,
+    err: *mut *mut cycles_error,
+) -> cycles_status {
+    guard(err, || {
+        if out_json.is_null() {
+            return Err(ErrorFields::invalid("out_json is NULL"));
+        }
+        *out_json = ptr::null_mut();
+        let r = pricing_json::call(arg(name, "name")?, arg(args_json, "args_json")?)?;
+        *out_json = into_raw(&r);
+        Ok(())
+    })
+}
