@@ -3,7 +3,8 @@
 # install dev.cycles:cycles-sdk into the local Maven repository (install-sdk.sh: the jar of
 # $CYCLES_SDK_JAR if set, e.g. scripts/package.sh's OUT/java/cycles-sdk-0.1.0.jar, else one
 # built for the host from java/ in a temporary copy), build spring/'s modules with their JUnit
-# suites (Spring Boot's test support against the SDK's LocalServer over real HTTP), check
+# suites (Spring Boot's test support against the SDK's LocalServer over real HTTP; the Spring AI
+# advisor with a real ChatClient against the CLI's fake provider), check
 # Surefire's XML for exactly the expected number of tests per class, all passed (a filter
 # matching nothing still says BUILD SUCCESS), and check the jars: the auto-configuration's
 # imports and configuration metadata (our names and the official starter's).
@@ -27,8 +28,12 @@ bash "$S/scripts/install-sdk.sh" ${CYCLES_SDK_JAR:+"$CYCLES_SDK_JAR"}
 mvn=(mvn -B -q)
 stamp="$HOME/.m2/cycles-spring-resolved-$(cat "$S"/pom.xml "$S"/*/pom.xml | sha256sum | cut -c1-16)"
 [[ -f "$stamp" ]] && mvn+=(-o)
-log "mvn install: cycles-spring-boot-autoconfigure (JUnit), cycles-spring-boot-starter"
-(cd "$S" && "${mvn[@]}" clean install) >&2
+# The Spring AI advisor's tests talk to the fake provider of the `cycles` CLI.
+TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+log "the cycles CLI (its fake-provider, for the Spring AI advisor's tests)"
+(cd "$ROOT" && cargo build -q -p cycles-cli --locked)
+log "mvn install: cycles-spring-boot-autoconfigure (JUnit), cycles-spring-boot-starter, cycles-spring-ai (JUnit)"
+(cd "$S" && "${mvn[@]}" clean install -Dcycles.cli="$TARGET/debug/cycles") >&2
 touch "$stamp"
 
 # Checks DIR's Surefire XML: exactly the expected tests per class (NAME=COUNT...), all passed.
@@ -51,6 +56,7 @@ PY
 }
 check_reports "$S/cycles-spring-boot-autoconfigure/target/surefire-reports" \
     $(for k in "${!EXPECTED[@]}"; do echo "$k=${EXPECTED[$k]}"; done)
+check_reports "$S/cycles-spring-ai/target/surefire-reports" CyclesChatAdvisorTest=6
 
 log "jars: auto-configuration imports, configuration metadata, the starter's dependencies"
 JAR="$(ls "$S"/cycles-spring-boot-autoconfigure/target/cycles-spring-boot-autoconfigure-*.jar)"
