@@ -103,7 +103,6 @@ class CyclesActuatorTest {
             assertEquals(Status.DOWN, down.getStatus());
             assertThat(down.getDetails().get("error").toString()).isNotEmpty();
         });
-        server = null;
     }
 
     @Test

@@ -60,6 +60,16 @@ final class Server implements AutoCloseable {
 
     @Override
     public void close() {
-        server.close();
+        try {
+            server.close();
+        } catch (RuntimeException e) {
+            // a test stopped it already (an outage)
+        }
+        // The journal directory and whatever the test left in it.
+        try (var paths = Files.walk(journal)) {
+            paths.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
     }
 }
