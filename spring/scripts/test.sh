@@ -56,7 +56,7 @@ PY
 }
 check_reports "$S/cycles-spring-boot-autoconfigure/target/surefire-reports" \
     $(for k in "${!EXPECTED[@]}"; do echo "$k=${EXPECTED[$k]}"; done)
-check_reports "$S/cycles-spring-ai/target/surefire-reports" CyclesChatAdvisorTest=6
+check_reports "$S/cycles-spring-ai/target/surefire-reports" CyclesChatAdvisorTest=6 CyclesChatAdvisorAnthropicTest=2
 
 log "jars: auto-configuration imports, configuration metadata, the starter's dependencies"
 JAR="$(ls "$S"/cycles-spring-boot-autoconfigure/target/cycles-spring-boot-autoconfigure-*.jar)"
