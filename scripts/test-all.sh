@@ -39,6 +39,9 @@ bash node/scripts/test.sh
 
 step "JVM: jar with libcycles_jvm, JUnit suite (-Xcheck:jni, both server modes), exit test and quick start with plain java"; bash java/scripts/test.sh
 
+step "Spring Boot: the starter on the SDK jar, its JUnit suite (counts checked) against the local server, the Boot quick start with java -jar"
+bash spring/scripts/test.sh
+
 step "local server fidelity against the OpenAPI spec (schemathesis)"
 bash conformance/fidelity/run.sh
 

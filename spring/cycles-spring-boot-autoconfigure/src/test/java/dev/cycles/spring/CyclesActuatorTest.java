@@ -1,0 +1,149 @@
+package dev.cycles.spring;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import dev.cycles.LocalServer;
+import dev.cycles.errors.BudgetExceededException;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.search.RequiredSearch;
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.springframework.boot.actuate.autoconfigure.metrics.CompositeMeterRegistryAutoConfiguration;
+import org.springframework.boot.actuate.autoconfigure.metrics.MetricsAutoConfiguration;
+import org.springframework.boot.actuate.autoconfigure.metrics.export.simple.SimpleMetricsExportAutoConfiguration;
+import org.springframework.boot.actuate.health.Health;
+import org.springframework.boot.actuate.health.Status;
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+
+/** The health indicator and the meters, with Actuator's own metrics auto-configuration binding them. */
+class CyclesActuatorTest {
+    private static final String OUTAGE =
+            "{\"operation\":\"commitReservation\",\"times\":0,\"fault\":{\"kind\":\"server_error\",\"status\":503}}";
+
+    public static class Work {
+        @Cycles(estimate = "#n", actual = "#n / 2", actionKind = "llm")
+        public long spend(long n) {
+            return n;
+        }
+
+        @Cycles(estimate = "100", actionKind = "llm")
+        public long fail() {
+            throw new IllegalStateException("down");
+        }
+
+        @Cycles(estimate = "100", ttlMs = 1200, actionKind = "slow")
+        public long slow() throws InterruptedException {
+            Thread.sleep(1500);
+            return 1;
+        }
+    }
+
+    @Configuration
+    static class App {
+        @Bean
+        Work work() {
+            return new Work();
+        }
+    }
+
+    private Server server;
+
+    @AfterEach
+    void stop() {
+        if (server != null) {
+            server.close();
+        }
+    }
+
+    private ApplicationContextRunner runner(String... more) {
+        return new ApplicationContextRunner()
+                .withConfiguration(AutoConfigurations.of(CyclesAutoConfiguration.class, CyclesActuatorAutoConfiguration.class,
+                        MetricsAutoConfiguration.class, SimpleMetricsExportAutoConfiguration.class,
+                        CompositeMeterRegistryAutoConfiguration.class))
+                .withUserConfiguration(App.class).withPropertyValues(server.properties(more));
+    }
+
+    private static double count(MeterRegistry m, String name, String... tags) {
+        RequiredSearch s = m.get(name).tags(tags);
+        return s.counter().count();
+    }
+
+    @Test
+    void healthUpWithTheJournalsPendingSettlementsThenDown() {
+        server = Server.start();
+        runner("cycles.settle-max-attempts=1", "cycles.replay-interval=1h").run(ctx -> {
+            CyclesHealthIndicator h = ctx.getBean(CyclesHealthIndicator.class);
+            Health up = h.health();
+            assertEquals(Status.UP, up.getStatus());
+            assertEquals(0, up.getDetails().get("journal.pending"));
+            assertEquals(server.server.url(), up.getDetails().get("baseUrl"));
+
+            server.server.addFault(OUTAGE);
+            ctx.getBean(Work.class).spend(1000);
+            Health pending = h.health();
+            assertEquals(Status.UP, pending.getStatus());
+            assertEquals(1, pending.getDetails().get("journal.pending"));
+            assertThat((Long) pending.getDetails().get("journal.oldestAgeMs")).isBetween(0L, 60_000L);
+            MeterRegistry m = ctx.getBean(MeterRegistry.class);
+            assertEquals(1.0, m.get("cycles.journal.pending").gauge().value());
+            await().atMost(Duration.ofSeconds(5)).until(() -> m.find("cycles.settlements").tags("outcome", "pending").counter() != null);
+            assertEquals(1.0, count(m, "cycles.settlements", "outcome", "pending", "mode", "none"));
+            assertThat(count(m, "cycles.settlements", "outcome", "attempt_failed", "mode", "commit")).isGreaterThanOrEqualTo(1.0);
+
+            server.server.close();
+            Health down = h.health();
+            assertEquals(Status.DOWN, down.getStatus());
+            assertThat(down.getDetails().get("error").toString()).isNotEmpty();
+        });
+    }
+
+    @Test
+    void metersOfReservationsLifecyclesAndSettlements() {
+        server = new Server(LocalServer.builder().budget("tenant:acme", "USD_MICROCENTS", 2_500).start());
+        runner().run(ctx -> {
+            Work w = ctx.getBean(Work.class);
+            w.spend(1000);
+            w.spend(1000);
+            assertThrows(IllegalStateException.class, w::fail);
+            assertThrows(BudgetExceededException.class, () -> w.spend(5000));
+            MeterRegistry m = ctx.getBean(MeterRegistry.class);
+            assertEquals(3.0, count(m, "cycles.reservations", "decision", "ALLOW"));
+            assertEquals(1.0, count(m, "cycles.reservations", "decision", "DENIED", "error", "BUDGET_EXCEEDED"));
+            assertEquals(2, m.get("cycles.lifecycle").tags("outcome", "SETTLED", "action", "llm").timer().count());
+            assertEquals(1, m.get("cycles.lifecycle").tags("outcome", "WORK_FAILED", "action", "llm").timer().count());
+            await().atMost(Duration.ofSeconds(5)).until(() -> m.find("cycles.settlements").tags("outcome", "settled").counter() != null
+                    && m.find("cycles.settlements").tags("outcome", "settled").counter().count() == 2.0);
+        });
+        assertEquals(List.of("reserve:1000", "commit:500", "reserve:1000", "commit:500", "reserve:100", "release:100"),
+                server.ledger());
+    }
+
+    @Test
+    void heartbeatFailuresCounted() {
+        server = Server.start();
+        runner().run(ctx -> {
+            server.server.addFault("{\"operation\":\"extendReservation\",\"times\":0,\"fault\":{\"kind\":\"server_error\",\"status\":503}}");
+            ctx.getBean(Work.class).slow();
+            MeterRegistry m = ctx.getBean(MeterRegistry.class);
+            await().atMost(Duration.ofSeconds(5)).until(() -> m.find("cycles.heartbeat.failures").counters().stream()
+                    .mapToDouble(c -> c.count()).sum() >= 1.0);
+        });
+    }
+
+    @Test
+    void healthIndicatorCanBeTurnedOff() {
+        server = Server.start();
+        runner("management.health.cycles.enabled=false").run(ctx -> {
+            assertThat(ctx).doesNotHaveBean(CyclesHealthIndicator.class);
+            assertThat(ctx).hasSingleBean(CyclesMetrics.class);
+        });
+    }
+}

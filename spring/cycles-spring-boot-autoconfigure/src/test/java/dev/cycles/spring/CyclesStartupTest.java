@@ -1,0 +1,132 @@
+package dev.cycles.spring;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+
+/** A bad {@code @Cycles} fails the startup, naming the method, the attribute and the expression; no call needed. */
+class CyclesStartupTest {
+    private static Server server;
+
+    @BeforeAll
+    static void start() {
+        server = Server.start();
+    }
+
+    @AfterAll
+    static void stop() {
+        server.close();
+    }
+
+    public static class BadSyntax {
+        @Cycles(estimate = "#tokens *")
+        public String call(int tokens) {
+            return "";
+        }
+    }
+
+    public static class UnknownParameter {
+        @Cycles(estimate = "#tokns * 10")
+        public String call(int tokens) {
+            return "";
+        }
+    }
+
+    public static class ResultInEstimate {
+        @Cycles(estimate = "#result.length()")
+        public String call(int tokens) {
+            return "";
+        }
+    }
+
+    public static class BadActualSyntax {
+        @Cycles(estimate = "10", actual = "#result.(")
+        public String call(int tokens) {
+            return "";
+        }
+    }
+
+    public static class BadSubjectExpression {
+        @Cycles(estimate = "10", tenant = "#customer.tenant")
+        public String call(int tokens) {
+            return "";
+        }
+    }
+
+    public static class DryRun {
+        @Cycles(estimate = "10", dryRun = true)
+        public String call() {
+            return "";
+        }
+    }
+
+    public static class BadPolicy {
+        @Cycles(estimate = "10", heartbeatPolicy = "SOMETIMES")
+        public String call() {
+            return "";
+        }
+    }
+
+    public static class NoEstimate {
+        @Cycles(actual = "5")
+        public String call() {
+            return "";
+        }
+    }
+
+    public static class Good {
+        @Cycles(estimate = "#p0 + #a0 + #args[0] + #tokens", actual = "#result.length() + #target.hashCode() * 0")
+        public String call(int tokens) {
+            return "abc";
+        }
+    }
+
+    private static void fails(Class<?> bean, String... message) {
+        new ApplicationContextRunner().withConfiguration(AutoConfigurations.of(CyclesAutoConfiguration.class))
+                .withPropertyValues(server.properties()).withBean(bean).run(ctx -> {
+                    assertThat(ctx).hasFailed();
+                    Throwable t = ctx.getStartupFailure();
+                    while (t.getCause() != null && !(t instanceof IllegalStateException)) {
+                        t = t.getCause();
+                    }
+                    assertThat(t).isInstanceOf(IllegalStateException.class);
+                    assertThat(t.getMessage()).contains("@Cycles on " + bean.getName() + ".call").contains(message);
+                });
+    }
+
+    @Test
+    void invalidSpelFailsTheStartup() {
+        fails(BadSyntax.class, "estimate \"#tokens *\" is not a SpEL expression");
+        fails(BadActualSyntax.class, "actual \"#result.(\" is not a SpEL expression");
+    }
+
+    @Test
+    void unknownVariablesFailTheStartup() {
+        fails(UnknownParameter.class, "estimate \"#tokns * 10\" uses #tokns, which is not a parameter of the method");
+        fails(ResultInEstimate.class, "uses #result", "in actual and metadata only");
+        fails(BadSubjectExpression.class, "tenant \"#customer.tenant\" uses #customer");
+    }
+
+    @Test
+    void unsupportedAndMissingAttributesFailTheStartup() {
+        fails(DryRun.class, "dryRun is not supported");
+        fails(BadPolicy.class, "heartbeatPolicy \"SOMETIMES\" is not WARN, FAIL_ON_FINALIZE or CANCEL");
+        fails(NoEstimate.class, "an estimate is required");
+    }
+
+    @Test
+    void everyVariableFormStarts() {
+        new ApplicationContextRunner().withConfiguration(AutoConfigurations.of(CyclesAutoConfiguration.class))
+                .withPropertyValues(server.properties()).withBean(Good.class).run(ctx -> {
+                    assertThat(ctx).hasNotFailed();
+                    assertThat(ctx.getBean(Good.class).call(2)).isEqualTo("abc");
+                });
+        assertThat(server.ledger()).endsWith("reserve:8", "commit:3");
+    }
+}
