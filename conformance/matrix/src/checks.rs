@@ -19,6 +19,32 @@ pub struct Expected {
     pub request: Value,
     /// The expected `ok` value.
     pub ok: Value,
+    /// The Cycles error name the face must answer instead (`ok` is then unused).
+    pub error: Option<String>,
+    /// Compare `ok` exactly rather than as a subset.
+    pub exact: bool,
+}
+
+impl Expected {
+    /// An expectation compared as a subset.
+    pub fn new(label: String, request: Value, ok: Value) -> Expected {
+        Expected {
+            label,
+            request,
+            ok,
+            error: None,
+            exact: false,
+        }
+    }
+
+    /// Whether a face's response meets it.
+    fn met_by(&self, response: &Value) -> bool {
+        match (&self.error, response.get("ok")) {
+            (Some(name), _) => response.get("error").and_then(Value::as_str) == Some(name),
+            (None, Some(v)) => subset(v, &self.ok) && (!self.exact || subset(&self.ok, v)),
+            (None, None) => false,
+        }
+    }
 }
 
 /// Whether `actual` carries everything `expected` does.
@@ -51,7 +77,7 @@ pub fn heartbeat_vectors(h: &Value) -> Vec<Expected> {
     let mut out = Vec::new();
     let list = |k: &str| h[k].as_array().cloned().unwrap_or_default();
     let mut push =
-        |label: String, request: Value, ok: Value| out.push(Expected { label, request, ok });
+        |label: String, request: Value, ok: Value| out.push(Expected::new(label, request, ok));
     for c in list("schedule") {
         push(
             format!("schedule/{}", c["name"]),
@@ -157,18 +183,18 @@ pub fn journal_vectors(j: &Value) -> Vec<Expected> {
     let mut out = Vec::new();
     let list = |k: &str| j[k].as_array().cloned().unwrap_or_default();
     for (i, c) in list("partition").iter().enumerate() {
-        out.push(Expected {
-            label: format!("partition/{i}"),
-            request: json!({"op": "fingerprint", "base_url": c["base_url"], "api_key": c["api_key"], "tenant": c["tenant"]}),
-            ok: c["fp16"].clone(),
-        });
+        out.push(Expected::new(
+            format!("partition/{i}"),
+            json!({"op": "fingerprint", "base_url": c["base_url"], "api_key": c["api_key"], "tenant": c["tenant"]}),
+            c["fp16"].clone(),
+        ));
     }
     for c in list("file_names") {
-        out.push(Expected {
-            label: format!("file_names/{}", c["reservation_id"]),
-            request: json!({"op": "journal_names", "reservation_id": c["reservation_id"]}),
-            ok: json!({"standard": c["standard"], "legacy": c["legacy"]}),
-        });
+        out.push(Expected::new(
+            format!("file_names/{}", c["reservation_id"]),
+            json!({"op": "journal_names", "reservation_id": c["reservation_id"]}),
+            json!({"standard": c["standard"], "legacy": c["legacy"]}),
+        ));
     }
     for c in list("records") {
         let mut e = c["expect"].clone();
@@ -178,11 +204,29 @@ pub fn journal_vectors(j: &Value) -> Vec<Expected> {
             o.remove("commit_body");
             o.remove("event_fallback_body");
         }
-        out.push(Expected {
-            label: format!("records/{}", c["name"]),
-            request: json!({"op": "parse_record", "text": c["text"]}),
-            ok: e,
-        });
+        out.push(Expected::new(
+            format!("records/{}", c["name"]),
+            json!({"op": "parse_record", "text": c["text"]}),
+            e,
+        ));
+    }
+    out
+}
+
+/// The pricing vectors (`conformance/vectors/pricing.json`) as `pricing` requests: results
+/// compared exactly, errors by their Cycles error name.
+pub fn pricing_vectors(p: &Value) -> Vec<Expected> {
+    let mut out = Vec::new();
+    for (function, cases) in p["functions"].as_object().into_iter().flatten() {
+        for c in cases.as_array().into_iter().flatten() {
+            out.push(Expected {
+                label: format!("{function}/{}", c["name"]),
+                request: json!({"op": "pricing", "fn": function, "args": c["input"]}),
+                ok: c["expect"].clone(),
+                error: c["error"]["kind"].as_str().map(str::to_string),
+                exact: true,
+            });
+        }
     }
     out
 }
@@ -238,11 +282,11 @@ pub fn corpus(lines: &[Value]) -> Vec<Expected> {
                     "request_id": header("X-Request-Id"),
                     "retryable": status == 429 || status >= 500, "retry_after_ms": retry_after_ms}})
             };
-            Expected {
-                label: format!("corpus/{}", x["name"].as_str().unwrap_or("?")),
-                request: json!({"op": "decode", "exchange": x}),
+            Expected::new(
+                format!("corpus/{}", x["name"].as_str().unwrap_or("?")),
+                json!({"op": "decode", "exchange": x}),
                 ok,
-            }
+            )
         })
         .collect()
 }
@@ -252,14 +296,16 @@ pub fn score(face: &str, cases: &[Expected], responses: &[Value]) -> u64 {
     let mut passed = 0;
     let mut shown = 0;
     for (c, r) in cases.iter().zip(responses) {
-        match r.get("ok") {
-            Some(v) if subset(v, &c.ok) => passed += 1,
-            _ => {
+        match c.met_by(r) {
+            true => passed += 1,
+            false => {
                 if shown < 5 {
                     eprintln!(
                         "  {face}: {} expected {}\n    got {}",
                         c.label,
-                        canonical(&c.ok),
+                        c.error
+                            .as_ref()
+                            .map_or_else(|| canonical(&c.ok), |e| format!("error {e}")),
                         canonical(r)
                     );
                 }

@@ -204,6 +204,7 @@ fn matrix(run: &Run) -> Result<bool, String> {
     if part(run, "vectors") {
         let heartbeat = checks::heartbeat_vectors(&read_json(&run.vectors.join("heartbeat.json"))?);
         let journal = checks::journal_vectors(&read_json(&run.vectors.join("journal.json"))?);
+        let pricing = checks::pricing_vectors(&read_json(&run.vectors.join("pricing.json"))?);
         let text = std::fs::read_to_string(&run.corpus).map_err(|e| {
             format!(
                 "the reference-server corpus is missing: {} ({e})",
@@ -220,6 +221,7 @@ fn matrix(run: &Run) -> Result<bool, String> {
         for (label, cases) in [
             ("vectors: heartbeat", &heartbeat),
             ("vectors: journal", &journal),
+            ("vectors: pricing", &pricing),
             ("reference-server corpus", &corpus),
         ] {
             for f in faces.iter_mut() {

@@ -509,7 +509,30 @@ async fn drain(r: &Value) -> R<Value> {
     )
 }
 
+/// A `pricing` request: core's pricing functions through the bridge's `pricing_json`, the one
+/// JSON table every host calls (a Rust user calls `cycles_core::pricing` typed; the table is
+/// a thin conversion over exactly those functions).
+fn pricing(r: &Value) -> Value {
+    let args = r.get("args").cloned().unwrap_or(json!({})).to_string();
+    let Some(f) = r.get("fn").and_then(Value::as_str) else {
+        return json!({"fail": "pricing needs fn"});
+    };
+    match cycles_bridge::pricing_json::call(f, &args) {
+        Ok(text) => match serde_json::from_str::<Value>(&text) {
+            Ok(v) => json!({"ok": v}),
+            Err(e) => json!({"fail": e.to_string()}),
+        },
+        Err(e) => json!({"error": e.kind().name()}),
+    }
+}
+
 fn answer(rt: &tokio::runtime::Runtime, r: &Value) -> Value {
+    if r.get("op").and_then(Value::as_str) == Some("pricing") {
+        // Answers `error` itself: a pricing error is a result the vectors expect.
+        let mut out = pricing(r);
+        out["id"] = r.get("id").cloned().unwrap_or(Value::Null);
+        return out;
+    }
     let a = r.get("args").cloned().unwrap_or(Value::Null);
     let res = match r.get("op").and_then(Value::as_str).unwrap_or("") {
         "timing" => text(r, "fn").and_then(|f| timing(f, &a)),

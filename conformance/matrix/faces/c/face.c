@@ -163,6 +163,15 @@ static void op_timing(const jv *q, reply *r) {
     free(a);
 }
 
+static void op_pricing(const jv *q, reply *r) {
+    const char *fn = need_str(r, q, "fn");
+    jv *args = json_get(q, "args");
+    if (!fn) return;
+    char *a = args ? json_dump(args) : strdup("{}"), *out = NULL;
+    if (TRY(cycles_pricing_call(fn, a, &out, &r->err))) take(&r->ok, out);
+    free(a);
+}
+
 static void op_primary(const jv *q, reply *r) {
     jv *steps = json_get(q, "steps"), *derive = json_get(q, "derive");
     if (!steps || steps->kind != J_ARR) { failf(r, "steps must be an array", NULL); return; }
@@ -673,7 +682,7 @@ static const struct {
     { "timing", op_timing },           { "primary", op_primary },         { "fallback", op_fallback },
     { "journal_names", op_journal_names }, { "fingerprint", op_fingerprint }, { "parse_record", op_parse_record },
     { "decode", op_decode },           { "write", op_write },             { "drain", op_drain },
-    { "guard", op_guard },             { "client", op_client },
+    { "guard", op_guard },             { "client", op_client },           { "pricing", op_pricing },
 };
 
 static void answer(const char *line) {

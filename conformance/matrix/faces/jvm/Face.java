@@ -119,6 +119,8 @@ public final class Face {
         switch (op == null ? "" : op) {
             case "timing":
                 return new Raw(Timing.call(str(r.get("fn")), write(r.get("args"))));
+            case "pricing":
+                return new Raw(Pricing.call(str(r.get("fn")), write(r.get("args"))));
             case "primary":
                 return primary(r);
             case "fallback":

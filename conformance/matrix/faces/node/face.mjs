@@ -6,6 +6,7 @@ import { createInterface } from "node:readline";
 
 import { Client, CyclesError, decodeResponse, toWire } from "cycles-sdk";
 import * as journal from "cycles-sdk/journal";
+import * as pricing from "cycles-sdk/pricing";
 import * as timing from "cycles-sdk/timing";
 
 const SAFE = BigInt(Number.MAX_SAFE_INTEGER);
@@ -31,6 +32,45 @@ function enc(v) {
     return Object.fromEntries(Object.entries(v).map(([k, x]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), enc(x)]));
   }
   return v;
+}
+
+// ---- pricing: the vectors' JSON (snake_case) as cycles-sdk/pricing's typed arguments ----
+
+const camel = (k) => k.replace(/_([a-z])/g, (_, c) => c.toUpperCase());
+const camelInts = (o) => (o && typeof o === "object" && !Array.isArray(o) ? Object.fromEntries(Object.entries(o).map(([k, v]) => [camel(k), num(v)])) : o);
+function table(p) {
+  if (!p || typeof p !== "object") return p;
+  const out = {};
+  for (const [k, v] of Object.entries(p)) {
+    if (k === "models" && v && typeof v === "object") out.models = Object.fromEntries(Object.entries(v).map(([m, x]) => [m, camelInts(x)]));
+    else if (k === "default") out.default = camelInts(v);
+    else out[k] = v;
+  }
+  return out;
+}
+const amountIn = (a) => (a && typeof a === "object" ? { unit: a.unit, amount: num(a.amount) } : (a ?? null));
+const PRICING = {
+  text_tokens: (i) => pricing.textTokens(i.text),
+  prompt_tokens: (i) => pricing.promptTokens(i.request),
+  output_bound: (i) => pricing.outputBound(i.request, num(i.default)),
+  lookup_price: (i) => pricing.lookupPrice(table(i.pricing), i.model),
+  cost: (i) => pricing.cost(table(i.pricing), i.model, num(i.input_tokens), num(i.output_tokens)),
+  estimate: (i) => pricing.estimate(table(i.pricing), i.model, num(i.prompt_tokens), num(i.output_bound)),
+  estimate_request: (i) => pricing.estimateRequest(table(i.pricing), i.model, i.request, num(i.default_output_bound)),
+  actual: (i) => pricing.actual(table(i.pricing), i.model, camelInts(i.usage)),
+  settlement: (i) => pricing.settlement(amountIn(i.actual), i.call_succeeded, amountIn(i.estimate)),
+  lower_bound: (i) => pricing.lowerBound(num(i.bound), camelInts(i.caps)),
+  tool_allowed: (i) => pricing.toolAllowed(i.name, camelInts(i.caps)),
+  filter_tools: (i) => pricing.filterTools(i.tools, camelInts(i.caps)),
+  plan_caps: (i) => pricing.planCaps(i.api, i.request, camelInts(i.caps)),
+  usage: (i) => pricing.usage(i.api, i.body, i.usage === undefined ? undefined : camelInts(i.usage)),
+};
+
+/** A plan's `set` holds request members as the provider spells them: kept as given. */
+function pricingOut(fn, v) {
+  if (fn !== "plan_caps") return enc(v);
+  const { set, ...rest } = v;
+  return { ...enc(rest), set };
 }
 
 // ---- timing ----
@@ -356,6 +396,11 @@ async function guard(r) {
 
 async function answer(r, line) {
   switch (r.op) {
+    case "pricing": {
+      const f = PRICING[r.fn];
+      if (!f) return { fail: `unknown pricing function ${JSON.stringify(r.fn)}` };
+      return { ok: pricingOut(r.fn, f(r.args ?? {})) };
+    }
     case "timing": {
       const f = FNS[r.fn];
       if (!f) return { fail: `unknown timing function ${JSON.stringify(r.fn)}` };

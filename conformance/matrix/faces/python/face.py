@@ -2,7 +2,7 @@
 
 One JSON request per stdin line, one JSON response per stdout line. Every answer comes from
 the installed ``cycles`` wheel's public API (``cycles.timing``, ``cycles.journal``,
-``cycles.decode_response``, ``cycles.Client``); this file only converts between the
+``cycles.pricing``, ``cycles.decode_response``, ``cycles.Client``); this file only converts between the
 protocol's encoding and Python values.
 
 ``CYCLES_MATRIX_PERTURB`` (test-only, see PROTOCOL.md) breaks this face on purpose so the
@@ -18,7 +18,8 @@ import os
 from typing import Any, Callable
 
 import cycles
-from cycles import journal, timing
+from cycles import journal, pricing, timing
+from cycles.models import Amount
 from protocol import Op, Refused, serve, unfaithful
 
 MAX_EXACT = 2**53 - 1
@@ -144,6 +145,63 @@ def op_timing(req: dict[str, Any]) -> Any:
         raise cycles.InvalidArgumentError(f"unknown timing function {fn!r}")
     out = num_out(TIMING[fn](req.get("args") or {}))
     return bump(out) if PERTURB == f"timing:{fn}" else out
+
+
+# -- pricing (PROTOCOL.md "pricing"): the vectors' JSON as cycles.pricing's typed arguments --
+
+PRICING: dict[str, Callable[..., Any]] = {
+    name: getattr(pricing, name)
+    for name in (
+        "text_tokens", "prompt_tokens", "output_bound", "lookup_price", "cost", "estimate",
+        "estimate_request", "actual", "settlement", "lower_bound", "tool_allowed",
+        "filter_tools", "plan_caps", "usage",
+    )
+}
+COUNTS = {"input_tokens", "output_tokens", "prompt_tokens", "output_bound", "bound", "default",
+          "default_output_bound"}
+
+
+def amount_in(v: Any) -> Any:
+    """An ``{"unit", "amount"}`` object as an Amount; anything else as given (core refuses it)."""
+    if isinstance(v, dict) and set(v) == {"unit", "amount"} and isinstance(v["unit"], str):
+        n = num_in(v["amount"]) if isinstance(v["amount"], (int, str)) else v["amount"]
+        if isinstance(n, int) and not isinstance(n, bool):
+            return Amount(v["unit"], n)
+    return v
+
+
+def pricing_out(v: Any) -> Any:
+    """A cycles.pricing result in the protocol encoding."""
+    if isinstance(v, pricing.SettlementPlan):
+        out: dict[str, Any] = {"action": v.action}
+        if v.amount is not None:
+            out["amount"] = pricing_out(v.amount)
+        return out
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return {f.name: pricing_out(getattr(v, f.name)) for f in dataclasses.fields(v)}
+    if isinstance(v, dict):
+        return {k: pricing_out(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [pricing_out(x) for x in v]
+    return num_out(v)
+
+
+def op_pricing(req: dict[str, Any]) -> Any:
+    fn = req["fn"]
+    if fn not in PRICING:
+        raise cycles.InvalidArgumentError(f"unknown pricing function {fn!r}")
+    args: dict[str, Any] = {}
+    for k, v in (req.get("args") or {}).items():
+        if k in COUNTS and isinstance(v, str) and v.isdigit():
+            v = int(v)
+        elif k == "usage" and isinstance(v, dict):
+            v = {n: int(x) if isinstance(x, str) and x.isdigit() else x for n, x in v.items()}
+        elif k in ("actual", "estimate") and fn == "settlement":
+            v = amount_in(v)
+        args[k] = v
+    if fn == "lower_bound":
+        args.setdefault("bound", None)
+    return pricing_out(PRICING[fn](**args))
 
 
 # The detail each stop reason carries (core's StopReason; the bridge's decision_json).
@@ -474,6 +532,7 @@ def op_client(req: dict[str, Any]) -> Any:
 
 OPS: dict[str, Op] = {
     "timing": op_timing,
+    "pricing": op_pricing,
     "primary": op_primary,
     "fallback": op_fallback,
     "journal_names": op_journal_names,
