@@ -193,7 +193,7 @@ async function runCall(
   let got: WithResponse<unknown>;
   try {
     sent = applyCaps(r, api, request);
-    if (request.stream === true) sent = streamRequest(api, sent);
+    sent = { ...sent, ...pricing.streamRequest(api, sent) };
   } catch (e) {
     const o = await r.fail();
     if (e instanceof CallNotSentError) e.released = o.released;
@@ -210,7 +210,8 @@ async function runCall(
   if (sent.stream === true && data !== null && typeof data === "object" && typeof (data as unknown as LibraryStream)[Symbol.asyncIterator] === "function") {
     return { ...got, data: meteredStream(api, data as unknown as LibraryStream, settle, streamClient) };
   }
-  await settle(pricing.usage(api, data ?? {}), true);
+  const reply = data ?? {};
+  await settle(pricing.usage(api, reply), !pricing.callFailed(api, reply));
   return got;
 }
 
@@ -220,7 +221,7 @@ function applyCaps(r: GuardedReservation, api: Api, request: Obj): Obj {
   const plan = r.planCaps(api, request);
   if (!plan.send) {
     throw Object.assign(
-      new CallNotSentError(`the caps allow no output (max_tokens ${String(plan.boundTo)}): the ${api} call was not sent and reservation ${r.reservationId} was released`),
+      new CallNotSentError(`caps lower the output bound to ${String(plan.boundTo)}, which ${api} does not accept: the call was not sent and reservation ${r.reservationId} was released`),
       { reservationId: r.reservationId, plan },
     );
   }
@@ -228,18 +229,6 @@ function applyCaps(r: GuardedReservation, api: Api, request: Obj): Obj {
   const out: Obj = { ...request, ...plan.set };
   for (const k of plan.unset) delete out[k];
   return out;
-}
-
-/**
- * A Chat Completions stream asks for its usage (`stream_options.include_usage`) unless the
- * caller said either way: its final chunk then has empty `choices` and the usage. Without it
- * the provider reports none, and the estimate is committed.
- */
-function streamRequest(api: Api, request: Obj): Obj {
-  if (api !== "chat_completions") return request;
-  const so = request.stream_options;
-  if (so !== null && typeof so === "object" && "include_usage" in so) return request;
-  return { ...request, stream_options: { ...(so !== null && typeof so === "object" ? so : {}), include_usage: true } };
 }
 
 async function settleCall(r: GuardedReservation, table: Pricing, model: string, estimate: Amount, u: ReportedUsage, succeeded: boolean): Promise<unknown> {
@@ -260,23 +249,29 @@ async function settleCall(r: GuardedReservation, table: Pricing, model: string, 
 
 /**
  * The library's stream, of the library's own class, whose events fold into the usage in
- * order; it settles when the stream is exhausted (the call succeeded) or ends early (an
- * error, an abort (which the libraries end quietly), a consumer's `break`: the usage seen so far is committed, or the
- * reservation released when none was). The reservation's lease is kept alive until then:
- * a stream that is never read holds it.
+ * order; it settles when it ends (docs/integrations.md, the rule every language follows): a
+ * stream that errs is a failed call (its usage so far committed, else released); one the
+ * consumer stops early (a `break`, an abort, which the libraries end quietly) or that runs
+ * to its end succeeded (its usage, else its estimate: the provider may have billed what
+ * nobody saw), unless an event said the call failed (core's `callFailed`). The
+ * reservation's lease is kept alive until then: a stream that is never read holds it.
  */
 function meteredStream(api: Api, source: LibraryStream, settle: (u: ReportedUsage, succeeded: boolean) => Promise<unknown>, client: unknown): unknown {
   let u: ReportedUsage = { inputTokens: null, outputTokens: null };
   let settled = false;
   async function* metered(): AsyncGenerator<unknown, void, undefined> {
-    let ok = false;
+    let ok = true;
     try {
       for await (const event of source) {
-        if (event !== null && typeof event === "object") u = pricing.usage(api, event, u);
+        if (event !== null && typeof event === "object") {
+          if (pricing.callFailed(api, event)) ok = false;
+          u = pricing.usage(api, event, u);
+        }
         yield event;
       }
-      // An abort ends the library's iteration quietly: a call cut short, not a success.
-      ok = !source.controller.signal.aborted;
+    } catch (e) {
+      ok = false;
+      throw e;
     } finally {
       if (!settled) {
         settled = true;

@@ -304,3 +304,21 @@ export function planCaps(api: Api, request: object, caps: Caps): CapsPlan {
 export function usage(api: Api, body: object, soFar?: Usage | null): ReportedUsage {
   return usageOut(run("usage", { api, body, usage: usageIn(soFar) }));
 }
+
+/**
+ * The members to set on `request` so that, when it streams (`stream: true`), it reports its
+ * usage: Chat Completions' `stream_options.include_usage` unless the caller set it; empty
+ * when nothing changes (core's `wire::stream_request`).
+ */
+export function streamRequest(api: Api, request: object): Record<string, unknown> {
+  return (run("stream_request", { api, request }) as { set: Record<string, unknown> }).set;
+}
+
+/**
+ * Whether a response body or stream event says the call failed although the HTTP exchange
+ * succeeded (Responses `error` / `response.failed`, Messages `error`, a Chat Completions
+ * chunk carrying `error`): such a call settles as failed.
+ */
+export function callFailed(api: Api, body: object): boolean {
+  return run("call_failed", { api, body }) === true;
+}

@@ -60,6 +60,8 @@ const FUNCTIONS = {
   filter_tools: [(i) => pricing.filterTools(i.tools, caps(i.caps)), (e) => e],
   plan_caps: [(i) => pricing.planCaps(i.api, i.request, caps(i.caps)), plan],
   usage: [(i) => pricing.usage(i.api, i.body, i.usage === undefined ? undefined : usage(i.usage)), reported],
+  stream_request: [(i) => ({ set: pricing.streamRequest(i.api, i.request) }), (e) => e],
+  call_failed: [(i) => pricing.callFailed(i.api, i.body), (e) => e],
 };
 
 test("pricing vectors: every case of every function, through the typed API", () => {
@@ -91,7 +93,7 @@ test("pricing vectors: every case of every function, through the typed API", () 
   }
   const total = Object.values(DOC.functions).reduce((n, cs) => n + cs.length, 0);
   assert.equal(ran, total);
-  assert.ok(ran >= 129, `only ${ran} vectors ran`);
+  assert.ok(ran >= 149, `only ${ran} vectors ran`);
 });
 
 test("pricing: exact int64 both ways, and inexact numbers refused", () => {

@@ -241,9 +241,9 @@ class LifecycleEvent:
     """One core event: ``kind`` (``heartbeat_extended``, ``heartbeat_failed``,
     ``heartbeat_lease_too_short``, ``heartbeat_ended``, ``settlement_settled``,
     ``settlement_attempt_failed``, ``settlement_mode_switched``, ``settlement_pending``,
-    ``journal_quarantined``, ``journal_io_failed``, ``journal_migrated``; the schema is
-    docs/events.md), the ``level`` core logs it at, the reservation, core's message, and
-    the variant's other fields in ``fields``."""
+    ``journal_quarantined``, ``journal_io_failed``, ``journal_migrated``, ``caps_applied``;
+    the schema is docs/events.md), the ``level`` core logs it at, the reservation, core's
+    message, and the variant's other fields in ``fields``."""
 
     kind: str
     level: str

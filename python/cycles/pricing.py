@@ -62,6 +62,8 @@ __all__ = [
     "filter_tools",
     "plan_caps",
     "usage",
+    "stream_request",
+    "call_failed",
 ]
 
 #: A provider API whose wire format core knows.
@@ -385,3 +387,17 @@ def usage(
     if usage is not None:
         args["usage"] = _usage_in(usage)
     return Usage._from_json(_call("usage", args))
+
+
+def stream_request(api: Api, request: Mapping[str, Any]) -> dict[str, Any]:
+    """The members to set on ``request`` so that, when it streams (``stream=True``), it
+    reports its usage: Chat Completions' ``stream_options.include_usage`` unless the caller
+    set it; empty when nothing changes (core's ``wire::stream_request``)."""
+    return dict(_call("stream_request", {"api": api, "request": request})["set"])
+
+
+def call_failed(api: Api, body: Mapping[str, Any]) -> bool:
+    """Whether a response body or stream event says the call failed although the HTTP
+    exchange succeeded (Responses ``error`` / ``response.failed``, Messages ``error``, a Chat
+    Completions chunk carrying ``error``): such a call settles as failed."""
+    return bool(_call("call_failed", {"api": api, "body": body}))

@@ -183,17 +183,29 @@ def test_cut_stream_before_any_usage_is_released(
     ]
 
 
-def test_responses_error_event_ends_the_stream_and_commits_the_estimate(
+def test_responses_error_event_settles_as_failed_and_releases(
     provider: FakeProvider, local: LocalServer
 ) -> None:
-    # The library yields the provider's error as an event and ends the stream normally: a
-    # call that "succeeded" without usage, so core's settlement commits the estimate.
+    # The library yields the provider's error as an event and ends the stream normally; core's
+    # call_failed says the call failed, and without usage a failed call is released.
     provider.add_fault({"fault": {"kind": "stream_error", "after_chunks": 2}})
     with local.client() as c:
         llm = guard(oai(provider), cycles=c)
         events = list(llm.responses.create(model="m", input="x", max_output_tokens=16, stream=True))
     assert events[-1].type == "error"
-    assert ledger(local) == [("reserve", 21), ("commit", 21)]
+    assert ledger(local) == [("reserve", 21), ("release", 21)]
+
+
+def test_a_responses_cap_below_16_is_not_sent(provider: FakeProvider) -> None:
+    # Responses refuses max_output_tokens below 16, and sending 16 would overspend the cap.
+    with server(caps=Caps(max_tokens=10)) as local, local.client() as c:
+        llm = guard(oai(provider), cycles=c)
+        with pytest.raises(CallNotSentError) as e:
+            llm.responses.create(model="m", input="x", max_output_tokens=100)
+        assert e.value.released and e.value.plan is not None and e.value.plan.bound_to == 10
+        assert "not sent" in str(e.value)
+        assert [k for k, _ in ledger(local)] == ["reserve", "release"]
+    assert provider.requests() == []
 
 
 def test_a_stream_closed_early_commits_the_estimate(

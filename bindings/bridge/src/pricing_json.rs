@@ -77,7 +77,7 @@ fn bool_arg(a: &Value, name: &str) -> Result<bool, Error> {
 }
 
 /// The names [`call`] knows, in its table's order.
-pub const FUNCTIONS: [&str; 14] = [
+pub const FUNCTIONS: [&str; 16] = [
     "text_tokens",
     "prompt_tokens",
     "output_bound",
@@ -92,6 +92,8 @@ pub const FUNCTIONS: [&str; 14] = [
     "filter_tools",
     "plan_caps",
     "usage",
+    "stream_request",
+    "call_failed",
 ];
 
 /// One pure pricing function by name, its arguments a JSON object, its result JSON text.
@@ -112,6 +114,8 @@ pub const FUNCTIONS: [&str; 14] = [
 /// | `filter_tools` | `tools` (strings), `caps` | `{"allowed", "removed"}` |
 /// | `plan_caps` | `api`, `request`, `caps` | [`plan_json`] |
 /// | `usage` | `api`, `body` (a response body or one stream event), `usage`? (so far) | `{"input_tokens", "output_tokens"}` (null: unreported) |
+/// | `stream_request` | `api`, `request` (a streaming request) | `{"set"}`: members to set so the stream reports usage |
+/// | `call_failed` | `api`, `body` (a response body or one stream event) | bool: it says the call failed |
 pub fn call(name: &str, args_json: &str) -> Result<String, Error> {
     let a = parse(args_json, "arguments")?;
     let out = match name {
@@ -208,6 +212,10 @@ pub fn call(name: &str, args_json: &str) -> Result<String, Error> {
             };
             usage_out(&wire::usage_update(api_arg(&a)?, so_far, arg(&a, "body")?))
         }
+        "stream_request" => {
+            json!({"set": wire::stream_request(api_arg(&a)?, arg(&a, "request")?)})
+        }
+        "call_failed" => json!(wire::call_failed(api_arg(&a)?, arg(&a, "body")?)),
         other => {
             return Err(Error::invalid_argument(format!(
                 "unknown pricing function {other:?}"
@@ -269,7 +277,7 @@ mod tests {
                 ran += 1;
             }
         }
-        assert!(ran >= 129, "only {ran} vectors ran");
+        assert!(ran >= 149, "only {ran} vectors ran");
     }
 
     #[test]

@@ -7,12 +7,21 @@
 //!   `responses` `max_output_tokens`; `messages` `max_tokens`.
 //! - Caps ([`plan_caps`]): when [`caps::lower_bound`] changes the bound, every bound field the
 //!   request has is set to the lowered bound; a request with none gets the API's first field.
-//!   A lowered bound of 0 means "do not send" (`send = false`). Tools are filtered by
+//!   A bound of 0 means "do not send" (`send = false`), and so does a bound the caps lowered
+//!   below the API's smallest accepted bound ([`Api::min_output_bound`]: Responses refuses
+//!   `max_output_tokens` below 16): sending more than the cap would overspend it. Tools are filtered by
 //!   [`caps::tool_allowed`]; a tool's name is `name`, else `function.name` (Chat
 //!   Completions), else its `type` (built-in tools such as Responses' `web_search`).
 //!   Removing every tool unsets `tools` (providers refuse an empty list) and `tool_choice`
 //!   (and `parallel_tool_calls` for Chat Completions); a `tool_choice` naming a removed tool
 //!   is unset too, so the provider never sees a choice it cannot honour.
+//! - Streams ([`stream_request`]): a Chat Completions stream reports usage only when asked,
+//!   so a streaming request (`stream: true`) gets `stream_options.include_usage: true` unless the caller set
+//!   `include_usage` (either way: `false` is the caller's choice, and the estimate is then
+//!   committed). The other APIs always report usage.
+//! - Failure ([`call_failed`]): a body or stream event that says the call failed although
+//!   the HTTP exchange succeeded: Responses `error` and `response.failed`, Messages `error`, a
+//!   Chat Completions chunk carrying `error`. Usage it reported is still committed.
 //! - Usage ([`usage_update`]), applied to a whole response body or to each stream event in
 //!   order; a value present replaces the one before (providers report cumulative counts):
 //!   - `chat_completions`: `usage.prompt_tokens`, `usage.completion_tokens` (the body, or the
@@ -69,6 +78,15 @@ impl Api {
                     "unknown provider API {name:?} (known: chat_completions, responses, messages)"
                 ))
             })
+    }
+
+    /// The smallest output bound the API accepts: a request the caps would lower below it is
+    /// not sent (16 for Responses, 1 otherwise).
+    pub fn min_output_bound(self) -> u64 {
+        match self {
+            Api::Responses => 16,
+            Api::ChatCompletions | Api::Messages => 1,
+        }
     }
 
     /// The request fields that bound the output, the one a request without a bound gets first.
@@ -129,7 +147,11 @@ pub fn plan_caps(api: Api, request: &Value, caps: &Caps) -> Result<CapsPlan, Err
     let mut plan = CapsPlan {
         bound_from,
         bound_to: lowered.bound,
-        send: lowered.bound != Some(0),
+        send: match lowered.bound {
+            Some(0) => false,
+            Some(b) if lowered.changed => b >= api.min_output_bound(),
+            _ => true,
+        },
         ..CapsPlan::default()
     };
     if lowered.changed {
@@ -184,6 +206,39 @@ pub fn plan_caps(api: Api, request: &Value, caps: &Caps) -> Result<CapsPlan, Err
         }
     }
     Ok(plan)
+}
+
+/// The members to set on a request of `api` so that, when it streams, it reports its usage
+/// (the module doc); empty when nothing needs to change (not a stream, or already decided).
+pub fn stream_request(api: Api, request: &Value) -> Map<String, Value> {
+    let mut set = Map::new();
+    if api != Api::ChatCompletions || request.get("stream") != Some(&Value::Bool(true)) {
+        return set;
+    }
+    let options = request.get("stream_options");
+    if options
+        .and_then(Value::as_object)
+        .is_some_and(|o| o.contains_key("include_usage"))
+    {
+        return set;
+    }
+    let mut merged = options
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    merged.insert("include_usage".to_string(), Value::Bool(true));
+    set.insert("stream_options".to_string(), Value::Object(merged));
+    set
+}
+
+/// Whether a response body or stream event of `api` says the call failed (the module doc).
+pub fn call_failed(api: Api, body_or_event: &Value) -> bool {
+    let kind = body_or_event.get("type").and_then(Value::as_str);
+    match api {
+        Api::Responses => matches!(kind, Some("error" | "response.failed")),
+        Api::Messages => kind == Some("error"),
+        Api::ChatCompletions => body_or_event.get("error").is_some_and(|e| !e.is_null()),
+    }
 }
 
 fn count(v: &Value, key: &str) -> Option<u64> {
@@ -326,6 +381,57 @@ mod tests {
         assert!(!p.set.contains_key("tools"));
         let p = plan_caps(Api::Messages, &req, &all).unwrap();
         assert_eq!(p.unset, ["tools", "tool_choice"]);
+    }
+
+    #[test]
+    fn caps_below_the_apis_minimum_are_not_sent() {
+        let c = caps(json!({"max_tokens": 10}));
+        let p = plan_caps(Api::Responses, &json!({"max_output_tokens": 100}), &c).unwrap();
+        assert!(!p.send && p.changed());
+        // The caller's own small bound is the caller's: sent as given.
+        let p = plan_caps(Api::Responses, &json!({"max_output_tokens": 8}), &c).unwrap();
+        assert!(p.send && !p.changed());
+        let p = plan_caps(Api::ChatCompletions, &json!({"max_tokens": 100}), &c).unwrap();
+        assert!(p.send);
+    }
+
+    #[test]
+    fn streams_ask_for_usage_and_failures_are_seen() {
+        let set = stream_request(Api::ChatCompletions, &json!({"stream": true}));
+        assert_eq!(
+            Value::Object(set),
+            json!({"stream_options": {"include_usage": true}})
+        );
+        let kept = json!({"stream_options": {"include_usage": false}});
+        assert!(stream_request(Api::ChatCompletions, &kept).is_empty());
+        let merged = stream_request(
+            Api::ChatCompletions,
+            &json!({"stream": true, "stream_options": {"include_obfuscation": false}}),
+        );
+        assert_eq!(
+            merged["stream_options"],
+            json!({"include_obfuscation": false, "include_usage": true})
+        );
+        assert!(stream_request(Api::Messages, &json!({"stream": true})).is_empty());
+        assert!(stream_request(Api::ChatCompletions, &json!({"stream": false})).is_empty());
+        assert!(call_failed(Api::Responses, &json!({"type": "error"})));
+        assert!(call_failed(
+            Api::Responses,
+            &json!({"type": "response.failed"})
+        ));
+        assert!(!call_failed(
+            Api::Responses,
+            &json!({"type": "response.completed"})
+        ));
+        assert!(call_failed(
+            Api::Messages,
+            &json!({"type": "error", "error": {}})
+        ));
+        assert!(call_failed(
+            Api::ChatCompletions,
+            &json!({"error": {"message": "x"}})
+        ));
+        assert!(!call_failed(Api::ChatCompletions, &json!({"error": null})));
     }
 
     #[test]

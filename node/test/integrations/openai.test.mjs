@@ -101,7 +101,7 @@ test("provider 500: the library's error, the reservation released", async () => 
   });
 });
 
-test("a cut stream, a consumer's break, an abort: no usage seen yet, so released; the cut's error propagates", async () => {
+test("a cut stream is a failed call (released without usage); a consumer's break or an abort ended it early: usage, else the estimate", async () => {
   await withSetup({}, async ({ provider, server, openai }) => {
     provider.addFault({ call: 0, fault: { kind: "cut_stream", afterChunks: 3 } });
     await assert.rejects(async () => {
@@ -111,12 +111,31 @@ test("a cut stream, a consumer's break, an abort: no usage seen yet, so released
     for await (const c of await openai.responses.create({ model: "gpt-fake", input: "say hello", max_output_tokens: 20, stream: true })) {
       if (c.type === "response.output_text.delta") break;
     }
-    assert.equal(entries(server, "release").length, 2, "a break before any usage releases");
+    // The provider may have billed what nobody saw: the bound the caller accepted is committed.
+    assert.equal(entries(server, "commit").length, 1, "a break before any usage commits the estimate");
+    assert.equal(entries(server, "commit")[0].amount, entries(server, "reserve")[1].amount);
     provider.addFault({ fault: { kind: "slow_chunks", ms: 30 } });
     const abort = new AbortController();
     for await (const _ of await openai.chat.completions.create({ model: "gpt-fake", max_tokens: 64, messages: USER, stream: true }, { signal: abort.signal })) abort.abort();
-    assert.equal(entries(server, "release").length, 3, "an abort before any usage releases (not the estimate committed)");
+    assert.equal(entries(server, "commit").length, 2, "an abort before any usage commits the estimate");
+    assert.equal(entries(server, "commit")[1].amount, entries(server, "reserve")[2].amount);
+    assert.equal(entries(server, "release").length, 1);
+  });
+});
+
+test("a Responses error event settles the call as failed (released without usage); a cap below 16 is not sent", async () => {
+  await withSetup({}, async ({ provider, server, openai }) => {
+    provider.addFault({ fault: { kind: "stream_error", afterChunks: 2 } });
+    const types = [];
+    for await (const e of await openai.responses.create({ model: "gpt-fake", input: "x", max_output_tokens: 16, stream: true })) types.push(e.type);
+    assert.equal(types.at(-1), "error");
+    assert.equal(entries(server, "release").length, 1);
     assert.equal(entries(server, "commit").length, 0);
+  });
+  await withSetup({ caps: { maxTokens: 10 } }, async ({ provider, server, openai }) => {
+    await assert.rejects(openai.responses.create({ model: "gpt-fake", input: "x", max_output_tokens: 100 }), (e) => e instanceof CallNotSentError && /not sent/.test(e.message));
+    assert.equal(entries(server, "release").length, 1);
+    assert.deepEqual(provider.requests(), []);
   });
 });
 

@@ -39,6 +39,7 @@ from ..pricing import (
     Pricing,
     Usage,
     actual,
+    call_failed,
     estimate,
     estimate_request,
     output_bound,
@@ -180,6 +181,7 @@ class Call:
         )
         self._r: GuardedReservation | None = None
         self.usage = Usage()
+        self.failed = False  # a body or event said the call failed (core's call_failed)
         self.done = False
 
     def _request(self, kw: Mapping[str, Any]) -> dict[str, Any]:
@@ -234,15 +236,17 @@ class Call:
 
     def _not_sent(self, plan: CapsPlan) -> CallNotSentError:
         e = CallNotSentError(
-            f"caps.max_tokens is 0 for {self.model}: the call was not sent and reservation "
-            f"{self.r.reservation_id} was released"
+            f"caps lower the output bound of {self.model} to {plan.bound_to}, which {self.api} "
+            f"does not accept: the call was not sent and reservation {self.r.reservation_id} "
+            "was released"
         )
         e.reservation_id = self.r.reservation_id
         e.released = self.r.released
         e.plan = plan
         return e
 
-    _RELEASE_REASON = "caps.max_tokens is 0: the provider call was not sent"
+    def _release_reason(self, plan: CapsPlan) -> str:
+        return f"caps lower the output bound to {plan.bound_to}: the provider call was not sent"
 
     def caps(self, kw: dict[str, Any]) -> dict[str, Any]:
         """``kw`` rewritten under the caps; raises :class:`CallNotSentError` (released)."""
@@ -250,7 +254,7 @@ class Call:
         if plan is None or not plan.changed:
             return kw
         if not plan.send:
-            self.r.release(self._RELEASE_REASON)
+            self.r.release(self._release_reason(plan))
             raise self._not_sent(plan)
         return plan.apply(kw)
 
@@ -259,7 +263,7 @@ class Call:
         if plan is None or not plan.changed:
             return kw
         if not plan.send:
-            await self.r.arelease(self._RELEASE_REASON)
+            await self.r.arelease(self._release_reason(plan))
             raise self._not_sent(plan)
         return plan.apply(kw)
 
@@ -270,6 +274,8 @@ class Call:
         body = _body(obj)
         if body is None:
             return
+        if call_failed(self.api, body):
+            self.failed = True
         self.observe_usage(usage(self.api, body, self.usage))
 
     def observe_usage(self, u: Usage) -> None:
@@ -282,14 +288,15 @@ class Call:
 
     # --- settle ---
 
-    def _decide(self, ok: bool) -> bool:
-        """Applies core's settlement; True when the reservation must be released."""
+    def _decide(self, raised: bool) -> bool:
+        """Applies core's settlement to a call that raised, or ended (failed when a body or
+        event said so); True when the reservation must be released here."""
         a = actual(self.s.pricing, self.model, self.usage)
-        plan = settlement(a, ok, self.estimate)
+        plan = settlement(a, not raised and not self.failed, self.estimate)
         if plan.action == "commit" and plan.amount is not None:
             self.r.set_actual(plan.amount)
             return False
-        return ok  # a failed call releases through the guard's exit with its exception
+        return not raised  # a call that raised releases through the guard's exit
 
     def end(self, exc: BaseException | None) -> None:
         """Settles once: ``exc`` is the call's exception (``None``: it succeeded)."""
@@ -297,7 +304,7 @@ class Call:
             return
         self.done = True
         try:
-            release = self._decide(exc is None)
+            release = self._decide(exc is not None)
         except BaseException as e:
             self.ctx.__exit__(type(e), e, e.__traceback__)
             raise
@@ -313,7 +320,7 @@ class Call:
             return
         self.done = True
         try:
-            release = self._decide(exc is None)
+            release = self._decide(exc is not None)
         except BaseException as e:
             await self.ctx.__aexit__(type(e), e, e.__traceback__)
             raise

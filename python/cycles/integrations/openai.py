@@ -36,8 +36,8 @@ except ImportError as e:  # pragma: no cover - exercised by a subprocess test
     ) from e
 
 from ..models import SubjectLike
-from ..pricing import TOKENS, Api, Pricing
-from ._guard import CyclesClient, Settings, arun, install, run
+from ..pricing import TOKENS, Api, Pricing, stream_request
+from ._guard import Call, CyclesClient, Settings, arun, install, run
 
 __all__ = ["guard"]
 
@@ -46,15 +46,10 @@ _C = TypeVar("_C", openai.OpenAI, openai.AsyncOpenAI)
 _OMITTED = (openai.NotGiven, openai.Omit)
 
 
-def _with_usage(kw: dict[str, Any]) -> None:
-    """Asks a Chat Completions stream for its usage chunk unless the caller decided."""
-    if kw.get("stream") is not True:
-        return
-    so = kw.get("stream_options")
-    if so is None or isinstance(so, _OMITTED):
-        kw["stream_options"] = {"include_usage": True}
-    elif isinstance(so, Mapping) and "include_usage" not in so:
-        kw["stream_options"] = {**so, "include_usage": True}
+def _with_usage(call: Call, kw: dict[str, Any]) -> None:
+    """Asks a Chat Completions stream for its usage chunk unless the caller decided (core's
+    ``stream_request``)."""
+    kw.update(stream_request(call.api, call.request))
 
 
 def _sync(
@@ -63,7 +58,7 @@ def _sync(
     def create(**kw: Any) -> Any:
         call = s.call(api, kw)
         if include_usage:
-            _with_usage(kw)
+            _with_usage(call, kw)
         return run(call, kw, send, openai.Stream)
 
     return create
@@ -75,7 +70,7 @@ def _async(
     async def create(**kw: Any) -> Any:
         call = s.call(api, kw)
         if include_usage:
-            _with_usage(kw)
+            _with_usage(call, kw)
         return await arun(call, kw, send, openai.AsyncStream)
 
     return create

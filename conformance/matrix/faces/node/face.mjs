@@ -64,10 +64,13 @@ const PRICING = {
   filter_tools: (i) => pricing.filterTools(i.tools, camelInts(i.caps)),
   plan_caps: (i) => pricing.planCaps(i.api, i.request, camelInts(i.caps)),
   usage: (i) => pricing.usage(i.api, i.body, i.usage === undefined ? undefined : camelInts(i.usage)),
+  stream_request: (i) => ({ set: pricing.streamRequest(i.api, i.request) }),
+  call_failed: (i) => pricing.callFailed(i.api, i.body),
 };
 
 /** A plan's `set` holds request members as the provider spells them: kept as given. */
 function pricingOut(fn, v) {
+  if (fn === "stream_request") return v;
   if (fn !== "plan_caps") return enc(v);
   const { set, ...rest } = v;
   return { ...enc(rest), set };

@@ -2,8 +2,8 @@
 
 One JSON request per stdin line, one JSON response per stdout line. Every answer comes from
 the installed ``cycles`` wheel's public API (``cycles.timing``, ``cycles.journal``,
-``cycles.pricing``, ``cycles.decode_response``, ``cycles.Client``); this file only converts between the
-protocol's encoding and Python values.
+``cycles.pricing``, ``cycles.decode_response``, ``cycles.Client``); this file only converts
+between the protocol's encoding and Python values.
 
 ``CYCLES_MATRIX_PERTURB`` (test-only, see PROTOCOL.md) breaks this face on purpose so the
 matrix can prove it notices: ``timing:<fn>`` adds 1 to every finite integer result of that
@@ -149,16 +149,15 @@ def op_timing(req: dict[str, Any]) -> Any:
 
 # -- pricing (PROTOCOL.md "pricing"): the vectors' JSON as cycles.pricing's typed arguments --
 
+# Every function cycles.pricing exports (the bridge's table, by the same names).
 PRICING: dict[str, Callable[..., Any]] = {
-    name: getattr(pricing, name)
-    for name in (
-        "text_tokens", "prompt_tokens", "output_bound", "lookup_price", "cost", "estimate",
-        "estimate_request", "actual", "settlement", "lower_bound", "tool_allowed",
-        "filter_tools", "plan_caps", "usage",
-    )
+    n: getattr(pricing, n) for n in pricing.__all__ if n[0].islower()
 }
-COUNTS = {"input_tokens", "output_tokens", "prompt_tokens", "output_bound", "bound", "default",
-          "default_output_bound"}
+# Arguments that are token counts (a decimal string beyond 2^53 - 1 becomes an int).
+COUNTS = frozenset(
+    "input_tokens output_tokens prompt_tokens output_bound bound default "
+    "default_output_bound".split()
+)
 
 
 def amount_in(v: Any) -> Any:
@@ -201,7 +200,8 @@ def op_pricing(req: dict[str, Any]) -> Any:
         args[k] = v
     if fn == "lower_bound":
         args.setdefault("bound", None)
-    return pricing_out(PRICING[fn](**args))
+    out = PRICING[fn](**args)
+    return {"set": out} if fn == "stream_request" else pricing_out(out)
 
 
 # The detail each stop reason carries (core's StopReason; the bridge's decision_json).

@@ -17,7 +17,8 @@ public final class Pricing {
      * One pure function by name: {@code text_tokens}, {@code prompt_tokens},
      * {@code output_bound}, {@code lookup_price}, {@code cost}, {@code estimate},
      * {@code estimate_request}, {@code actual}, {@code settlement}, {@code lower_bound},
-     * {@code tool_allowed}, {@code filter_tools}, {@code plan_caps}, {@code usage}.
+     * {@code tool_allowed}, {@code filter_tools}, {@code plan_caps}, {@code usage},
+     * {@code stream_request}, {@code call_failed}.
      *
      * @param name the function
      * @param argsJson its arguments as a JSON object
