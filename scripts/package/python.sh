@@ -93,7 +93,7 @@ check_python_wheel() {
 check_python_sdist() {
     local sdist="$1" listing crate
     listing="$(tar -tzf "$sdist")"
-    for crate in core conformance/server bindings/bridge bindings/cli bindings/python; do
+    for crate in core conformance/server conformance/fake-provider bindings/bridge bindings/cli bindings/python; do
         grep -q "^[^/]*/$crate/Cargo.toml$" <<<"$listing" ||
             { echo "$sdist: lacks the crate $crate" >&2; return 1; }
     done
