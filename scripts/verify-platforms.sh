@@ -9,7 +9,9 @@
 #    profile), while scripts/verify/arm64-root.sh makes (once, cached by its stamp) the Debian
 #    arm64 root the aarch64 glibc artifacts run in ($CYCLES_ARM64_ROOT, default
 #    ~/.cache/cycles-verify/arm64-root);
-# 2. scripts/verify/LANG.sh DIR ARM64_ROOT [--ci] for c, cli, java, and python and node when
+# 2. scripts/verify/contents.py DIR LANG...: every artifact packaged carries the LICENSE and a
+#    README with no relative link;
+# 3. scripts/verify/LANG.sh DIR ARM64_ROOT [--ci] for c, cli, java, and python and node when
 #    those scripts exist. Each prints what it ran where and fails on anything else.
 #
 # --ci (scripts/test-all.sh): the dev profile and the part that fits CI's time: the aarch64
@@ -77,6 +79,9 @@ for lang in "${langs[@]}"; do
     log "package $lang: $(( $(date +%s) - t ))s"
     run+=("$lang")
 done
+
+# Every artifact packaged carries the LICENSE and a README whose links work off the repository.
+[[ ${#run[@]} -eq 0 ]] || python3 "$ROOT/scripts/verify/contents.py" "$OUT" "${run[@]}"
 
 if ! wait "$root_pid"; then
     cat "$OUT/arm64-root.err" >&2

@@ -73,6 +73,7 @@ done
 jar tf "$JAR" >"$WORK/jar-list"
 grep -qx "native/linux-x86_64/libcycles_jvm.so" "$WORK/jar-list" || { echo "the jar has no native library" >&2; exit 1; }
 grep -qx "META-INF/LICENSE" "$WORK/jar-list" || { echo "the jar has no META-INF/LICENSE" >&2; exit 1; }
+grep -qx "META-INF/README.md" "$WORK/jar-list" || { echo "the jar has no META-INF/README.md" >&2; exit 1; }
 python3 - "$JAR" "$WORK/manifest" <<'PY'
 import sys, zipfile
 text = zipfile.ZipFile(sys.argv[1]).read("META-INF/MANIFEST.MF").decode()

@@ -9,7 +9,7 @@
 #                                               archive carries Rust's LLVM libunwind
 #   OUT/c/cycles-c-X.Y.Z-PLATFORM.debug.tar.gz  the same folder with lib/libcycles.so.X.Y.Z.debug
 #                                               (the shared library's debug info; extract both
-#                                               into one place and gdb finds it)
+#                                               into one place and gdb finds it) and LICENSE
 #   OUT/c/{include,lib}                         the host platform's install tree (unstripped),
 #                                               when the host platform is built: the C tests
 #                                               compile against it
@@ -86,6 +86,7 @@ package_c_platform() {
         fi
     fi
     mkdir -p "$OUT/c/.stage/debug/$name/lib"
+    cp "$ROOT/LICENSE" "$OUT/c/.stage/debug/$name/"
     strip_artifact "$platform" "$stage/lib/libcycles.so.$version" "$OUT/c/.stage/debug/$name/lib/libcycles.so.$version.debug"
     strip_artifact "$platform" "$stage/lib/libcycles.a"
     tar -C "$OUT/c/.stage" --owner=0 --group=0 --numeric-owner -czf "$OUT/c/$name.tar.gz" "$name"

@@ -5,10 +5,12 @@
 #   OUT/java/cycles-sdk-X.Y.Z.jar          dev.cycles:cycles-sdk with one libcycles_jvm.so per
 #                                          platform built, under native/CLASSIFIER/ (linux-x86_64,
 #                                          linux-aarch_64, linux-x86_64-musl, linux-aarch_64-musl;
-#                                          common.sh platform_jvm_classifier), and META-INF/LICENSE
-#   OUT/java/cycles-sdk-X.Y.Z-{sources,javadoc}.jar
+#                                          common.sh platform_jvm_classifier), META-INF/LICENSE
+#                                          and META-INF/README.md (java/README.md)
+#   OUT/java/cycles-sdk-X.Y.Z-{sources,javadoc}.jar   each with META-INF/LICENSE too
 #   OUT/java/natives-debug/CLASSIFIER/libcycles_jvm.so.debug
-#                                          the natives' debug info (the natives are stripped)
+#                                          the natives' debug info (the natives are stripped),
+#                                          and LICENSE beside them
 #
 # The host platform in the dev profile is built with plain cargo into $TARGET (the tests'
 # path), every other by cargo-zigbuild (common.sh platform_cargo). Maven runs the JUnit suite
@@ -45,5 +47,13 @@ package_java() {
     (cd "$ROOT/java" && "${mvn[@]}" clean package "${skip[@]}" -Dcycles.native.root="$natives") >&2
     mkdir -p "$(dirname "$stamp")" && touch "$stamp"
     cp "$ROOT"/java/target/cycles-sdk-*.jar "$OUT/java/"
+    # The javadoc plugin packs the generated pages only; the LICENSE goes in as in the others.
+    python3 -c '
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[2], "a", zipfile.ZIP_DEFLATED) as z:
+    if "META-INF/LICENSE" not in z.namelist():
+        z.write(sys.argv[1], "META-INF/LICENSE")
+' "$ROOT/LICENSE" "$(ls "$OUT"/java/cycles-sdk-*-javadoc.jar)"
+    cp "$ROOT/LICENSE" "$OUT/java/natives-debug/"
     log "Java: $(cd "$OUT/java" && ls | tr '\n' ' ')"
 }

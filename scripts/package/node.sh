@@ -114,14 +114,8 @@ MD
     copy_license "$dir"
 }
 
-# The repository's LICENSE into DIR, or (until the repository has one) a note of the licence.
-copy_license() {
-    if [[ -f "$ROOT/LICENSE" ]]; then
-        cp "$ROOT/LICENSE" "$1/LICENSE"
-    else
-        log "Node: no LICENSE at the repository root; the package declares Apache-2.0 only"
-    fi
-}
+# The repository's LICENSE into DIR (every package carries it).
+copy_license() { cp "$ROOT/LICENSE" "$1/LICENSE"; }
 
 # Fails unless FILE is PLATFORM's addon: ELF machine, NEEDED libraries, glibc symbols <= 2.17
 # (gnu) or none at all (musl).

@@ -50,8 +50,8 @@ package_python() {
     log "Python: $(cd "$OUT/python" && ls | tr '\n' ' ')"
 }
 
-# Fails unless WHEEL is the abi3 wheel of PLATFORM: tag, console script, ELF machine, NEEDED
-# libraries and (manylinux) glibc symbol versions <= 2.17; (musllinux) no glibc at all.
+# Fails unless WHEEL is the abi3 wheel of PLATFORM: tag, console script, LICENSE, ELF machine,
+# NEEDED libraries and (manylinux) glibc symbol versions <= 2.17; (musllinux) no glibc at all.
 check_python_wheel() {
     local wheel="$1" platform="$2" tag="${PYTHON_WHEEL_TAG[$2]}" dir so needed lib newest
     case "$(basename "$wheel")" in
@@ -64,6 +64,10 @@ check_python_wheel() {
         { echo "$wheel: no cycles console script" >&2; rm -rf "$dir"; return 1; }
     grep -q "^Tag: cp310-abi3-.*$tag" "$dir"/cycles_sdk-*.dist-info/WHEEL ||
         { echo "$wheel: WHEEL metadata lacks the $tag tag" >&2; rm -rf "$dir"; return 1; }
+    # PEP 639: the licence text in .dist-info/licenses/, named by METADATA's License-File.
+    cmp -s "$ROOT/LICENSE" "$(ls "$dir"/cycles_sdk-*.dist-info/licenses/LICENSE 2>/dev/null | head -1)" &&
+        grep -qx 'License-File: LICENSE' "$dir"/cycles_sdk-*.dist-info/METADATA ||
+        { echo "$wheel: no LICENSE in .dist-info/licenses/ (or METADATA does not name it)" >&2; rm -rf "$dir"; return 1; }
     so="$(ls "$dir"/cycles/_native*.so)"
     readelf -h "$so" | grep -q "Machine: *${PYTHON_ELF_MACHINE[$platform]}" ||
         { echo "$wheel: the extension is not ${PYTHON_ELF_MACHINE[$platform]}" >&2; rm -rf "$dir"; return 1; }
@@ -85,14 +89,15 @@ check_python_wheel() {
     rm -rf "$dir"
 }
 
-# Fails unless the sdist carries every workspace crate the extension builds from.
+# Fails unless the sdist carries every workspace crate the extension builds from, and LICENSE.
 check_python_sdist() {
     local sdist="$1" listing crate
     listing="$(tar -tzf "$sdist")"
-    for crate in core conformance/server bindings/bridge bindings/cli bindings/python; do
+    for crate in core conformance/server conformance/fake-provider bindings/bridge bindings/cli bindings/python; do
         grep -q "^[^/]*/$crate/Cargo.toml$" <<<"$listing" ||
             { echo "$sdist: lacks the crate $crate" >&2; return 1; }
     done
     grep -q '^[^/]*/Cargo.lock$' <<<"$listing" || { echo "$sdist: no Cargo.lock" >&2; return 1; }
+    grep -q '^[^/]*/LICENSE$' <<<"$listing" || { echo "$sdist: no LICENSE" >&2; return 1; }
     log "Python: $(basename "$sdist"): $(wc -l <<<"$listing") files, $(du -k "$sdist" | cut -f1) KiB"
 }

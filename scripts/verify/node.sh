@@ -56,7 +56,7 @@ if (pkg.bin?.["cycles-sdk"] !== "./dist/cli.js") throw new Error("no cycles-sdk 
 if (pkg.devDependencies) throw new Error("devDependencies in the published package.json");
 JS
 [[ -f "$WORK/main/package/README.md" ]] || { echo "$MAIN: no README.md" >&2; exit 1; }
-if [[ -f "$REPO/LICENSE" && ! -f "$WORK/main/package/LICENSE" ]]; then echo "$MAIN: no LICENSE" >&2; exit 1; fi
+[[ -f "$WORK/main/package/LICENSE" ]] || { echo "$MAIN: no LICENSE" >&2; exit 1; }
 [[ -z "$(find "$WORK/main" -name '*.node')" ]] || { echo "$MAIN carries an addon" >&2; exit 1; }
 # The loader of the packed package, on hosts it has no addon for.
 node - "$WORK/main/package/dist/loader.js" <<'JS'

@@ -22,6 +22,8 @@ for lang in ("c", "cli", "java", "python", "node"):
         if root != d and lang == "c":
             continue  # the host install tree
         for f in sorted(files):
+            if f in ("LICENSE", "README.md"):
+                continue
             path = os.path.join(root, f)
             inner = ""
             if f.endswith(".tar.gz") and not f.endswith(".debug.tar.gz"):
