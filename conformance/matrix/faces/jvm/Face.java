@@ -6,6 +6,7 @@ import dev.cycles.DrainReport;
 import dev.cycles.GuardSpec;
 import dev.cycles.Journal;
 import dev.cycles.Outcome;
+import dev.cycles.Pricing;
 import dev.cycles.Reservation;
 import dev.cycles.Response;
 import dev.cycles.Settlement;
