@@ -3,15 +3,14 @@
 //! Nothing here blocks; every function is thread-safe.
 
 use std::ffi::c_char;
-use std::ptr;
 
 use cycles_bridge::pricing_json;
-use cycles_bridge::ErrorFields;
 
 use crate::error::cycles_error;
 use crate::panic::guard;
 use crate::status::cycles_status;
-use crate::strings::{arg, into_raw};
+use crate::strings::arg;
+use crate::timing::put;
 
 /// One pure pricing function by name with its arguments as a JSON object (docs/c.md lists
 /// them: `text_tokens`, `prompt_tokens`, `output_bound`, `lookup_price`, `cost`, `estimate`,
@@ -27,12 +26,7 @@ pub unsafe extern "C" fn cycles_pricing_call(
     err: *mut *mut cycles_error,
 ) -> cycles_status {
     guard(err, || {
-        if out_json.is_null() {
-            return Err(ErrorFields::invalid("out_json is NULL"));
-        }
-        *out_json = ptr::null_mut();
-        let r = pricing_json::call(arg(name, "name")?, arg(args_json, "args_json")?)?;
-        *out_json = into_raw(&r);
-        Ok(())
+        let r = pricing_json::call(arg(name, "name")?, arg(args_json, "args_json")?);
+        put(out_json, r)
     })
 }

@@ -15,7 +15,8 @@ use crate::panic::{abort_free, guard, or_default};
 use crate::status::cycles_status;
 use crate::strings::{arg, into_raw};
 
-unsafe fn put(
+/// Writes a JSON result to `*out` (NULL first, so a failure leaves no stale pointer).
+pub(crate) unsafe fn put(
     out: *mut *mut c_char,
     s: Result<String, cycles_core::Error>,
 ) -> Result<(), ErrorFields> {
