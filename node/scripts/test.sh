@@ -15,7 +15,7 @@ EXPECTED_TESTS=107
 REFERENCE_SUITES=(test/operations.test.mjs test/lifecycle.test.mjs)
 EXPECTED_REFERENCE_TESTS=40
 # The fake model provider with the real model client libraries, the integrations guarding them (openai, anthropic, ai, express) and their quick starts (test/integrations).
-EXPECTED_INTEGRATION_TESTS=35
+EXPECTED_INTEGRATION_TESTS=39
 
 bash scripts/build.sh
 (cd .. && cargo build -q --locked -p cycles-cli)
