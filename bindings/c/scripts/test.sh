@@ -6,8 +6,9 @@
 # recovery conformance tests); the process-lifetime programs and the journal interop with the
 # Rust CLI and the Python wheel (plain); then the README.md C quick start, extracted, compiled
 # through pkg-config and run under valgrind. Cargo builds in $CARGO_TARGET_DIR.
-# The install tree and the plain CTest build are kept in $CARGO_TARGET_DIR/cycles-c-tests
-# (CYCLES_C_TESTS_DIR overrides): conformance/adapters/c runs the recovery tests from there.
+# The install tree and the plain CTest build are kept in this checkout's tree
+# (bindings/c/scripts/tests-tree.sh: $CARGO_TARGET_DIR/cycles-c-tests/<checkout key>;
+# CYCLES_C_TESTS_DIR overrides): conformance/adapters/c runs the recovery tests from there.
 # The recovery tests (recovery_*, forked and SIGKILLed children) and the fork tests run plain
 # and under ASAN, not under valgrind.
 set -euo pipefail
@@ -21,7 +22,7 @@ FORK_TESTS=2   # not under valgrind (it checks the forked child, which cannot cl
 RECOVERY_TESTS=15
 CORPUS="${CYCLES_REFERENCE_CORPUS:-$ROOT/../shared/fixtures/reference-server/exchanges.jsonl}"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
-KEEP="${CYCLES_C_TESTS_DIR:-$TARGET/cycles-c-tests}"
+KEEP="$(bash "$C/scripts/tests-tree.sh")"
 # The Python direction of the journal interop uses the test venv python/scripts/test.sh leaves
 # (CI runs it before this script); it must exist.
 PY_VENV_PYTHON="${CYCLES_PY_CACHE:-$HOME/.cache/cycles-python}/test-venv/bin/python"

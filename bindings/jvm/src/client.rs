@@ -73,7 +73,8 @@ pub extern "system" fn Java_dev_cycles_internal_Native_errorCodes<'l>(
 
 /// A client from options JSON (the bridge's one options table, `options::host_client`:
 /// `base_url`, `api_key`, `tenant`, `default_unit`, timeouts, journal,
-/// `max_concurrent_requests`, settle overrides, `close_timeout_ms`; an unknown member is
+/// `max_concurrent_requests`, `max_response_bytes`, settle overrides, `close_timeout_ms`; an
+/// unknown member is
 /// INVALID_ARGUMENT); `from_env`: the `CYCLES_*` environment, the options overriding it.
 #[no_mangle]
 pub extern "system" fn Java_dev_cycles_internal_Native_clientNew<'l>(
