@@ -56,11 +56,13 @@ PY
 }
 check_reports "$S/cycles-spring-boot-autoconfigure/target/surefire-reports" \
     $(for k in "${!EXPECTED[@]}"; do echo "$k=${EXPECTED[$k]}"; done)
-check_reports "$S/cycles-spring-ai/target/surefire-reports" CyclesChatAdvisorTest=6 CyclesChatAdvisorAnthropicTest=2
+check_reports "$S/cycles-spring-ai/target/surefire-reports" CyclesChatAdvisorTest=6 CyclesChatAdvisorAnthropicTest=2 \
+    CyclesAiAutoConfigurationTest=5
 
 log "jars: auto-configuration imports, configuration metadata, the starter's dependencies"
 JAR="$(ls "$S"/cycles-spring-boot-autoconfigure/target/cycles-spring-boot-autoconfigure-*.jar)"
-python3 - "$JAR" "$S/cycles-spring-boot-starter/pom.xml" <<'PY'
+AIJAR="$(ls "$S"/cycles-spring-ai/target/cycles-spring-ai-*[0-9].jar)"
+python3 - "$JAR" "$S/cycles-spring-boot-starter/pom.xml" "$AIJAR" <<'PY'
 import json, sys, zipfile
 z = zipfile.ZipFile(sys.argv[1])
 imports = z.read("META-INF/spring/org.springframework.boot.autoconfigure.AutoConfiguration.imports").decode().split()
@@ -77,10 +79,19 @@ missing = want - names
 assert not missing, f"configuration metadata lacks {sorted(missing)}"
 undocumented = sorted(p["name"] for p in meta["properties"] if not p.get("description"))
 assert not undocumented, f"properties without a description: {undocumented}"
+ai = zipfile.ZipFile(sys.argv[3])
+ai_imports = ai.read("META-INF/spring/org.springframework.boot.autoconfigure.AutoConfiguration.imports").decode().split()
+assert ai_imports == ["dev.cycles.spring.ai.CyclesAiAutoConfiguration"], ai_imports
+ai_meta = json.loads(ai.read("META-INF/spring-configuration-metadata.json"))
+ai_names = {p["name"] for p in ai_meta["properties"]}
+ai_want = {"cycles.ai.enabled", "cycles.ai.advise-chat-clients", "cycles.ai.pricing", "cycles.ai.action-kind",
+           "cycles.ai.default-output-bound", "cycles.ai.order"}
+assert ai_names == ai_want, f"the advisor's configuration metadata: {sorted(ai_names)}"
+assert all(p.get("description") for p in ai_meta["properties"]), "an advisor property without a description"
 pom = open(sys.argv[2]).read()
 for a in ("cycles-spring-boot-autoconfigure", "cycles-sdk", "spring-boot-starter"):
     assert f"<artifactId>{a}</artifactId>" in pom, a
-print(f"metadata: {len(names)} properties, each described")
+print(f"metadata: {len(names)} properties, the advisor's {len(ai_names)}, each described")
 PY
 log "Spring Boot 4.0.7: the same auto-configuration jar in a Boot 4 application, its test classes but the Actuator one"
 b4stamp="$HOME/.m2/cycles-spring-boot4-resolved-$(sha256sum "$S/boot4-check/pom.xml" | cut -c1-16)"

@@ -1,6 +1,7 @@
 package dev.cycles.spring.ai;
 
 import dev.cycles.Action;
+import dev.cycles.CapsPlan;
 import dev.cycles.CyclesClient;
 import dev.cycles.GuardSpec;
 import dev.cycles.Pricing;
@@ -9,8 +10,10 @@ import dev.cycles.internal.Json;
 import java.lang.reflect.Method;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicReference;
 import org.springframework.ai.chat.client.ChatClientRequest;
 import org.springframework.ai.chat.client.ChatClientResponse;
@@ -23,8 +26,11 @@ import org.springframework.ai.chat.metadata.Usage;
 import org.springframework.ai.chat.model.ChatResponse;
 import org.springframework.ai.chat.prompt.ChatOptions;
 import org.springframework.ai.chat.prompt.Prompt;
+import org.springframework.ai.model.tool.ToolCallingChatOptions;
+import org.springframework.ai.tool.ToolCallback;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
 
 /**
  * A {@code ChatClient} advisor (call and stream): reserve what the core's
@@ -45,7 +51,7 @@ public final class CyclesChatAdvisor implements CallAdvisor, StreamAdvisor {
 
     private CyclesChatAdvisor(Builder b) {
         this.client = b.client;
-        this.pricing = Json.parse(b.pricingJson);
+        this.pricing = b.pricing;
         this.actionKind = b.actionKind;
         this.defaultOutputBound = b.defaultOutputBound;
         this.order = b.order;
@@ -92,8 +98,19 @@ public final class CyclesChatAdvisor implements CallAdvisor, StreamAdvisor {
             return this;
         }
 
-        /** @return the advisor */
+        private Object pricing;
+
+        /**
+         * @return the advisor
+         * @throws IllegalArgumentException when the pricing is not a JSON object
+         */
         public CyclesChatAdvisor build() {
+            try {
+                pricing = Json.object(pricingJson == null ? "" : pricingJson);
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("the pricing must be a JSON object ({\"unit\":\"TOKENS\"} or a price table): "
+                        + e.getMessage(), e);
+            }
             return new CyclesChatAdvisor(this);
         }
     }
@@ -128,9 +145,7 @@ public final class CyclesChatAdvisor implements CallAdvisor, StreamAdvisor {
         Map<String, Object> request = new LinkedHashMap<>();
         request.put("model", model);
         request.put("messages", messages);
-        if (options.getMaxTokens() != null) {
-            request.put("max_tokens", options.getMaxTokens());
-        }
+        bounds(options, request);
         Map<String, Object> args = new LinkedHashMap<>();
         args.put("pricing", pricing);
         args.put("model", model);
@@ -147,37 +162,179 @@ public final class CyclesChatAdvisor implements CallAdvisor, StreamAdvisor {
         return GuardSpec.of(Action.of(actionKind, p.model()), p.estimate()).unit(p.unit());
     }
 
-    /**
-     * The request with max tokens lowered to the caps' (ALLOW_WITH_CAPS), else unchanged: the
-     * core's caps rule ({@code lower_bound}) decides.
-     */
-    @SuppressWarnings("unchecked")
-    private static ChatClientRequest capped(ChatClientRequest req, Reservation r) {
-        Long cap = r.caps().map(c -> c.maxTokens()).orElse(null);
-        ChatOptions options = req.prompt().getOptions();
-        if (cap == null || options == null) {
-            return req;
-        }
-        Map<String, Object> caps = new LinkedHashMap<>();
-        caps.put("max_tokens", cap);
-        Map<String, Object> args = new LinkedHashMap<>();
-        args.put("bound", options.getMaxTokens());
-        args.put("caps", caps);
-        Map<String, Object> out = (Map<String, Object>) Json.parse(Pricing.call("lower_bound", Json.write(args)));
-        if (!Boolean.TRUE.equals(out.get("changed"))) {
-            return req;
-        }
-        int bound = ((Number) out.get("bound")).intValue();
-        ChatOptions copy = options.copy();
+    /** The options' accessors by name (reflection: the advisor depends on no model module). */
+    private static Object read(Object target, String getter) {
         try {
-            Method set = copy.getClass().getMethod("setMaxTokens", Integer.class);
-            set.invoke(copy, bound);
+            return target.getClass().getMethod(getter).invoke(target);
+        } catch (NoSuchMethodException e) {
+            return null;
         } catch (ReflectiveOperationException e) {
-            throw new IllegalStateException("CyclesChatAdvisor: caps limit max tokens to " + bound + " but "
-                    + copy.getClass().getName() + " has no setMaxTokens(Integer)", e);
+            throw new IllegalStateException("CyclesChatAdvisor: " + target.getClass().getName() + "." + getter + "() failed", e);
+        }
+    }
+
+    private static boolean has(Object target, String getter) {
+        try {
+            target.getClass().getMethod(getter);
+            return true;
+        } catch (NoSuchMethodException e) {
+            return false;
+        }
+    }
+
+    private static void write(Object target, String setter, Class<?> type, Object value) {
+        try {
+            target.getClass().getMethod(setter, type).invoke(target, value);
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException("CyclesChatAdvisor: caps ask " + setter + "(" + value + ") of "
+                    + target.getClass().getName() + ", which has no " + setter + "(" + type.getSimpleName() + ")", e);
+        }
+    }
+
+    /**
+     * The API whose wire format the request is expressed in: Chat Completions when the options
+     * are OpenAI's (they have {@code max_completion_tokens}), else Messages (one bound field,
+     * {@code max_tokens}, and a smallest bound of 1: right for any provider whose format the
+     * core does not know).
+     */
+    private static CapsPlan.Api api(ChatOptions options) {
+        return has(options, "getMaxCompletionTokens") ? CapsPlan.Api.CHAT_COMPLETIONS : CapsPlan.Api.MESSAGES;
+    }
+
+    /** The options' output bound fields, as the provider spells them. */
+    private static void bounds(ChatOptions options, Map<String, Object> request) {
+        if (options.getMaxTokens() != null) {
+            request.put("max_tokens", options.getMaxTokens());
+        }
+        Object mct = read(options, "getMaxCompletionTokens");
+        if (mct != null) {
+            request.put("max_completion_tokens", mct);
+        }
+    }
+
+    /** The tools the request offers, by name: its tool callbacks and its tool names. */
+    private static List<String> toolNames(ChatOptions options) {
+        List<String> names = new ArrayList<>();
+        if (options instanceof ToolCallingChatOptions t) {
+            if (t.getToolCallbacks() != null) {
+                for (ToolCallback c : t.getToolCallbacks()) {
+                    names.add(c.getToolDefinition().name());
+                }
+            }
+            if (t.getToolNames() != null) {
+                for (String n : t.getToolNames()) {
+                    if (!names.contains(n)) {
+                        names.add(n);
+                    }
+                }
+            }
+        }
+        return names;
+    }
+
+    /**
+     * The options' tool choice in the wire's terms, when it names a tool or is a plain mode:
+     * a map or JSON text as is, a string mode as is, a typed choice with a {@code name()}
+     * (Anthropic's) as {@code {"name"}}; null when none.
+     */
+    private static Object toolChoice(ChatOptions options) {
+        Object c = read(options, "getToolChoice");
+        if (c == null || c instanceof Map<?, ?>) {
+            return c;
+        }
+        if (c instanceof String str) {
+            return str.trim().startsWith("{") ? Json.parse(str) : str;
+        }
+        Object name = read(c, "name");
+        return name instanceof String n ? Map.of("name", n) : Map.of("type", c.toString());
+    }
+
+    /**
+     * The request as the core's caps rule sees it (the options' output bound fields, tools by
+     * name, the tool choice), planned under the reservation's caps ({@code plan_caps}, which
+     * reports a rewrite as the {@code caps_applied} event) and mapped back: bound fields
+     * lowered, the tools it removes taken out of the callbacks and names, a tool choice naming
+     * one cleared. Unchanged under {@code ALLOW}. A plan that says not to send (a cap of 0)
+     * is null: the caller releases and refuses the call.
+     */
+    private static ChatClientRequest capped(ChatClientRequest req, Reservation r, CapsPlan[] planOut) {
+        ChatOptions options = req.prompt().getOptions();
+        if (r.caps().isEmpty() || options == null) {
+            return req;
+        }
+        CapsPlan.Api api = api(options);
+        Map<String, Object> request = new LinkedHashMap<>();
+        bounds(options, request);
+        List<String> tools = toolNames(options);
+        if (!tools.isEmpty()) {
+            List<Object> wire = new ArrayList<>();
+            for (String n : tools) {
+                wire.add(Map.of("name", n));
+            }
+            request.put("tools", wire);
+            Object choice = toolChoice(options);
+            if (choice != null) {
+                request.put("tool_choice", choice);
+            }
+        }
+        CapsPlan plan = r.planCaps(api, request);
+        planOut[0] = plan;
+        if (!plan.send()) {
+            return null;
+        }
+        if (!plan.changed()) {
+            return req;
+        }
+        ChatOptions copy = options.copy();
+        for (String field : List.of("max_tokens", "max_completion_tokens")) {
+            Object v = plan.set().get(field);
+            if (v != null) {
+                write(copy, field.equals("max_tokens") ? "setMaxTokens" : "setMaxCompletionTokens", Integer.class,
+                        Math.toIntExact(((Number) v).longValue()));
+            }
+        }
+        if (!plan.removedTools().isEmpty() && copy instanceof ToolCallingChatOptions t) {
+            List<ToolCallback> kept = new ArrayList<>();
+            for (ToolCallback c : t.getToolCallbacks() == null ? List.<ToolCallback>of() : t.getToolCallbacks()) {
+                if (!plan.removedTools().contains(c.getToolDefinition().name())) {
+                    kept.add(c);
+                }
+            }
+            t.setToolCallbacks(kept);
+            Set<String> names = new LinkedHashSet<>(t.getToolNames() == null ? Set.of() : t.getToolNames());
+            names.removeAll(plan.removedTools());
+            t.setToolNames(names);
+        }
+        if (plan.unset().contains("tool_choice") && has(copy, "getToolChoice")) {
+            write(copy, "setToolChoice", setterType(copy, "setToolChoice"), null);
+        }
+        if (plan.unset().contains("parallel_tool_calls") && has(copy, "getParallelToolCalls")) {
+            write(copy, "setParallelToolCalls", Boolean.class, null);
         }
         Prompt prompt = req.prompt().mutate().chatOptions(copy).build();
         return req.mutate().prompt(prompt).build();
+    }
+
+    /** The parameter type of the one-argument setter {@code name}. */
+    private static Class<?> setterType(Object target, String name) {
+        for (Method m : target.getClass().getMethods()) {
+            if (m.getName().equals(name) && m.getParameterCount() == 1) {
+                return m.getParameterTypes()[0];
+            }
+        }
+        throw new IllegalStateException("CyclesChatAdvisor: " + target.getClass().getName() + " has no " + name);
+    }
+
+    /** Releases a reservation whose plan says not to send, and the exception refusing the call. */
+    private static CallNotSentException notSent(Reservation r, CapsPlan plan) {
+        boolean released;
+        try {
+            r.release("caps lower the output bound to " + plan.boundTo() + ": the model call was not sent");
+            released = true;
+        } catch (RuntimeException e) {
+            released = false;
+        }
+        return new CallNotSentException(r.reservationId(), released, plan);
     }
 
     /** The core's price of a usage, or null when the response carried none. */
@@ -212,11 +369,18 @@ public final class CyclesChatAdvisor implements CallAdvisor, StreamAdvisor {
         Reservation r = client.reserve(spec(p));
         ChatClientResponse resp;
         try {
-            resp = chain.nextCall(capped(req, r));
+            CapsPlan[] plan = new CapsPlan[1];
+            ChatClientRequest sent = capped(req, r, plan);
+            if (sent == null) {
+                throw notSent(r, plan[0]);
+            }
+            resp = chain.nextCall(sent);
             Long actual = actual(p.model(), usage(resp));
             if (actual != null) {
                 r.setActual(actual);
             }
+        } catch (CallNotSentException e) {
+            throw e;
         } catch (RuntimeException e) {
             r.fail();
             r.close();
@@ -232,7 +396,19 @@ public final class CyclesChatAdvisor implements CallAdvisor, StreamAdvisor {
             Plan p = plan(req.prompt());
             return Mono.fromFuture(() -> client.reserveAsync(spec(p))).flatMapMany(r -> {
                 AtomicReference<Long> seen = new AtomicReference<>();
-                return chain.nextStream(capped(req, r))
+                CapsPlan[] plan = new CapsPlan[1];
+                ChatClientRequest sent;
+                try {
+                    sent = capped(req, r, plan);
+                } catch (RuntimeException e) {
+                    return Mono.fromFuture(r.finishAsync(false)).onErrorResume(x -> Mono.empty()).then(Mono.error(e));
+                }
+                if (sent == null) {
+                    // release() blocks on its request: off the thread that completed the reservation.
+                    return Mono.fromCallable(() -> notSent(r, plan[0])).subscribeOn(Schedulers.boundedElastic())
+                            .flatMapMany(Flux::error);
+                }
+                return chain.nextStream(sent)
                         .doOnNext(resp -> {
                             Long a = actual(p.model(), usage(resp));
                             if (a != null) {
