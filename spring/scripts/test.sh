@@ -4,7 +4,8 @@
 # $CYCLES_SDK_JAR if set, e.g. scripts/package.sh's OUT/java/cycles-sdk-0.1.0.jar, else one
 # built for the host from java/ in a temporary copy), build spring/'s modules with their JUnit
 # suites (Spring Boot's test support against the SDK's LocalServer over real HTTP; the Spring AI
-# advisor with a real ChatClient against the CLI's fake provider), check
+# advisor with a real ChatClient against the CLI's fake provider; the same advisor jar on
+# Spring AI 2.0.1 / Boot 4.0.7, spring/boot4-ai-check), check
 # Surefire's XML for exactly the expected number of tests per class, all passed (a filter
 # matching nothing still says BUILD SUCCESS), and check the jars: the auto-configuration's
 # imports and configuration metadata (our names and the official starter's).
@@ -101,6 +102,14 @@ b4mvn=(mvn -B -q)
 touch "$b4stamp"
 check_reports "$S/boot4-check/target/surefire-reports" \
     $(for k in "${!EXPECTED[@]}"; do [[ $k == CyclesActuatorTest ]] || echo "$k=${EXPECTED[$k]}"; done)
+
+log "Spring AI 2.0.1 on Spring Boot 4.0.7: the advisor's jar as built (Spring AI 1.1.2), auto-configured, against the fake provider"
+b4aistamp="$HOME/.m2/cycles-spring-boot4-ai-resolved-$(sha256sum "$S/boot4-ai-check/pom.xml" | cut -c1-16)"
+b4aimvn=(mvn -B -q)
+[[ -f "$b4aistamp" ]] && b4aimvn+=(-o)
+(cd "$S/boot4-ai-check" && "${b4aimvn[@]}" clean test -Dcycles.cli="$TARGET/debug/cycles") >&2
+touch "$b4aistamp"
+check_reports "$S/boot4-ai-check/target/surefire-reports" CyclesChatAdvisorBoot4Test=3
 
 log "docs/spring.md quick start: an executable Boot jar (spring-boot-maven-plugin), plain java -jar"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/cycles-spring-test.XXXXXX")"

@@ -165,12 +165,23 @@ public final class CyclesChatAdvisor implements CallAdvisor, StreamAdvisor {
     /** The options' accessors by name (reflection: the advisor depends on no model module). */
     private static Object read(Object target, String getter) {
         try {
-            return target.getClass().getMethod(getter).invoke(target);
+            return accessible(target.getClass().getMethod(getter)).invoke(target);
         } catch (NoSuchMethodException e) {
             return null;
         } catch (ReflectiveOperationException e) {
             throw new IllegalStateException("CyclesChatAdvisor: " + target.getClass().getName() + "." + getter + "() failed", e);
         }
+    }
+
+    /**
+     * A public method of a class that may not be public itself (a model module's builder
+     * inherits its methods from a package-private base): callable once made accessible.
+     */
+    private static Method accessible(Method m) {
+        if (!java.lang.reflect.Modifier.isPublic(m.getDeclaringClass().getModifiers())) {
+            m.setAccessible(true);
+        }
+        return m;
     }
 
     private static boolean has(Object target, String getter) {
@@ -184,7 +195,7 @@ public final class CyclesChatAdvisor implements CallAdvisor, StreamAdvisor {
 
     private static void write(Object target, String setter, Class<?> type, Object value) {
         try {
-            target.getClass().getMethod(setter, type).invoke(target, value);
+            accessible(target.getClass().getMethod(setter, type)).invoke(target, value);
         } catch (ReflectiveOperationException e) {
             throw new IllegalStateException("CyclesChatAdvisor: caps ask " + setter + "(" + value + ") of "
                     + target.getClass().getName() + ", which has no " + setter + "(" + type.getSimpleName() + ")", e);
@@ -221,8 +232,10 @@ public final class CyclesChatAdvisor implements CallAdvisor, StreamAdvisor {
                     names.add(c.getToolDefinition().name());
                 }
             }
-            if (t.getToolNames() != null) {
-                for (String n : t.getToolNames()) {
+            // Spring AI 1.x also names tools to resolve (2.x has callbacks only).
+            if (read(t, "getToolNames") instanceof Set<?> toolNames) {
+                for (Object o : toolNames) {
+                    String n = (String) o;
                     if (!names.contains(n)) {
                         names.add(n);
                     }
@@ -285,25 +298,47 @@ public final class CyclesChatAdvisor implements CallAdvisor, StreamAdvisor {
         if (!plan.changed()) {
             return req;
         }
-        ChatOptions copy = options.copy();
-        for (String field : List.of("max_tokens", "max_completion_tokens")) {
-            Object v = plan.set().get(field);
-            if (v != null) {
-                write(copy, field.equals("max_tokens") ? "setMaxTokens" : "setMaxCompletionTokens", Integer.class,
-                        Math.toIntExact(((Number) v).longValue()));
-            }
-        }
-        if (!plan.removedTools().isEmpty() && copy instanceof ToolCallingChatOptions t) {
-            List<ToolCallback> kept = new ArrayList<>();
-            for (ToolCallback c : t.getToolCallbacks() == null ? List.<ToolCallback>of() : t.getToolCallbacks()) {
+        ChatOptions copy = has(options, "copy") ? copyWith(options, plan) : mutateWith(options, plan);
+        Prompt prompt = req.prompt().mutate().chatOptions(copy).build();
+        return req.mutate().prompt(prompt).build();
+    }
+
+    /** The tool callbacks the plan keeps, in their order. */
+    private static List<ToolCallback> kept(ChatOptions options, CapsPlan plan) {
+        List<ToolCallback> kept = new ArrayList<>();
+        if (options instanceof ToolCallingChatOptions t && t.getToolCallbacks() != null) {
+            for (ToolCallback c : t.getToolCallbacks()) {
                 if (!plan.removedTools().contains(c.getToolDefinition().name())) {
                     kept.add(c);
                 }
             }
-            t.setToolCallbacks(kept);
-            Set<String> names = new LinkedHashSet<>(t.getToolNames() == null ? Set.of() : t.getToolNames());
-            names.removeAll(plan.removedTools());
-            t.setToolNames(names);
+        }
+        return kept;
+    }
+
+    private static Integer bound(CapsPlan plan, String field) {
+        Object v = plan.set().get(field);
+        return v == null ? null : Math.toIntExact(((Number) v).longValue());
+    }
+
+    /** Spring AI 1.x: mutable options, a {@code copy()} changed by its setters. */
+    @SuppressWarnings("unchecked")
+    private static ChatOptions copyWith(ChatOptions options, CapsPlan plan) {
+        ChatOptions copy = (ChatOptions) read(options, "copy");
+        if (bound(plan, "max_tokens") != null) {
+            write(copy, "setMaxTokens", Integer.class, bound(plan, "max_tokens"));
+        }
+        if (bound(plan, "max_completion_tokens") != null) {
+            write(copy, "setMaxCompletionTokens", Integer.class, bound(plan, "max_completion_tokens"));
+        }
+        if (!plan.removedTools().isEmpty() && copy instanceof ToolCallingChatOptions t) {
+            t.setToolCallbacks(kept(copy, plan));
+            Object names = read(copy, "getToolNames");
+            if (names != null) {
+                Set<String> left = new LinkedHashSet<>((Set<String>) names);
+                left.removeAll(plan.removedTools());
+                write(copy, "setToolNames", Set.class, left);
+            }
         }
         if (plan.unset().contains("tool_choice") && has(copy, "getToolChoice")) {
             write(copy, "setToolChoice", setterType(copy, "setToolChoice"), null);
@@ -311,8 +346,35 @@ public final class CyclesChatAdvisor implements CallAdvisor, StreamAdvisor {
         if (plan.unset().contains("parallel_tool_calls") && has(copy, "getParallelToolCalls")) {
             write(copy, "setParallelToolCalls", Boolean.class, null);
         }
-        Prompt prompt = req.prompt().mutate().chatOptions(copy).build();
-        return req.mutate().prompt(prompt).build();
+        return copy;
+    }
+
+    /**
+     * Spring AI 2.x: immutable options, rebuilt by the builder of {@code mutate()} (no
+     * {@code copy()}, no setters, tools as callbacks only).
+     */
+    private static ChatOptions mutateWith(ChatOptions options, CapsPlan plan) {
+        Object b = read(options, "mutate");
+        if (b == null) {
+            throw new IllegalStateException("CyclesChatAdvisor: caps must change the request, but " + options.getClass().getName()
+                    + " has neither copy() nor mutate()");
+        }
+        if (bound(plan, "max_tokens") != null) {
+            write(b, "maxTokens", Integer.class, bound(plan, "max_tokens"));
+        }
+        if (bound(plan, "max_completion_tokens") != null) {
+            write(b, "maxCompletionTokens", Integer.class, bound(plan, "max_completion_tokens"));
+        }
+        if (!plan.removedTools().isEmpty() && options instanceof ToolCallingChatOptions) {
+            write(b, "toolCallbacks", List.class, kept(options, plan));
+        }
+        if (plan.unset().contains("tool_choice") && has(options, "getToolChoice")) {
+            write(b, "toolChoice", setterType(b, "toolChoice"), null);
+        }
+        if (plan.unset().contains("parallel_tool_calls") && has(options, "getParallelToolCalls")) {
+            write(b, "parallelToolCalls", Boolean.class, null);
+        }
+        return (ChatOptions) read(b, "build");
     }
 
     /** The parameter type of the one-argument setter {@code name}. */
