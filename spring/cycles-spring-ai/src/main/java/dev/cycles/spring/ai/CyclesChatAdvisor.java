@@ -35,10 +35,12 @@ import reactor.core.scheduler.Schedulers;
 /**
  * A {@code ChatClient} advisor (call and stream): reserve what the core's
  * {@code estimate_request} prices the prompt and its output bound at (the options' max tokens,
- * else the builder's default bound), lower the max tokens to the caps' under
- * {@code ALLOW_WITH_CAPS}, call the model, commit what the core's {@code actual} prices the
- * response's usage at (streaming: the last usage seen; a broken stream commits what was seen,
- * none: released), release when the call fails. A denial throws the SDK's typed exception
+ * else the builder's default bound), apply the caps under {@code ALLOW_WITH_CAPS} through the
+ * core's {@code plan_caps} ({@link Reservation#planCaps}: max tokens lowered, denied tools
+ * removed, the {@code caps_applied} event; a cap of 0 releases and throws
+ * {@link CallNotSentException} before the model is called), call the model, commit what the
+ * core's {@code actual} prices the response's usage at (streaming: the last usage seen; a
+ * broken stream commits what was seen, none: released), release when the call fails. A denial throws the SDK's typed exception
  * (e.g. {@code BudgetExceededException}) before the model is called. Every amount comes from
  * {@link Pricing} (docs/integrations.md): the same charge as every other language's integration.
  */
