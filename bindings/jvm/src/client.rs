@@ -366,6 +366,25 @@ pub extern "system" fn Java_dev_cycles_internal_Native_activeRelease<'l>(
     })
 }
 
+/// The caps rewrite of a provider request (bridge `Active::plan_caps`): `api` a wire name,
+/// `request` its JSON body; the plan's JSON. A rewrite is reported as the `caps_applied`
+/// event. INVALID_ARGUMENT for a bad API name, request or bound, or once finished.
+#[no_mangle]
+pub extern "system" fn Java_dev_cycles_internal_Native_activePlanCaps<'l>(
+    mut env: JNIEnv<'l>,
+    _c: JClass<'l>,
+    a: jlong,
+    api: JString<'l>,
+    request: JString<'l>,
+) -> jstring {
+    entry(&mut env, std::ptr::null_mut(), |env| {
+        let api = string(env, &api, "api")?;
+        let request = string(env, &request, "request")?;
+        let plan = active(a)?.plan_caps(&api, &request)?;
+        jstr(env, &plan)
+    })
+}
+
 /// Sets the actual amount (replaces what was reported).
 #[no_mangle]
 pub extern "system" fn Java_dev_cycles_internal_Native_activeSetActual<'l>(
