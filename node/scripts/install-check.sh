@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The packed tarballs (cycles-sdk and this host's @cycles-sdk/linux-x64-gnu, as scripts/pack.sh
 # writes them; or the ones in $CYCLES_NODE_TARBALLS, a scripts/package.sh OUT/node folder)
-# installed offline into an empty folder and used from plain ESM (the integration subpaths too), plain CommonJS and TypeScript
+# installed offline into an empty folder and used from plain ESM (the integration subpaths too;
+# cycles-sdk/langchain's import without @langchain/core names what to install), plain CommonJS and TypeScript
 # (`tsc --noEmit --strict`, then the `await using` form compiled and run on this Node); the
 # quick start of the installed package's README (the same block as docs/node.md's first js
 # block) type-checked with `tsc --strict --noEmit` as TypeScript and as checked JavaScript,
@@ -51,6 +52,9 @@ const { guardAnthropic } = await import("cycles-sdk/anthropic");
 const { cycles: middleware } = await import("cycles-sdk/express");
 const { cyclesMiddleware } = await import("cycles-sdk/ai");
 if (textTokens("abcd") !== 1 || typeof guardOpenAI !== "function" || typeof guardAnthropic !== "function" || typeof middleware !== "function" || typeof cyclesMiddleware !== "function") throw new Error("the integration subpaths");
+// cycles-sdk/langchain extends @langchain/core's BaseChatModel, not installed here: its import names what to install.
+const missing = await import("cycles-sdk/langchain").then(() => null, (e) => e);
+if (!missing || missing.code !== "MODULE_NOT_FOUND" || !missing.message.includes("npm install @langchain/core")) throw new Error(`cycles-sdk/langchain without @langchain/core: ${missing}`);
 await client.close();
 server.stop();
 console.log("esm ok", out);
