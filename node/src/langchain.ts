@@ -318,6 +318,16 @@ export class CyclesChatModel<O extends ChatModels.BaseChatModelCallOptions = Cha
     const signal = (options as unknown as Obj).signal as AbortSignal | undefined;
     let u = NO_USAGE;
     let ok = true;
+    let settled = false;
+    const settle = async (succeeded: boolean): Promise<void> => {
+      if (settled) return;
+      settled = true;
+      await c.settle(u, succeeded);
+    };
+    // LangChain's stream() rejects its consumer on an abort without returning this generator,
+    // which would stay suspended: the abort settles it.
+    const onAbort = (): void => void settle(true).catch((e: unknown) => process.emitWarning(`cycles-sdk/langchain: settling an aborted stream failed: ${String(e)}`));
+    signal?.addEventListener("abort", onAbort, { once: true });
     try {
       for await (const chunk of c.model._streamResponseChunks(messages, c.options, runManager)) {
         u = addUsage(u, (chunk.message as unknown as Obj).usage_metadata as Obj | undefined);
@@ -328,7 +338,8 @@ export class CyclesChatModel<O extends ChatModels.BaseChatModelCallOptions = Cha
       if (signal?.aborted !== true) ok = false;
       throw e;
     } finally {
-      await c.settle(u, ok);
+      signal?.removeEventListener("abort", onAbort);
+      await settle(ok);
     }
   }
 }

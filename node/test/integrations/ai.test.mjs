@@ -95,18 +95,22 @@ test("ai: a provider 500 and a cut stream released; caps lower maxOutputTokens a
 
 test("ai: caps through core's plan of the model's API: the caps_applied event, and Responses' minimum bound (16) not sent below it", async () => {
   await withSetup({ caps: { maxTokens: 10, toolDenylist: ["shell"] } }, async ({ provider, server, chat, responses, events }) => {
-    const tools = { shell: tool({ inputSchema: jsonSchema({ type: "object" }) }), calc: tool({ inputSchema: jsonSchema({ type: "object" }) }) };
-    await generateText({ model: chat, prompt: "say hello to me", maxOutputTokens: 64, maxRetries: 0, tools, toolChoice: { type: "tool", toolName: "shell" } });
+    // The wrapped model called directly (generateText would refuse a reply without the forced tool).
+    const tools = ["shell", "calc"].map((name) => ({ type: "function", name, inputSchema: { type: "object" } }));
+    await chat.doGenerate({ prompt: [{ role: "user", content: [{ type: "text", text: "say hello to me" }] }], maxOutputTokens: 64, tools, toolChoice: { type: "tool", toolName: "shell" } });
     const sent = provider.requests()[0];
     assert.equal(sent.outputBound, 10);
     assert.deepEqual(sent.body.tools.map((t) => t.function.name), ["calc"]);
     assert.equal("tool_choice" in sent.body, false, "a choice naming a removed tool is removed");
+    for (let i = 0; i < 100 && events.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
     const applied = events.filter((e) => e.kind === "caps_applied");
     assert.equal(applied.length, 1);
     assert.deepEqual([applied[0].api, applied[0].boundFrom, applied[0].boundTo, applied[0].removedTools, applied[0].send], ["chat_completions", 64, 10, ["shell"], true]);
     // Responses refuses a bound below 16: the call is not made.
     await assert.rejects(generateText({ model: responses, prompt: "say hello to me", maxOutputTokens: 64, maxRetries: 0 }), (e) => e instanceof CallNotSentError && e.plan.send === false && /responses does not accept/.test(e.message));
     assert.equal(provider.requests().length, 1);
+    // Events are delivered asynchronously: wait (bounded) for the second.
+    for (let i = 0; i < 100 && events.filter((e) => e.kind === "caps_applied").length < 2; i++) await new Promise((r) => setTimeout(r, 10));
     assert.deepEqual(events.filter((e) => e.kind === "caps_applied").map((e) => [e.api, e.boundTo, e.send]), [["chat_completions", 10, true], ["responses", 10, false]]);
     assert.equal(entries(server, "release").length, 1);
   });

@@ -67,6 +67,9 @@ test("the Node integration quick starts type-check under tsc --strict", () => {
       types: ["node"],
       // This folder's @types (node pinned to the package's own version, express for its quick start).
       typeRoots: [join(HERE, "node_modules", "@types")],
+      // cycles-sdk is linked (file:../..): its declarations resolve their imports (@langchain/core)
+      // from this folder, as in an app's node_modules, not from the package's own devDependencies.
+      preserveSymlinks: true,
       // Declaration files are not re-checked (the libraries' are theirs, the package's are tsc's own output); the blocks are.
       skipLibCheck: true,
     },
