@@ -167,7 +167,7 @@ export class CyclesChatModel<O extends ChatModels.BaseChatModelCallOptions = Cha
     // The inner model's own callbacks, tags and metadata: its entry points are bypassed.
     super({ callbacks: inner.callbacks, tags: inner.tags, metadata: inner.metadata, verbose: inner.verbose });
     this.inner = inner;
-    this.config = config;
+    this.config = checkConfig(config, "guardChatModel") as ChatModelGuardConfig;
     this.disableStreaming = inner.disableStreaming === true;
   }
 
@@ -355,5 +355,5 @@ export function guardChatModel<M extends AnyChatModel>(model: M, config: ChatMod
   if (!isChatModel(model)) {
     throw new InvalidArgumentError(`guardChatModel needs a LangChain chat model (a BaseChatModel of ${PEER}), not a binding or another Runnable: guard the model, then bindTools on the guard`);
   }
-  return new CyclesChatModel<CallOptionsOf<M>>(model, checkConfig(config, "guardChatModel") as ChatModelGuardConfig);
+  return new CyclesChatModel<CallOptionsOf<M>>(model, config);
 }

@@ -79,6 +79,7 @@ test("langchain: invoke, stream and batch: the estimate reserved, the usage comm
     assert.deepEqual([last.action.name, last.estimate.amount], ["greeting", 70]);
     await assert.rejects(llm.invoke(PROMPT, { cycles: { nmae: "x" } }), (e) => e instanceof InvalidArgumentError && /unknown cycles request option nmae/.test(e.message));
     assert.throws(() => guardChatModel(chat(provider).withRetry(), { client: cycles }), (e) => e instanceof InvalidArgumentError && /guard the model, then bindTools/.test(e.message));
+    assert.throws(() => guardChatModel(chat(provider), {}), (e) => e instanceof InvalidArgumentError && /config.client must be a cycles-sdk Client/.test(e.message));
   });
 });
 
