@@ -112,7 +112,8 @@ interface LibraryStream {
 const DEFAULT_KIND = "llm.completion";
 const CALL_KEYS = new Set(["actionName", "actionKind", "actionTags", "subject", "estimate", "idempotencyKey", "metadata", "onReservation"]);
 
-function checkCall(c: unknown): CyclesCallOptions {
+/** The `cycles` request option checked: unknown members refused by name. @internal */
+export function checkCall(c: unknown): CyclesCallOptions {
   if (c === undefined || c === null) return {};
   if (typeof c !== "object" || Array.isArray(c)) throw new InvalidArgumentError("the cycles request option must be an object");
   for (const k of Object.keys(c)) {
@@ -241,7 +242,8 @@ function applyCaps(r: GuardedReservation, api: Api, request: Obj): Obj {
   return out;
 }
 
-async function settleCall(r: GuardedReservation, table: Pricing, model: string, estimate: Amount, u: ReportedUsage, succeeded: boolean): Promise<unknown> {
+/** Settles a call by core's `actual` and `settlement` (a pricing error releases, then throws). @internal */
+export async function settleCall(r: GuardedReservation, table: Pricing, model: string, estimate: Amount, u: ReportedUsage, succeeded: boolean): Promise<unknown> {
   let s: pricing.SettlementAction;
   try {
     s = pricing.settlement(pricing.actual(table, model, u), succeeded, estimate);
