@@ -164,9 +164,10 @@ const prompt = [
 const params = await mw.transformParams({ type: "generate", params: { prompt, maxOutputTokens: 50 }, model });
 const usage = { inputTokens: { total: 1 }, outputTokens: { total: 1 } };
 await mw.wrapGenerate({ doGenerate: async () => ({ usage, content: [] }), doStream: async () => ({}), params, model });
+const reserved = server.ledger().find((e) => e.kind === "reserve").amount;
 await client.close();
 server.stop();
-console.log("reserved", server.ledger().find((e) => e.kind === "reserve").amount);
+console.log("reserved", reserved);
 JS
 [ "$(timeout 20 node tokenizer.mjs)" = "reserved 65" ] || { echo "tokenizer auto without js-tiktoken: not core's estimate" >&2; exit 1; }
 npm install --prefer-offline --no-audit --no-fund --silent js-tiktoken@1.0.21
