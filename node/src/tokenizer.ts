@@ -48,6 +48,18 @@ function jsTiktoken(): JsTiktokenLite | null {
  * the model. Special-token text in a prompt counts as ordinary text, as the provider counts it.
  */
 export function tiktokenCounter(model: string): TextCounter | null {
+  // Per model, once: js-tiktoken throws for a model it does not know, on every call.
+  let known = byModel.get(model);
+  if (known === undefined) {
+    known = counterOf(model);
+    if (byModel.size < 1024) byModel.set(model, known);
+  }
+  return known;
+}
+
+const byModel = new Map<string, TextCounter | null>();
+
+function counterOf(model: string): TextCounter | null {
   const t = jsTiktoken();
   if (t === null) return null;
   let name: string;
