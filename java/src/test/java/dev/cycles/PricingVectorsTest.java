@@ -18,7 +18,7 @@ import org.junit.jupiter.api.Test;
  * know, fails.
  */
 class PricingVectorsTest {
-    static final List<String> FUNCTIONS = List.of("text_tokens", "prompt_tokens", "output_bound", "lookup_price", "cost",
+    static final List<String> FUNCTIONS = List.of("text_tokens", "prompt_texts", "prompt_tokens", "output_bound", "lookup_price", "cost",
             "estimate", "estimate_request", "actual", "settlement", "lower_bound", "tool_allowed", "filter_tools",
             "plan_caps", "usage", "stream_request", "call_failed");
 
