@@ -22,6 +22,18 @@ enum Body {
     DeclaredThenStall(u64),
     /// Exactly this body.
     Exact(&'static str),
+    /// Read the request, answer nothing, keep the connection open.
+    Silent,
+    /// Chunked headers, then nothing.
+    HeadersThenStall,
+    /// A chunked body one byte every 50 ms, never ending.
+    Drip,
+    /// Part of a declared body, then a TCP reset (RST).
+    ResetMidway,
+    /// `Content-Length: 100`, ten bytes, then the connection closed.
+    Short,
+    /// A redirect to another host.
+    Redirect,
 }
 
 /// A loopback server answering every connection with `status` and `body`.
@@ -43,6 +55,31 @@ async fn stub(status: &'static str, body: Body) -> String {
                         Ok(n) => buf.extend_from_slice(&chunk[..n]),
                     }
                 }
+                match body {
+                    Body::Silent => {
+                        tokio::time::sleep(Duration::from_secs(30)).await;
+                        return;
+                    }
+                    Body::Redirect => {
+                        let r = "HTTP/1.1 307 Temporary Redirect\r\nlocation: http://203.0.113.1:1/v1/reservations\r\ncontent-length: 0\r\n\r\n";
+                        let _ = sock.write_all(r.as_bytes()).await;
+                        return;
+                    }
+                    Body::ResetMidway | Body::Short => {
+                        let r = format!(
+                            "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{{\"status\":\""
+                        );
+                        let _ = sock.write_all(r.as_bytes()).await;
+                        if matches!(body, Body::ResetMidway) {
+                            // Linger 0: close() sends RST instead of FIN (and so never blocks,
+                            // the concern of the deprecation).
+                            #[allow(deprecated)]
+                            let _ = sock.set_linger(Some(Duration::ZERO));
+                        }
+                        return;
+                    }
+                    _ => {}
+                }
                 let head = match body {
                     Body::Endless => format!(
                         "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n"
@@ -54,6 +91,9 @@ async fn stub(status: &'static str, body: Body) -> String {
                         "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{b}",
                         b.len()
                     ),
+                    _ => format!(
+                        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n"
+                    ),
                 };
                 if sock.write_all(head.as_bytes()).await.is_err() {
                     return;
@@ -63,10 +103,16 @@ async fn stub(status: &'static str, body: Body) -> String {
                         let piece = format!("10000\r\n{}\r\n", " ".repeat(0x10000));
                         while sock.write_all(piece.as_bytes()).await.is_ok() {}
                     }
-                    Body::DeclaredThenStall(_) => {
+                    Body::DeclaredThenStall(_) | Body::HeadersThenStall => {
                         tokio::time::sleep(Duration::from_secs(30)).await;
                     }
-                    Body::Exact(_) => {}
+                    Body::Drip => loop {
+                        if sock.write_all(b"1\r\n \r\n").await.is_err() {
+                            return;
+                        }
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    },
+                    _ => {}
                 }
             });
         }
@@ -189,4 +235,65 @@ fn the_bound_is_configured_and_checked() {
         .validate()
         .unwrap_err();
     assert_eq!(e.message(), "max_response_bytes must be at least 1");
+}
+
+/// Every other way a server can fail to answer ends the attempt within its timeout, with the
+/// error of what happened, and nothing is followed or retried (one attempt per call).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn servers_that_do_not_answer_end_within_the_timeout_typed() {
+    let timeout = Duration::from_millis(400);
+    let cases = [
+        ("silent", "200 OK", Body::Silent, ErrorKind::Timeout),
+        (
+            "headers then stall",
+            "200 OK",
+            Body::HeadersThenStall,
+            ErrorKind::Timeout,
+        ),
+        (
+            "one byte every 50 ms",
+            "200 OK",
+            Body::Drip,
+            ErrorKind::Timeout,
+        ),
+        (
+            "reset mid-body",
+            "200 OK",
+            Body::ResetMidway,
+            ErrorKind::ConnectionReset,
+        ),
+        (
+            "shorter than its length",
+            "200 OK",
+            Body::Short,
+            ErrorKind::ConnectionReset,
+        ),
+        (
+            "redirect",
+            "307",
+            Body::Redirect,
+            ErrorKind::UnexpectedStatus,
+        ),
+        (
+            "200 with truncated JSON",
+            "200 OK",
+            Body::Exact(r#"{"decision":"ALLOW","reservation_id":"r"#),
+            ErrorKind::AmbiguousSuccess,
+        ),
+    ];
+    for (what, status, body, kind) in cases {
+        let base = stub(status, body).await;
+        let c = CyclesClient::new(Config::new(&base, "test-key").with_request_timeout(timeout))
+            .unwrap();
+        let started = std::time::Instant::now();
+        let e = c.create_reservation(&reserve_req(1)).await.unwrap_err();
+        assert_eq!(e.kind(), &kind, "{what}: {e:?}");
+        // Bounded by the attempt's own timeout (with slack for a loaded machine), never
+        // by the server.
+        assert!(
+            started.elapsed() < timeout * 10,
+            "{what}: {:?}",
+            started.elapsed()
+        );
+    }
 }
