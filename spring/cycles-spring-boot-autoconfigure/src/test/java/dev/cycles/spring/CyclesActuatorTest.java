@@ -13,17 +13,16 @@ import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.springframework.boot.actuate.autoconfigure.metrics.CompositeMeterRegistryAutoConfiguration;
-import org.springframework.boot.actuate.autoconfigure.metrics.MetricsAutoConfiguration;
-import org.springframework.boot.actuate.autoconfigure.metrics.export.simple.SimpleMetricsExportAutoConfiguration;
-import org.springframework.boot.actuate.health.Health;
-import org.springframework.boot.actuate.health.Status;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
-/** The health indicator and the meters, with Actuator's own metrics auto-configuration binding them. */
+/**
+ * The health indicator through Boot's health endpoint, and the meters with Actuator's own metrics
+ * auto-configuration binding them. Boot-neutral: the types of Actuator's packages are in
+ * {@link BootActuator}, one per Boot line (src/test/boot3 here, spring/boot4-check for Boot 4).
+ */
 class CyclesActuatorTest {
     private static final String OUTAGE =
             "{\"operation\":\"commitReservation\",\"times\":0,\"fault\":{\"kind\":\"server_error\",\"status\":503}}";
@@ -65,9 +64,9 @@ class CyclesActuatorTest {
 
     private ApplicationContextRunner runner(String... more) {
         return new ApplicationContextRunner()
-                .withConfiguration(AutoConfigurations.of(CyclesAutoConfiguration.class, CyclesActuatorAutoConfiguration.class,
-                        MetricsAutoConfiguration.class, SimpleMetricsExportAutoConfiguration.class,
-                        CompositeMeterRegistryAutoConfiguration.class))
+                .withConfiguration(AutoConfigurations.of(CyclesAutoConfiguration.class, CyclesActuatorAutoConfiguration.class))
+                .withConfiguration(AutoConfigurations.of(BootActuator.AUTO_CONFIGURATIONS))
+                .withPropertyValues("management.endpoint.health.show-details=always")
                 .withUserConfiguration(App.class).withPropertyValues(server.properties(more));
     }
 
@@ -79,29 +78,40 @@ class CyclesActuatorTest {
     @Test
     void healthUpWithTheJournalsPendingSettlementsThenDown() {
         server = Server.start();
-        runner("cycles.settle-max-attempts=1", "cycles.replay-interval=1h").run(ctx -> {
-            CyclesHealthIndicator h = ctx.getBean(CyclesHealthIndicator.class);
-            Health up = h.health();
-            assertEquals(Status.UP, up.getStatus());
-            assertEquals(0, up.getDetails().get("journal.pending"));
-            assertEquals(server.server.url(), up.getDetails().get("baseUrl"));
+        // The journaled settlement cannot drain once the server is gone: a short drain bound.
+        runner("cycles.settle-max-attempts=1", "cycles.replay-interval=1h", "cycles.close-timeout=200ms").run(ctx -> {
+            assertThat(ctx).hasSingleBean(BootActuator.INDICATOR);
+            assertEquals(BootActuator.INDICATOR, ctx.getBean("cyclesHealthIndicator").getClass());
+            BootActuator.View up = BootActuator.health(ctx);
+            assertEquals("UP", up.status());
+            assertEquals(0, up.details().get("journal.pending"));
+            assertEquals(server.server.url(), up.details().get("baseUrl"));
 
             server.server.addFault(OUTAGE);
             ctx.getBean(Work.class).spend(1000);
-            Health pending = h.health();
-            assertEquals(Status.UP, pending.getStatus());
-            assertEquals(1, pending.getDetails().get("journal.pending"));
-            assertThat((Long) pending.getDetails().get("journal.oldestAgeMs")).isBetween(0L, 60_000L);
+            BootActuator.View pending = BootActuator.health(ctx);
+            assertEquals("UP", pending.status());
+            assertEquals(1, pending.details().get("journal.pending"));
+            assertThat((Long) pending.details().get("journal.oldestAgeMs")).isBetween(0L, 60_000L);
             MeterRegistry m = ctx.getBean(MeterRegistry.class);
             assertEquals(1.0, m.get("cycles.journal.pending").gauge().value());
             await().atMost(Duration.ofSeconds(5)).until(() -> m.find("cycles.settlements").tags("outcome", "pending").counter() != null);
             assertEquals(1.0, count(m, "cycles.settlements", "outcome", "pending", "mode", "none"));
             assertThat(count(m, "cycles.settlements", "outcome", "attempt_failed", "mode", "commit")).isGreaterThanOrEqualTo(1.0);
 
+            // A 5xx from the server: DOWN, with the status; the next read answers: UP again.
+            server.server.addFault("{\"operation\":\"getBalances\",\"times\":1,\"fault\":{\"kind\":\"server_error\",\"status\":503}}");
+            BootActuator.View failing = BootActuator.health(ctx);
+            assertEquals("DOWN", failing.status());
+            assertEquals(503, failing.details().get("httpStatus"));
+            assertEquals("SERVER_ERROR", failing.details().get("error"));
+            assertEquals("UP", BootActuator.health(ctx).status());
+
+            // The server gone. Its stop closes kept-alive connections asynchronously (it awaits
+            // only its accept loop), so a read right after may still be served: wait for DOWN.
             server.server.close();
-            Health down = h.health();
-            assertEquals(Status.DOWN, down.getStatus());
-            assertThat(down.getDetails().get("error").toString()).isNotEmpty();
+            await().atMost(Duration.ofSeconds(5)).until(() -> "DOWN".equals(BootActuator.health(ctx).status()));
+            assertThat(BootActuator.health(ctx).details().get("error").toString()).isNotEmpty();
         });
     }
 
@@ -142,7 +152,8 @@ class CyclesActuatorTest {
     void healthIndicatorCanBeTurnedOff() {
         server = Server.start();
         runner("management.health.cycles.enabled=false").run(ctx -> {
-            assertThat(ctx).doesNotHaveBean(CyclesHealthIndicator.class);
+            assertThat(ctx).doesNotHaveBean("cyclesHealthIndicator");
+            assertThat(ctx).doesNotHaveBean(BootActuator.INDICATOR);
             assertThat(ctx).hasSingleBean(CyclesMetrics.class);
         });
     }
