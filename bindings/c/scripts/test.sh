@@ -98,9 +98,14 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 \
     run_ctest asan "$WORK/build-asan" "$ALL" -DCMAKE_C_FLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -g"
 
 # What users link is the release build (cargo-zigbuild, glibc 2.17): the valgrind and ASAN runs
-# again against it (scripts/package.sh's unstripped host tree), as docs/reliability.md says.
-log "release library: build and install (release profile) into $KEEP/release"
-CYCLES_PACKAGE_PROFILE=release "$ROOT/scripts/package.sh" "$KEEP/release" c >/dev/null
+# again against it, as docs/reliability.md says. Built with line tables and symbols kept (the
+# same optimised code; debug info does not change it) so that reports name their frames and
+# valgrind.supp's entries match; in a target dir of its own, so the fingerprint never fights
+# scripts/package.sh's stripped release build.
+log "release library (line tables, symbols kept): build and install into $KEEP/release"
+CARGO_TARGET_DIR="$TARGET/c-release-debuginfo" CARGO_PROFILE_RELEASE_DEBUG=line-tables-only \
+    CARGO_PROFILE_RELEASE_STRIP=none CYCLES_PACKAGE_PROFILE=release \
+    "$ROOT/scripts/package.sh" "$KEEP/release" c >/dev/null
 PKG_CONFIG_PATH="$KEEP/release/c/lib/pkgconfig" run_ctest "valgrind, release library" \
     "$WORK/build-valgrind-release" "$BASE_TESTS" -DCYCLES_WRAPPER="$VALGRIND" -DCYCLES_RECOVERY=OFF
 PKG_CONFIG_PATH="$KEEP/release/c/lib/pkgconfig" ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 \
