@@ -12,7 +12,9 @@ server.
 The fake provider and the Cycles server run as their own processes (``cycles fake-provider``,
 ``cycles serve``), so ``time.process_time()`` here is the client's CPU only (Python and core's
 runtime threads alike), divided by its calls. Every round of one path is ``--calls`` calls; the
-paths take turns, ``--rounds`` times, after one warm-up round each; medians are reported.
+paths take turns, ``--rounds`` times, after one warm-up round each; medians are reported. The
+crash journal is off by default (``--journal on`` turns it on), as in the Node benchmark; at
+the end nothing may stay reserved on the server, or the run fails.
 
     python integrations_bench.py --cycles-bin BIN [--rounds 5] [--calls 200] [--json PATH]
 
@@ -77,11 +79,19 @@ class FakeProviderProcess:
 Sync = Callable[[], object]
 
 
-def _paths(url: str, provider: str, loop: asyncio.AbstractEventLoop) -> dict[str, Sync]:
+def _paths(
+    url: str, provider: str, loop: asyncio.AbstractEventLoop, journal: bool
+) -> dict[str, Sync]:
     """Each measured path as a function making one call."""
-    journal = tempfile.mkdtemp(prefix="cycles-bench-")
-    c = cycles.Client(base_url=url, api_key=lb.API_KEY, tenant=lb.TENANT, journal_dir=journal)
-    ac = cycles.AsyncClient(base_url=url, api_key=lb.API_KEY, tenant=lb.TENANT, journal_dir=journal)
+    opts: dict[str, Any] = {
+        "base_url": url,
+        "api_key": lb.API_KEY,
+        "tenant": lb.TENANT,
+        "journal_enabled": journal,
+        "journal_dir": tempfile.mkdtemp(prefix="cycles-bench-"),
+    }
+    c = cycles.Client(**opts)
+    ac = cycles.AsyncClient(**opts)
     oai = openai.OpenAI(base_url=f"{provider}/v1", api_key="sk-fake", max_retries=0)
     ant = anthropic.Anthropic(base_url=provider, api_key="sk-ant-fake", max_retries=0)
     g_oai = guard_openai(oai, cycles=c, pricing=PRICING)
@@ -182,6 +192,12 @@ def main() -> None:
     p.add_argument("--cycles-bin", required=True, help="the cycles CLI (serve, fake-provider)")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--calls", type=int, default=200)
+    p.add_argument(
+        "--journal",
+        choices=("on", "off"),
+        default="off",
+        help="the guarded calls' crash journal (default off, as the Node benchmark)",
+    )
     p.add_argument("--json", help="also write the figures here")
     a = p.parse_args()
 
@@ -190,7 +206,7 @@ def main() -> None:
     loop = asyncio.new_event_loop()
     samples: dict[str, list[float]] = {}
     try:
-        paths = _paths(server.url, provider.url, loop)
+        paths = _paths(server.url, provider.url, loop, a.journal == "on")
         for fn in paths.values():
             _round(fn, a.calls)  # warm-up
         samples = {k: [] for k in paths}
@@ -207,9 +223,16 @@ def main() -> None:
         server.stop()
 
     m = {k: statistics.median(v) for k, v in samples.items()}
-    out: dict[str, Any] = {"rounds": a.rounds, "calls": a.calls, "us_per_call": m, "libs": {}}
+    out: dict[str, Any] = {
+        "rounds": a.rounds,
+        "calls": a.calls,
+        "journal": a.journal,
+        "python": sys.version.split()[0],
+        "us_per_call": m,
+        "libs": {},
+    }
     print(f"Client CPU per call, median of {a.rounds} rounds of {a.calls} calls "
-          f"(time.process_time(); Python {sys.version.split()[0]}):\n")  # fmt: skip
+          f"(time.process_time(); Python {sys.version.split()[0]}; journal {a.journal}):\n")  # fmt: skip
     print("| path | µs CPU per call | rounds (µs) |")
     print("|---|---:|---|")
     for k, v in m.items():
