@@ -7,7 +7,8 @@ one-turn agent with the bare ``OpenAIResponsesModel`` and the same model guarded
 openai-agents is installed). The yardsticks of the goal (the guard adds at most one bare
 create + commit pair): that pair through this SDK (``create_reservation`` +
 ``commit_reservation``, sync and async clients) and over ``http.client``, against the same
-server.
+server; and the guarded lifecycle alone (``with client.reserve(...)``, no provider call), so
+what the integration adds beyond it (estimate, caps, usage, settlement) is the difference.
 
 The fake provider and the Cycles server run as their own processes (``cycles fake-provider``,
 ``cycles serve``), so ``time.process_time()`` here is the client's CPU only (Python and core's
@@ -127,6 +128,18 @@ def _paths(
             actual=cycles.Amount(lb.UNIT, lb.ACTUAL),
         )
 
+    def lifecycle() -> object:
+        # What every guarded call runs around the provider call: the guarded lifecycle
+        # (reserve, heartbeat armed, commit of the actual), with no provider call inside.
+        with c.reserve(cycles.Amount(lb.UNIT, lb.ESTIMATE), action=action) as r:
+            r.set_actual(cycles.Amount(lb.UNIT, lb.ACTUAL))
+        return r
+
+    async def async_lifecycle() -> object:
+        async with ac.reserve(cycles.Amount(lb.UNIT, lb.ESTIMATE), action=action) as r:
+            r.set_actual(cycles.Amount(lb.UNIT, lb.ACTUAL))
+        return r
+
     bare_pair, _conn = lb._bare_sync(url)
     paths: dict[str, Sync] = {
         "openai bare": lambda: oai.chat.completions.create(
@@ -177,6 +190,8 @@ def _paths(
     paths["sdk create + commit"] = sdk_pair
     paths["sdk async create + commit"] = on_loop(sdk_async_pair)
     paths["http.client create + commit"] = bare_pair
+    paths["sdk lifecycle"] = lifecycle
+    paths["sdk async lifecycle"] = on_loop(async_lifecycle)
     return paths
 
 
@@ -231,22 +246,28 @@ def main() -> None:
         "us_per_call": m,
         "libs": {},
     }
-    print(f"Client CPU per call, median of {a.rounds} rounds of {a.calls} calls "
-          f"(time.process_time(); Python {sys.version.split()[0]}; journal {a.journal}):\n")  # fmt: skip
+    py = sys.version.split()[0]
+    print(
+        f"Client CPU per call, median of {a.rounds} rounds of {a.calls} calls "
+        f"(time.process_time(); Python {py}; journal {a.journal}):\n"
+    )
     print("| path | µs CPU per call | rounds (µs) |")
     print("|---|---:|---|")
     for k, v in m.items():
         print(f"| {k} | {v:.0f} | {', '.join(f'{x:.0f}' for x in samples[k])} |")
-    print("\n| integration | bare µs | guarded µs | guarded / bare | added µs | "
-          "added / SDK pair | added / http.client pair |")  # fmt: skip
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print(
+        "\n| integration | bare µs | guarded µs | guarded / bare | added µs | added / SDK pair "
+        "| added / http.client pair | added beyond the lifecycle µs |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for lib in ("openai", "anthropic", "langchain", "agents"):
         if f"{lib} bare" not in m:
             continue
         bare, guarded = m[f"{lib} bare"], m[f"{lib} guarded"]
         added = guarded - bare
-        # The agents path guards with the async client: its yardstick is the async pair.
-        pair = m["sdk async create + commit" if lib == "agents" else "sdk create + commit"]
+        # The agents path guards with the async client: its yardsticks are the async ones.
+        prefix = "sdk async" if lib == "agents" else "sdk"
+        pair, life = m[f"{prefix} create + commit"], m[f"{prefix} lifecycle"]
         raw = m["http.client create + commit"]
         out["libs"][lib] = {
             "bare": bare,
@@ -254,9 +275,12 @@ def main() -> None:
             "added": added,
             "added_per_sdk_pair": added / pair,
             "added_per_http_client_pair": added / raw,
+            "added_beyond_lifecycle": added - life,
         }
-        print(f"| {lib} | {bare:.0f} | {guarded:.0f} | {guarded / bare:.2f}x | {added:.0f} | "
-              f"{added / pair:.2f}x | {added / raw:.2f}x |")  # fmt: skip
+        print(
+            f"| {lib} | {bare:.0f} | {guarded:.0f} | {guarded / bare:.2f}x | {added:.0f} | "
+            f"{added / pair:.2f}x | {added / raw:.2f}x | {added - life:.0f} |"
+        )
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=2)
