@@ -7,8 +7,9 @@ one-turn agent with the bare ``OpenAIResponsesModel`` and the same model guarded
 openai-agents is installed). The yardsticks of the goal (the guard adds at most one bare
 create + commit pair): that pair through this SDK (``create_reservation`` +
 ``commit_reservation``, sync and async clients) and over ``http.client``, against the same
-server; and the guarded lifecycle alone (``with client.reserve(...)``, no provider call), so
-what the integration adds beyond it (estimate, caps, usage, settlement) is the difference.
+server; the guarded lifecycle alone (``with client.reserve(...)``, no provider call); and the
+``openai`` call guarded by hand (that lifecycle around the bare call), so what the integration
+itself adds (estimate, caps, usage, actual, settlement) is guarded minus by hand.
 
 The fake provider and the Cycles server run as their own processes (``cycles fake-provider``,
 ``cycles serve``), so ``time.process_time()`` here is the client's CPU only (Python and core's
@@ -140,6 +141,16 @@ def _paths(
             r.set_actual(cycles.Amount(lb.UNIT, lb.ACTUAL))
         return r
 
+    def openai_by_hand() -> object:
+        # The same call guarded by hand: the lifecycle around the bare call, the actual taken
+        # from the response (what the 24-line wrapper did). The integration's own work
+        # (core's estimate, caps, usage, actual, settlement) is what guarded adds to this.
+        with c.reserve(cycles.Amount(lb.UNIT, lb.ESTIMATE), action=action) as r:
+            reply = oai.chat.completions.create(model="gpt-fake", max_tokens=64, messages=user)
+            assert reply.usage is not None
+            r.set_actual(cycles.Amount(lb.UNIT, reply.usage.total_tokens))
+        return reply
+
     bare_pair, _conn = lb._bare_sync(url)
     paths: dict[str, Sync] = {
         "openai bare": lambda: oai.chat.completions.create(
@@ -148,6 +159,7 @@ def _paths(
         "openai guarded": lambda: g_oai.chat.completions.create(
             model="gpt-fake", max_tokens=64, messages=user
         ),
+        "openai by hand": openai_by_hand,
         "anthropic bare": lambda: ant.messages.create(
             model="claude-fake", max_tokens=64, messages=user
         ),
@@ -281,6 +293,12 @@ def main() -> None:
             f"| {lib} | {bare:.0f} | {guarded:.0f} | {guarded / bare:.2f}x | {added:.0f} | "
             f"{added / pair:.2f}x | {added / raw:.2f}x | {added - life:.0f} |"
         )
+    own = m["openai guarded"] - m["openai by hand"]
+    out["openai_guard_beyond_by_hand"] = own
+    print(
+        f"\nopenai guarded against the same call guarded by hand (the lifecycle around the bare "
+        f"call): {own:.0f} µs per call, {own / m['sdk create + commit']:.2f}x an SDK pair"
+    )
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=2)
