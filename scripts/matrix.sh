@@ -62,8 +62,11 @@ cargo test -q --locked -p cycles-core --no-run
 adapter rust cycles-sdk/rust-core "$reports/recovery-conformance.json" --adapter conformance/adapters/rust
 adapter python cycles-sdk/python "$reports/recovery-conformance-python.json" \
     --adapter conformance/adapters/python --python "$py_venv/bin/python"
+# This checkout's CTest tree, brought up to date with these sources first (incrementally): the
+# adapter must run the tests of the sources it stands in, never a tree built from others.
+c_tree="$(bash bindings/c/scripts/tests-tree.sh --build)"
 adapter c cycles-sdk/c "$reports/recovery-conformance-c.json" \
-    --adapter conformance/adapters/c --build-dir "$CARGO_TARGET_DIR/cycles-c-tests/build"
+    --adapter conformance/adapters/c --build-dir "$c_tree/build"
 adapter node cycles-sdk/node "$reports/recovery-conformance-node.json" --adapter conformance/adapters/node
 adapter jvm cycles-sdk/jvm "$reports/recovery-conformance-jvm.json" --adapter conformance/adapters/jvm
 

@@ -19,6 +19,9 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Default bound on one client's in-flight HTTP requests (and so its connections).
 pub const DEFAULT_MAX_CONCURRENT_REQUESTS: usize = 256;
+/// Default bound of one response body. Cycles bodies are small (a page of 200 reservations
+/// is tens of kilobytes); the bound keeps a broken or hostile server from filling memory.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 1 << 20;
 /// Upper bound for both timeouts. Keeping timeouts finite and bounded guarantees that a
 /// hung server can never stall a heartbeat or settlement forever, and that `Instant`
 /// arithmetic on them cannot overflow.
@@ -118,6 +121,10 @@ pub struct Config {
     /// `request_timeout`. Without a bound, a burst of 10,000 guarded tasks opens 10,000
     /// connections to the server.
     pub max_concurrent_requests: usize,
+    /// Most bytes one response body may hold. A longer body (by its `Content-Length`, or as
+    /// it arrives) is not read further: the attempt fails as a response that is not the
+    /// operation's (ambiguous for a write, so a settlement stays journaled and is retried).
+    pub max_response_bytes: usize,
 }
 
 impl Config {
@@ -132,7 +139,14 @@ impl Config {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             journal: JournalConfig::default(),
             max_concurrent_requests: DEFAULT_MAX_CONCURRENT_REQUESTS,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
         }
+    }
+
+    /// Sets the response body bound (validated by [`Config::validate`]: at least 1).
+    pub fn with_max_response_bytes(mut self, n: usize) -> Config {
+        self.max_response_bytes = n;
+        self
     }
 
     /// Sets the in-flight request bound (validated by [`Config::validate`]: at least 1).
@@ -195,6 +209,9 @@ impl Config {
         if self.max_concurrent_requests == 0 {
             return Err(Error::config("max_concurrent_requests must be at least 1"));
         }
+        if self.max_response_bytes == 0 {
+            return Err(Error::config("max_response_bytes must be at least 1"));
+        }
         if let Some(u) = self.default_unit.as_ref().filter(|u| !u.is_known()) {
             // A misspelt unit would otherwise reach the server on every guarded call.
             return Err(Error::config(format!(
@@ -222,6 +239,7 @@ impl Config {
     /// | `CYCLES_REQUEST_TIMEOUT_MS` | request timeout, integer milliseconds > 0 | 10000 |
     /// | `CYCLES_CONNECT_TIMEOUT_MS` | connect timeout, integer milliseconds > 0 | 5000 |
     /// | `CYCLES_MAX_CONCURRENT_REQUESTS` | in-flight request bound, integer > 0 | 256 |
+    /// | `CYCLES_MAX_RESPONSE_BYTES` | response body bound, integer > 0 | 1048576 |
     /// | `CYCLES_JOURNAL_DIR` | journal directory | `$HOME/.runcycles/commit-journal` |
     /// | `CYCLES_JOURNAL_ENABLED` | `true`/`false`/`1`/`0` | `true` |
     ///
@@ -253,6 +271,16 @@ impl Config {
                 _ => {
                     return Err(Error::config(format!(
                         "CYCLES_MAX_CONCURRENT_REQUESTS must be a positive integer, got {v:?}"
+                    )))
+                }
+            };
+        }
+        if let Some(v) = get("CYCLES_MAX_RESPONSE_BYTES") {
+            cfg.max_response_bytes = match v.trim().parse::<usize>() {
+                Ok(n) if n > 0 => n,
+                _ => {
+                    return Err(Error::config(format!(
+                        "CYCLES_MAX_RESPONSE_BYTES must be a positive integer, got {v:?}"
                     )))
                 }
             };

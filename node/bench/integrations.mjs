@@ -1,7 +1,9 @@
 // Client CPU per model call of each Node integration against the bare library call, in one
 // process, in alternating rounds (docs/integrations.md, "Node", "What a guard costs"): the
 // bare `openai` chat.completions.create, the same through guardOpenAI (reserve + commit added),
-// the bare `@anthropic-ai/sdk` messages.create and the same through guardAnthropic; and, as
+// the bare `@anthropic-ai/sdk` messages.create and the same through guardAnthropic, the AI SDK's
+// generateText of an `@ai-sdk/openai` chat model bare and wrapped by cyclesMiddleware, and
+// LangChain's ChatOpenAI invoke bare and through guardChatModel; and, as
 // the goal's yardstick, a bare `fetch` create + commit pair against the same Cycles server.
 // The fake provider and the Cycles server run as their own processes (`cycles fake-provider`,
 // `cycles serve`), so process.cpuUsage() here is the client's CPU only (the JS thread, V8's
@@ -18,6 +20,8 @@ import { parseArgs } from "node:util";
 
 import { Client } from "cycles-sdk";
 import { guardAnthropic } from "cycles-sdk/anthropic";
+import { cyclesMiddleware } from "cycles-sdk/ai";
+import { guardChatModel } from "cycles-sdk/langchain";
 import { guardOpenAI } from "cycles-sdk/openai";
 
 const { values: opt } = parseArgs({
@@ -30,6 +34,9 @@ const CALLS = Number(opt.calls);
 const libs = createRequire(join(dirname(fileURLToPath(import.meta.url)), "..", "test", "integrations", "package.json"));
 const OpenAI = libs("openai").default;
 const Anthropic = libs("@anthropic-ai/sdk").default;
+const { generateText, wrapLanguageModel } = libs("ai");
+const { createOpenAI } = libs("@ai-sdk/openai");
+const { ChatOpenAI } = libs("@langchain/openai");
 
 /** Starts `cycles <args>` and resolves with the first URL it prints. */
 function start(args) {
@@ -55,6 +62,10 @@ const oai = new OpenAI({ baseURL: `${provider.url}/v1`, apiKey: "sk-fake", maxRe
 const ant = new Anthropic({ baseURL: provider.url, apiKey: "sk-ant-fake", maxRetries: 0 });
 const guardedOai = guardOpenAI(oai, { client: cycles, pricing });
 const guardedAnt = guardAnthropic(ant, { client: cycles, pricing });
+const aiModel = createOpenAI({ baseURL: `${provider.url}/v1`, apiKey: "sk-fake" }).chat("gpt-fake");
+const aiGuarded = wrapLanguageModel({ model: aiModel, middleware: cyclesMiddleware({ client: cycles, pricing }) });
+const lc = new ChatOpenAI({ model: "gpt-fake", apiKey: "sk-fake", maxRetries: 0, maxTokens: 64, configuration: { baseURL: `${provider.url}/v1` } });
+const lcGuarded = guardChatModel(lc, { client: cycles, pricing });
 let n = 0;
 async function fetchPair() {
   const key = `bench-${process.pid}-${n++}`;
@@ -76,6 +87,10 @@ const PATHS = {
   "openai guarded": () => guardedOai.chat.completions.create({ model: "gpt-fake", max_tokens: 64, messages: USER }),
   "anthropic bare": () => ant.messages.create({ model: "claude-fake", max_tokens: 64, messages: USER }),
   "anthropic guarded": () => guardedAnt.messages.create({ model: "claude-fake", max_tokens: 64, messages: USER }),
+  "ai bare": () => generateText({ model: aiModel, prompt: "say hello to me", maxOutputTokens: 64, maxRetries: 0 }),
+  "ai guarded": () => generateText({ model: aiGuarded, prompt: "say hello to me", maxOutputTokens: 64, maxRetries: 0 }),
+  "langchain bare": () => lc.invoke("say hello to me"),
+  "langchain guarded": () => lcGuarded.invoke("say hello to me"),
   "fetch create + commit": fetchPair,
 };
 
@@ -98,7 +113,7 @@ try {
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const m = Object.fromEntries(Object.entries(samples).map(([k, xs]) => [k, median(xs)]));
 for (const [k, v] of Object.entries(m)) console.log(`${k.padEnd(22)} ${v.toFixed(0).padStart(6)} us CPU per call (median of ${ROUNDS} rounds of ${CALLS})`);
-for (const lib of ["openai", "anthropic"]) {
+for (const lib of ["openai", "anthropic", "ai", "langchain"]) {
   const added = m[`${lib} guarded`] - m[`${lib} bare`];
   console.log(`${lib}: the guard adds ${added.toFixed(0)} us per call = ${(added / m["fetch create + commit"]).toFixed(2)}x a bare fetch create + commit pair (goal: at most 1x)`);
 }

@@ -15,4 +15,4 @@ npx napi build --platform --release \
 rm -rf dist
 npx tsc -p .
 chmod +x dist/cli.js
-node scripts/esm.mjs index testing timing journal pricing openai anthropic express ai
+node scripts/esm.mjs index testing timing journal pricing openai anthropic express ai langchain

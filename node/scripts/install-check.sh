@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The packed tarballs (cycles-sdk and this host's @cycles-sdk/linux-x64-gnu, as scripts/pack.sh
 # writes them; or the ones in $CYCLES_NODE_TARBALLS, a scripts/package.sh OUT/node folder)
-# installed offline into an empty folder and used from plain ESM (the integration subpaths too), plain CommonJS and TypeScript
+# installed offline into an empty folder and used from plain ESM (the integration subpaths too;
+# cycles-sdk/langchain's import without @langchain/core names what to install), plain CommonJS and TypeScript
 # (`tsc --noEmit --strict`, then the `await using` form compiled and run on this Node); the
 # quick start of the installed package's README (the same block as docs/node.md's first js
 # block) type-checked with `tsc --strict --noEmit` as TypeScript and as checked JavaScript,
-# then run; `npx cycles-sdk` --version, demo, and serve stopped by SIGINT.
+# then run; the integrations' tokenizer "auto" without js-tiktoken and after installing it;
+# `npx cycles-sdk` --version, demo, and serve stopped by SIGINT.
 # Expects a built package (scripts/build.sh).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -51,6 +53,9 @@ const { guardAnthropic } = await import("cycles-sdk/anthropic");
 const { cycles: middleware } = await import("cycles-sdk/express");
 const { cyclesMiddleware } = await import("cycles-sdk/ai");
 if (textTokens("abcd") !== 1 || typeof guardOpenAI !== "function" || typeof guardAnthropic !== "function" || typeof middleware !== "function" || typeof cyclesMiddleware !== "function") throw new Error("the integration subpaths");
+// cycles-sdk/langchain extends @langchain/core's BaseChatModel, not installed here: its import names what to install.
+const missing = await import("cycles-sdk/langchain").then(() => null, (e) => e);
+if (!missing || missing.code !== "MODULE_NOT_FOUND" || !missing.message.includes("npm install @langchain/core")) throw new Error(`cycles-sdk/langchain without @langchain/core: ${missing}`);
 await client.close();
 server.stop();
 console.log("esm ok", out);
@@ -138,6 +143,36 @@ timeout 20 node quickstart.mjs | tee quickstart.out
 grep -qx "answer 42" quickstart.out && grep -qx "settlement committed 150000" quickstart.out ||
   { echo "the README quick start printed something else" >&2; exit 1; }
 
+# tokenizer "auto" (src/tokenizer.ts): without js-tiktoken a prompt is core's estimate; after
+# `npm install js-tiktoken` (from npm's cache when test/integrations put it there) the same call
+# reserves js-tiktoken's count. The AI SDK middleware, driven as wrapLanguageModel drives it
+# (it imports nothing from `ai`), over a stand-in model whose doGenerate reports usage.
+# system "internationalization" is 5 tokens to core and 2 to o200k_base; user "日本語のテキスト"
+# 2 and 6: reserved (4 + 5) + (4 + 2) + 50 = 65 without, (4 + 2) + (4 + 6) + 50 = 66 with.
+cat > tokenizer.mjs <<'JS'
+import { Client } from "cycles-sdk";
+import { cyclesMiddleware } from "cycles-sdk/ai";
+import { LocalServer } from "cycles-sdk/testing";
+const server = new LocalServer({ budgets: [{ scope: "tenant:acme", unit: "TOKENS", allocated: 1000 }] });
+const client = new Client({ baseUrl: server.url, apiKey: server.apiKey, tenant: "acme", journalEnabled: false });
+const mw = cyclesMiddleware({ client });
+const model = { modelId: "gpt-4o-mini", provider: "openai.chat" };
+const prompt = [
+  { role: "system", content: "internationalization" },
+  { role: "user", content: [{ type: "text", text: "日本語のテキスト" }] },
+];
+const params = await mw.transformParams({ type: "generate", params: { prompt, maxOutputTokens: 50 }, model });
+const usage = { inputTokens: { total: 1 }, outputTokens: { total: 1 } };
+await mw.wrapGenerate({ doGenerate: async () => ({ usage, content: [] }), doStream: async () => ({}), params, model });
+const reserved = server.ledger().find((e) => e.kind === "reserve").amount;
+await client.close();
+server.stop();
+console.log("reserved", reserved);
+JS
+[ "$(timeout 20 node tokenizer.mjs)" = "reserved 65" ] || { echo "tokenizer auto without js-tiktoken: not core's estimate" >&2; exit 1; }
+npm install --prefer-offline --no-audit --no-fund --silent js-tiktoken@1.0.21
+[ "$(timeout 30 node tokenizer.mjs)" = "reserved 66" ] || { echo "tokenizer auto with js-tiktoken: not its count" >&2; exit 1; }
+
 # The bin: the Rust command through the addon, no other executable in the package.
 [ "$(npx --no-install cycles-sdk --version)" = "cycles $version" ] || { echo "npx cycles-sdk --version" >&2; exit 1; }
 timeout 60 npx --no-install cycles-sdk demo >demo.out || { cat demo.out >&2; exit 1; }
@@ -156,4 +191,4 @@ url="$(sed -n 's/^cycles local server listening on //p' serve.out)"
 node -e 'fetch(process.argv[1] + "/v1/balances?tenant=acme", { headers: { "X-Cycles-API-Key": "cycles-local-key" } }).then((r) => { if (r.status !== 200) process.exit(1); })' "$url"
 kill -INT "$serve"
 wait "$serve" || { echo "serve did not exit 0 on SIGINT" >&2; exit 1; }
-echo "install check: ESM, CJS, TypeScript (strict), the README quick start (strict, then run) and npx cycles-sdk (--version, demo, serve until SIGINT) from the packed tarballs: ok"
+echo "install check: ESM, CJS, TypeScript (strict), the README quick start (strict, then run), tokenizer auto without and with js-tiktoken, and npx cycles-sdk (--version, demo, serve until SIGINT) from the packed tarballs: ok"

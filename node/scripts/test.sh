@@ -14,8 +14,8 @@ EXPECTED_TESTS=107
 # The client and lifecycle suites again against the local server's reference mode.
 REFERENCE_SUITES=(test/operations.test.mjs test/lifecycle.test.mjs)
 EXPECTED_REFERENCE_TESTS=40
-# The fake model provider with the real model client libraries, the integrations guarding them (openai, anthropic, ai, express) and their quick starts (test/integrations).
-EXPECTED_INTEGRATION_TESTS=35
+# The fake model provider with the real model client libraries, the integrations guarding them (openai, anthropic, ai, langchain, express), the tokenizers and their quick starts (test/integrations).
+EXPECTED_INTEGRATION_TESTS=48
 
 bash scripts/build.sh
 (cd .. && cargo build -q --locked -p cycles-cli)
@@ -71,7 +71,7 @@ if [ ! -d test/integrations/node_modules/openai ] \
   || [ test/integrations/package-lock.json -nt test/integrations/node_modules/.package-lock.json ]; then
   (cd test/integrations && npm ci --no-audit --no-fund --prefer-offline)
 fi
-echo "-- the fake provider with the real openai and @anthropic-ai/sdk packages"
+echo "-- the integrations with the real openai, @anthropic-ai/sdk, ai, @langchain/* and express packages, against the fake provider"
 run_suite "$EXPECTED_INTEGRATION_TESTS" test/integrations/*.test.mjs
 total=$((total + pass))
 

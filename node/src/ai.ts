@@ -6,13 +6,16 @@
  * Each model call: core's estimate of the call's prompt (`promptTokens` of its messages) and
  * `maxOutputTokens` (else the guard's `defaultOutputBound`), priced by the guard's `pricing`,
  * is reserved as action `llm.completion` named after the model id; a denial throws
- * `BudgetExceededError` and the provider sees no request. Under `ALLOW_WITH_CAPS`,
- * `maxOutputTokens` is lowered by core's `lowerBound` and the tools filtered by core's
- * `filterTools` (a cap of 0 releases and throws {@link CallNotSentError}). The call's usage
+ * `BudgetExceededError` and the provider sees no request. Under `ALLOW_WITH_CAPS`, the call
+ * options are expressed as the request of the model's API (its `provider`: `openai.responses`
+ * as Responses, `openai.chat` as Chat Completions, anything else as Messages) and rewritten by
+ * `GuardedReservation.planCaps` (the `caps_applied` event): `maxOutputTokens` lowered, tools
+ * removed; a plan that says not to send (a cap of 0, or below the API's minimum, 16 for
+ * Responses) releases and throws {@link CallNotSentError}. The call's usage
  * (`usage.inputTokens.total`, `usage.outputTokens.total`; a stream's `finish` part) is
  * charged by core's `actual` and settled by core's `settlement`. A stream holds the
- * reservation until it ends, errs or is cancelled (then what was reported is committed, else
- * it is released).
+ * reservation until it ends, errs, is cancelled or aborted (an error settles as failed; a
+ * cancel or abort by its consumer, as succeeded: its usage, else its estimate).
  *
  * Per call, `providerOptions: { cycles: { actionName, actionKind, estimate, idempotencyKey } }`
  * (JSON values, as the AI SDK requires there) overrides the action and the estimate.
@@ -33,7 +36,8 @@ import { CallNotSentError, type GuardConfig, checkConfig } from "./integration";
 import type { GuardedReservation } from "./lifecycle";
 import type { Action, Amount, Int64 } from "./models";
 import * as pricing from "./pricing";
-import type { ReportedUsage } from "./pricing";
+import type { Api, ReportedUsage } from "./pricing";
+import { textTokens } from "./tokenizer";
 
 export { CallNotSentError, type GuardConfig } from "./integration";
 
@@ -74,6 +78,11 @@ export interface AiCallOptions {
 
 const CALL_KEYS = new Set(["actionName", "actionKind", "estimate", "idempotencyKey"]);
 
+/** Core's estimate of the call as a request, its prompt counted by the guard's tokenizer where one applies. */
+function estimateOf(table: pricing.Pricing, model: string, request: object, cfg: GuardConfig): Amount {
+  return pricing.estimateRequest(table, model, request, cfg.defaultOutputBound, textTokens(cfg.tokenizer, model, request)).amount;
+}
+
 function usageOf(u: unknown): ReportedUsage {
   const count = (v: unknown): Int64 | null => {
     const total = v !== null && typeof v === "object" ? (v as Obj).total : v;
@@ -106,7 +115,7 @@ export function cyclesMiddleware(config: GuardConfig): CyclesLanguageModelMiddle
     // Core's estimate of the prompt's messages and the call's output bound.
     const estimate: Amount =
       per.estimate === undefined
-        ? pricing.estimateRequest(table, modelId, { messages: params.prompt, max_tokens: params.maxOutputTokens }, cfg.defaultOutputBound).amount
+        ? estimateOf(table, modelId, { messages: params.prompt, max_tokens: params.maxOutputTokens }, cfg)
         : { unit: table.unit, amount: per.estimate };
     const action: Action = { kind: per.actionKind ?? cfg.actionKind ?? "llm.completion", name: per.actionName ?? modelId };
     if (cfg.actionTags !== undefined) action.tags = cfg.actionTags;
@@ -122,7 +131,7 @@ export function cyclesMiddleware(config: GuardConfig): CyclesLanguageModelMiddle
     // Always a new object: the map below keys each call by it.
     let sent: CallOptionsLike = params;
     try {
-      sent = { ...capped(r, params) };
+      sent = { ...capped(r, params, model) };
     } catch (e) {
       const o = await r.fail();
       if (e instanceof CallNotSentError) e.released = o.released;
@@ -180,40 +189,73 @@ export function cyclesMiddleware(config: GuardConfig): CyclesLanguageModelMiddle
   };
 }
 
-/** Under ALLOW_WITH_CAPS: `maxOutputTokens` lowered by core's rule, the tools filtered by core's lists. */
-function capped(r: GuardedReservation, params: CallOptionsLike): CallOptionsLike {
-  const caps = r.caps;
-  if (r.decision !== "ALLOW_WITH_CAPS" || caps === null) return params;
-  const out: CallOptionsLike = { ...params };
-  const lowered = pricing.lowerBound(params.maxOutputTokens ?? null, caps);
-  if (lowered.changed) {
-    if (lowered.bound !== null && Number(lowered.bound) === 0) {
-      throw Object.assign(new CallNotSentError(`the caps allow no output (max_tokens 0): the model call was not made and reservation ${r.reservationId} was released`), {
-        reservationId: r.reservationId,
-      });
-    }
-    out.maxOutputTokens = lowered.bound === null ? undefined : Number(lowered.bound);
+/** The provider API whose request format and rules (the minimum output bound) the caps follow, from the model's `provider`. */
+export function apiOf(provider: string | undefined): Api {
+  switch (provider) {
+    case "openai.responses":
+      return "responses";
+    case "openai.chat":
+      return "chat_completions";
+    default:
+      // anthropic.messages, and every other provider: Messages' rules (a minimum bound of 1).
+      return "messages";
   }
+}
+
+/** The call options as `api`'s request, as far as the caps read it: the bound field, the tools by name, the tool choice. */
+function asRequest(api: Api, params: CallOptionsLike): Obj {
+  const request: Obj = {};
+  if (params.maxOutputTokens !== undefined) request[api === "responses" ? "max_output_tokens" : "max_tokens"] = params.maxOutputTokens;
   if (Array.isArray(params.tools) && params.tools.length > 0) {
-    const { allowed, removed } = pricing.filterTools(
-      params.tools.map((t) => t.name),
-      caps,
-    );
-    if (removed.length > 0) {
-      const keep = new Set(allowed);
-      out.tools = params.tools.filter((t) => keep.has(t.name));
-      if (out.tools.length === 0) {
-        delete out.tools;
-        delete out.toolChoice;
-      } else if (params.toolChoice?.type === "tool" && !keep.has(params.toolChoice.toolName ?? "")) {
-        delete out.toolChoice;
-      }
+    request.tools = params.tools.map((t) => (api === "chat_completions" ? { type: "function", function: { name: t.name } } : api === "responses" ? { type: "function", name: t.name } : { name: t.name }));
+    const choice = params.toolChoice;
+    if (choice?.type === "tool") {
+      const name = choice.toolName ?? "";
+      request.tool_choice = api === "chat_completions" ? { type: "function", function: { name } } : api === "responses" ? { type: "function", name } : { type: "tool", name };
+    } else if (choice !== undefined) {
+      request.tool_choice = api === "messages" ? { type: choice.type === "required" ? "any" : choice.type } : choice.type;
     }
   }
+  return request;
+}
+
+/**
+ * Under ALLOW_WITH_CAPS, core's plan (`GuardedReservation.planCaps`, which emits the
+ * `caps_applied` event) of the call options expressed as the model's API's request, mapped
+ * back: `maxOutputTokens` lowered, the removed tools dropped (every tool removed: `tools` and
+ * `toolChoice` dropped; a `toolChoice` naming a removed tool dropped). `send: false` (a cap
+ * of 0, or below the API's minimum) throws {@link CallNotSentError}.
+ */
+function capped(r: GuardedReservation, params: CallOptionsLike, model: ModelLike): CallOptionsLike {
+  if (r.decision !== "ALLOW_WITH_CAPS") return params;
+  const api = apiOf(model.provider);
+  const plan = r.planCaps(api, asRequest(api, params));
+  if (!plan.send) {
+    throw Object.assign(
+      new CallNotSentError(`caps lower the output bound to ${String(plan.boundTo)}, which ${api} does not accept: the model call was not made and reservation ${r.reservationId} was released`),
+      { reservationId: r.reservationId, plan },
+    );
+  }
+  if (!plan.changed) return params;
+  const out: CallOptionsLike = { ...params };
+  if (plan.boundTo !== null && plan.boundTo !== plan.boundFrom) out.maxOutputTokens = Number(plan.boundTo);
+  if (plan.removedTools.length > 0 && Array.isArray(params.tools)) {
+    const removed = new Set(plan.removedTools);
+    out.tools = params.tools.filter((t) => !removed.has(t.name));
+  }
+  if (plan.unset.includes("tools")) delete out.tools;
+  if (plan.unset.includes("tool_choice")) delete out.toolChoice;
   return out;
 }
 
-/** The model's stream, folded: `finish` carries the usage; the reservation settles when the stream ends, errs or is cancelled. */
+/**
+ * The model's stream, folded: `finish` carries the usage. The reservation settles when the
+ * stream ends, errs or is cancelled, by the rule every integration follows
+ * (docs/integrations.md): a stream that errs (or sent an `error` part) is a failed call, its
+ * usage so far committed, else released; one its consumer cancels or aborts
+ * (`abortSignal`), or that runs to its end, succeeded: its usage, else its estimate (the
+ * provider may have billed what nobody saw).
+ */
 function metered(source: ReadableStream<Obj>, c: Call): ReadableStream<Obj> {
   const reader = source.getReader();
   let u: ReportedUsage = { inputTokens: null, outputTokens: null };
@@ -230,7 +272,8 @@ function metered(source: ReadableStream<Obj>, c: Call): ReadableStream<Obj> {
       try {
         next = await reader.read();
       } catch (e) {
-        await end(false);
+        // An abort surfaces as the provider stream's error: the consumer ended it, not the provider.
+        await end(c.params.abortSignal?.aborted === true && !failed);
         controller.error(e);
         return;
       }
@@ -245,8 +288,11 @@ function metered(source: ReadableStream<Obj>, c: Call): ReadableStream<Obj> {
       controller.enqueue(part);
     },
     async cancel(reason) {
-      await reader.cancel(reason);
-      await end(false);
+      try {
+        await reader.cancel(reason);
+      } finally {
+        await end(!failed);
+      }
     },
   });
 }

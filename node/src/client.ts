@@ -57,6 +57,12 @@ export interface ClientOptions {
   journalEnabled?: boolean;
   /** Bound on concurrent requests. */
   maxConcurrentRequests?: number;
+  /**
+   * Bound on one response body in bytes (default 1 MiB, `CYCLES_MAX_RESPONSE_BYTES`): a longer
+   * body is not read further and the call fails as a response that is not the operation's
+   * (ambiguous for a write, so a settlement stays journaled and is retried).
+   */
+  maxResponseBytes?: number;
   /** Settlement attempts before a settlement stays pending. */
   maxAttempts?: number;
   /** How often the background replay retries pending settlements. */

@@ -12,6 +12,9 @@ import type { GuardedReservation } from "./lifecycle";
 import type { Action, Amount, Int64, Subject } from "./models";
 import * as pricing from "./pricing";
 import type { Api, CapsPlan, Pricing, ReportedUsage } from "./pricing";
+import { checkTokenizer, textTokens, type Tokenizer } from "./tokenizer";
+
+export type { TextCounter, Tokenizer } from "./tokenizer";
 
 /** How a guarded model client reserves and charges (the second argument of `guardOpenAI` / `guardAnthropic`). */
 export interface GuardConfig {
@@ -21,6 +24,12 @@ export interface GuardConfig {
   pricing?: Pricing;
   /** The output bound of a request that sets none (without one, such a request is refused before anything is sent). */
   defaultOutputBound?: Int64;
+  /**
+   * What counts the prompt's texts (core adds the framing): `"auto"` (default: `js-tiktoken`
+   * when installed and it knows the model, else core's estimate), a function of a text
+   * returning its token count, or `null` (core's estimate).
+   */
+  tokenizer?: Tokenizer;
   /** The action kind of every call (default `llm.completion`); its name is the request's model. */
   actionKind?: string;
   /** Action tags of every call. */
@@ -103,7 +112,8 @@ interface LibraryStream {
 const DEFAULT_KIND = "llm.completion";
 const CALL_KEYS = new Set(["actionName", "actionKind", "actionTags", "subject", "estimate", "idempotencyKey", "metadata", "onReservation"]);
 
-function checkCall(c: unknown): CyclesCallOptions {
+/** The `cycles` request option checked: unknown members refused by name. @internal */
+export function checkCall(c: unknown): CyclesCallOptions {
   if (c === undefined || c === null) return {};
   if (typeof c !== "object" || Array.isArray(c)) throw new InvalidArgumentError("the cycles request option must be an object");
   for (const k of Object.keys(c)) {
@@ -117,6 +127,7 @@ export function checkConfig(config: GuardConfig, what: string): GuardConfig {
   if (config === null || typeof config !== "object") throw new InvalidArgumentError(`${what} needs {client, pricing?}`);
   const c = config.client as unknown as Obj | undefined;
   if (!c || typeof c.reserve !== "function") throw new InvalidArgumentError(`${what}: config.client must be a cycles-sdk Client`);
+  checkTokenizer(config.tokenizer, what);
   // The table itself is core's to check, at the first call's estimate.
   return { ...config, pricing: config.pricing ?? { unit: "TOKENS" } };
 }
@@ -164,7 +175,7 @@ async function runCall(
   const table = config.pricing ?? { unit: "TOKENS" };
   const estimate: Amount =
     call.estimate === undefined
-      ? pricing.estimateRequest(table, model, request, config.defaultOutputBound).amount
+      ? pricing.estimateRequest(table, model, request, config.defaultOutputBound, textTokens(config.tokenizer, model, request)).amount
       : typeof call.estimate === "object"
         ? call.estimate
         : { unit: table.unit, amount: call.estimate };
@@ -231,7 +242,8 @@ function applyCaps(r: GuardedReservation, api: Api, request: Obj): Obj {
   return out;
 }
 
-async function settleCall(r: GuardedReservation, table: Pricing, model: string, estimate: Amount, u: ReportedUsage, succeeded: boolean): Promise<unknown> {
+/** Settles a call by core's `actual` and `settlement` (a pricing error releases, then throws). @internal */
+export async function settleCall(r: GuardedReservation, table: Pricing, model: string, estimate: Amount, u: ReportedUsage, succeeded: boolean): Promise<unknown> {
   let s: pricing.SettlementAction;
   try {
     s = pricing.settlement(pricing.actual(table, model, u), succeeded, estimate);

@@ -214,9 +214,28 @@ export function textTokens(text: string): Int64 {
   return int(run("text_tokens", { text }));
 }
 
-/** The prompt estimate of a provider request: `Σ per message (4 + Σ textTokens)`. */
-export function promptTokens(request: object): Int64 {
-  return int(run("prompt_tokens", { request: request }));
+/**
+ * The texts of a provider request a tokenizer counts: one array per message, its texts in order.
+ * Count each and pass the counts, in this shape, as `textTokens` to {@link promptTokens} or
+ * {@link estimateRequest}.
+ */
+export function promptTexts(request: object): string[][] {
+  return run("prompt_texts", { request: request }) as string[][];
+}
+
+/** A tokenizer's counts as the bridge takes them (not an array: core says what is wrong). */
+function textTokensIn(textTokens: ReadonlyArray<ReadonlyArray<Int64>> | null | undefined): unknown {
+  if (!Array.isArray(textTokens)) return textTokens ?? null;
+  return textTokens.map((m, i) => (Array.isArray(m) ? m.map((n, j) => enc(n, `textTokens[${i}][${j}]`)) : m));
+}
+
+/**
+ * The prompt of a provider request: `Σ per message (4 + Σ tokens of its texts)`, a text's tokens
+ * being core's estimate `ceil(chars / 4)` or, given `textTokens` (a tokenizer's counts of
+ * {@link promptTexts}, in its shape), those counts.
+ */
+export function promptTokens(request: object, textTokens?: ReadonlyArray<ReadonlyArray<Int64>> | null): Int64 {
+  return int(run("prompt_tokens", { request: request, text_tokens: textTokensIn(textTokens) }));
 }
 
 /** The request's output bound (the smallest of `max_tokens`, `max_completion_tokens`, `max_output_tokens`), else `defaultBound`, else null. */
@@ -244,13 +263,23 @@ export function estimate(pricing: Pricing, model: string, promptTokens: Int64, o
   );
 }
 
-/** The estimate of a provider request (its prompt estimate and output bound, or `defaultOutputBound`); no bound at all is refused. */
-export function estimateRequest(pricing: Pricing, model: string, request: object, defaultOutputBound?: Int64 | null): RequestEstimate {
+/**
+ * The estimate of a provider request: its prompt ({@link promptTokens}, with `textTokens` when a
+ * tokenizer counted it) and output bound (or `defaultOutputBound`), priced; no bound at all is refused.
+ */
+export function estimateRequest(
+  pricing: Pricing,
+  model: string,
+  request: object,
+  defaultOutputBound?: Int64 | null,
+  textTokens?: ReadonlyArray<ReadonlyArray<Int64>> | null,
+): RequestEstimate {
   const e = run("estimate_request", {
     pricing: pricingIn(pricing),
     model,
     request: request,
     default_output_bound: enc(defaultOutputBound, "defaultOutputBound"),
+    text_tokens: textTokensIn(textTokens),
   }) as Record<string, unknown>;
   return { promptTokens: int(e.prompt_tokens), outputBound: int(e.output_bound), amount: amountOut(e.amount) };
 }

@@ -5,12 +5,11 @@
 // all 12 scenarios of the durable claim with tests defined in the recovery files.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 
-import { NODE_DIR, REPO } from "./support.mjs";
+import { NODE_DIR, REPO, tempDir } from "./support.mjs";
 
 const ADAPTER = join(REPO, "conformance", "adapters", "node");
 const FIXTURE = "test/fixtures/adapter-cases.test.mjs";
@@ -18,7 +17,7 @@ const ID = "CR-CORE-001";
 
 /** Runs the adapter for `ID` with `entries` mapped; returns its exit status and parsed stdout. */
 function adapt(entries, { id = ID, stdinId = id, args = [] } = {}) {
-  const dir = mkdtempSync(join(tmpdir(), "cycles-node-adapter-test-"));
+  const dir = tempDir("cycles-node-adapter-test-");
   const map = join(dir, "map.json");
   writeFileSync(map, JSON.stringify(entries === undefined ? {} : { [ID]: entries }));
   const r = spawnSync("python3", [ADAPTER, "--map", map, ...args, id], {

@@ -12,15 +12,15 @@
 // Missing either fails these tests: they never skip.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { accessSync, constants, mkdtempSync } from "node:fs";
-import { homedir, tmpdir } from "node:os";
+import { accessSync, constants } from "node:fs";
+import { homedir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { after, before, test } from "node:test";
 
 import { LocalServer } from "cycles-sdk/testing";
 import { Child, fault, readRecord, recordFiles, recordPath, settlementRequests, settlements, waitFor } from "./recovery-support.mjs";
-import { REPO } from "./support.mjs";
+import { REPO, tempDir } from "./support.mjs";
 
 const CLI = process.env.CYCLES_NODE_INTEROP_CLI || join(process.env.CARGO_TARGET_DIR || join(REPO, "target"), "debug", "cycles");
 const PYTHON =
@@ -34,7 +34,7 @@ let server;
 let tmp;
 before(() => {
   server = new LocalServer();
-  tmp = mkdtempSync(join(tmpdir(), "cycles-node-interop-"));
+  tmp = tempDir("cycles-node-interop-");
 });
 after(() => server.stop());
 

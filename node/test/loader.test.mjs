@@ -2,18 +2,18 @@
 // (CYCLES_NODE_ADDON, the local build, the platform package), and the errors on a platform
 // without an addon and on a supported one whose package is missing.
 import assert from "node:assert/strict";
-import { mkdtempSync, copyFileSync } from "node:fs";
+import { copyFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
+import { tempDir } from "./support.mjs";
 
 const require = createRequire(import.meta.url);
 const { loadAddon, platformKey, runningLibc, SUPPORTED_PLATFORMS, UnsupportedPlatformError } = require("../dist/loader.js");
 const builtAddon = join(import.meta.dirname ?? new URL(".", import.meta.url).pathname, "..", "native", "cycles.linux-x64-gnu.node");
 
 function host(overrides) {
-  return { platform: "linux", arch: "x64", libc: "gnu", env: {}, nativeDir: mkdtempSync(join(tmpdir(), "cycles-loader-")), load: require, ...overrides };
+  return { platform: "linux", arch: "x64", libc: "gnu", env: {}, nativeDir: tempDir("cycles-loader-"), load: require, ...overrides };
 }
 
 test("the platform key is linux-<arch>-<libc> on Linux, <platform>-<arch> elsewhere; this host is glibc", () => {

@@ -197,6 +197,7 @@ test("bad options are an InvalidArgumentError naming them, in the bridge's one w
     [{ ...base, requestTimeoutMs: "5" }, /requestTimeoutMs must be an integer.*not "5"/],
     [{ ...base, connectTimeoutMs: 2 ** 40 }, /connectTimeoutMs must be an integer from 0 to 4294967295/],
     [{ ...base, maxConcurrentRequests: -2 }, /maxConcurrentRequests must be an integer from 0/],
+    [{ ...base, maxResponseBytes: -1 }, /maxResponseBytes must be an integer from 0/],
     [{ ...base, maxAttempts: -1 }, /maxAttempts must be an integer from 0/],
     [{ ...base, maxAttempts: "3" }, /maxAttempts must be an integer from 0/],
     [{ ...base, replayIntervalMs: -5 }, /replayIntervalMs must be an integer from 0/],
@@ -218,10 +219,11 @@ test("bad options are an InvalidArgumentError naming them, in the bridge's one w
   // Zero is a value; whether it is a usable one is core's rule (ConfigError, as in Rust).
   assert.throws(() => new Client({ ...base, requestTimeoutMs: 0 }), ConfigError);
   assert.throws(() => new Client({ ...base, maxConcurrentRequests: 0 }), ConfigError);
+  assert.throws(() => new Client({ ...base, maxResponseBytes: 0 }), (e) => e instanceof ConfigError && /max_response_bytes must be at least 1/.test(e.message));
   assert.throws(() => new Client({ ...base, maxAttempts: 0 }), (e) => e instanceof ConfigError && /settle max_attempts must be at least 1/.test(e.message));
   assert.throws(() => new Client({ ...base, replayIntervalMs: 0 }), ConfigError);
   // Accepted at the edges: 0 ms is "no drain" for closeTimeoutMs.
-  const ok = new Client({ ...base, closeTimeoutMs: 0, maxAttempts: 1, replayIntervalMs: 1, maxConcurrentRequests: 1 });
+  const ok = new Client({ ...base, closeTimeoutMs: 0, maxAttempts: 1, replayIntervalMs: 1, maxConcurrentRequests: 1, maxResponseBytes: 1 });
   // A bad drain bound is an InvalidArgumentError, and leaves the client open.
   await assert.rejects(ok.drain(-1), (e) => e instanceof InvalidArgumentError && /timeoutMs must be an integer from 0/.test(e.message));
   await assert.rejects(ok.close(1.5), (e) => e instanceof InvalidArgumentError && /timeoutMs/.test(e.message));

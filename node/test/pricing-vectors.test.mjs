@@ -29,6 +29,7 @@ function table(p) {
 }
 const caps = (c) => Object.fromEntries(Object.entries(c).map(([k, v]) => [camel(k), int(v)]));
 const usage = (u) => (u && typeof u === "object" ? Object.fromEntries(Object.entries(u).map(([k, v]) => [camel(k), int(v)])) : u);
+const counts = (c) => (Array.isArray(c) ? c.map((m) => (Array.isArray(m) ? m.map(int) : m)) : c);
 const amount = (a) => (a === null ? null : { unit: a.unit, amount: int(a.amount) });
 const reported = (u) => ({ inputTokens: int(u.input_tokens), outputTokens: int(u.output_tokens) });
 const plan = (p) => ({
@@ -44,13 +45,14 @@ const plan = (p) => ({
 // Per function: the call of the typed API from the vector's input, and the expected value in the API's shape.
 const FUNCTIONS = {
   text_tokens: [(i) => pricing.textTokens(i.text), int],
-  prompt_tokens: [(i) => pricing.promptTokens(i.request), int],
+  prompt_texts: [(i) => pricing.promptTexts(i.request), (e) => e],
+  prompt_tokens: [(i) => pricing.promptTokens(i.request, counts(i.text_tokens)), int],
   output_bound: [(i) => pricing.outputBound(i.request, int(i.default)), int],
   lookup_price: [(i) => pricing.lookupPrice(table(i.pricing), i.model), (e) => ({ matched: e.matched, inputPerMtok: int(e.input_per_mtok), outputPerMtok: int(e.output_per_mtok) })],
   cost: [(i) => pricing.cost(table(i.pricing), i.model, int(i.input_tokens), int(i.output_tokens)), amount],
   estimate: [(i) => pricing.estimate(table(i.pricing), i.model, int(i.prompt_tokens), int(i.output_bound)), amount],
   estimate_request: [
-    (i) => pricing.estimateRequest(table(i.pricing), i.model, i.request, int(i.default_output_bound)),
+    (i) => pricing.estimateRequest(table(i.pricing), i.model, i.request, int(i.default_output_bound), counts(i.text_tokens)),
     (e) => ({ promptTokens: int(e.prompt_tokens), outputBound: int(e.output_bound), amount: amount(e.amount) }),
   ],
   actual: [(i) => pricing.actual(table(i.pricing), i.model, usage(i.usage)), amount],
@@ -93,7 +95,7 @@ test("pricing vectors: every case of every function, through the typed API", () 
   }
   const total = Object.values(DOC.functions).reduce((n, cs) => n + cs.length, 0);
   assert.equal(ran, total);
-  assert.ok(ran >= 149, `only ${ran} vectors ran`);
+  assert.ok(ran >= 159, `only ${ran} vectors ran`);
 });
 
 test("pricing: exact int64 both ways, and inexact numbers refused", () => {

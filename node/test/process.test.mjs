@@ -4,13 +4,12 @@
 // not under the test runner.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { test } from "node:test";
 
-import { NODE_DIR } from "./support.mjs";
+import { NODE_DIR, tempDir } from "./support.mjs";
 
 const LIMIT_MS = 15_000;
 const SDK = pathToFileURL(join(NODE_DIR, "dist", "esm", "index.mjs")).href;
@@ -18,7 +17,7 @@ const TESTING = pathToFileURL(join(NODE_DIR, "dist", "esm", "testing.mjs")).href
 
 /** Runs `body` as an ES module in a fresh node process; returns its result. */
 export function runScript(body, { limitMs = LIMIT_MS } = {}) {
-  const dir = mkdtempSync(join(tmpdir(), "cycles-node-proc-"));
+  const dir = tempDir("cycles-node-proc-");
   const file = join(dir, "script.mjs");
   writeFileSync(file, body);
   const started = Date.now();

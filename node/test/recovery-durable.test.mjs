@@ -5,8 +5,7 @@
 // colliding record. Real files, real HTTP to the in-process LocalServer.
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { test } from "node:test";
 
@@ -14,7 +13,7 @@ import { InvalidArgumentError } from "cycles-sdk";
 import * as journal from "cycles-sdk/journal";
 import { LocalServer } from "cycles-sdk/testing";
 import { Child, USD, eventsOf, fault, readRecord, recordFiles, settlementRequests, settlements } from "./recovery-support.mjs";
-import { ACTION } from "./support.mjs";
+import { ACTION, tempDir } from "./support.mjs";
 
 const HOUR = 3_600_000;
 
@@ -42,7 +41,7 @@ async function reserve(server, key) {
 async function withServer(fn) {
   const server = new LocalServer();
   try {
-    await fn(server, mkdtempSync(join(tmpdir(), "cycles-node-durable-")));
+    await fn(server, tempDir("cycles-node-durable-"));
   } finally {
     server.stop();
   }

@@ -4,8 +4,7 @@
 // journal alone. The LocalServer lives in this (test) process, so its ledger and request log
 // outlive every child. conformance/adapters/node-map.json names these tests.
 import assert from "node:assert/strict";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, unlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, unlinkSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { test } from "node:test";
@@ -13,12 +12,13 @@ import { test } from "node:test";
 import * as journal from "cycles-sdk/journal";
 import { LocalServer } from "cycles-sdk/testing";
 import { Child, commitKey, eventsOf, fault, noRelease, readRecord, recordFiles, recordPath, settlementRequests, settlements, waitFor } from "./recovery-support.mjs";
+import { tempDir } from "./support.mjs";
 
 /** Starts children for one test and kills any that outlive it. */
 class Spawner {
   constructor(server) {
     this.server = server;
-    this.tmp = mkdtempSync(join(tmpdir(), "cycles-node-recovery-"));
+    this.tmp = tempDir("cycles-node-recovery-");
     this.dir = join(this.tmp, "journal");
     this.children = [];
   }

@@ -354,6 +354,7 @@ class _Base(_Requests):
         replay_interval: float | None = None,
         max_concurrent_requests: int | None = None,
         default_unit: str | None = None,
+        max_response_bytes: int | None = None,
     ) -> None:
         options = {
             "base_url": base_url,
@@ -365,6 +366,7 @@ class _Base(_Requests):
             "journal_dir": journal_dir,
             "journal_enabled": journal_enabled,
             "max_concurrent_requests": max_concurrent_requests,
+            "max_response_bytes": max_response_bytes,
             "settle_max_attempts": settle_max_attempts,
             "replay_interval": replay_interval,
             "close_timeout": close_timeout,
@@ -672,7 +674,10 @@ class Client(_Base):
     (timeouts in seconds), or :meth:`from_env` for the ``CYCLES_*`` variables.
     ``max_concurrent_requests`` (default 256, ``CYCLES_MAX_CONCURRENT_REQUESTS``) bounds the
     requests (and so connections) in flight at once; more wait for a slot within their
-    request timeout. ``default_unit`` (e.g. ``"TOKENS"``; ``CYCLES_UNIT`` for
+    request timeout. ``max_response_bytes`` (default 1 MiB, ``CYCLES_MAX_RESPONSE_BYTES``) bounds
+    one response body: a longer one is not read further, and the call fails as a response that
+    is not the operation's (``AmbiguousSuccessError`` for a write: a settlement stays journaled
+    and is retried). ``default_unit`` (e.g. ``"TOKENS"``; ``CYCLES_UNIT`` for
     :meth:`from_env`) is the unit of a bare ``int`` estimate, else ``USD_MICROCENTS``; an
     unknown unit raises :class:`~cycles.errors.ConfigError`.
     """

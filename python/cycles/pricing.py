@@ -49,6 +49,7 @@ __all__ = [
     "CapsPlan",
     "Usage",
     "text_tokens",
+    "prompt_texts",
     "prompt_tokens",
     "output_bound",
     "lookup_price",
@@ -268,10 +269,28 @@ def text_tokens(text: str) -> int:
     return int(_int_out(_call("text_tokens", {"text": text})))
 
 
-def prompt_tokens(request: Mapping[str, Any]) -> int:
-    """The prompt estimate of a provider request: per message, 4 + the tokens of its
-    texts (docs/integrations.md, "The prompt estimate")."""
-    return int(_int_out(_call("prompt_tokens", {"request": request})))
+def prompt_texts(request: Mapping[str, Any]) -> list[list[str]]:
+    """The texts of a provider request a tokenizer counts: one list per message, its texts in
+    order (docs/integrations.md, "The prompt estimate"). Count each and pass the counts, in
+    this shape, as ``text_tokens`` to :func:`prompt_tokens` or :func:`estimate_request`."""
+    return [list(m) for m in _call("prompt_texts", {"request": request})]
+
+
+def _text_tokens_in(text_tokens: Sequence[Sequence[int]] | None, args: dict[str, Any]) -> None:
+    if text_tokens is not None:
+        args["text_tokens"] = [[_count_in(n) for n in m] for m in text_tokens]
+
+
+def prompt_tokens(
+    request: Mapping[str, Any], text_tokens: Sequence[Sequence[int]] | None = None
+) -> int:
+    """The prompt of a provider request: per message, 4 + the tokens of its texts
+    (docs/integrations.md, "The prompt estimate"). The tokens of a text are core's estimate
+    ``ceil(chars / 4)``, or, given ``text_tokens`` (a tokenizer's counts of
+    :func:`prompt_texts`, in its shape), those counts."""
+    args: dict[str, Any] = {"request": request}
+    _text_tokens_in(text_tokens, args)
+    return int(_int_out(_call("prompt_tokens", args)))
 
 
 def output_bound(request: Mapping[str, Any], default: int | None = None) -> int | None:
@@ -319,12 +338,15 @@ def estimate_request(
     model: str,
     request: Mapping[str, Any],
     default_output_bound: int | None = None,
+    text_tokens: Sequence[Sequence[int]] | None = None,
 ) -> RequestEstimate:
-    """What a provider request reserves: its prompt estimate plus its output bound (else
+    """What a provider request reserves: its prompt (:func:`prompt_tokens`, with
+    ``text_tokens`` when a tokenizer counted it) plus its output bound (else
     ``default_output_bound``; neither is an error), priced."""
     args: dict[str, Any] = {"pricing": pricing, "model": model, "request": request}
     if default_output_bound is not None:
         args["default_output_bound"] = _count_in(default_output_bound)
+    _text_tokens_in(text_tokens, args)
     d = _call("estimate_request", args)
     return RequestEstimate(
         _int_out(d["prompt_tokens"]), _int_out(d["output_bound"]), _amount(d["amount"])

@@ -38,6 +38,14 @@ ANTHROPIC_VERSION=2.10.0
 # The LangChain integration (tests/test_integration_langchain.py): langchain-core 1.8 needs
 # CPython >= 3.11, so it is installed, type-checked and tested on the interpreters that have it
 # (the newest here); on 3.10 that one test module says it is skipped and why.
+# The integrations' tokenizer="auto" (cycles/integrations/tokenizer.py) uses tiktoken when it is
+# installed. tiktoken downloads each encoding's file on first use, which CI cannot; litellm's
+# wheel carries the o200k_base file under its cache name, so test.sh takes that one file from
+# it (litellm itself is not installed) and tests/test_integration_tokenizer.py points
+# TIKTOKEN_CACHE_DIR at it. tiktoken checks the file's published SHA-256 when it reads it.
+TIKTOKEN_VERSION=0.14.0
+TIKTOKEN_DATA_LITELLM_VERSION=1.110.2
+O200K_FILE=fb374d419588a4632f3f557e76b4b70aebbca790
 LANGCHAIN_CORE_VERSION=1.8.1
 LANGCHAIN_OPENAI_VERSION=1.7.4
 LANGGRAPH_VERSION=1.2.22
@@ -86,7 +94,7 @@ BUILD_PY="${PYTHONS[0]}"
 
 # Tool venv (maturin, ruff, mypy; pytest for type-checking the tests), reused while the pins are unchanged.
 TOOLS="$CACHE/tools"
-STAMP="maturin==$MATURIN_VERSION ruff==$RUFF_VERSION mypy==$MYPY_VERSION pytest==$PYTEST_VERSION runcycles==$RUNCYCLES_VERSION anyio==$ANYIO_VERSION starlette==$STARLETTE_VERSION openai==$OPENAI_VERSION anthropic==$ANTHROPIC_VERSION openai-agents==$OPENAI_AGENTS_VERSION ziglang==$ZIGLANG_VERSION $(version_of "$BUILD_PY")"
+STAMP="maturin==$MATURIN_VERSION ruff==$RUFF_VERSION mypy==$MYPY_VERSION pytest==$PYTEST_VERSION runcycles==$RUNCYCLES_VERSION anyio==$ANYIO_VERSION starlette==$STARLETTE_VERSION openai==$OPENAI_VERSION anthropic==$ANTHROPIC_VERSION tiktoken==$TIKTOKEN_VERSION openai-agents==$OPENAI_AGENTS_VERSION ziglang==$ZIGLANG_VERSION $(version_of "$BUILD_PY")"
 if [[ ! -x "$TOOLS/bin/python" || "$(cat "$TOOLS/.stamp" 2>/dev/null)" != "$STAMP" ]]; then
     log "creating the tool venv $TOOLS"
     rm -rf "$TOOLS"
@@ -95,7 +103,7 @@ if [[ ! -x "$TOOLS/bin/python" || "$(cat "$TOOLS/.stamp" 2>/dev/null)" != "$STAM
         "maturin==$MATURIN_VERSION" "ruff==$RUFF_VERSION" "mypy==$MYPY_VERSION" \
         "pytest==$PYTEST_VERSION" "pytest-asyncio==$PYTEST_ASYNCIO_VERSION" \
         "runcycles==$RUNCYCLES_VERSION" "anyio==$ANYIO_VERSION" "starlette==$STARLETTE_VERSION" \
-        "openai==$OPENAI_VERSION" "anthropic==$ANTHROPIC_VERSION" \
+        "openai==$OPENAI_VERSION" "anthropic==$ANTHROPIC_VERSION" "tiktoken==$TIKTOKEN_VERSION" \
         "openai-agents==$OPENAI_AGENTS_VERSION" "ziglang==$ZIGLANG_VERSION"
     echo "$STAMP" >"$TOOLS/.stamp"
 fi
@@ -148,6 +156,25 @@ export CYCLES_SHARED="$ROOT/../shared"
 export CYCLES_REFERENCE_CORPUS="${CYCLES_REFERENCE_CORPUS:-$CYCLES_SHARED/fixtures/reference-server/exchanges.jsonl}"
 export RUST_BACKTRACE=0
 
+# tiktoken's o200k_base file, taken once from litellm's wheel (see TIKTOKEN_DATA_LITELLM_VERSION).
+TIKTOKEN_CACHE="$CACHE/tiktoken-o200k-$TIKTOKEN_DATA_LITELLM_VERSION"
+if [[ "$BUILD_ONLY" != "1" && ! -f "$TIKTOKEN_CACHE/$O200K_FILE" ]]; then
+    log "taking tiktoken's o200k_base file from litellm==$TIKTOKEN_DATA_LITELLM_VERSION's wheel"
+    "$TOOLS/bin/python" -m pip download -q --disable-pip-version-check --no-deps \
+        "litellm==$TIKTOKEN_DATA_LITELLM_VERSION" -d "$WORK/litellm"
+    mkdir -p "$TIKTOKEN_CACHE.tmp"
+    "$TOOLS/bin/python" - "$WORK"/litellm/litellm-*.whl "$TIKTOKEN_CACHE.tmp" "$O200K_FILE" <<'PY'
+import sys, zipfile
+wheel, out, name = sys.argv[1:]
+with zipfile.ZipFile(wheel) as z:
+    data = z.read(f"litellm/litellm_core_utils/tokenizers/{name}")
+with open(f"{out}/{name}", "wb") as f:
+    f.write(data)
+PY
+    rm -rf "$TIKTOKEN_CACHE" && mv "$TIKTOKEN_CACHE.tmp" "$TIKTOKEN_CACHE"
+fi
+export CYCLES_TIKTOKEN_CACHE="$TIKTOKEN_CACHE"
+
 status=0
 for py in "${PYTHONS[@]}"; do
     v="$(version_of "$py")"
@@ -163,12 +190,14 @@ for py in "${PYTHONS[@]}"; do
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
         "$WHEEL" "pytest==$PYTEST_VERSION" "pytest-asyncio==$PYTEST_ASYNCIO_VERSION" \
         "runcycles==$RUNCYCLES_VERSION" "anyio==$ANYIO_VERSION" "starlette==$STARLETTE_VERSION" \
-        "openai==$OPENAI_VERSION" "anthropic==$ANTHROPIC_VERSION" \
+        "openai==$OPENAI_VERSION" "anthropic==$ANTHROPIC_VERSION" "tiktoken==$TIKTOKEN_VERSION" \
         "openai-agents==$OPENAI_AGENTS_VERSION" "${LANGCHAIN[@]}"
     if [[ "$BUILD_ONLY" != "1" && ${#LANGCHAIN[@]} -gt 0 ]]; then
+        # --python-version: as this interpreter runs it (mypy's own would be the tool venv's 3.10,
+        # under which the libraries type differently).
         log "CPython $v: mypy --strict on the LangChain integration and its test (against this venv)"
         (cd "$PKG" && "$TOOLS/bin/mypy" --strict --no-incremental --cache-dir=/dev/null \
-            --python-executable "$VENV/bin/python" cycles/integrations/langchain.py \
+            --python-version "$v" --python-executable "$VENV/bin/python" cycles/integrations/langchain.py \
             tests/test_integration_langchain.py) || status=1
     fi
     if [[ "$BUILD_ONLY" == "1" ]]; then

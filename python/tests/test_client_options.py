@@ -43,6 +43,10 @@ from cycles.testing import LocalServer
             {"settle_max_attempts": 2.5},
             "settle_max_attempts must be an integer from 0 to 4294967295, not 2.5",
         ),
+        (
+            {"max_response_bytes": -1},
+            "max_response_bytes must be an integer from 0 to 4294967295, not -1",
+        ),
         ({"journal_enabled": "yes"}, 'journal_enabled must be a boolean, not "yes"'),
         ({"tenant": 5}, "tenant must be a string, not 5"),
     ],
@@ -61,6 +65,7 @@ def test_bad_options_are_named_in_the_bridges_words(
         {"request_timeout": 0},
         {"connect_timeout": 0},
         {"max_concurrent_requests": 0},
+        {"max_response_bytes": 0},
         {"settle_max_attempts": 0},
         {"replay_interval": 0},
     ],

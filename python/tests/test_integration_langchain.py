@@ -10,6 +10,7 @@ import asyncio
 import subprocess
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -30,7 +31,7 @@ from integration_support import (
     server,
     settled_once,
 )
-from langchain_core.messages import AnyMessage
+from langchain_core.messages import AnyMessage, HumanMessage
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from langgraph.graph import END, START, MessagesState, StateGraph
@@ -57,16 +58,19 @@ def local() -> Iterator[LocalServer]:
         yield s
 
 
-def chat(p: FakeProvider, **kw: object) -> ChatOpenAI:
-    return ChatOpenAI(
-        model="gpt-fake",
-        base_url=p.openai_base_url,
-        api_key="sk-fake",
-        max_retries=0,
-        max_tokens=50,
-        stream_usage=True,
+def chat(p: FakeProvider, **kw: Any) -> ChatOpenAI:
+    # By the names users write (ChatOpenAI's fields declare other aliases, which its
+    # validators translate; a typed call would have to spell those).
+    params: dict[str, Any] = {
+        "model": "gpt-fake",
+        "base_url": p.openai_base_url,
+        "api_key": "sk-fake",
+        "max_retries": 0,
+        "max_tokens": 50,
+        "stream_usage": True,
         **kw,
-    )
+    }
+    return ChatOpenAI(**params)
 
 
 def test_invoke_and_stream(provider: FakeProvider, local: LocalServer) -> None:
@@ -167,9 +171,9 @@ def test_inside_a_langgraph_graph(provider: FakeProvider, local: LocalServer) ->
         graph.add_edge(START, "model")
         graph.add_edge("model", END)
         app = graph.compile()
-        out = app.invoke({"messages": [("user", PROMPT)]})
+        out = app.invoke({"messages": [HumanMessage(PROMPT)]})
         assert str(out["messages"][-1].content).startswith("This is")
-        streamed = list(app.stream({"messages": [("user", PROMPT)]}, stream_mode="messages"))
+        streamed = list(app.stream({"messages": [HumanMessage(PROMPT)]}, stream_mode="messages"))
         assert streamed, "the graph streamed the model's messages"
         assert ledger(local) == [("reserve", RESERVED), ("commit", COMMITTED)] * 2
 

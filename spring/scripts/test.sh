@@ -4,7 +4,8 @@
 # $CYCLES_SDK_JAR if set, e.g. scripts/package.sh's OUT/java/cycles-sdk-0.1.0.jar, else one
 # built for the host from java/ in a temporary copy), build spring/'s modules with their JUnit
 # suites (Spring Boot's test support against the SDK's LocalServer over real HTTP; the Spring AI
-# advisor with a real ChatClient against the CLI's fake provider), check
+# advisor with a real ChatClient against the CLI's fake provider; the same advisor jar on
+# Spring AI 2.0.1 / Boot 4.0.7, spring/boot4-ai-check), check
 # Surefire's XML for exactly the expected number of tests per class, all passed (a filter
 # matching nothing still says BUILD SUCCESS), and check the jars: the auto-configuration's
 # imports and configuration metadata (our names and the official starter's).
@@ -13,7 +14,7 @@ ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 S="$ROOT/spring"
 log() { printf '== spring: %s\n' "$*" >&2; }
 # Tests per class; a new test needs its count here.
-declare -A EXPECTED=([CyclesPropertiesTest]=9 [CyclesAnnotationTest]=10 [CyclesStartupTest]=4 [CyclesActuatorTest]=4 [CyclesReactiveTest]=5)
+declare -A EXPECTED=([CyclesPropertiesTest]=9 [CyclesAnnotationTest]=11 [CyclesStartupTest]=4 [CyclesActuatorTest]=4 [CyclesReactiveTest]=5)
 
 if ! command -v mvn >/dev/null || ! command -v javac >/dev/null; then
     log "installing a JDK and Maven"
@@ -56,11 +57,13 @@ PY
 }
 check_reports "$S/cycles-spring-boot-autoconfigure/target/surefire-reports" \
     $(for k in "${!EXPECTED[@]}"; do echo "$k=${EXPECTED[$k]}"; done)
-check_reports "$S/cycles-spring-ai/target/surefire-reports" CyclesChatAdvisorTest=6 CyclesChatAdvisorAnthropicTest=2
+check_reports "$S/cycles-spring-ai/target/surefire-reports" CyclesChatAdvisorTest=6 CyclesChatAdvisorAnthropicTest=2 \
+    CyclesAiAutoConfigurationTest=5
 
 log "jars: auto-configuration imports, configuration metadata, the starter's dependencies"
 JAR="$(ls "$S"/cycles-spring-boot-autoconfigure/target/cycles-spring-boot-autoconfigure-*.jar)"
-python3 - "$JAR" "$S/cycles-spring-boot-starter/pom.xml" <<'PY'
+AIJAR="$(ls "$S"/cycles-spring-ai/target/cycles-spring-ai-*[0-9].jar)"
+python3 - "$JAR" "$S/cycles-spring-boot-starter/pom.xml" "$AIJAR" <<'PY'
 import json, sys, zipfile
 z = zipfile.ZipFile(sys.argv[1])
 imports = z.read("META-INF/spring/org.springframework.boot.autoconfigure.AutoConfiguration.imports").decode().split()
@@ -77,10 +80,19 @@ missing = want - names
 assert not missing, f"configuration metadata lacks {sorted(missing)}"
 undocumented = sorted(p["name"] for p in meta["properties"] if not p.get("description"))
 assert not undocumented, f"properties without a description: {undocumented}"
+ai = zipfile.ZipFile(sys.argv[3])
+ai_imports = ai.read("META-INF/spring/org.springframework.boot.autoconfigure.AutoConfiguration.imports").decode().split()
+assert ai_imports == ["dev.cycles.spring.ai.CyclesAiAutoConfiguration"], ai_imports
+ai_meta = json.loads(ai.read("META-INF/spring-configuration-metadata.json"))
+ai_names = {p["name"] for p in ai_meta["properties"]}
+ai_want = {"cycles.ai.enabled", "cycles.ai.advise-chat-clients", "cycles.ai.pricing", "cycles.ai.action-kind",
+           "cycles.ai.default-output-bound", "cycles.ai.order"}
+assert ai_names == ai_want, f"the advisor's configuration metadata: {sorted(ai_names)}"
+assert all(p.get("description") for p in ai_meta["properties"]), "an advisor property without a description"
 pom = open(sys.argv[2]).read()
 for a in ("cycles-spring-boot-autoconfigure", "cycles-sdk", "spring-boot-starter"):
     assert f"<artifactId>{a}</artifactId>" in pom, a
-print(f"metadata: {len(names)} properties, each described")
+print(f"metadata: {len(names)} properties, the advisor's {len(ai_names)}, each described")
 PY
 log "Spring Boot 4.0.7: the same auto-configuration jar in a Boot 4 application, its test classes but the Actuator one"
 b4stamp="$HOME/.m2/cycles-spring-boot4-resolved-$(sha256sum "$S/boot4-check/pom.xml" | cut -c1-16)"
@@ -90,6 +102,14 @@ b4mvn=(mvn -B -q)
 touch "$b4stamp"
 check_reports "$S/boot4-check/target/surefire-reports" \
     $(for k in "${!EXPECTED[@]}"; do [[ $k == CyclesActuatorTest ]] || echo "$k=${EXPECTED[$k]}"; done)
+
+log "Spring AI 2.0.1 on Spring Boot 4.0.7: the advisor's jar as built (Spring AI 1.1.2), auto-configured, against the fake provider"
+b4aistamp="$HOME/.m2/cycles-spring-boot4-ai-resolved-$(sha256sum "$S/boot4-ai-check/pom.xml" | cut -c1-16)"
+b4aimvn=(mvn -B -q)
+[[ -f "$b4aistamp" ]] && b4aimvn+=(-o)
+(cd "$S/boot4-ai-check" && "${b4aimvn[@]}" clean test -Dcycles.cli="$TARGET/debug/cycles") >&2
+touch "$b4aistamp"
+check_reports "$S/boot4-ai-check/target/surefire-reports" CyclesChatAdvisorBoot4Test=3
 
 log "docs/spring.md quick start: an executable Boot jar (spring-boot-maven-plugin), plain java -jar"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/cycles-spring-test.XXXXXX")"

@@ -360,6 +360,8 @@ pub struct ClientOptions {
     pub journal_enabled: Option<bool>,
     /// Bound on concurrent requests.
     pub max_concurrent_requests: Option<usize>,
+    /// Bound on one response body, in bytes.
+    pub max_response_bytes: Option<usize>,
 }
 
 impl ClientOptions {
@@ -374,6 +376,9 @@ impl ClientOptions {
     pub fn apply_to(self, mut config: Config) -> Config {
         if let Some(n) = self.max_concurrent_requests {
             config = config.with_max_concurrent_requests(n);
+        }
+        if let Some(n) = self.max_response_bytes {
+            config = config.with_max_response_bytes(n);
         }
         config = with_journal(config, self.journal_dir, self.journal_enabled);
         if let Some(t) = self.tenant {

@@ -165,6 +165,12 @@ pub const CLIENT_OPTION_TABLE: &[ClientOption] = &[
         COUNT0,
     ),
     opt(
+        "max_response_bytes",
+        "maxResponseBytes",
+        "max_response_bytes",
+        COUNT0,
+    ),
+    opt(
         "settle_max_attempts",
         "maxAttempts",
         "settle_max_attempts",
@@ -346,6 +352,7 @@ pub fn host_client(
             _ => None,
         },
         max_concurrent_requests: count("max_concurrent_requests").map(|n| n as usize),
+        max_response_bytes: count("max_response_bytes").map(|n| n as usize),
     };
     let config = match connection {
         Connection::Env => options.apply_to(Config::from_env()?),

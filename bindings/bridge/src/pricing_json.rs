@@ -35,6 +35,19 @@ fn opt_count(o: &Value, name: &str) -> Result<Option<u64>, Error> {
     }
 }
 
+/// The optional `text_tokens` member: a host tokenizer's counts of `prompt_texts`, in its shape.
+fn text_tokens_arg(a: &Value) -> Result<Option<Vec<Vec<u64>>>, Error> {
+    match a.get("text_tokens") {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => serde_json::from_value(v.clone()).map(Some).map_err(|_| {
+            bad(
+                "text_tokens",
+                "an array (one per message) of arrays of non-negative integers",
+            )
+        }),
+    }
+}
+
 fn amount_out(a: &Amount) -> Value {
     json!({"unit": a.unit.as_str(), "amount": int_out(i128::from(a.amount))})
 }
@@ -77,8 +90,9 @@ fn bool_arg(a: &Value, name: &str) -> Result<bool, Error> {
 }
 
 /// The names [`call`] knows, in its table's order.
-pub const FUNCTIONS: [&str; 16] = [
+pub const FUNCTIONS: [&str; 17] = [
     "text_tokens",
+    "prompt_texts",
     "prompt_tokens",
     "output_bound",
     "lookup_price",
@@ -101,12 +115,13 @@ pub const FUNCTIONS: [&str; 16] = [
 /// | name | arguments | result |
 /// |---|---|---|
 /// | `text_tokens` | `text` | integer |
-/// | `prompt_tokens` | `request` (a provider request body) | integer |
+/// | `prompt_texts` | `request` | the texts a tokenizer counts: an array per message of its texts |
+/// | `prompt_tokens` | `request` (a provider request body), `text_tokens`? (a tokenizer's counts of `prompt_texts`, in its shape) | integer |
 /// | `output_bound` | `request`, `default`? | integer or null |
 /// | `lookup_price` | `pricing` (a table), `model` | `{"matched": key or null (the default), "input_per_mtok", "output_per_mtok"}` |
 /// | `cost` | `pricing`, `model`, `input_tokens`, `output_tokens` | amount |
 /// | `estimate` | `pricing`, `model`, `prompt_tokens`, `output_bound` | amount |
-/// | `estimate_request` | `pricing`, `model`, `request`, `default_output_bound`? | `{"prompt_tokens", "output_bound", "amount"}` |
+/// | `estimate_request` | `pricing`, `model`, `request`, `default_output_bound`?, `text_tokens`? | `{"prompt_tokens", "output_bound", "amount"}` |
 /// | `actual` | `pricing`, `model`, `usage` (`{"input_tokens"?, "output_tokens"?}`) | amount or null |
 /// | `settlement` | `actual` (amount or null), `call_succeeded`, `estimate` (amount) | `{"action": "commit", "amount"}` or `{"action": "release"}` |
 /// | `lower_bound` | `bound`?, `caps` | `{"bound" (integer or null), "changed"}` |
@@ -120,7 +135,15 @@ pub fn call(name: &str, args_json: &str) -> Result<String, Error> {
     let a = parse(args_json, "arguments")?;
     let out = match name {
         "text_tokens" => int_out(i128::from(tokens::text_tokens(str_arg(&a, "text")?))),
-        "prompt_tokens" => int_out(i128::from(tokens::prompt_tokens(arg(&a, "request")?))),
+        "prompt_texts" => json!(tokens::messages(arg(&a, "request")?)),
+        "prompt_tokens" => {
+            let request = arg(&a, "request")?;
+            let n = match text_tokens_arg(&a)? {
+                Some(counts) => tokens::counted_prompt_tokens(request, &counts)?,
+                None => tokens::prompt_tokens(request),
+            };
+            int_out(i128::from(n))
+        }
         "output_bound" => {
             let bound = tokens::output_bound(arg(&a, "request")?, opt_count(&a, "default")?)?;
             bound.map_or(Value::Null, |b| int_out(i128::from(b)))
@@ -155,6 +178,7 @@ pub fn call(name: &str, args_json: &str) -> Result<String, Error> {
                 str_arg(&a, "model")?,
                 arg(&a, "request")?,
                 opt_count(&a, "default_output_bound")?,
+                text_tokens_arg(&a)?.as_deref(),
             )?;
             json!({
                 "prompt_tokens": int_out(i128::from(e.prompt_tokens)),
@@ -277,7 +301,7 @@ mod tests {
                 ran += 1;
             }
         }
-        assert!(ran >= 149, "only {ran} vectors ran");
+        assert!(ran >= 159, "only {ran} vectors ran");
     }
 
     #[test]

@@ -444,7 +444,9 @@ extern "C" {
  * subject tenant. `options_json` (NULL: none) is a JSON object of optional settings:
  * `default_unit` (the unit of estimates given as bare numbers), `request_timeout_ms`,
  * `connect_timeout_ms`, `journal_dir`, `journal_enabled`, `max_concurrent_requests`,
- * `settle_max_attempts`, `replay_interval_ms`; any other member (a typo) is
+ * `max_response_bytes` (default 1 MiB; a longer response body fails the call as a response
+ * that is not the operation's), `settle_max_attempts`, `replay_interval_ms`; any other
+ * member (a typo) is
  * `CYCLES_INVALID_ARGUMENT` naming it.
  * On success `*out` is a new client owned by the caller (free with `cycles_client_free`).
  * Does not block (no request is sent).
@@ -931,10 +933,10 @@ enum cycles_status cycles_journal_pending(const char *journal_dir,
 
 /**
  * One pure pricing function by name with its arguments as a JSON object (docs/c.md lists
- * them: `text_tokens`, `prompt_tokens`, `output_bound`, `lookup_price`, `cost`, `estimate`,
- * `estimate_request`, `actual`, `settlement`, `lower_bound`, `tool_allowed`,
- * `filter_tools`, `plan_caps`, `usage`, `stream_request`, `call_failed`). `*out_json` is
- * the result as JSON (freed with `cycles_string_free`); a bad argument is
+ * them: `text_tokens`, `prompt_texts`, `prompt_tokens`, `output_bound`, `lookup_price`,
+ * `cost`, `estimate`, `estimate_request`, `actual`, `settlement`, `lower_bound`,
+ * `tool_allowed`, `filter_tools`, `plan_caps`, `usage`, `stream_request`, `call_failed`).
+ * `*out_json` is the result as JSON (freed with `cycles_string_free`); a bad argument is
  * `CYCLES_INVALID_ARGUMENT`.
  */
 enum cycles_status cycles_pricing_call(const char *name,

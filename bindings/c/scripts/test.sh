@@ -4,10 +4,13 @@
 # CTest suite (every program shared and static) plain, under valgrind and under ASAN+UBSan,
 # each asserting how many tests ran (vectors, lifecycle, the reference-server corpus, and the
 # recovery conformance tests); the process-lifetime programs and the journal interop with the
-# Rust CLI and the Python wheel (plain); then the README.md C quick start, extracted, compiled
-# through pkg-config and run under valgrind. Cargo builds in $CARGO_TARGET_DIR.
-# The install tree and the plain CTest build are kept in $CARGO_TARGET_DIR/cycles-c-tests
-# (CYCLES_C_TESTS_DIR overrides): conformance/adapters/c runs the recovery tests from there.
+# Rust CLI and the Python wheel (plain); the valgrind and ASAN runs again against the release
+# library users link (scripts/package.sh's release build); then the README.md C quick start,
+# extracted, compiled through pkg-config and run under valgrind, against the debug and the
+# release library. Cargo builds in $CARGO_TARGET_DIR.
+# The install tree and the plain CTest build are kept in this checkout's tree
+# (bindings/c/scripts/tests-tree.sh: $CARGO_TARGET_DIR/cycles-c-tests/<checkout key>;
+# CYCLES_C_TESTS_DIR overrides): conformance/adapters/c runs the recovery tests from there.
 # The recovery tests (recovery_*, forked and SIGKILLed children) and the fork tests run plain
 # and under ASAN, not under valgrind.
 set -euo pipefail
@@ -21,7 +24,7 @@ FORK_TESTS=2   # not under valgrind (it checks the forked child, which cannot cl
 RECOVERY_TESTS=15
 CORPUS="${CYCLES_REFERENCE_CORPUS:-$ROOT/../shared/fixtures/reference-server/exchanges.jsonl}"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
-KEEP="${CYCLES_C_TESTS_DIR:-$TARGET/cycles-c-tests}"
+KEEP="$(bash "$C/scripts/tests-tree.sh")"
 # The Python direction of the journal interop uses the test venv python/scripts/test.sh leaves
 # (CI runs it before this script); it must exist.
 PY_VENV_PYTHON="${CYCLES_PY_CACHE:-$HOME/.cache/cycles-python}/test-venv/bin/python"
@@ -94,6 +97,16 @@ run_ctest valgrind "$WORK/build-valgrind" "$BASE_TESTS" -DCYCLES_WRAPPER="$VALGR
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 \
     run_ctest asan "$WORK/build-asan" "$ALL" -DCMAKE_C_FLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -g"
 
+# What users link is the release build (cargo-zigbuild, glibc 2.17): the valgrind and ASAN runs
+# again against it (scripts/package.sh's unstripped host tree), as docs/reliability.md says.
+log "release library: build and install (release profile) into $KEEP/release"
+CYCLES_PACKAGE_PROFILE=release "$ROOT/scripts/package.sh" "$KEEP/release" c >/dev/null
+PKG_CONFIG_PATH="$KEEP/release/c/lib/pkgconfig" run_ctest "valgrind, release library" \
+    "$WORK/build-valgrind-release" "$BASE_TESTS" -DCYCLES_WRAPPER="$VALGRIND" -DCYCLES_RECOVERY=OFF
+PKG_CONFIG_PATH="$KEEP/release/c/lib/pkgconfig" ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 \
+    run_ctest "asan, release library" "$WORK/build-asan-release" "$ALL" \
+    -DCMAKE_C_FLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -g"
+
 log "README.md C quick start (docs/c.md keeps the same copy): extracted, compiled through pkg-config (shared and static), run under valgrind"
 bash "$C/scripts/quickstart.sh" >"$WORK/quickstart.c"
 cc "$WORK/quickstart.c" $(pkg-config --cflags --libs cycles) -Wl,-rpath,"$(pkg-config --variable=libdir cycles)" -o "$WORK/quickstart"
@@ -101,5 +114,11 @@ cc "$WORK/quickstart.c" $(pkg-config --static --cflags cycles) "$LIB/libcycles.a
     $(pkg-config --static --libs-only-l cycles | sed 's/-lcycles//') -o "$WORK/quickstart-static"
 out="$(valgrind --quiet --suppressions="$C/tests/valgrind.supp" --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,possible "$WORK/quickstart")"
 grep -q '^charged 420000$' <<<"$out" || { echo "quick start printed: $out" >&2; exit 1; }
+log "the quick start against the release library, under valgrind"
+REL_PC="$KEEP/release/c/lib/pkgconfig"
+cc "$WORK/quickstart.c" $(PKG_CONFIG_PATH="$REL_PC" pkg-config --cflags --libs cycles) \
+    -Wl,-rpath,"$(PKG_CONFIG_PATH="$REL_PC" pkg-config --variable=libdir cycles)" -o "$WORK/quickstart-release"
+out="$(valgrind --quiet --suppressions="$C/tests/valgrind.supp" --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,possible "$WORK/quickstart-release")"
+grep -q '^charged 420000$' <<<"$out" || { echo "release quick start printed: $out" >&2; exit 1; }
 "$WORK/quickstart-static" | grep -q '^charged 420000$'
 log "ok"

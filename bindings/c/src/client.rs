@@ -105,7 +105,9 @@ unsafe fn out_client(
 /// subject tenant. `options_json` (NULL: none) is a JSON object of optional settings:
 /// `default_unit` (the unit of estimates given as bare numbers), `request_timeout_ms`,
 /// `connect_timeout_ms`, `journal_dir`, `journal_enabled`, `max_concurrent_requests`,
-/// `settle_max_attempts`, `replay_interval_ms`; any other member (a typo) is
+/// `max_response_bytes` (default 1 MiB; a longer response body fails the call as a response
+/// that is not the operation's), `settle_max_attempts`, `replay_interval_ms`; any other
+/// member (a typo) is
 /// `CYCLES_INVALID_ARGUMENT` naming it.
 /// On success `*out` is a new client owned by the caller (free with `cycles_client_free`).
 /// Does not block (no request is sent).

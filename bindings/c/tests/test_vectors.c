@@ -261,7 +261,7 @@ static void pricing_case(const jv *c) {
 
 /* Every function the C library documents has a section, and the file names no other. */
 static size_t pricing(const jv *doc) {
-    static const char *fns[] = { "text_tokens", "prompt_tokens", "output_bound", "lookup_price", "cost",
+    static const char *fns[] = { "text_tokens", "prompt_texts", "prompt_tokens", "output_bound", "lookup_price", "cost",
         "estimate", "estimate_request", "actual", "settlement", "lower_bound", "tool_allowed",
         "filter_tools", "plan_caps", "usage", "stream_request", "call_failed" };
     const size_t n = sizeof fns / sizeof fns[0];

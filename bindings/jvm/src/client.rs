@@ -73,7 +73,8 @@ pub extern "system" fn Java_dev_cycles_internal_Native_errorCodes<'l>(
 
 /// A client from options JSON (the bridge's one options table, `options::host_client`:
 /// `base_url`, `api_key`, `tenant`, `default_unit`, timeouts, journal,
-/// `max_concurrent_requests`, settle overrides, `close_timeout_ms`; an unknown member is
+/// `max_concurrent_requests`, `max_response_bytes`, settle overrides, `close_timeout_ms`; an
+/// unknown member is
 /// INVALID_ARGUMENT); `from_env`: the `CYCLES_*` environment, the options overriding it.
 #[no_mangle]
 pub extern "system" fn Java_dev_cycles_internal_Native_clientNew<'l>(
@@ -362,6 +363,25 @@ pub extern "system" fn Java_dev_cycles_internal_Native_activeRelease<'l>(
         let work = active(a)?.release(reason)?;
         let out = block(work)?;
         jstr(env, &out)
+    })
+}
+
+/// The caps rewrite of a provider request (bridge `Active::plan_caps`): `api` a wire name,
+/// `request` its JSON body; the plan's JSON. A rewrite is reported as the `caps_applied`
+/// event. INVALID_ARGUMENT for a bad API name, request or bound, or once finished.
+#[no_mangle]
+pub extern "system" fn Java_dev_cycles_internal_Native_activePlanCaps<'l>(
+    mut env: JNIEnv<'l>,
+    _c: JClass<'l>,
+    a: jlong,
+    api: JString<'l>,
+    request: JString<'l>,
+) -> jstring {
+    entry(&mut env, std::ptr::null_mut(), |env| {
+        let api = string(env, &api, "api")?;
+        let request = string(env, &request, "request")?;
+        let plan = active(a)?.plan_caps(&api, &request)?;
+        jstr(env, &plan)
     })
 }
 

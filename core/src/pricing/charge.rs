@@ -51,20 +51,25 @@ pub struct RequestEstimate {
     pub amount: Amount,
 }
 
-/// The estimate of a request body: its prompt estimate and output bound (or
+/// The estimate of a request body: its prompt estimate (or, given `text_tokens`, a host
+/// tokenizer's counts of its texts: [`tokens::counted_prompt_tokens`]) and output bound (or
 /// `default_output_bound`), priced.
 pub fn estimate_request(
     pricing: &Pricing,
     model: &str,
     request: &Value,
     default_output_bound: Option<u64>,
+    text_tokens: Option<&[Vec<u64>]>,
 ) -> Result<RequestEstimate, Error> {
     let output_bound = tokens::output_bound(request, default_output_bound)?.ok_or_else(|| {
         Error::invalid_argument(
             "the request has no output bound (max_tokens, max_completion_tokens or max_output_tokens) and no default is configured",
         )
     })?;
-    let prompt_tokens = tokens::prompt_tokens(request);
+    let prompt_tokens = match text_tokens {
+        Some(counts) => tokens::counted_prompt_tokens(request, counts)?,
+        None => tokens::prompt_tokens(request),
+    };
     let amount = estimate(pricing, model, prompt_tokens, output_bound)?;
     Ok(RequestEstimate {
         prompt_tokens,
@@ -116,14 +121,14 @@ mod tests {
     fn estimate_needs_a_bound_and_actual_only_what_was_reported() {
         let p = Pricing::Tokens;
         let req = json!({"messages": [{"role": "user", "content": "abcdefgh"}], "max_tokens": 10});
-        let e = estimate_request(&p, "m", &req, None).unwrap();
+        let e = estimate_request(&p, "m", &req, None, None).unwrap();
         assert_eq!(
             (e.prompt_tokens, e.output_bound, e.amount.amount),
             (6, 10, 16)
         );
-        assert!(estimate_request(&p, "m", &json!({}), None).is_err());
+        assert!(estimate_request(&p, "m", &json!({}), None, None).is_err());
         assert_eq!(
-            estimate_request(&p, "m", &json!({}), Some(3))
+            estimate_request(&p, "m", &json!({}), Some(3), None)
                 .unwrap()
                 .amount
                 .amount,

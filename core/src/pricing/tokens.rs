@@ -16,6 +16,9 @@
 //!   audio, files and tool definitions count nothing.
 //! - `prompt_tokens = Σ per message (MESSAGE_OVERHEAD + Σ text_tokens of its texts)`, with
 //!   `MESSAGE_OVERHEAD = 4` (role and framing tokens every provider adds).
+//! - A host with an exact tokenizer counts the texts [`messages`] lists itself and hands the
+//!   counts back in the same shape ([`counted_prompt_tokens`]): the framing rule stays here,
+//!   so an exact count differs from the estimate only by the tokenizer.
 //! - `output_bound` = the smallest present of `max_tokens`, `max_completion_tokens`,
 //!   `max_output_tokens` (a Chat Completions request may carry the first two; the provider
 //!   honours the smaller), else the configured default, else none. `null` counts as absent; a
@@ -102,6 +105,37 @@ pub fn prompt_tokens(request: &Value) -> u64 {
         .fold(0, u64::saturating_add)
 }
 
+/// `Σ per message (4 + Σ text_tokens[i][j])`: the prompt of `request` as a host's tokenizer
+/// counted it, `text_tokens[i][j]` being the tokens of text `j` of message `i` of
+/// [`messages`]. A shape that is not the request's is INVALID_ARGUMENT (the counts would
+/// belong to some other request).
+pub fn counted_prompt_tokens(request: &Value, text_tokens: &[Vec<u64>]) -> Result<u64, Error> {
+    let msgs = messages(request);
+    if msgs.len() != text_tokens.len() {
+        return Err(Error::invalid_argument(format!(
+            "text_tokens has {} messages; the request has {}",
+            text_tokens.len(),
+            msgs.len()
+        )));
+    }
+    let mut total: u64 = 0;
+    for (i, (texts, counts)) in msgs.iter().zip(text_tokens).enumerate() {
+        if texts.len() != counts.len() {
+            return Err(Error::invalid_argument(format!(
+                "text_tokens[{i}] has {} texts; message {i} of the request has {}",
+                counts.len(),
+                texts.len()
+            )));
+        }
+        total = counts
+            .iter()
+            .fold(total.saturating_add(MESSAGE_OVERHEAD), |t, c| {
+                t.saturating_add(*c)
+            });
+    }
+    Ok(total)
+}
+
 /// The request's own output bound: the smallest present of [`OUTPUT_BOUND_KEYS`].
 pub fn request_output_bound(request: &Value) -> Result<Option<u64>, Error> {
     let mut bound: Option<u64> = None;
@@ -153,6 +187,26 @@ mod tests {
         let anthropic = json!({"system": [{"type": "text", "text": "s t"}], "messages": [{"role": "user", "content": "u"}]});
         assert_eq!(prompt_tokens(&anthropic), (4 + 1) + (4 + 1));
         assert_eq!(prompt_tokens(&json!([1])), 0);
+    }
+
+    #[test]
+    fn counted_prompts_keep_the_framing_and_check_the_shape() {
+        let chat = json!({"messages": [
+            {"role": "system", "content": "be brief"},
+            {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}
+        ]});
+        assert_eq!(messages(&chat), vec![vec!["be brief"], vec!["a", "b"]]);
+        assert_eq!(
+            counted_prompt_tokens(&chat, &[vec![2], vec![1, 1]]).unwrap(),
+            (4 + 2) + (4 + 1 + 1)
+        );
+        let e = counted_prompt_tokens(&chat, &[vec![2]]).unwrap_err();
+        assert_eq!(e.message(), "text_tokens has 1 messages; the request has 2");
+        let e = counted_prompt_tokens(&chat, &[vec![2], vec![1]]).unwrap_err();
+        assert_eq!(
+            e.message(),
+            "text_tokens[1] has 1 texts; message 1 of the request has 2"
+        );
     }
 
     #[test]

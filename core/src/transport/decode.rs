@@ -207,6 +207,29 @@ pub(crate) fn classify<T: DeserializeOwned>(
     serde_json::from_slice(body).map_err(|e| bad(format!("cannot decode ({e})"), corr))
 }
 
+/// The error of a response whose body went past `limit` bytes (`Config::max_response_bytes`):
+/// for a 2xx, what a body that is not the operation's success is (ambiguous for a write: it
+/// may have been applied, so a settlement stays journaled and is retried; invalid for a
+/// read); otherwise the status's own error, its body unread.
+pub(crate) fn oversized(
+    op: Operation,
+    status: u16,
+    limit: usize,
+    corr: Correlation,
+    retry_after: Option<String>,
+) -> Error {
+    if !(200..300).contains(&status) {
+        return Error::from_http(status, b"", corr, retry_after);
+    }
+    let why =
+        format!("the response body exceeds max_response_bytes ({limit} bytes); not read further");
+    if op.has_side_effect() {
+        Error::ambiguous(status, why, corr)
+    } else {
+        Error::invalid_response(status, why, corr)
+    }
+}
+
 /// The error of a non-2xx response, whatever the operation (classification of errors does
 /// not depend on it; e.g. a routing error that matched no operation). For a 2xx status this
 /// is still the HTTP classification (`UNEXPECTED_STATUS` family), so call it for non-2xx only.

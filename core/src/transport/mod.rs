@@ -82,6 +82,8 @@ struct Raw {
     corr: Correlation,
     retry_after: Option<String>,
     timing: AttemptTiming,
+    /// The bound the body went past (`Config::max_response_bytes`); `body` is then partial.
+    oversized: Option<usize>,
 }
 
 impl CyclesClient {
@@ -456,16 +458,37 @@ impl CyclesClient {
         let status = resp.status().as_u16();
         let h = resp.headers();
         let (corr, retry_after) = decode::header_facts(|name| h.get(name)?.to_str().ok());
-        let body = resp.bytes().await.map_err(Error::from_reqwest)?;
+        let (body, oversized) = read_bounded(resp, self.config.max_response_bytes).await?;
         let received = Instant::now();
         Ok(Raw {
             status,
-            body: body.to_vec(),
+            body,
             corr,
             retry_after,
             timing: AttemptTiming { sent, received },
+            oversized,
         })
     }
+}
+
+/// The body of `resp`, read until it ends or passes `limit` bytes (then the rest is never
+/// read, and the bound is returned with what was read). A `Content-Length` above the bound
+/// fails before anything is read.
+async fn read_bounded(
+    mut resp: reqwest::Response,
+    limit: usize,
+) -> Result<(Vec<u8>, Option<usize>), Error> {
+    if resp.content_length().is_some_and(|n| n > limit as u64) {
+        return Ok((Vec::new(), Some(limit)));
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(Error::from_reqwest)? {
+        if body.len() + chunk.len() > limit {
+            return Ok((body, Some(limit)));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok((body, None))
 }
 
 /// The HTTP client of a [`Config`] (rustls, no redirects, finite timeouts).
@@ -510,6 +533,15 @@ fn body_idempotency_key(body: &RawValue) -> String {
 /// Classifies a raw attempt through [`decode::classify`] (the pure path shared with
 /// [`decode::decode_response`]) and attaches the transport facts.
 fn finish<T: DeserializeOwned>(raw: Raw, op: Operation) -> Result<Response<T>, Error> {
+    if let Some(limit) = raw.oversized {
+        return Err(decode::oversized(
+            op,
+            raw.status,
+            limit,
+            raw.corr,
+            raw.retry_after,
+        ));
+    }
     let body = decode::classify(op, raw.status, &raw.body, raw.corr.clone(), raw.retry_after)?;
     Ok(Response {
         body,
@@ -535,6 +567,7 @@ mod tests {
                 trace_id: Some("tr".into()),
             },
             retry_after: None,
+            oversized: None,
             timing: AttemptTiming {
                 sent: now,
                 received: now + Duration::from_millis(3),

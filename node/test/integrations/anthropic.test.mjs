@@ -36,6 +36,16 @@ const only = (server, kind) => {
   return all[0];
 };
 
+/** Events arrive in batches on the event loop, after the call that caused them: wait for the `n`th of `kind`. */
+async function eventsOf(events, kind, n = 1) {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const got = events.filter((e) => e.kind === kind);
+    if (got.length >= n || Date.now() > deadline) return got;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
 test("messages.create whole and streamed: the estimate reserved, the usage committed", async () => {
   await withSetup({}, async ({ server, anthropic }) => {
     const m = await anthropic.messages.create({ model: "claude-fake", max_tokens: 100, messages: USER });
@@ -96,7 +106,7 @@ test("caps lower max_tokens (the provider saw it, caps_applied said so) and filt
     assert.equal(seen.outputBound, 2);
     assert.deepEqual(seen.body.tools.map((t) => t.name), ["calc"]);
     assert.equal(only(server, "commit").amount, 4 + 2);
-    const applied = events.find((e) => e.kind === "caps_applied");
+    const [applied] = await eventsOf(events, "caps_applied");
     assert.deepEqual([applied.api, applied.boundFrom, applied.boundTo, applied.removedTools], ["messages", 100, 2, ["shell"]]);
   });
 });

@@ -15,13 +15,14 @@ const NODE_DIR = join(HERE, "..", "..");
 const DOC = readFileSync(join(NODE_DIR, "..", "docs", "integrations.md"), "utf8");
 const NODE_SECTION = DOC.slice(DOC.indexOf("\n## Node\n"));
 const BLOCKS = [...NODE_SECTION.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]);
-// Inside this folder, so `openai`, `@anthropic-ai/sdk` and `cycles-sdk` resolve by name.
+// Inside this folder, so `openai`, `@anthropic-ai/sdk`, `@langchain/openai` and `cycles-sdk` resolve by name.
 const DIR = join(HERE, ".quickstart");
 
 const QUICKSTARTS = {
   openai: { from: "cycles-sdk/openai", out: [/^reply Hello from the fake provider\.$/m, /^streamed Hello from the fake provider\.$/m, /^remaining 986$/m] },
   anthropic: { from: "cycles-sdk/anthropic", out: [/^reply Hello from the fake provider\.$/m, /^streamed output tokens 5$/m, /^remaining 986$/m] },
   ai: { from: "cycles-sdk/ai", out: [/^reply Hello from the fake provider\.$/m, /^streamed Hello from the fake provider\.$/m, /^remaining 986$/m] },
+  langchain: { from: "cycles-sdk/langchain", out: [/^reply Hello from the fake provider\.$/m, /^streamed Hello from the fake provider\.$/m, /^remaining 986$/m] },
   express: { from: "cycles-sdk/express", out: [/^answer 42$/m, /^charged 42$/m] },
 };
 
@@ -66,6 +67,9 @@ test("the Node integration quick starts type-check under tsc --strict", () => {
       types: ["node"],
       // This folder's @types (node pinned to the package's own version, express for its quick start).
       typeRoots: [join(HERE, "node_modules", "@types")],
+      // cycles-sdk is linked (file:../..): its declarations resolve their imports (@langchain/core)
+      // from this folder, as in an app's node_modules, not from the package's own devDependencies.
+      preserveSymlinks: true,
       // Declaration files are not re-checked (the libraries' are theirs, the package's are tsc's own output); the blocks are.
       skipLibCheck: true,
     },

@@ -1,7 +1,8 @@
 """What every integration does around one provider call (docs/integrations.md, "Python").
 
 The amounts and the provider's formats are core's (:mod:`cycles.pricing`): the estimate
-(``estimate_request``, or ``estimate`` of your own exact prompt count), the caps rewrite
+(``estimate_request``, with a tokenizer's counts of the prompt's texts where one applies, or
+``estimate`` of your own exact prompt count), the caps rewrite
 (:meth:`~cycles.GuardedReservation.plan_caps`), the usage of each body or stream event
 (``usage``), the actual (``actual``) and what to do at the end (``settlement``). This module
 only drives the guarded lifecycle (:meth:`cycles.Client.reserve`) in that order:
@@ -46,6 +47,8 @@ from ..pricing import (
     settlement,
     usage,
 )
+from .tokenizer import Tokenizer, text_tokens
+from .tokenizer import check as check_tokenizer
 
 __all__ = ["CallOptions", "CallNotSentError", "per_call", "OPTION", "CyclesClient"]
 
@@ -140,6 +143,8 @@ class Settings:
     prompt_tokens: Callable[[Mapping[str, Any]], int] | None
     #: The library's "not given" sentinels (left out of the request body).
     omitted: tuple[type, ...]
+    #: Counts the prompt's texts (:mod:`cycles.integrations.tokenizer`).
+    tokenizer: Tokenizer = "auto"
 
     def __post_init__(self) -> None:
         if not isinstance(self.cycles, (Client, AsyncClient)):
@@ -152,6 +157,7 @@ class Settings:
             )
         if self.prompt_tokens is not None and not callable(self.prompt_tokens):
             raise InvalidArgumentError("prompt_tokens= must be a function of the request")
+        check_tokenizer(self.tokenizer)
 
     def call(self, api: Api, kw: dict[str, Any]) -> Call:
         """A call of ``api`` with the library keywords ``kw`` (the options popped)."""
@@ -213,7 +219,8 @@ class Call:
                 n = self.s.prompt_tokens(self.request)
                 return estimate(self.s.pricing, self.model, n, bound)
             # No bound: core's estimate_request says why it cannot reserve.
-        return estimate_request(self.s.pricing, self.model, self.request, default).amount
+        counts = text_tokens(self.s.tokenizer, self.model, self.request)
+        return estimate_request(self.s.pricing, self.model, self.request, default, counts).amount
 
     @property
     def r(self) -> GuardedReservation:

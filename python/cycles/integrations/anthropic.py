@@ -35,6 +35,7 @@ except ImportError as e:  # pragma: no cover - exercised by a subprocess test
 from ..models import SubjectLike
 from ..pricing import TOKENS, Pricing
 from ._guard import Call, CyclesClient, Settings, arun, install, run
+from .tokenizer import Tokenizer
 
 __all__ = ["guard"]
 
@@ -122,6 +123,7 @@ def guard(
     action_kind: str = "llm.completion",
     default_output_bound: int | None = None,
     prompt_tokens: Callable[[Mapping[str, Any]], int] | None = None,
+    tokenizer: Tokenizer = "auto",
 ) -> _C:
     """A copy of ``client`` (``anthropic.Anthropic`` or ``anthropic.AsyncAnthropic``) whose
     ``messages.create`` and ``messages.stream`` are guarded by ``cycles``. The arguments
@@ -134,6 +136,7 @@ def guard(
         action_kind=action_kind,
         default_output_bound=default_output_bound,
         prompt_tokens=prompt_tokens,
+        tokenizer=tokenizer,
         omitted=_OMITTED,
     )
     guarded = client.with_options()

@@ -50,6 +50,7 @@ except ImportError as e:  # pragma: no cover - exercised by a subprocess test
 from ..models import SubjectLike
 from ..pricing import TOKENS, Pricing, Usage
 from ._guard import Call, CyclesClient, Settings
+from .tokenizer import Tokenizer
 
 __all__ = ["guard", "CyclesChatModel"]
 
@@ -238,6 +239,7 @@ def guard(
     action_kind: str = "llm.completion",
     default_output_bound: int | None = None,
     prompt_tokens: Callable[[Mapping[str, Any]], int] | None = None,
+    tokenizer: Tokenizer = "auto",
     name: str | None = None,
 ) -> CyclesChatModel:
     """``model`` guarded by ``cycles``: a chat model of its own (the arguments are
@@ -250,6 +252,7 @@ def guard(
         action_kind=action_kind,
         default_output_bound=default_output_bound,
         prompt_tokens=prompt_tokens,
+        tokenizer=tokenizer,
         omitted=(),
     )
     return CyclesChatModel(inner=model, settings=s, model_label=name)

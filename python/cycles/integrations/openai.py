@@ -38,6 +38,7 @@ except ImportError as e:  # pragma: no cover - exercised by a subprocess test
 from ..models import SubjectLike
 from ..pricing import TOKENS, Api, Pricing, stream_request
 from ._guard import Call, CyclesClient, Settings, arun, install, run
+from .tokenizer import Tokenizer
 
 __all__ = ["guard"]
 
@@ -85,6 +86,7 @@ def guard(
     action_kind: str = "llm.completion",
     default_output_bound: int | None = None,
     prompt_tokens: Callable[[Mapping[str, Any]], int] | None = None,
+    tokenizer: Tokenizer = "auto",
     include_usage: bool = True,
 ) -> _C:
     """A copy of ``client`` (``openai.OpenAI`` or ``openai.AsyncOpenAI``) whose
@@ -95,8 +97,10 @@ def guard(
     ``default_output_bound``; a request with neither raises
     :class:`~cycles.InvalidArgumentError` before anything is sent) priced by ``pricing``
     (default ``{"unit": "TOKENS"}``), as the action ``(action_kind, model)`` for ``subject``
-    (default: the Cycles client's tenant). ``prompt_tokens``: your own exact prompt count
-    (e.g. with tiktoken) of the request body, used instead of core's estimate. Per call,
+    (default: the Cycles client's tenant). ``tokenizer``: what counts the prompt's
+    texts (default ``"auto"``: tiktoken when installed and it knows the model, else core's
+    estimate; see :mod:`cycles.integrations.tokenizer`). ``prompt_tokens``: your own count of
+    the whole request body, used instead of both. Per call,
     ``cycles=CallOptions(...)`` (or ``**per_call(...)``) overrides the name, kind, subject,
     estimate and idempotency key. A denial raises :class:`~cycles.BudgetExceededError` and
     the provider sees no request; ``caps.max_tokens`` 0 raises
@@ -108,6 +112,7 @@ def guard(
         action_kind=action_kind,
         default_output_bound=default_output_bound,
         prompt_tokens=prompt_tokens,
+        tokenizer=tokenizer,
         omitted=_OMITTED,
     )
     guarded = client.with_options()

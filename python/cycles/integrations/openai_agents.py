@@ -53,6 +53,7 @@ from ..errors import InvalidArgumentError
 from ..models import SubjectLike
 from ..pricing import TOKENS, Api, Pricing, Usage, output_bound
 from ._guard import Call, CyclesClient, Settings
+from .tokenizer import Tokenizer
 
 __all__ = ["CyclesModel", "CyclesModelProvider", "guard"]
 
@@ -277,6 +278,7 @@ def guard(
     action_kind: str = ...,
     default_output_bound: int | None = ...,
     prompt_tokens: Callable[[Mapping[str, Any]], int] | None = ...,
+    tokenizer: Tokenizer = ...,
     name: str | None = ...,
 ) -> CyclesModelProvider: ...
 
@@ -291,6 +293,7 @@ def guard(
     action_kind: str = ...,
     default_output_bound: int | None = ...,
     prompt_tokens: Callable[[Mapping[str, Any]], int] | None = ...,
+    tokenizer: Tokenizer = ...,
     name: str | None = ...,
 ) -> CyclesModel: ...
 
@@ -304,6 +307,7 @@ def guard(
     action_kind: str = "llm.completion",
     default_output_bound: int | None = None,
     prompt_tokens: Callable[[Mapping[str, Any]], int] | None = None,
+    tokenizer: Tokenizer = "auto",
     name: str | None = None,
 ) -> CyclesModel | CyclesModelProvider:
     """``target`` guarded by ``cycles`` (a :class:`cycles.Client` or
@@ -318,8 +322,8 @@ def guard(
     the action ``(action_kind, model name)`` for ``subject``; ``name`` overrides the model's
     name (a ``Model``). A denial raises :class:`~cycles.BudgetExceededError` out of
     ``Runner.run`` and the provider sees no request; ``caps.max_tokens`` 0 raises
-    :class:`~cycles.integrations.CallNotSentError`. ``prompt_tokens``: as in
-    :func:`cycles.integrations.openai.guard`."""
+    :class:`~cycles.integrations.CallNotSentError`. ``prompt_tokens`` and ``tokenizer``
+    (:mod:`cycles.integrations.tokenizer`): as in :func:`cycles.integrations.openai.guard`."""
     s = Settings(
         cycles=cycles,
         pricing=pricing,
@@ -327,6 +331,7 @@ def guard(
         action_kind=action_kind,
         default_output_bound=default_output_bound,
         prompt_tokens=prompt_tokens,
+        tokenizer=tokenizer,
         omitted=(),
     )
     if isinstance(target, Model):

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the C face into $CARGO_TARGET_DIR/matrix-c/face: face.c and the C tests' JSON reader
 # (bindings/c/tests/json.c) compiled as C11 with -Wall -Wextra -Werror against an installed
-# libcycles found through pkg-config. The install tree bindings/c/scripts/test.sh leaves in
-# $CARGO_TARGET_DIR/cycles-c-tests/prefix is reused when it is newer than the library's sources;
+# libcycles found through pkg-config. The install tree bindings/c/scripts/test.sh leaves in this
+# checkout's C test tree (bindings/c/scripts/tests-tree.sh) is reused when it is newer than the
+# library's sources;
 # otherwise one is built (scripts/package.sh, debug profile) into $CARGO_TARGET_DIR/matrix-c/prefix.
 # Idempotent: nothing is rebuilt when warm. Progress on stderr.
 set -euo pipefail
@@ -24,7 +25,7 @@ current() { # prefix
         "$ROOT/conformance/server/src" "$ROOT/Cargo.lock" -newer "$lib" -print -quit)" ]]
 }
 
-PREFIX="$TARGET/cycles-c-tests/prefix"
+PREFIX="$(bash "$ROOT/bindings/c/scripts/tests-tree.sh")/prefix"
 if current "$PREFIX"; then
     log "reusing the C tests' install tree $PREFIX"
 else

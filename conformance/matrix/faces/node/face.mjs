@@ -48,15 +48,17 @@ function table(p) {
   }
   return out;
 }
+const counts = (c) => (Array.isArray(c) ? c.map((m) => (Array.isArray(m) ? m.map(num) : m)) : c);
 const amountIn = (a) => (a && typeof a === "object" ? { unit: a.unit, amount: num(a.amount) } : (a ?? null));
 const PRICING = {
   text_tokens: (i) => pricing.textTokens(i.text),
-  prompt_tokens: (i) => pricing.promptTokens(i.request),
+  prompt_texts: (i) => pricing.promptTexts(i.request),
+  prompt_tokens: (i) => pricing.promptTokens(i.request, counts(i.text_tokens)),
   output_bound: (i) => pricing.outputBound(i.request, num(i.default)),
   lookup_price: (i) => pricing.lookupPrice(table(i.pricing), i.model),
   cost: (i) => pricing.cost(table(i.pricing), i.model, num(i.input_tokens), num(i.output_tokens)),
   estimate: (i) => pricing.estimate(table(i.pricing), i.model, num(i.prompt_tokens), num(i.output_bound)),
-  estimate_request: (i) => pricing.estimateRequest(table(i.pricing), i.model, i.request, num(i.default_output_bound)),
+  estimate_request: (i) => pricing.estimateRequest(table(i.pricing), i.model, i.request, num(i.default_output_bound), counts(i.text_tokens)),
   actual: (i) => pricing.actual(table(i.pricing), i.model, camelInts(i.usage)),
   settlement: (i) => pricing.settlement(amountIn(i.actual), i.call_succeeded, amountIn(i.estimate)),
   lower_bound: (i) => pricing.lowerBound(num(i.bound), camelInts(i.caps)),

@@ -868,6 +868,17 @@ public final class CyclesClient implements AutoCloseable {
             return this;
         }
 
+        /**
+         * @param n bound on one response body in bytes (default 1 MiB, {@code CYCLES_MAX_RESPONSE_BYTES}):
+         *     a longer body is not read further and the call fails as a response that is not the
+         *     operation's (ambiguous for a write, so a settlement stays journaled and is retried)
+         * @return this
+         */
+        public Builder maxResponseBytes(int n) {
+            options.put("max_response_bytes", n);
+            return this;
+        }
+
         /** @param n settle attempts before a settlement is left pending (at least 1) @return this */
         public Builder settleMaxAttempts(int n) {
             options.put("settle_max_attempts", n);

@@ -14,7 +14,7 @@ public final class Pricing {
     private Pricing() {}
 
     /**
-     * One pure function by name: {@code text_tokens}, {@code prompt_tokens},
+     * One pure function by name: {@code text_tokens}, {@code prompt_texts}, {@code prompt_tokens},
      * {@code output_bound}, {@code lookup_price}, {@code cost}, {@code estimate},
      * {@code estimate_request}, {@code actual}, {@code settlement}, {@code lower_bound},
      * {@code tool_allowed}, {@code filter_tools}, {@code plan_caps}, {@code usage},

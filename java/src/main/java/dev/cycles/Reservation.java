@@ -130,6 +130,51 @@ public final class Reservation implements AutoCloseable {
     }
 
     /**
+     * The caps rewrite of a provider request under this action's {@link #caps()} (core's
+     * {@code plan_caps}, as Python's and Node's {@code plan_caps}): every output-bound field of
+     * {@code api} is lowered to {@code caps.maxTokens} (a request with none gets the API's
+     * first field), the tools the caps exclude are removed (and a {@code tool_choice} naming
+     * one). A rewrite, or a refusal to send, is reported as the {@code caps_applied} event
+     * (docs/events.md) to the client's listeners, as in every language. Under
+     * {@code ALLOW} the plan changes nothing.
+     *
+     * <pre>{@code
+     * CapsPlan plan = r.planCaps(CapsPlan.Api.MESSAGES, body);
+     * if (!plan.send()) { r.release("capped to 0 tokens"); return; }
+     * Map<String, Object> sent = plan.apply(body);
+     * }</pre>
+     *
+     * @param api the provider API whose wire format {@code request} is in
+     * @param request the request body (at least its bound fields and {@code tools}: tools
+     *     named by {@code name}, {@code function.name} or {@code type})
+     * @return the plan
+     * @throws dev.cycles.errors.InvalidArgumentException for a bound that is not a count, or
+     *     once the action has finished
+     */
+    public CapsPlan planCaps(CapsPlan.Api api, Map<String, ?> request) {
+        if (request == null) {
+            throw new IllegalArgumentException("request must not be null");
+        }
+        return planCaps(api, Json.write(request));
+    }
+
+    /**
+     * {@link #planCaps(CapsPlan.Api, Map)} for a request body as JSON text.
+     *
+     * @param api the provider API whose wire format {@code requestJson} is in
+     * @param requestJson the request body as a JSON object
+     * @return the plan
+     * @throws dev.cycles.errors.InvalidArgumentException for text that is not JSON, a bound
+     *     that is not a count, or once the action has finished
+     */
+    public CapsPlan planCaps(CapsPlan.Api api, String requestJson) {
+        if (api == null) {
+            throw new IllegalArgumentException("api must not be null");
+        }
+        return CapsPlan.parse(Native.activePlanCaps(state.id, api.wireName(), requestJson));
+    }
+
+    /**
      * Ends the action early without a reason; see {@link #release(String)}.
      *
      * @return the outcome ({@link Outcome.Kind#RELEASED})

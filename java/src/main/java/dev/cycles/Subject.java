@@ -1,6 +1,7 @@
 package dev.cycles;
 
 import dev.cycles.internal.Json;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
@@ -13,8 +14,30 @@ import java.util.Map;
  * @param workflow workflow
  * @param agent agent
  * @param toolset toolset
+ * @param dimensions optional custom dimensions (the protocol's {@code Subject.dimensions}, e.g.
+ *     {@code cost_center=42}); null: none sent. A subject of only dimensions is invalid.
  */
-public record Subject(String tenant, String workspace, String app, String workflow, String agent, String toolset) {
+public record Subject(String tenant, String workspace, String app, String workflow, String agent, String toolset,
+        Map<String, String> dimensions) {
+    /** The dimensions are a read-only copy, in their given order. */
+    public Subject {
+        dimensions = dimensions == null ? null : Collections.unmodifiableMap(new LinkedHashMap<>(dimensions));
+    }
+
+    /**
+     * A subject without dimensions.
+     *
+     * @param tenant tenant
+     * @param workspace workspace
+     * @param app app
+     * @param workflow workflow
+     * @param agent agent
+     * @param toolset toolset
+     */
+    public Subject(String tenant, String workspace, String app, String workflow, String agent, String toolset) {
+        this(tenant, workspace, app, workflow, agent, toolset, null);
+    }
+
     /**
      * @param tenant the tenant
      * @return a subject of only that tenant
@@ -28,7 +51,7 @@ public record Subject(String tenant, String workspace, String app, String workfl
      * @return this subject with that agent
      */
     public Subject withAgent(String agent) {
-        return new Subject(tenant, workspace, app, workflow, agent, toolset);
+        return new Subject(tenant, workspace, app, workflow, agent, toolset, dimensions);
     }
 
     /**
@@ -36,7 +59,15 @@ public record Subject(String tenant, String workspace, String app, String workfl
      * @return this subject with that workflow
      */
     public Subject withWorkflow(String workflow) {
-        return new Subject(tenant, workspace, app, workflow, agent, toolset);
+        return new Subject(tenant, workspace, app, workflow, agent, toolset, dimensions);
+    }
+
+    /**
+     * @param dimensions the custom dimensions (null: none)
+     * @return this subject with those dimensions
+     */
+    public Subject withDimensions(Map<String, String> dimensions) {
+        return new Subject(tenant, workspace, app, workflow, agent, toolset, dimensions);
     }
 
     Map<String, Object> toJson() {
@@ -48,11 +79,16 @@ public record Subject(String tenant, String workspace, String app, String workfl
                 m.put(k[i], v[i]);
             }
         }
+        if (dimensions != null) {
+            m.put("dimensions", dimensions);
+        }
         return m;
     }
 
+    @SuppressWarnings("unchecked")
     static Subject from(Map<String, Object> m) {
         return m == null ? null : new Subject(Json.str(m, "tenant"), Json.str(m, "workspace"), Json.str(m, "app"),
-                Json.str(m, "workflow"), Json.str(m, "agent"), Json.str(m, "toolset"));
+                Json.str(m, "workflow"), Json.str(m, "agent"), Json.str(m, "toolset"),
+                (Map<String, String>) (Map<String, ?>) Json.obj(m, "dimensions"));
     }
 }

@@ -174,6 +174,12 @@ class ClientTest {
         assertThrows(dev.cycles.errors.ConfigException.class,
                 () -> CyclesClient.builder().baseUrl("http://127.0.0.1:1").apiKey("k")
                         .replayInterval(Duration.ZERO).build());
+        dev.cycles.errors.ConfigException b = assertThrows(dev.cycles.errors.ConfigException.class,
+                () -> CyclesClient.builder().baseUrl("http://127.0.0.1:1").apiKey("k").maxResponseBytes(0).build());
+        assertEquals("max_response_bytes must be at least 1", b.getMessage());
+        InvalidArgumentException nb = assertThrows(InvalidArgumentException.class,
+                () -> CyclesClient.builder().baseUrl("http://127.0.0.1:1").apiKey("k").maxResponseBytes(-1).build());
+        assertEquals("max_response_bytes must be an integer from 0 to 4294967295, not -1", nb.getMessage());
     }
 
     @Test

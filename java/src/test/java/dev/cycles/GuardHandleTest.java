@@ -121,6 +121,36 @@ class GuardHandleTest {
         assertEquals(7L, ((Number) ledger().get(1).get("amount")).longValue());
     }
 
+    /** The protocol's Subject.dimensions and Action.tags: sent as given, and read back from the server. */
+    @Test
+    @SuppressWarnings("unchecked")
+    void dimensionsAndTagsReachTheServerAndComeBack() {
+        Map<String, String> dims = new java.util.LinkedHashMap<>();
+        dims.put("cost_center", "42");
+        dims.put("project", "alpha");
+        Subject subject = Subject.tenant("acme").withDimensions(dims);
+        Action action = ACTION.withTags(List.of("prod", "customer-facing"));
+        assertEquals(new Subject("acme", null, null, null, null, null), Subject.tenant("acme"));
+        String id;
+        try (CyclesClient c = client(); Reservation r = c.reserve(GuardSpec.of(action, 10).subject(subject).idempotencyKey("dims-1"))) {
+            id = r.reservationId();
+            ReservationDetail d = c.getReservation(id).body();
+            assertEquals(subject, d.subject());
+            assertEquals(action, d.action());
+            r.setActual(2);
+        }
+        String body = null;
+        for (Object o : (List<?>) Json.parse(server.requestsJson())) {
+            Map<String, Object> q = (Map<String, Object>) o;
+            if ("createReservation".equals(q.get("operation"))) {
+                body = (String) q.get("body");
+            }
+        }
+        assertTrue(body.contains("\"dimensions\":{\"cost_center\":\"42\",\"project\":\"alpha\"}"), body);
+        assertTrue(body.contains("\"tags\":[\"prod\",\"customer-facing\"]"), body);
+        assertThrows(UnsupportedOperationException.class, () -> subject.dimensions().put("x", "y"));
+    }
+
     /** Only action and estimate: the bridge fills the key, the subject (tenant) and the unit (the client's default). */
     @Test
     void theBridgeFillsTheSpecDefaults() {

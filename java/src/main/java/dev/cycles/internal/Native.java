@@ -50,6 +50,8 @@ public final class Native {
 
     public static native String activeRelease(long active, String reason);
 
+    public static native String activePlanCaps(long active, String api, String requestJson);
+
     public static native void activeSetActual(long active, long amount);
 
     public static native void activeAdd(long active, long amount);

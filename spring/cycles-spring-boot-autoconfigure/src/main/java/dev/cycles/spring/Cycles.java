@@ -100,12 +100,26 @@ public @interface Cycles {
      */
     String metadata() default "";
 
-    /** @return not supported here: true fails the startup (docs/spring.md) */
+    /**
+     * @return not supported here: true fails the startup (a dry run reserves nothing and the
+     *     official starter then skips the method, which leaves its caller no value of the
+     *     method's type; evaluate with {@code CyclesClient.createReservation} and
+     *     {@code dryRun(true)}, or {@code decide}, instead; docs/spring.md)
+     */
     boolean dryRun() default false;
 
-    /** @return not supported here: a non-empty value fails the startup (docs/spring.md) */
+    /**
+     * @return the subject's custom dimensions (the protocol's {@code Subject.dimensions}) as
+     *     {@code key=value} entries, e.g. {@code {"cost_center=42", "project=#project"}}: a value
+     *     is a literal unless its first non-blank character is {@code #} (SpEL over the
+     *     parameters); an entry that is not {@code key=value}, or a key given twice, fails the
+     *     startup
+     */
     String[] dimensions() default {};
 
-    /** @return not supported here: a non-empty value fails the startup (docs/spring.md) */
+    /**
+     * @return the action's policy tags (the protocol's {@code Action.tags}), literals, e.g.
+     *     {@code {"prod", "customer-facing"}}; a blank tag fails the startup
+     */
     String[] actionTags() default {};
 }

@@ -5,7 +5,10 @@ import dev.cycles.GuardSpec;
 import dev.cycles.HeartbeatPolicy;
 import dev.cycles.Subject;
 import java.lang.reflect.Method;
+import java.util.ArrayList;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
@@ -47,6 +50,10 @@ final class CyclesMethodPlan {
     private final Value actionName;
     private final Value unit;
     private final Value[] subject;
+    /** The subject's custom dimensions by key (values literal or SpEL), null when none. */
+    private final Map<String, Value> dimensions;
+    /** The action's policy tags, null when none. */
+    private final List<String> tags;
     private final Cycles cycles;
     private final HeartbeatPolicy policy;
     private final boolean heartbeat;
@@ -83,14 +90,19 @@ final class CyclesMethodPlan {
         reactive = kind;
         async = CompletionStage.class.isAssignableFrom(ret);
         if (c.dryRun()) {
-            throw new IllegalStateException(where + ": dryRun is not supported (docs/spring.md)");
+            // A dry run reserves nothing, so there is no action to guard; the official starter then
+            // skips the method, which leaves the caller no value of the method's type.
+            throw new IllegalStateException(where + ": dryRun is not supported: a dry run reserves nothing and the method "
+                    + "would not run (evaluate with CyclesClient.createReservation and dryRun(true), or decide; docs/spring.md)");
         }
-        if (c.dimensions().length > 0) {
-            throw new IllegalStateException(where + ": dimensions are not supported (docs/spring.md)");
+        List<String> tagList = new ArrayList<>();
+        for (String t : c.actionTags()) {
+            if (t == null || t.isBlank()) {
+                throw new IllegalStateException(where + ": actionTags has a blank tag");
+            }
+            tagList.add(t);
         }
-        if (c.actionTags().length > 0) {
-            throw new IllegalStateException(where + ": actionTags are not supported (docs/spring.md)");
-        }
+        tags = tagList.isEmpty() ? null : List.copyOf(tagList);
         String est = c.value().isBlank() ? c.estimate() : c.value();
         if (!c.value().isBlank() && !c.estimate().isBlank() && !c.value().equals(c.estimate())) {
             throw new IllegalStateException(where + ": set value or estimate, not both");
@@ -116,6 +128,19 @@ final class CyclesMethodPlan {
             value(where, "agent", c.agent(), before, props.getAgent()),
             value(where, "toolset", c.toolset(), before, props.getToolset()),
         };
+        Map<String, Value> dims = new LinkedHashMap<>();
+        for (String d : c.dimensions()) {
+            int eq = d == null ? -1 : d.indexOf('=');
+            if (eq <= 0 || d.substring(0, eq).isBlank()) {
+                throw new IllegalStateException(where + ": dimensions entry \"" + d + "\" is not key=value");
+            }
+            String key = d.substring(0, eq).strip();
+            if (dims.containsKey(key)) {
+                throw new IllegalStateException(where + ": dimensions has the key \"" + key + "\" twice");
+            }
+            dims.put(key, value(where, "dimensions", d.substring(eq + 1), before, ""));
+        }
+        dimensions = dims.isEmpty() ? null : dims;
         if (c.heartbeatPolicy().isBlank()) {
             policy = props.getHeartbeat().getPolicy();
         } else {
@@ -258,7 +283,8 @@ final class CyclesMethodPlan {
     }
 
     Action action(EvaluationContext ctx) {
-        return Action.of(actionKind.get(ctx, "actionKind", method), actionName.get(ctx, "actionName", method));
+        Action a = Action.of(actionKind.get(ctx, "actionKind", method), actionName.get(ctx, "actionName", method));
+        return tags == null ? a : a.withTags(tags);
     }
 
     GuardSpec spec(EvaluationContext ctx, Action action, long est, String clientTenant) {
@@ -273,11 +299,19 @@ final class CyclesMethodPlan {
             f[i] = subject[i].get(ctx, "subject", method);
             any |= f[i] != null && !f[i].isBlank();
         }
-        if (any) {
+        Map<String, String> dims = null;
+        if (dimensions != null) {
+            dims = new LinkedHashMap<>();
+            for (Map.Entry<String, Value> e : dimensions.entrySet()) {
+                String v = e.getValue().get(ctx, "dimensions", method);
+                dims.put(e.getKey(), v == null ? "" : v);
+            }
+        }
+        if (any || dims != null) {
             if (f[0] == null || f[0].isBlank()) {
                 f[0] = clientTenant;
             }
-            s.subject(new Subject(f[0], f[1], f[2], f[3], f[4], f[5]));
+            s.subject(new Subject(f[0], f[1], f[2], f[3], f[4], f[5], dims));
         }
         s.ttlMs(cycles.ttlMs());
         if (cycles.gracePeriodMs() >= 0) {

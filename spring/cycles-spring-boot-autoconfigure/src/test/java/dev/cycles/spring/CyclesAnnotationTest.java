@@ -48,6 +48,14 @@ class CyclesAnnotationTest {
             return model;
         }
 
+        /** The official starter's dimensions (a SpEL value) and actionTags. */
+        @Cycles(value = "300", actionKind = "llm.completion", actionName = "m", dimensions = {"cost_center=42", "project=#project"},
+                actionTags = {"prod", "customer-facing"})
+        public String tagged(String project) {
+            calls.incrementAndGet();
+            return project;
+        }
+
         @Cycles(estimate = "800")
         public String failing() {
             calls.incrementAndGet();
@@ -159,6 +167,19 @@ class CyclesAnnotationTest {
                 (String) server.requests("createReservation").get(0).get("body"));
         assertEquals(Map.of("kind", "llm.completion", "name", "gpt-4o-mini"), body.get("action"));
         assertEquals(Map.of("tenant", server.server.tenant(), "workflow", "summaries"), body.get("subject"));
+    }
+
+    @Test
+    void dimensionsAndActionTagsReachTheRequest() {
+        server = Server.start();
+        runner().run(ctx -> assertEquals("alpha", ctx.getBean(Llm.class).tagged("alpha")));
+        assertEquals(List.of("reserve:300", "commit:300"), server.ledger());
+        @SuppressWarnings("unchecked")
+        Map<String, Object> body = (Map<String, Object>) dev.cycles.internal.Json.parse(
+                (String) server.requests("createReservation").get(0).get("body"));
+        assertEquals(Map.of("kind", "llm.completion", "name", "m", "tags", List.of("prod", "customer-facing")), body.get("action"));
+        // No other subject field set: the client's tenant, with the dimensions.
+        assertEquals(Map.of("tenant", server.server.tenant(), "dimensions", Map.of("cost_center", "42", "project", "alpha")), body.get("subject"));
     }
 
     @Test

@@ -66,6 +66,34 @@ class CyclesStartupTest {
         }
     }
 
+    public static class BadDimension {
+        @Cycles(estimate = "10", dimensions = {"cost_center"})
+        public String call() {
+            return "";
+        }
+    }
+
+    public static class TwiceDimension {
+        @Cycles(estimate = "10", dimensions = {"a=1", "a=2"})
+        public String call() {
+            return "";
+        }
+    }
+
+    public static class BadDimensionExpression {
+        @Cycles(estimate = "10", dimensions = {"project=#projct"})
+        public String call(String project) {
+            return "";
+        }
+    }
+
+    public static class BlankTag {
+        @Cycles(estimate = "10", actionTags = {"prod", " "})
+        public String call() {
+            return "";
+        }
+    }
+
     public static class BadPolicy {
         @Cycles(estimate = "10", heartbeatPolicy = "SOMETIMES")
         public String call() {
@@ -116,6 +144,10 @@ class CyclesStartupTest {
     @Test
     void unsupportedAndMissingAttributesFailTheStartup() {
         fails(DryRun.class, "dryRun is not supported");
+        fails(BadDimension.class, "dimensions entry \"cost_center\" is not key=value");
+        fails(TwiceDimension.class, "dimensions has the key \"a\" twice");
+        fails(BadDimensionExpression.class, "dimensions \"#projct\" uses #projct");
+        fails(BlankTag.class, "actionTags has a blank tag");
         fails(BadPolicy.class, "heartbeatPolicy \"SOMETIMES\" is not WARN, FAIL_ON_FINALIZE or CANCEL");
         fails(NoEstimate.class, "an estimate is required");
     }

@@ -7,13 +7,6 @@ import dev.cycles.CyclesClient;
 import dev.cycles.LocalServer;
 import dev.cycles.Pricing;
 import dev.cycles.internal.Json;
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -30,35 +23,17 @@ import org.springframework.retry.support.RetryTemplate;
 /** The advisor over Spring AI's Anthropic model against the fake provider's Messages API. */
 class CyclesChatAdvisorAnthropicTest {
     private static final String MODEL = "claude-3-5-sonnet-20241022";
-    private static final HttpClient HTTP = HttpClient.newHttpClient();
-    private static Process provider;
-    private static String providerUrl;
     private LocalServer server;
     private CyclesClient client;
 
     @BeforeAll
     static void startProvider() throws Exception {
-        provider = new ProcessBuilder(System.getProperty("cycles.cli"), "fake-provider", "--port", "0", "--reply",
-                "The answer is forty two").redirectErrorStream(true).start();
-        BufferedReader out = new BufferedReader(new InputStreamReader(provider.getInputStream(), StandardCharsets.UTF_8));
-        String line = out.readLine();
-        providerUrl = line.substring(line.indexOf("http://")).trim();
-        Thread drain = new Thread(() -> {
-            try {
-                while (out.readLine() != null) {
-                    // keep the pipe empty
-                }
-            } catch (java.io.IOException e) {
-                // the process ended
-            }
-        });
-        drain.setDaemon(true);
-        drain.start();
+        FakeProvider.start();
     }
 
     @AfterAll
     static void stopProvider() {
-        provider.destroy();
+        FakeProvider.stop();
     }
 
     @AfterEach
@@ -68,18 +43,16 @@ class CyclesChatAdvisorAnthropicTest {
     }
 
     private static void fault(String json) throws Exception {
-        HTTP.send(HttpRequest.newBuilder(URI.create(providerUrl + "/_fake/faults")).header("content-type", "application/json")
-                .POST(HttpRequest.BodyPublishers.ofString(json)).build(), HttpResponse.BodyHandlers.ofString());
+        FakeProvider.admin("POST", "/_fake/faults", json);
     }
 
     private ChatClient chat() throws Exception {
-        HTTP.send(HttpRequest.newBuilder(URI.create(providerUrl + "/_fake/reset")).POST(HttpRequest.BodyPublishers.noBody()).build(),
-                HttpResponse.BodyHandlers.ofString());
+        FakeProvider.admin("POST", "/_fake/reset", null);
         server = LocalServer.builder().budget("tenant:acme", "TOKENS", 1_000_000).start();
         client = CyclesClient.builder().baseUrl(server.url()).apiKey(server.apiKey()).tenant(server.tenant())
                 .defaultUnit("TOKENS").journalEnabled(false).build();
         AnthropicChatModel model = AnthropicChatModel.builder()
-                .anthropicApi(AnthropicApi.builder().baseUrl(providerUrl).apiKey("k").build())
+                .anthropicApi(AnthropicApi.builder().baseUrl(FakeProvider.url()).apiKey("k").build())
                 .retryTemplate(RetryTemplate.builder().maxAttempts(1).build()).build();
         return ChatClient.builder(model).defaultOptions(AnthropicChatOptions.builder().model(MODEL).maxTokens(64).build())
                 .defaultAdvisors(CyclesChatAdvisor.builder(client).build()).build();

@@ -10,13 +10,6 @@ import dev.cycles.LocalServer;
 import dev.cycles.Pricing;
 import dev.cycles.errors.BudgetExceededException;
 import dev.cycles.internal.Json;
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -38,39 +31,17 @@ import org.springframework.retry.support.RetryTemplate;
  * server: the ledger and the provider's request log asserted.
  */
 class CyclesChatAdvisorTest {
-    private static Process provider;
-    private static String providerUrl;
-    private static final HttpClient HTTP = HttpClient.newHttpClient();
     private LocalServer server;
     private CyclesClient client;
 
     @BeforeAll
     static void startProvider() throws Exception {
-        String cli = System.getProperty("cycles.cli");
-        if (cli == null || cli.isBlank() || cli.startsWith("${")) {
-            throw new IllegalStateException("-Dcycles.cli=<path of the cycles CLI> is required (cargo build -p cycles-cli)");
-        }
-        provider = new ProcessBuilder(cli, "fake-provider", "--port", "0", "--reply", "The answer is forty two")
-                .redirectErrorStream(true).start();
-        BufferedReader out = new BufferedReader(new InputStreamReader(provider.getInputStream(), StandardCharsets.UTF_8));
-        String line = out.readLine();
-        providerUrl = line.substring(line.indexOf("http://")).trim();
-        Thread drain = new Thread(() -> {
-            try {
-                while (out.readLine() != null) {
-                    // keep the pipe empty
-                }
-            } catch (java.io.IOException e) {
-                // the process ended
-            }
-        });
-        drain.setDaemon(true);
-        drain.start();
+        FakeProvider.start();
     }
 
     @AfterAll
     static void stopProvider() {
-        provider.destroy();
+        FakeProvider.stop();
     }
 
     @BeforeEach
@@ -89,15 +60,11 @@ class CyclesChatAdvisorTest {
     }
 
     private static String admin(String method, String path, String body) throws Exception {
-        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(providerUrl + path));
-        b = body == null ? b.method(method, HttpRequest.BodyPublishers.noBody())
-                : b.method(method, HttpRequest.BodyPublishers.ofString(body)).header("content-type", "application/json");
-        return HTTP.send(b.build(), HttpResponse.BodyHandlers.ofString()).body();
+        return FakeProvider.admin(method, path, body);
     }
 
-    @SuppressWarnings("unchecked")
     private static List<Map<String, Object>> providerRequests() throws Exception {
-        return (List<Map<String, Object>>) Json.parse(admin("GET", "/_fake/requests", null));
+        return FakeProvider.requests();
     }
 
     private List<String> ledger() {
@@ -114,7 +81,7 @@ class CyclesChatAdvisorTest {
         client = CyclesClient.builder().baseUrl(s.url()).apiKey(s.apiKey()).tenant(s.tenant()).defaultUnit("TOKENS")
                 .journalEnabled(false).build();
         OpenAiChatModel model = OpenAiChatModel.builder()
-                .openAiApi(OpenAiApi.builder().baseUrl(providerUrl).apiKey("k").build())
+                .openAiApi(OpenAiApi.builder().baseUrl(FakeProvider.url()).apiKey("k").build())
                 .retryTemplate(RetryTemplate.builder().maxAttempts(1).build()).build();
         return ChatClient.builder(model)
                 .defaultOptions(OpenAiChatOptions.builder().model("gpt-4o-mini").maxTokens(64).streamUsage(true).build())
