@@ -49,6 +49,14 @@ O200K_FILE=fb374d419588a4632f3f557e76b4b70aebbca790
 LANGCHAIN_CORE_VERSION=1.8.1
 LANGCHAIN_OPENAI_VERSION=1.7.4
 LANGGRAPH_VERSION=1.2.22
+# The OpenAI Agents SDK integration (tests/test_integration_openai_agents.py). openai-agents
+# 0.24.0 needs starlette >= 1.3.1 (and, through mcp, sse-starlette, which takes its newest
+# release that fits the interpreter: 3.5.1 on 3.10, 3.7.1 on 3.11+); STARLETTE_VERSION above
+# satisfies both, so the one pin installs on every interpreter here, 3.10 included (pip check
+# is clean on 3.10 and 3.13). It is installed in the same pip call as that pin, so pip resolves
+# them together: on its own, pip takes the newest starlette (1.10, CPython 3.11+). The tool venv
+# has it too, so the main mypy run checks the integration and its test.
+OPENAI_AGENTS_VERSION=0.24.0
 # zig links the extension against glibc 2.17 symbols, so the wheel is manylinux2014 (portable
 # to any x86_64 Linux with glibc >= 2.17) instead of this host's glibc; maturin audits it.
 # maturin's zig support takes ziglang < 0.13.
@@ -86,7 +94,7 @@ BUILD_PY="${PYTHONS[0]}"
 
 # Tool venv (maturin, ruff, mypy; pytest for type-checking the tests), reused while the pins are unchanged.
 TOOLS="$CACHE/tools"
-STAMP="maturin==$MATURIN_VERSION ruff==$RUFF_VERSION mypy==$MYPY_VERSION pytest==$PYTEST_VERSION runcycles==$RUNCYCLES_VERSION anyio==$ANYIO_VERSION starlette==$STARLETTE_VERSION openai==$OPENAI_VERSION anthropic==$ANTHROPIC_VERSION tiktoken==$TIKTOKEN_VERSION ziglang==$ZIGLANG_VERSION $(version_of "$BUILD_PY")"
+STAMP="maturin==$MATURIN_VERSION ruff==$RUFF_VERSION mypy==$MYPY_VERSION pytest==$PYTEST_VERSION runcycles==$RUNCYCLES_VERSION anyio==$ANYIO_VERSION starlette==$STARLETTE_VERSION openai==$OPENAI_VERSION anthropic==$ANTHROPIC_VERSION tiktoken==$TIKTOKEN_VERSION openai-agents==$OPENAI_AGENTS_VERSION ziglang==$ZIGLANG_VERSION $(version_of "$BUILD_PY")"
 if [[ ! -x "$TOOLS/bin/python" || "$(cat "$TOOLS/.stamp" 2>/dev/null)" != "$STAMP" ]]; then
     log "creating the tool venv $TOOLS"
     rm -rf "$TOOLS"
@@ -96,7 +104,7 @@ if [[ ! -x "$TOOLS/bin/python" || "$(cat "$TOOLS/.stamp" 2>/dev/null)" != "$STAM
         "pytest==$PYTEST_VERSION" "pytest-asyncio==$PYTEST_ASYNCIO_VERSION" \
         "runcycles==$RUNCYCLES_VERSION" "anyio==$ANYIO_VERSION" "starlette==$STARLETTE_VERSION" \
         "openai==$OPENAI_VERSION" "anthropic==$ANTHROPIC_VERSION" "tiktoken==$TIKTOKEN_VERSION" \
-        "ziglang==$ZIGLANG_VERSION"
+        "openai-agents==$OPENAI_AGENTS_VERSION" "ziglang==$ZIGLANG_VERSION"
     echo "$STAMP" >"$TOOLS/.stamp"
 fi
 
@@ -183,7 +191,7 @@ for py in "${PYTHONS[@]}"; do
         "$WHEEL" "pytest==$PYTEST_VERSION" "pytest-asyncio==$PYTEST_ASYNCIO_VERSION" \
         "runcycles==$RUNCYCLES_VERSION" "anyio==$ANYIO_VERSION" "starlette==$STARLETTE_VERSION" \
         "openai==$OPENAI_VERSION" "anthropic==$ANTHROPIC_VERSION" "tiktoken==$TIKTOKEN_VERSION" \
-        "${LANGCHAIN[@]}"
+        "openai-agents==$OPENAI_AGENTS_VERSION" "${LANGCHAIN[@]}"
     if [[ "$BUILD_ONLY" != "1" && ${#LANGCHAIN[@]} -gt 0 ]]; then
         # --python-version: as this interpreter runs it (mypy's own would be the tool venv's 3.10,
         # under which the libraries type differently).

@@ -44,10 +44,10 @@ def run(block: str) -> str:
 
 
 def test_every_integration_has_a_quick_start() -> None:
-    assert sorted(quick_starts()) == ["anthropic", "openai"]
+    assert sorted(quick_starts()) == ["anthropic", "openai", "openai_agents"]
 
 
-@pytest.mark.parametrize("name", ["openai", "anthropic"])
+@pytest.mark.parametrize("name", ["openai", "anthropic", "openai_agents"])
 def test_quick_start_runs(name: str) -> None:
     out = run(quick_starts()[name])
     if name == "openai":
@@ -56,6 +56,11 @@ def test_quick_start_runs(name: str) -> None:
         assert "denied BUDGET_EXCEEDED provider calls 2" in out
         assert "ledger [('reserve', 15465), ('commit', 210), ('reserve', 15465), " in out
         assert "('commit', 210)]" in out
+    elif name == "openai_agents":
+        assert "reply Hello there, friend" in out
+        assert "streamed Hello there, friend" in out
+        assert "denied BUDGET_EXCEEDED provider calls 2" in out
+        assert "ledger [('reserve', 78), ('commit', 7), ('reserve', 78), ('commit', 7)]" in out
     else:
         assert "streamed Hello there, | the provider saw max_tokens 2" in out
         assert "usage 2 2" in out

@@ -8,6 +8,8 @@
   (extra ``cycles-sdk[anthropic]``).
 - :mod:`cycles.integrations.langchain`: ``guard(chat_model, cycles=client)``, any LangChain
   chat model (extra ``cycles-sdk[langchain]``, CPython 3.11+).
+- :mod:`cycles.integrations.openai_agents`: ``guard(model or model_provider, cycles=client)``,
+  every model call of an OpenAI Agents SDK run (extra ``cycles-sdk[agents]``).
 
 Every guarded call reserves before the provider is called, rewrites the request under
 ``ALLOW_WITH_CAPS``, and commits the provider's reported usage (or releases), all by core's

@@ -1,0 +1,308 @@
+"""Client CPU per model call of each Python integration against the bare library call, in one
+process, in alternating rounds (docs/benchmarks.md, "Integrations"): the bare ``openai``
+``chat.completions.create`` and the same through ``cycles.integrations.openai.guard``; the
+bare ``anthropic`` ``messages.create`` and the same guarded; LangChain's ``ChatOpenAI.invoke``
+bare and guarded (when langchain-openai is installed); an OpenAI Agents SDK ``Runner.run`` of a
+one-turn agent with the bare ``OpenAIResponsesModel`` and the same model guarded (when
+openai-agents is installed). The yardsticks of the goal (the guard adds at most one bare
+create + commit pair): that pair through this SDK (``create_reservation`` +
+``commit_reservation``, sync and async clients) and over ``http.client``, against the same
+server; the guarded lifecycle alone (``with client.reserve(...)``, no provider call); and the
+``openai`` call guarded by hand (that lifecycle around the bare call), so what the integration
+itself adds (estimate, caps, usage, actual, settlement) is guarded minus by hand.
+
+The fake provider and the Cycles server run as their own processes (``cycles fake-provider``,
+``cycles serve``), so ``time.process_time()`` here is the client's CPU only (Python and core's
+runtime threads alike), divided by its calls. Every round of one path is ``--calls`` calls; the
+paths take turns, ``--rounds`` times, after one warm-up round each; medians are reported. The
+crash journal is off by default (``--journal on`` turns it on), as in the Node benchmark; at
+the end nothing may stay reserved on the server, or the run fails.
+
+    python integrations_bench.py --cycles-bin BIN [--rounds 5] [--calls 200] [--json PATH]
+
+``python/scripts/bench.sh --integrations`` builds the release wheel and CLI, installs the
+pinned libraries and runs this. No test asserts a timing; the figures are read, not checked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from typing import Any, Callable
+
+import anthropic
+import lifecycle_bench as lb
+import openai
+
+import cycles
+from cycles.integrations.anthropic import guard as guard_anthropic
+from cycles.integrations.openai import guard as guard_openai
+from cycles.pricing import Pricing
+
+PRICING: Pricing = {
+    "unit": lb.UNIT,
+    "default": {"input_per_mtok": 15_000_000, "output_per_mtok": 60_000_000},
+}
+PROMPT = "say hello to me"
+
+
+class FakeProviderProcess:
+    """``cycles fake-provider --port 0`` as a child process."""
+
+    def __init__(self, cycles_bin: str) -> None:
+        self.proc = subprocess.Popen(
+            [cycles_bin, "fake-provider", "--port", "0"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        start = line.find("http://")
+        if start < 0:
+            self.stop()
+            raise SystemExit(f"the fake provider did not start: {line!r}")
+        self.url = line[start:].split()[0].rstrip("/")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+
+
+Sync = Callable[[], object]
+
+
+def _paths(
+    url: str, provider: str, loop: asyncio.AbstractEventLoop, journal: bool
+) -> dict[str, Sync]:
+    """Each measured path as a function making one call."""
+    opts: dict[str, Any] = {
+        "base_url": url,
+        "api_key": lb.API_KEY,
+        "tenant": lb.TENANT,
+        "journal_enabled": journal,
+        "journal_dir": tempfile.mkdtemp(prefix="cycles-bench-"),
+    }
+    c = cycles.Client(**opts)
+    ac = cycles.AsyncClient(**opts)
+    oai = openai.OpenAI(base_url=f"{provider}/v1", api_key="sk-fake", max_retries=0)
+    ant = anthropic.Anthropic(base_url=provider, api_key="sk-ant-fake", max_retries=0)
+    g_oai = guard_openai(oai, cycles=c, pricing=PRICING)
+    g_ant = guard_anthropic(ant, cycles=c, pricing=PRICING)
+    user: Any = [{"role": "user", "content": PROMPT}]
+
+    def on_loop(make: Callable[[], Any]) -> Sync:
+        return lambda: loop.run_until_complete(make())
+
+    action = cycles.Action(lb.ACTION_KIND, lb.ACTION_NAME)
+
+    def sdk_pair() -> object:
+        key = f"pair-{uuid.uuid4()}"
+        r = c.create_reservation(
+            idempotency_key=key, action=action, estimate=cycles.Amount(lb.UNIT, lb.ESTIMATE)
+        )
+        assert r.reservation_id is not None
+        return c.commit_reservation(
+            r.reservation_id,
+            idempotency_key=f"{key}:commit",
+            actual=cycles.Amount(lb.UNIT, lb.ACTUAL),
+        )
+
+    async def sdk_async_pair() -> object:
+        key = f"apair-{uuid.uuid4()}"
+        r = await ac.create_reservation(
+            idempotency_key=key, action=action, estimate=cycles.Amount(lb.UNIT, lb.ESTIMATE)
+        )
+        assert r.reservation_id is not None
+        return await ac.commit_reservation(
+            r.reservation_id,
+            idempotency_key=f"{key}:commit",
+            actual=cycles.Amount(lb.UNIT, lb.ACTUAL),
+        )
+
+    def lifecycle() -> object:
+        # What every guarded call runs around the provider call: the guarded lifecycle
+        # (reserve, heartbeat armed, commit of the actual), with no provider call inside.
+        with c.reserve(cycles.Amount(lb.UNIT, lb.ESTIMATE), action=action) as r:
+            r.set_actual(cycles.Amount(lb.UNIT, lb.ACTUAL))
+        return r
+
+    async def async_lifecycle() -> object:
+        async with ac.reserve(cycles.Amount(lb.UNIT, lb.ESTIMATE), action=action) as r:
+            r.set_actual(cycles.Amount(lb.UNIT, lb.ACTUAL))
+        return r
+
+    def openai_by_hand() -> object:
+        # The same call guarded by hand: the lifecycle around the bare call, the actual taken
+        # from the response (what the issue's 24-line wrapper did). The integration's own work
+        # (core's estimate, caps, usage, actual, settlement) is what guarded adds to this.
+        with c.reserve(cycles.Amount(lb.UNIT, lb.ESTIMATE), action=action) as r:
+            reply = oai.chat.completions.create(model="gpt-fake", max_tokens=64, messages=user)
+            assert reply.usage is not None
+            r.set_actual(cycles.Amount(lb.UNIT, reply.usage.total_tokens))
+        return reply
+
+    bare_pair, _conn = lb._bare_sync(url)
+    paths: dict[str, Sync] = {
+        "openai bare": lambda: oai.chat.completions.create(
+            model="gpt-fake", max_tokens=64, messages=user
+        ),
+        "openai guarded": lambda: g_oai.chat.completions.create(
+            model="gpt-fake", max_tokens=64, messages=user
+        ),
+        "openai by hand": openai_by_hand,
+        "anthropic bare": lambda: ant.messages.create(
+            model="claude-fake", max_tokens=64, messages=user
+        ),
+        "anthropic guarded": lambda: g_ant.messages.create(
+            model="claude-fake", max_tokens=64, messages=user
+        ),
+    }
+    if importlib.util.find_spec("langchain_openai") is not None:
+        # Imported by name: LangChain needs CPython 3.11+, and the bench is type-checked on 3.10.
+        chat_openai: Any = importlib.import_module("langchain_openai").ChatOpenAI
+        guard_langchain: Any = importlib.import_module("cycles.integrations.langchain").guard
+        chat = chat_openai(
+            model="gpt-fake",
+            base_url=f"{provider}/v1",
+            api_key=lambda: "sk-fake",
+            max_retries=0,
+            max_tokens=64,
+        )
+        g_chat = guard_langchain(chat, cycles=c, pricing=PRICING)
+        paths["langchain bare"] = lambda: chat.invoke(PROMPT)
+        paths["langchain guarded"] = lambda: g_chat.invoke(PROMPT)
+    if importlib.util.find_spec("agents") is not None:
+        from agents import Agent, ModelSettings, OpenAIResponsesModel, RunConfig, Runner
+
+        from cycles.integrations.openai_agents import guard as guard_agents
+
+        aoai = openai.AsyncOpenAI(base_url=f"{provider}/v1", api_key="sk-fake", max_retries=0)
+        model = OpenAIResponsesModel(model="gpt-fake", openai_client=aoai)
+        config = RunConfig(tracing_disabled=True)
+        settings = ModelSettings(max_tokens=64)
+        bare_agent = Agent(name="a", instructions="Be terse.", model=model, model_settings=settings)
+        g_agent = Agent(
+            name="a",
+            instructions="Be terse.",
+            model=guard_agents(model, cycles=ac, pricing=PRICING),
+            model_settings=settings,
+        )
+        paths["agents bare"] = on_loop(lambda: Runner.run(bare_agent, PROMPT, run_config=config))
+        paths["agents guarded"] = on_loop(lambda: Runner.run(g_agent, PROMPT, run_config=config))
+    paths["sdk create + commit"] = sdk_pair
+    paths["sdk async create + commit"] = on_loop(sdk_async_pair)
+    paths["http.client create + commit"] = bare_pair
+    paths["sdk lifecycle"] = lifecycle
+    paths["sdk async lifecycle"] = on_loop(async_lifecycle)
+    return paths
+
+
+def _round(fn: Sync, calls: int) -> float:
+    t = time.process_time()
+    for _ in range(calls):
+        fn()
+    return (time.process_time() - t) / calls * 1e6
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--cycles-bin", required=True, help="the cycles CLI (serve, fake-provider)")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--calls", type=int, default=200)
+    p.add_argument(
+        "--journal",
+        choices=("on", "off"),
+        default="off",
+        help="the guarded calls' crash journal (default off, as the Node benchmark)",
+    )
+    p.add_argument("--json", help="also write the figures here")
+    a = p.parse_args()
+
+    server = lb.Server(a.cycles_bin)
+    provider = FakeProviderProcess(a.cycles_bin)
+    loop = asyncio.new_event_loop()
+    samples: dict[str, list[float]] = {}
+    try:
+        paths = _paths(server.url, provider.url, loop, a.journal == "on")
+        for fn in paths.values():
+            _round(fn, a.calls)  # warm-up
+        samples = {k: [] for k in paths}
+        for r in range(a.rounds):
+            print(f"== round {r + 1} of {a.rounds}", file=sys.stderr)
+            for k, fn in paths.items():
+                samples[k].append(_round(fn, a.calls))
+        _, reserved = server.spent_reserved()
+        if reserved != 0:
+            raise SystemExit(f"{reserved} still reserved after the run: a call was not settled")
+    finally:
+        loop.close()
+        provider.stop()
+        server.stop()
+
+    m = {k: statistics.median(v) for k, v in samples.items()}
+    out: dict[str, Any] = {
+        "rounds": a.rounds,
+        "calls": a.calls,
+        "journal": a.journal,
+        "python": sys.version.split()[0],
+        "us_per_call": m,
+        "libs": {},
+    }
+    py = sys.version.split()[0]
+    print(
+        f"Client CPU per call, median of {a.rounds} rounds of {a.calls} calls "
+        f"(time.process_time(); Python {py}; journal {a.journal}):\n"
+    )
+    print("| path | µs CPU per call | rounds (µs) |")
+    print("|---|---:|---|")
+    for k, v in m.items():
+        print(f"| {k} | {v:.0f} | {', '.join(f'{x:.0f}' for x in samples[k])} |")
+    print(
+        "\n| integration | bare µs | guarded µs | guarded / bare | added µs | added / SDK pair "
+        "| added / http.client pair | added beyond the lifecycle µs |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for lib in ("openai", "anthropic", "langchain", "agents"):
+        if f"{lib} bare" not in m:
+            continue
+        bare, guarded = m[f"{lib} bare"], m[f"{lib} guarded"]
+        added = guarded - bare
+        # The agents path guards with the async client: its yardsticks are the async ones.
+        prefix = "sdk async" if lib == "agents" else "sdk"
+        pair, life = m[f"{prefix} create + commit"], m[f"{prefix} lifecycle"]
+        raw = m["http.client create + commit"]
+        out["libs"][lib] = {
+            "bare": bare,
+            "guarded": guarded,
+            "added": added,
+            "added_per_sdk_pair": added / pair,
+            "added_per_http_client_pair": added / raw,
+            "added_beyond_lifecycle": added - life,
+        }
+        print(
+            f"| {lib} | {bare:.0f} | {guarded:.0f} | {guarded / bare:.2f}x | {added:.0f} | "
+            f"{added / pair:.2f}x | {added / raw:.2f}x | {added - life:.0f} |"
+        )
+    own = m["openai guarded"] - m["openai by hand"]
+    out["openai_guard_beyond_by_hand"] = own
+    print(
+        f"\nopenai guarded against the same call guarded by hand (the lifecycle around the bare "
+        f"call): {own:.0f} µs per call, {own / m['sdk create + commit']:.2f}x an SDK pair"
+    )
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(out, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
