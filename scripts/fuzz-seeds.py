@@ -3,7 +3,7 @@
 (conformance/vectors/*.json) and the reference-server corpus (exchanges.jsonl), in the input
 formats of fuzz/src/lib.rs. Seeds are generated, never committed: the sources are the truth.
 
-Usage: scripts/fuzz-seeds.py OUT_DIR [EXCHANGES_JSONL]
+Usage: scripts/fuzz-seeds.py OUT_DIR EXCHANGES_JSONL
 Writes OUT_DIR/<target>/<sha1 of the seed> and prints the count per target.
 """
 
@@ -14,7 +14,6 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VECTORS = os.path.join(ROOT, "conformance", "vectors")
-DEFAULT_EXCHANGES = "/work/shared/fixtures/reference-server/exchanges.jsonl"
 
 seeds: dict[str, set[bytes]] = {}
 
@@ -151,15 +150,13 @@ def handmade() -> None:
 
 
 def main() -> None:
-    if len(sys.argv) < 2:
+    if len(sys.argv) != 3:
         sys.exit(__doc__)
-    out = sys.argv[1]
+    out, ex = sys.argv[1], sys.argv[2]
+    if not os.path.exists(ex):
+        sys.exit(f"fuzz-seeds: no reference-server corpus at {ex} (set CYCLES_REFERENCE_CORPUS)")
     vectors()
-    ex = sys.argv[2] if len(sys.argv) > 2 else DEFAULT_EXCHANGES
-    if os.path.exists(ex):
-        exchanges(ex)
-    else:
-        print(f"fuzz-seeds: no reference-server corpus at {ex}; vectors only", file=sys.stderr)
+    exchanges(ex)
     handmade()
     for target, items in sorted(seeds.items()):
         d = os.path.join(out, target)

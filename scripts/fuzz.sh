@@ -12,7 +12,8 @@
 # Needs: stable Rust and a C++ compiler (libFuzzer is built from source by libfuzzer-sys),
 #   python3. Installs cargo-fuzz itself (pinned, into a cache dir keyed by its version).
 # Env: CARGO_TARGET_DIR (the build goes below it, in cycles-fuzz/), CYCLES_FUZZ_TOOLS (where
-#   cargo-fuzz is installed), CYCLES_FUZZ_EXCHANGES (the reference-server corpus),
+#   cargo-fuzz is installed), CYCLES_REFERENCE_CORPUS (the reference-server exchanges.jsonl,
+#   default ../shared/fixtures/reference-server/ beside the clone, as the other suites),
 #   CYCLES_FUZZ_CORPUS (corpus root, default fuzz/corpus), CYCLES_FUZZ_RSS_MB (default 2048).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -58,7 +59,8 @@ if ! (cd fuzz && cargo fuzz build -s none --target "$triple") >"$bin_dir.build.l
 fi
 
 corpus_root="${CYCLES_FUZZ_CORPUS:-$root/fuzz/corpus}"
-python3 scripts/fuzz-seeds.py "$corpus_root" ${CYCLES_FUZZ_EXCHANGES:+"$CYCLES_FUZZ_EXCHANGES"} >/dev/null
+exchanges="${CYCLES_REFERENCE_CORPUS:-$root/../shared/fixtures/reference-server/exchanges.jsonl}"
+python3 scripts/fuzz-seeds.py "$corpus_root" "$exchanges" >/dev/null
 
 logs="$(mktemp -d)"
 trap 'rm -rf "$logs"' EXIT

@@ -23,6 +23,9 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "cargo test (all Rust tests)"
 cargo test --workspace --locked
 
+step "fuzz smoke: every fuzz target 5 s from seeds of the vectors and the reference corpus (scripts/fuzz.sh)"
+bash scripts/fuzz.sh all 5
+
 step "core client and lifecycle suites again, against the local server's reference mode"
 # The reference server writes explicit nulls, null last-page cursors, 500s on routing errors...
 # (conformance/server/README.md); these suites must pass against that dialect too.

@@ -9,8 +9,12 @@ use cycles_bridge::Connection;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&selector, rest)) = data.split_first() else { return };
-    let Ok(json) = std::str::from_utf8(rest) else { return };
+    let Some((&selector, rest)) = data.split_first() else {
+        return;
+    };
+    let Ok(json) = std::str::from_utf8(rest) else {
+        return;
+    };
     let given = Connection::Given {
         base_url: "http://127.0.0.1:1",
         api_key: "k",

@@ -8,11 +8,18 @@ use cycles_fuzz::named;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Some((name, args)) = named(data) else { return };
+    let Some((name, args)) = named(data) else {
+        return;
+    };
     match call(name, args) {
         Ok(out) => {
             serde_json::from_str::<serde_json::Value>(&out).expect("result is JSON");
         }
-        Err(e) => assert_eq!(e.kind(), &ErrorKind::InvalidArgument, "{name}: {}", e.message()),
+        Err(e) => assert_eq!(
+            e.kind(),
+            &ErrorKind::InvalidArgument,
+            "{name}: {}",
+            e.message()
+        ),
     }
 });

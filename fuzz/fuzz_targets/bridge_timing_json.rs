@@ -10,7 +10,9 @@ use cycles_fuzz::named;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Some((name, rest)) = named(data) else { return };
+    let Some((name, rest)) = named(data) else {
+        return;
+    };
     match name {
         "primary" | "primary_derived" => {
             let (timeout, steps) = rest.split_once('\n').unwrap_or((rest, ""));
@@ -27,11 +29,13 @@ fuzz_target!(|data: &[u8]| {
         "fallback" => {
             let (head, steps) = rest.split_once('\n').unwrap_or((rest, ""));
             let mut it = head.split_whitespace().map(|t| t.parse::<i128>().ok());
-            let (Some(Some(ttl)), Some(Some(at)), Some(Some(exp))) = (it.next(), it.next(), it.next())
+            let (Some(Some(ttl)), Some(Some(at)), Some(Some(exp))) =
+                (it.next(), it.next(), it.next())
             else {
                 return;
             };
-            let (Ok(ttl), Ok(at), Ok(exp)) = (u64::try_from(ttl), u64::try_from(at), i64::try_from(exp))
+            let (Ok(ttl), Ok(at), Ok(exp)) =
+                (u64::try_from(ttl), u64::try_from(at), i64::try_from(exp))
             else {
                 return;
             };

@@ -27,8 +27,16 @@ fuzz_target!(|data: &[u8]| {
             assert!((200..300).contains(&x.status));
             let text = bridged.expect("bridge decoded it too").body;
             let again = decode_response(op, x.status, &[], text.as_bytes());
-            assert!(again.is_ok(), "{op}: re-encoded success {text} fails: {:?}", again.err());
-            assert_eq!(again.unwrap().body, d.body, "{op}: round trip changed the body");
+            assert!(
+                again.is_ok(),
+                "{op}: re-encoded success {text} fails: {:?}",
+                again.err()
+            );
+            assert_eq!(
+                again.unwrap().body,
+                d.body,
+                "{op}: round trip changed the body"
+            );
         }
         Err(e) if (200..300).contains(&x.status) => {
             let want = if op.has_side_effect() {
@@ -39,7 +47,13 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(e.kind(), &want, "{op} {}: {}", x.status, e.message());
         }
         Err(e) => {
-            let _ = (e.kind(), e.message(), e.retryable(), e.retry_after(), e.to_string());
+            let _ = (
+                e.kind(),
+                e.message(),
+                e.retryable(),
+                e.retry_after(),
+                e.to_string(),
+            );
         }
     }
 });

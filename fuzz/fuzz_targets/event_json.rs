@@ -17,7 +17,9 @@ fuzz_target!(|data: &[u8]| {
             assert!(once.contains(m.get()), "metadata not sent as given");
         }
     }
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     if let Ok(obj) = JsonObject::parse(text) {
         let same = JsonObject::parse(obj.get()).expect("its own text parses");
         assert_eq!(same.get(), obj.get());

@@ -21,9 +21,13 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(again.base_url, r.base_url);
     assert_eq!(again.not_before_ms, r.not_before_ms);
     assert_eq!(again.recorded_at_ms, r.recorded_at_ms);
-    let body = |b: &Option<Box<serde_json::value::RawValue>>| b.as_ref().map(|b| b.get().to_string());
+    let body =
+        |b: &Option<Box<serde_json::value::RawValue>>| b.as_ref().map(|b| b.get().to_string());
     assert_eq!(body(&again.commit_body), body(&r.commit_body));
-    assert_eq!(body(&again.event_fallback_body), body(&r.event_fallback_body));
+    assert_eq!(
+        body(&again.event_fallback_body),
+        body(&r.event_fallback_body)
+    );
     assert_eq!(again.idempotency_key(), r.idempotency_key());
     assert_eq!(again.to_json(), once, "serialization is not stable");
 });

@@ -8,18 +8,28 @@ use libfuzzer_sys::fuzz_target;
 use percent_encoding::percent_decode_str;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
-    let (base, id) = text.split_once('\n').unwrap_or(("http://127.0.0.1:1/p", text));
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let (base, id) = text
+        .split_once('\n')
+        .unwrap_or(("http://127.0.0.1:1/p", text));
     let enc = encode_segment(id);
     let b = enc.as_bytes();
     let mut i = 0;
     while i < b.len() {
         if b[i] == b'%' {
             assert!(i + 2 < b.len(), "{enc}");
-            assert!(b[i + 1].is_ascii_hexdigit() && b[i + 2].is_ascii_hexdigit(), "{enc}");
+            assert!(
+                b[i + 1].is_ascii_hexdigit() && b[i + 2].is_ascii_hexdigit(),
+                "{enc}"
+            );
             i += 3;
         } else {
-            assert!(b[i].is_ascii_alphanumeric() || b"-._~".contains(&b[i]), "{enc}");
+            assert!(
+                b[i].is_ascii_alphanumeric() || b"-._~".contains(&b[i]),
+                "{enc}"
+            );
             i += 1;
         }
     }
@@ -28,7 +38,12 @@ fuzz_target!(|data: &[u8]| {
         Ok(b) => b,
         Err(_) => BaseUrl::parse("http://127.0.0.1:1/p").unwrap(),
     };
-    let root: Vec<String> = base.as_url().path_segments().unwrap().map(String::from).collect();
+    let root: Vec<String> = base
+        .as_url()
+        .path_segments()
+        .unwrap()
+        .map(String::from)
+        .collect();
     let url = base.join(&["reservations", id, "commit"], &[]);
     if check_path_id("reservation_id", id).is_err() {
         return;
@@ -38,7 +53,9 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(segs.len(), root.len() + 3, "{url}");
     assert_eq!(segs[segs.len() - 3], "reservations");
     assert_eq!(segs[segs.len() - 1], "commit");
-    let got = percent_decode_str(segs[segs.len() - 2]).decode_utf8().unwrap();
+    let got = percent_decode_str(segs[segs.len() - 2])
+        .decode_utf8()
+        .unwrap();
     assert_eq!(got, id, "{url}");
     assert_eq!(url.query(), None);
     assert_eq!(url.fragment(), None);

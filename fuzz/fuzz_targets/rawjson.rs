@@ -9,7 +9,9 @@ use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     // Documented as total: `None` rather than a panic on anything.
     let _ = rawjson::members(text);
     let _ = rawjson::member(text, "idempotency_key");

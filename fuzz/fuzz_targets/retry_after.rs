@@ -7,7 +7,9 @@ use cycles_core::RetryAfter;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(raw) = std::str::from_utf8(data) else { return };
+    let Ok(raw) = std::str::from_utf8(data) else {
+        return;
+    };
     let r = RetryAfter::from_raw(raw);
     assert_eq!(r.raw, raw);
     let t = raw.trim_matches(|c| c == ' ' || c == '\t');

@@ -57,8 +57,15 @@ impl Failure {
 
 #[derive(Arbitrary, Debug)]
 enum Step {
-    Success { dt_us: u32, remaining_ttl_ms: u64, rtt: Option<M> },
-    Failure { dt_us: u32, failure: Failure },
+    Success {
+        dt_us: u32,
+        remaining_ttl_ms: u64,
+        rtt: Option<M>,
+    },
+    Failure {
+        dt_us: u32,
+        failure: Failure,
+    },
     Observe(M),
 }
 
@@ -98,16 +105,30 @@ fn primary_run(i: &Input) {
     for s in &i.steps {
         match s {
             Step::Observe(m) => p.observe_rtt(m.get()),
-            Step::Success { dt_us, remaining_ttl_ms, rtt } => {
+            Step::Success {
+                dt_us,
+                remaining_ttl_ms,
+                rtt,
+            } => {
                 now = now.saturating_add(u64::from(*dt_us));
                 let d = p.on_success(now, *remaining_ttl_ms, rtt.map(M::get));
-                assert!(p.attempt_timeout() <= configured, "derived above configured");
+                assert!(
+                    p.attempt_timeout() <= configured,
+                    "derived above configured"
+                );
                 let sch = p.last_schedule().expect("a success leaves a schedule");
                 assert!(sch.lead_floor <= Millis::ms(*remaining_ttl_ms));
-                assert!(sch.next_delay <= sch.lead_floor, "delay past the lead: {sch:?}");
+                assert!(
+                    sch.next_delay <= sch.lead_floor,
+                    "delay past the lead: {sch:?}"
+                );
                 if sch.next_delay > Millis::ZERO {
                     // What is left after the delay is the whole reserve.
-                    assert_eq!(sch.next_delay + sch.retry_reserve, sch.lead_floor, "{sch:?}");
+                    assert_eq!(
+                        sch.next_delay + sch.retry_reserve,
+                        sch.lead_floor,
+                        "{sch:?}"
+                    );
                 }
                 if let Decision::Extend { delay, key } = d {
                     assert_eq!(key, KeyUse::Fresh);
@@ -123,7 +144,10 @@ fn primary_run(i: &Input) {
                     assert_eq!(key, KeyUse::Same);
                     assert!(delay <= m.current_lead_estimate, "retry past the lead");
                     assert!(!m.retry_window.is_negative());
-                    assert!(delay <= m.retry_window.clamp_to_millis(), "retry past its window");
+                    assert!(
+                        delay <= m.retry_window.clamp_to_millis(),
+                        "retry past its window"
+                    );
                 }
             }
         }
@@ -136,7 +160,10 @@ fn fallback_run(i: &Input) {
     let mut now = i.start_us;
     for s in &i.fsteps {
         let d = match s {
-            FStep::Success { dt_us, expires_at_ms } => {
+            FStep::Success {
+                dt_us,
+                expires_at_ms,
+            } => {
                 now = now.saturating_add(u64::from(*dt_us));
                 f.on_success(now, *expires_at_ms)
             }
@@ -173,13 +200,21 @@ fn pure(i: &Input) {
     let t = extend_timeout(a, Some(b), c);
     assert!(t.timeout <= c);
     if t.source == TimeoutSource::Derived {
-        let reserve =
-            primary::retry_reserve(primary::attempt_budget(t.timeout, Some(b)), primary::safety_margin(Some(b)));
-        assert!(primary::next_delay(a, reserve) > Millis::ZERO, "{t:?} keeps nothing");
+        let reserve = primary::retry_reserve(
+            primary::attempt_budget(t.timeout, Some(b)),
+            primary::safety_margin(Some(b)),
+        );
+        assert!(
+            primary::next_delay(a, reserve) > Millis::ZERO,
+            "{t:?} keeps nothing"
+        );
     }
     let _ = too_short_at_start(a, b, Some(c), c, i.derive);
     assert!(attempt_cutoff(a) <= a);
-    let _ = (Millis::from_micros_ceil(i.big), Millis::from_micros_floor(i.big));
+    let _ = (
+        Millis::from_micros_ceil(i.big),
+        Millis::from_micros_floor(i.big),
+    );
     assert!(Millis::from_micros_floor(i.big) <= Millis::from_micros_ceil(i.big));
     let regime = classify_grant(i.grant, b, i.ttl);
     let cad = cadence(regime, i.grant, i.ttl);
@@ -199,7 +234,9 @@ fn pure(i: &Input) {
     let base = i.ttl;
     let cap = i.draw.rotate_left(7);
     let ceiling = backoff_ceiling(i.attempt, base, cap);
-    let delay = backoff_delay(i.attempt, base, cap, i.draw).finite().expect("finite");
+    let delay = backoff_delay(i.attempt, base, cap, i.draw)
+        .finite()
+        .expect("finite");
     assert!(delay >= ceiling / 2 && delay <= ceiling && ceiling <= cap);
     let floor = rate_limit_floor(i.start_us, Some(i.draw), Millis::ms(delay));
     assert!(floor >= i.start_us);
