@@ -6,7 +6,7 @@
 #   Runs each target for SECONDS from seeds generated out of the shared vectors and the
 #   reference-server corpus (scripts/fuzz-seeds.py; the corpus grows in fuzz/corpus/<target>),
 #   then prints one line a target: executions, exec/s, coverage (libFuzzer's covered edges and
-#   features), corpus size. Exits non-zero if any target found a panic, a hang (-timeout) or an
+#   features), corpus size, peak RSS. Exits non-zero if any target found a panic, a hang (-timeout) or an
 #   allocation past -rss_limit_mb; the input is kept in fuzz/artifacts/<target>/ and the
 #   reproduction command is printed.
 # Needs: stable Rust and a C++ compiler (libFuzzer is built from source by libfuzzer-sys),
@@ -65,7 +65,7 @@ python3 scripts/fuzz-seeds.py "$corpus_root" "$exchanges" >/dev/null
 logs="$(mktemp -d)"
 trap 'rm -rf "$logs"' EXIT
 failed=0
-printf '%-20s %6s %10s %8s %6s %7s %7s  %s\n' target secs execs exec/s cov ft corpus result
+printf '%-20s %6s %10s %8s %6s %7s %7s %7s  %s\n' target secs execs exec/s cov ft corpus rss_mb result
 for t in "${targets[@]}"; do
     mkdir -p "$corpus_root/$t" "fuzz/artifacts/$t"
     log="$logs/$t.log"
@@ -75,6 +75,7 @@ for t in "${targets[@]}"; do
         -artifact_prefix="fuzz/artifacts/$t/" >"$log" 2>&1 || rc=$?
     execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)"
     speed="$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)"
+    rss="$(sed -n 's/^stat::peak_rss_mb: *//p' "$log" | tail -1)"
     last="$(grep -E '^#[0-9]+' "$log" | tail -1 || true)"
     cov="$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")"
     ft="$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$last")"
@@ -88,8 +89,8 @@ for t in "${targets[@]}"; do
         tail -40 "$log" >&2
         [[ -n "$artifact" ]] && echo "reproduce: $bin_dir/$t $artifact" >&2
     fi
-    printf '%-20s %6s %10s %8s %6s %7s %7s  %s\n' "$t" "$seconds" "${execs:-?}" "${speed:-?}" \
-        "${cov:-?}" "${ft:-?}" "${corp:-?}" "$result"
+    printf '%-20s %6s %10s %8s %6s %7s %7s %7s  %s\n' "$t" "$seconds" "${execs:-?}" "${speed:-?}" \
+        "${cov:-?}" "${ft:-?}" "${corp:-?}" "${rss:-?}" "$result"
 done
 echo "seed $seed; cov = covered edges, ft = coverage features (libFuzzer); corpus in $corpus_root"
 exit $failed

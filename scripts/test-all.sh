@@ -16,6 +16,7 @@ rustup component add rustfmt clippy >/dev/null 2>&1 || true
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
+cargo fmt --manifest-path fuzz/Cargo.toml -- --check   # its own workspace (scripts/fuzz.sh)
 
 step "cargo clippy (warnings denied)"
 cargo clippy --workspace --all-targets --locked -- -D warnings

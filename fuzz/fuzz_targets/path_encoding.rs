@@ -1,8 +1,10 @@
 //! Reservation-id path encoding: any id a caller may use (`check_path_id` accepts it) is
 //! exactly ONE path segment of the joined URL, percent-decoding back to the id; the encoding
-//! uses only unreserved characters and `%XX`. Base URLs of any text parse or fail cleanly.
+//! uses only unreserved characters and `%XX`. Base URLs of any text parse or fail cleanly. The
+//! id's journal file names are a record name and a plain legacy name.
 #![no_main]
 
+use cycles_core::journal::names;
 use cycles_core::transport::url::{check_path_id, encode_segment, BaseUrl};
 use libfuzzer_sys::fuzz_target;
 use percent_encoding::percent_decode_str;
@@ -45,6 +47,21 @@ fuzz_target!(|data: &[u8]| {
         .map(String::from)
         .collect();
     let url = base.join(&["reservations", id, "commit"], &[]);
+    // The journal's file names of the id: the standard one is always a record name, the
+    // legacy one a plain file name (no separator, no dot-segment) ending in `.json`.
+    let standard = names::record_file_name(id);
+    assert!(names::is_record_file_name(&standard), "{standard}");
+    assert!(matches!(
+        names::classify(&standard),
+        names::EntryKind::Record
+    ));
+    let legacy = names::legacy_file_name(id);
+    let stem = legacy.strip_suffix(".json").expect("ends in .json");
+    assert!(
+        stem.bytes()
+            .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-'),
+        "{legacy}"
+    );
     if check_path_id("reservation_id", id).is_err() {
         return;
     }
