@@ -16,12 +16,16 @@ rustup component add rustfmt clippy >/dev/null 2>&1 || true
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
+cargo fmt --manifest-path fuzz/Cargo.toml -- --check   # its own workspace (scripts/fuzz.sh)
 
 step "cargo clippy (warnings denied)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "cargo test (all Rust tests)"
 cargo test --workspace --locked
+
+step "fuzz smoke: every fuzz target 5 s from seeds of the vectors and the reference corpus (scripts/fuzz.sh)"
+bash scripts/fuzz.sh all 5
 
 step "core client and lifecycle suites again, against the local server's reference mode"
 # The reference server writes explicit nulls, null last-page cursors, 500s on routing errors...

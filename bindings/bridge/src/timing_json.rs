@@ -581,4 +581,23 @@ mod tests {
         assert_eq!(v["stop"], json!("rate_limit_beyond_window"));
         assert_eq!(v["retry_after_seconds"], json!("18446744073709551615"));
     }
+
+    /// Fuzz finding (scripts/fuzz.sh timing): the JSON takes any i128 lead, which overflowed
+    /// core's skip rule; the extremes now give the saturated delay.
+    #[test]
+    fn delay_with_skips_takes_any_i128_lead() {
+        let min = i128::MIN.to_string();
+        let max = i128::MAX.to_string();
+        let args = |lead: &str, grant: i64| {
+            format!(r#"{{"lead_min_now_ms":"{lead}","last_grant_ms":{grant},"cadence_ms":1}}"#)
+        };
+        assert_eq!(
+            call("delay_with_skips", &args(&min, i64::MAX)).unwrap(),
+            "1"
+        );
+        assert_eq!(
+            call("delay_with_skips", &args(&max, i64::MIN)).unwrap(),
+            r#""infinite""#
+        );
+    }
 }

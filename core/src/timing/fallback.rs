@@ -74,12 +74,14 @@ pub fn delay_with_skips(lead_min_now_ms: i128, last_grant_ms: i64, cadence: Mill
         return cadence;
     };
     let threshold = i128::from(last_grant_ms) * 3 / 2;
-    let excess = lead_min_now_ms - threshold;
+    // Saturating: any i128 lead may come in (the bridge takes it from JSON), and a saturated
+    // excess still gives a delay past u64, i.e. infinite, as the exact one would.
+    let excess = lead_min_now_ms.saturating_sub(threshold);
     // Smallest k >= 1 with lead_min_now − k·c < threshold.
     let k = if excess < 0 {
         1
     } else {
-        excess / i128::from(c) + 1
+        (excess / i128::from(c)).saturating_add(1)
     };
     let delay = k.saturating_mul(i128::from(c));
     u64::try_from(delay).map_or(Millis::Infinite, Millis::Finite)
@@ -321,6 +323,29 @@ mod tests {
         assert_eq!(
             delay_with_skips(150_000, 60_000, Millis::ms(30_000)),
             Millis::ms(90_000)
+        );
+    }
+
+    /// Fuzz finding (scripts/fuzz.sh timing): any i128 lead, as the bridge's JSON takes it,
+    /// overflowed `lead − threshold` and `excess / cadence + 1` (a panic with overflow checks,
+    /// a wrapped delay without). Extremes saturate to what the exact arithmetic gives.
+    #[test]
+    fn skip_rule_at_the_extremes_does_not_overflow() {
+        assert_eq!(
+            delay_with_skips(i128::MIN, i64::MAX, Millis::ms(1)),
+            Millis::ms(1)
+        );
+        assert_eq!(
+            delay_with_skips(i128::MAX, i64::MIN, Millis::ms(1)),
+            Millis::Infinite
+        );
+        assert_eq!(
+            delay_with_skips(i128::MAX, 0, Millis::ms(u64::MAX)),
+            Millis::Infinite
+        );
+        assert_eq!(
+            delay_with_skips(i128::MIN, i64::MIN, Millis::ms(7)),
+            Millis::ms(7)
         );
     }
 }

@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""Writes the fuzz targets' seed corpora (fuzz/README.md) from the shared vectors
+(conformance/vectors/*.json) and the reference-server corpus (exchanges.jsonl), in the input
+formats of fuzz/src/lib.rs. Seeds are generated, never committed: the sources are the truth.
+
+Usage: scripts/fuzz-seeds.py OUT_DIR EXCHANGES_JSONL
+Writes OUT_DIR/<target>/<sha1 of the seed> and prints the count per target.
+"""
+
+import hashlib
+import json
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+VECTORS = os.path.join(ROOT, "conformance", "vectors")
+
+seeds: dict[str, set[bytes]] = {}
+
+
+def add(target: str, data: "str | bytes") -> None:
+    seeds.setdefault(target, set()).add(data.encode() if isinstance(data, str) else data)
+
+
+def compact(v: object) -> str:
+    return json.dumps(v, separators=(",", ":"))
+
+
+def vectors() -> None:
+    with open(os.path.join(VECTORS, "journal.json"), encoding="utf-8") as f:
+        journal = json.load(f)
+    for r in journal["records"]:
+        add("journal_record", r["text"])
+        add("rawjson", r["text"])
+        try:
+            rec = json.loads(r["text"])
+        except ValueError:
+            continue
+        if isinstance(rec, dict):
+            for body in ("commit_body", "event_fallback_body"):
+                if isinstance(rec.get(body), dict):
+                    add("rawjson", compact(rec[body]))
+                    add("event_json", compact(rec[body]))
+            if isinstance(rec.get("reservation_id"), str):
+                add("path_encoding", rec["reservation_id"])
+    for n in journal["file_names"]:
+        add("path_encoding", n["reservation_id"])
+    for p in journal["partition"]:
+        add("path_encoding", p["base_url"] + "\nrsv_1")
+
+    with open(os.path.join(VECTORS, "heartbeat.json"), encoding="utf-8") as f:
+        hb = json.load(f)
+    for c in hb["schedule"]:
+        add("bridge_timing_json", "schedule\n" + compact(c["input"]))
+        for fn in ("lead_floor", "attempt_budget", "safety_margin"):
+            add("bridge_timing_json", fn + "\n" + compact(c["input"]))
+    for c in hb["retry_after"]:
+        add("bridge_timing_json", "parse_retry_after\n" + compact({"raw": c["raw"]}))
+        if c["raw"] is not None:
+            add("retry_after", c["raw"])
+    for c in hb["retry"]:
+        i, e = c["input"], c["expect"]
+        add("bridge_timing_json", "current_lead_estimate\n" + compact(i))
+        add("bridge_timing_json", "retry_window\n" + compact(
+            {"current_lead_estimate_ms": e["current_lead_estimate_ms"], **i}))
+        add("bridge_timing_json", "transient_retry_delay\n" + compact(
+            {"current_lead_estimate_ms": e["current_lead_estimate_ms"],
+             "retry_window_ms": e["retry_window_ms"]}))
+    for c in hb["extend_timeout"]:
+        add("bridge_timing_json", "extend_timeout\n" + compact(c["input"]))
+        add("bridge_timing_json", "min_lead_floor\n" + compact(
+            {"timeout_ms": c["input"]["configured_timeout_ms"], "max_rtt_ms": c["input"].get("max_rtt_ms")}))
+        add("bridge_timing_json", "attempt_cutoff\n" + compact({"timeout_ms": c["input"]["configured_timeout_ms"]}))
+    for kind, key in (("planner", "request_timeout_ms"), ("planner_derived", "configured_timeout_ms")):
+        mode = "primary" if kind == "planner" else "primary_derived"
+        for c in hb[kind]:
+            lines = [mode, compact(c[key])] + [compact(s) for s in c["steps"]]
+            add("bridge_timing_json", "\n".join(lines))
+    for c in hb["fallback"]:
+        head = f'{c["requested_ttl_ms"]} {c["create"]["at_us"]} {c["create"]["expires_at_ms"]}'
+        add("bridge_timing_json", "\n".join(["fallback", head] + [compact(s) for s in c["steps"]]))
+    for fn, args in (
+        ("classify_grant", {"grant_ms": 30000, "elapsed_ms": 30000, "requested_ttl_ms": 60000}),
+        ("cadence", {"regime": "normal", "last_grant_ms": 60000, "requested_ttl_ms": 60000}),
+        ("delay_with_skips", {"lead_min_now_ms": 170000, "last_grant_ms": 60000, "cadence_ms": 30000}),
+        ("is_permanent_stop_code", {"code": "RESERVATION_EXPIRED"}),
+        ("permanent_stop_codes", {}),
+        ("from_micros_ceil", {"micros": "340282366920938463463374607431768211455"}),
+        ("from_micros_floor", {"micros": 1999}),
+    ):
+        add("bridge_timing_json", fn + "\n" + compact(args))
+
+    with open(os.path.join(VECTORS, "pricing.json"), encoding="utf-8") as f:
+        pricing = json.load(f)
+    for fn, cases in pricing["functions"].items():
+        for c in cases:
+            add("bridge_pricing_json", fn + "\n" + compact(c["input"]))
+
+
+def exchanges(path: str) -> None:
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            x = json.loads(line)
+            req, resp = x["request"], x["response"]
+            op = x.get("operation") or "-"
+            head = [f'{op} {resp["status"]}'] + [f"{k}: {v}" for k, v in resp["headers"].items()]
+            body = resp.get("body") or ""
+            add("decode_response", "\n".join(head) + "\n\n" + body)
+            for b in (body, req.get("body") or ""):
+                if b:
+                    add("rawjson", b)
+            if op == "createEvent" and req.get("body"):
+                add("event_json", req["body"])
+            ra = resp["headers"].get("Retry-After")
+            if ra is not None:
+                add("retry_after", ra)
+            parts = req["path"].split("?")[0].split("/")
+            if len(parts) > 3 and parts[2] in ("reservations", "evidence"):
+                add("path_encoding", parts[3])
+            if op == "commitReservation" and req.get("body"):
+                rid = parts[3] if len(parts) > 3 else "rsv"
+                add("journal_record", compact({
+                    "version": 1, "reservation_id": rid, "base_url": "http://localhost",
+                    "mode": "commit", "commit_body": json.loads(req["body"]),
+                    "event_fallback_body": None, "recorded_at_ms": 1, "not_before_ms": None,
+                }))
+
+
+def handmade() -> None:
+    # The corners the issue names: lone surrogates, big integers, and the ids URL parsing bends.
+    for t in ('{"a":"\\ud800","n":123456789012345678901234567890}', '"\\udc00x"',
+              '[1e400,-0.0,{"k":1,"k":2}]', '{"\\u006b":1,"k":2}'):
+        add("rawjson", t)
+    add("journal_record", '{"version":1,"reservation_id":"r","mode":"event","commit_body":null,'
+        '"event_fallback_body":{"idempotency_key":"k\\ud800","actual":{"unit":"TOKENS",'
+        '"amount":99999999999999999999999}},"not_before_ms":1.5}')
+    for i in ("..", ".", "a/b?c#d%e", "é…", "%2e%2E", "", " "):
+        add("path_encoding", i)
+    add("path_encoding", "http://h:1/a/b//\nrsv")
+    for r in ("18446744073709552", "\t7 ", "1e3", "Wed, 21 Oct 2015 07:28:00 GMT"):
+        add("retry_after", r)
+    conn = '"base_url":"http://127.0.0.1:1","api_key":"k"'
+    for sel, opts in (("0", '{"request_timeout_ms":1000,"journal_enabled":false}'),
+                      ("1", "{" + conn + ',"tenant":"t","settle_max_attempts":3}'),
+                      ("2", '{"baseUrl":"http://127.0.0.1:1","apiKey":"k","requestTimeoutMs":5}'),
+                      ("3", "{" + conn + ',"request_timeout":1.5}'),
+                      ("4", '{"action":{"kind":"llm","name":"m"},"estimate":5,"unit":"TOKENS",'
+                            '"subject":{"tenant":"t"},"metadata":{"x":"\\ud800"}}')):
+        add("bridge_options", sel + opts)
+
+
+def main() -> None:
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    out, ex = sys.argv[1], sys.argv[2]
+    if not os.path.exists(ex):
+        sys.exit(f"fuzz-seeds: no reference-server corpus at {ex} (set CYCLES_REFERENCE_CORPUS)")
+    vectors()
+    exchanges(ex)
+    handmade()
+    for target, items in sorted(seeds.items()):
+        d = os.path.join(out, target)
+        os.makedirs(d, exist_ok=True)
+        for s in items:
+            with open(os.path.join(d, hashlib.sha1(s).hexdigest()), "wb") as f:
+                f.write(s)
+        print(f"{target}: {len(items)} seeds")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Coverage-guided fuzzing (cargo fuzz, libFuzzer) of core's and the bridge's parsers and timing
+# math: the targets of fuzz/ (docs/reliability.md, "Fuzzing").
+#
+# Usage: scripts/fuzz.sh TARGET|all SECONDS [SEED]
+#   Runs each target for SECONDS from seeds generated out of the shared vectors and the
+#   reference-server corpus (scripts/fuzz-seeds.py; the corpus grows in fuzz/corpus/<target>),
+#   then prints one line a target: executions, exec/s, coverage (libFuzzer's covered edges and
+#   features), corpus size, peak RSS. Exits non-zero if any target found a panic, a hang (-timeout) or an
+#   allocation past -rss_limit_mb; the input is kept in fuzz/artifacts/<target>/ and the
+#   reproduction command is printed.
+# Needs: stable Rust and a C++ compiler (libFuzzer is built from source by libfuzzer-sys),
+#   python3. Installs cargo-fuzz itself (pinned, into a cache dir keyed by its version).
+# Env: CARGO_TARGET_DIR (the build goes below it, in cycles-fuzz/), CYCLES_FUZZ_TOOLS (where
+#   cargo-fuzz is installed), CYCLES_REFERENCE_CORPUS (the reference-server exchanges.jsonl,
+#   default ../shared/fixtures/reference-server/ beside the clone, as the other suites),
+#   CYCLES_FUZZ_CORPUS (corpus root, default fuzz/corpus), CYCLES_FUZZ_RSS_MB (default 2048).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+
+target="${1:?usage: scripts/fuzz.sh TARGET|all SECONDS [SEED]}"
+seconds="${2:?usage: scripts/fuzz.sh TARGET|all SECONDS [SEED]}"
+seed="${3:-1}"
+[[ "$seconds" =~ ^[0-9]+$ && "$seconds" -gt 0 ]] || { echo "SECONDS must be a positive integer" >&2; exit 2; }
+[[ "$seed" =~ ^[0-9]+$ ]] || { echo "SEED must be a non-negative integer" >&2; exit 2; }
+
+CARGO_FUZZ_VERSION=0.13.2
+tools="${CYCLES_FUZZ_TOOLS:-$HOME/.cache/cycles-fuzz/cargo-fuzz-$CARGO_FUZZ_VERSION}"
+if [[ ! -x "$tools/bin/cargo-fuzz" ]]; then
+    echo "fuzz: installing cargo-fuzz $CARGO_FUZZ_VERSION into $tools" >&2
+    CARGO_TARGET_DIR="$tools/build" cargo install cargo-fuzz --version "=$CARGO_FUZZ_VERSION" \
+        --locked --root "$tools" --quiet
+    rm -rf "$tools/build"
+fi
+export PATH="$tools/bin:$PATH"
+
+# Stable Rust: no sanitizer (-s none) needs no nightly. The code under test is safe Rust, so what
+# ASAN would add is covered by Rust's own checks; the fuzz build keeps debug assertions and so
+# overflow checks on, and libFuzzer's -rss_limit_mb catches unbounded allocation.
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/cycles-target}/cycles-fuzz"
+triple="$(rustc -vV | sed -n 's/^host: //p')"
+bin_dir="$CARGO_TARGET_DIR/$triple/release"
+mkdir -p "$bin_dir"
+all=(journal_record rawjson decode_response retry_after path_encoding event_json
+    bridge_timing_json bridge_pricing_json bridge_options timing)
+if [[ "$target" == all ]]; then
+    targets=("${all[@]}")
+else
+    [[ " ${all[*]} " == *" $target "* ]] || { echo "unknown target $target (known: ${all[*]})" >&2; exit 2; }
+    targets=("$target")
+fi
+
+# One build of every target (they share all their dependencies); its output only on failure.
+if ! (cd fuzz && cargo fuzz build -s none --target "$triple") >"$bin_dir.build.log" 2>&1; then
+    cat "$bin_dir.build.log" >&2
+    echo "fuzz: build failed" >&2
+    exit 1
+fi
+
+corpus_root="${CYCLES_FUZZ_CORPUS:-$root/fuzz/corpus}"
+exchanges="${CYCLES_REFERENCE_CORPUS:-$root/../shared/fixtures/reference-server/exchanges.jsonl}"
+python3 scripts/fuzz-seeds.py "$corpus_root" "$exchanges" >/dev/null
+
+logs="$(mktemp -d)"
+trap 'rm -rf "$logs"' EXIT
+failed=0
+printf '%-20s %6s %10s %8s %6s %7s %7s %7s  %s\n' target secs execs exec/s cov ft corpus rss_mb result
+for t in "${targets[@]}"; do
+    mkdir -p "$corpus_root/$t" "fuzz/artifacts/$t"
+    log="$logs/$t.log"
+    rc=0
+    "$bin_dir/$t" "$corpus_root/$t" -max_total_time="$seconds" -seed="$seed" -timeout=10 \
+        -rss_limit_mb="${CYCLES_FUZZ_RSS_MB:-2048}" -print_final_stats=1 \
+        -artifact_prefix="fuzz/artifacts/$t/" >"$log" 2>&1 || rc=$?
+    execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)"
+    speed="$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)"
+    rss="$(sed -n 's/^stat::peak_rss_mb: *//p' "$log" | tail -1)"
+    last="$(grep -E '^#[0-9]+' "$log" | tail -1 || true)"
+    cov="$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")"
+    ft="$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$last")"
+    corp="$(sed -n 's/.* corp: \([0-9]*\).*/\1/p' <<<"$last")"
+    result=ok
+    if [[ $rc -ne 0 ]]; then
+        failed=1
+        artifact="$(sed -n 's/.*Test unit written to \(.*\)/\1/p' "$log" | tail -1)"
+        result="FAILED (exit $rc) ${artifact:-}"
+        echo "---- $t log (tail)" >&2
+        tail -40 "$log" >&2
+        [[ -n "$artifact" ]] && echo "reproduce: $bin_dir/$t $artifact" >&2
+    fi
+    printf '%-20s %6s %10s %8s %6s %7s %7s %7s  %s\n' "$t" "$seconds" "${execs:-?}" "${speed:-?}" \
+        "${cov:-?}" "${ft:-?}" "${corp:-?}" "${rss:-?}" "$result"
+done
+echo "seed $seed; cov = covered edges, ft = coverage features (libFuzzer); corpus in $corpus_root"
+exit $failed
