@@ -14,7 +14,9 @@
 # Env: CARGO_TARGET_DIR (the build goes below it, in cycles-fuzz/), CYCLES_FUZZ_TOOLS (where
 #   cargo-fuzz is installed), CYCLES_REFERENCE_CORPUS (the reference-server exchanges.jsonl,
 #   default ../shared/fixtures/reference-server/ beside the clone, as the other suites),
-#   CYCLES_FUZZ_CORPUS (corpus root, default fuzz/corpus), CYCLES_FUZZ_RSS_MB (default 2048).
+#   CYCLES_FUZZ_CORPUS (corpus root, default fuzz/corpus), CYCLES_FUZZ_RSS_MB (default 2048),
+#   CYCLES_FUZZ_BUILD (release, the default, for real runs; dev for CI's short smoke: the same
+#   targets and checks, unoptimised, so a cold build takes a fraction of the time).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -40,7 +42,12 @@ export PATH="$tools/bin:$PATH"
 # overflow checks on, and libFuzzer's -rss_limit_mb catches unbounded allocation.
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/cycles-target}/cycles-fuzz"
 triple="$(rustc -vV | sed -n 's/^host: //p')"
-bin_dir="$CARGO_TARGET_DIR/$triple/release"
+build="${CYCLES_FUZZ_BUILD:-release}"
+case "$build" in
+    release) build_flags=() bin_dir="$CARGO_TARGET_DIR/$triple/release" ;;
+    dev) build_flags=(--dev) bin_dir="$CARGO_TARGET_DIR/$triple/debug" ;;
+    *) echo "CYCLES_FUZZ_BUILD must be release or dev, not $build" >&2; exit 2 ;;
+esac
 mkdir -p "$bin_dir"
 all=(journal_record rawjson decode_response retry_after path_encoding event_json
     bridge_timing_json bridge_pricing_json bridge_options timing)
@@ -52,7 +59,7 @@ else
 fi
 
 # One build of every target (they share all their dependencies); its output only on failure.
-if ! (cd fuzz && cargo fuzz build -s none --target "$triple") >"$bin_dir.build.log" 2>&1; then
+if ! (cd fuzz && cargo fuzz build -s none "${build_flags[@]}" --target "$triple") >"$bin_dir.build.log" 2>&1; then
     cat "$bin_dir.build.log" >&2
     echo "fuzz: build failed" >&2
     exit 1

@@ -25,7 +25,7 @@ step "cargo test (all Rust tests)"
 cargo test --workspace --locked
 
 step "fuzz smoke: every fuzz target 5 s from seeds of the vectors and the reference corpus (scripts/fuzz.sh)"
-bash scripts/fuzz.sh all 5
+CYCLES_FUZZ_BUILD=dev bash scripts/fuzz.sh all 5   # the dev build: a fraction of the cold cost
 
 step "core client and lifecycle suites again, against the local server's reference mode"
 # The reference server writes explicit nulls, null last-page cursors, 500s on routing errors...
