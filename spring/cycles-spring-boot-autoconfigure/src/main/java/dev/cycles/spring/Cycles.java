@@ -101,10 +101,12 @@ public @interface Cycles {
     String metadata() default "";
 
     /**
-     * @return not supported here: true fails the startup (a dry run reserves nothing and the
-     *     official starter then skips the method, which leaves its caller no value of the
-     *     method's type; evaluate with {@code CyclesClient.createReservation} and
-     *     {@code dryRun(true)}, or {@code decide}, instead; docs/spring.md)
+     * @return evaluate instead of run: the method is not called; the reservation it would make
+     *     (the same estimate, subject, action and unit) is sent with {@code dry_run: true} and
+     *     the server's evaluation returned as a {@link DryRunResult} (nothing is held); a
+     *     {@code DENY} throws {@link dev.cycles.errors.BudgetExceededException}. The method must
+     *     return {@code DryRunResult} or a supertype, and not be async or reactive: otherwise
+     *     the startup fails (docs/spring.md)
      */
     boolean dryRun() default false;
 

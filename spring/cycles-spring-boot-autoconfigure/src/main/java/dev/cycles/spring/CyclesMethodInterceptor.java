@@ -2,10 +2,14 @@ package dev.cycles.spring;
 
 import dev.cycles.Action;
 import dev.cycles.CyclesClient;
+import dev.cycles.CyclesException;
+import dev.cycles.ReservationResult;
+import dev.cycles.errors.BudgetExceededException;
 import dev.cycles.Outcome;
 import dev.cycles.Reservation;
 import dev.cycles.internal.Json;
 import java.lang.reflect.Method;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -95,6 +99,9 @@ public class CyclesMethodInterceptor implements MethodInterceptor {
         }
         CyclesClient c = client.getObject();
         EvaluationContext ctx = plan.context(target, inv.getArguments(), beans);
+        if (plan.dryRun) {
+            return dryRun(plan, c, ctx);
+        }
         if (plan.reactive != null) {
             return ReactiveGuard.guard(inv, plan, c, ctx, this);
         }
@@ -121,6 +128,32 @@ public class CyclesMethodInterceptor implements MethodInterceptor {
             finished(name, r, t0);
         }
         return result;
+    }
+
+    /**
+     * Evaluates the reservation the method would make ({@code dry_run: true}) and returns the
+     * evaluation without running the method; a {@code DENY} is a {@link BudgetExceededException}
+     * carrying the server's reason code (the protocol answers a dry-run denial as a result, the
+     * annotation raises it as the typed budget error, as the official starter does).
+     */
+    private Object dryRun(CyclesMethodPlan plan, CyclesClient c, EvaluationContext ctx) {
+        long estimate = plan.estimate(ctx);
+        Action action = plan.action(ctx);
+        ReservationResult r = c.createReservation(plan.dryRunRequest(ctx, action, estimate, c.tenant(),
+                props.getObject().getDefaultUnit())).body();
+        if ("DENY".equals(r.decision())) {
+            Map<String, Object> f = new HashMap<>();
+            f.put("name", "BUDGET_EXCEEDED");
+            f.put("code", CyclesException.errorCodes().getOrDefault("BUDGET_EXCEEDED", 0).longValue());
+            f.put("message", "@Cycles dry run of " + plan.method.getName() + " denied"
+                    + (r.reasonCode() == null ? "" : ": " + r.reasonCode()));
+            f.put("error_code", r.reasonCode());
+            if (r.retryAfterMs() != null) {
+                f.put("retry_after_seconds", Math.max(0, (r.retryAfterMs() + 999) / 1000));
+            }
+            throw new BudgetExceededException(f);
+        }
+        return DryRunResult.of(r);
     }
 
     /** The actual (and metadata) of a returned result, on the reservation. */

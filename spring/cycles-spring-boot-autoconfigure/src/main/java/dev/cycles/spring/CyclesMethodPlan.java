@@ -1,6 +1,8 @@
 package dev.cycles.spring;
 
 import dev.cycles.Action;
+import dev.cycles.Amount;
+import dev.cycles.CreateReservationRequest;
 import dev.cycles.GuardSpec;
 import dev.cycles.HeartbeatPolicy;
 import dev.cycles.Subject;
@@ -12,6 +14,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.UUID;
 import java.util.concurrent.CompletionStage;
 import org.springframework.beans.factory.BeanFactory;
 import org.springframework.context.expression.BeanFactoryResolver;
@@ -42,6 +45,8 @@ final class CyclesMethodPlan {
     final boolean async;
     /** {@code "mono"} or {@code "flux"} for Reactor return types, else null. */
     final String reactive;
+    /** The method is evaluated with {@code dry_run: true}, never run. */
+    final boolean dryRun;
     private final Expression estimate;
     private final Expression actual;
     private final Expression metadata;
@@ -89,11 +94,19 @@ final class CyclesMethodPlan {
         }
         reactive = kind;
         async = CompletionStage.class.isAssignableFrom(ret);
-        if (c.dryRun()) {
-            // A dry run reserves nothing, so there is no action to guard; the official starter then
-            // skips the method, which leaves the caller no value of the method's type.
-            throw new IllegalStateException(where + ": dryRun is not supported: a dry run reserves nothing and the method "
-                    + "would not run (evaluate with CyclesClient.createReservation and dryRun(true), or decide; docs/spring.md)");
+        dryRun = c.dryRun();
+        if (dryRun) {
+            // A dry run does not run the method: the caller gets the server's evaluation instead,
+            // so the declared type must hold it (checked now, not at the first call).
+            if (kind != null || async) {
+                throw new IllegalStateException(where + ": dryRun is not supported on the async return type " + ret.getName()
+                        + "; declare the method to return DryRunResult (or Object) (docs/spring.md)");
+            }
+            if (!ret.isAssignableFrom(DryRunResult.class)) {
+                throw new IllegalStateException(where + ": dryRun needs a return type that holds a "
+                        + DryRunResult.class.getName() + ", not " + ret.getName()
+                        + " (the method is not run; the server's evaluation is returned; docs/spring.md)");
+            }
         }
         List<String> tagList = new ArrayList<>();
         for (String t : c.actionTags()) {
@@ -287,12 +300,8 @@ final class CyclesMethodPlan {
         return tags == null ? a : a.withTags(tags);
     }
 
-    GuardSpec spec(EvaluationContext ctx, Action action, long est, String clientTenant) {
-        GuardSpec s = GuardSpec.of(action, est);
-        String u = unit.get(ctx, "unit", method);
-        if (u != null && !u.isBlank()) {
-            s.unit(u);
-        }
+    /** The subject of a call, null when no field or dimension is set (the client's tenant). */
+    private Subject subject(EvaluationContext ctx, String clientTenant) {
         String[] f = new String[subject.length];
         boolean any = false;
         for (int i = 0; i < f.length; i++) {
@@ -311,7 +320,31 @@ final class CyclesMethodPlan {
             if (f[0] == null || f[0].isBlank()) {
                 f[0] = clientTenant;
             }
-            s.subject(new Subject(f[0], f[1], f[2], f[3], f[4], f[5], dims));
+            return new Subject(f[0], f[1], f[2], f[3], f[4], f[5], dims);
+        }
+        return null;
+    }
+
+    /** The dry-run reservation request of a call: what {@link #spec} would reserve, with {@code dry_run: true}. */
+    CreateReservationRequest dryRunRequest(EvaluationContext ctx, Action action, long est, String clientTenant, String defaultUnit) {
+        String u = unit.get(ctx, "unit", method);
+        if (u == null || u.isBlank()) {
+            u = defaultUnit == null || defaultUnit.isBlank() ? Amount.USD_MICROCENTS : defaultUnit;
+        }
+        return new CreateReservationRequest(UUID.randomUUID().toString(), subject(ctx, clientTenant), action, new Amount(u, est),
+                cycles.ttlMs(), cycles.gracePeriodMs() >= 0 ? cycles.gracePeriodMs() : null,
+                cycles.overagePolicy().isBlank() ? null : cycles.overagePolicy(), Boolean.TRUE, null);
+    }
+
+    GuardSpec spec(EvaluationContext ctx, Action action, long est, String clientTenant) {
+        GuardSpec s = GuardSpec.of(action, est);
+        String u = unit.get(ctx, "unit", method);
+        if (u != null && !u.isBlank()) {
+            s.unit(u);
+        }
+        Subject sub = subject(ctx, clientTenant);
+        if (sub != null) {
+            s.subject(sub);
         }
         s.ttlMs(cycles.ttlMs());
         if (cycles.gracePeriodMs() >= 0) {

@@ -66,6 +66,20 @@ class CyclesStartupTest {
         }
     }
 
+    public static class DryRunAsync {
+        @Cycles(estimate = "10", dryRun = true)
+        public java.util.concurrent.CompletableFuture<Object> call() {
+            return null;
+        }
+    }
+
+    public static class DryRunMono {
+        @Cycles(estimate = "10", dryRun = true)
+        public reactor.core.publisher.Mono<Object> call() {
+            return null;
+        }
+    }
+
     public static class BadDimension {
         @Cycles(estimate = "10", dimensions = {"cost_center"})
         public String call() {
@@ -143,7 +157,9 @@ class CyclesStartupTest {
 
     @Test
     void unsupportedAndMissingAttributesFailTheStartup() {
-        fails(DryRun.class, "dryRun is not supported");
+        fails(DryRun.class, "DryRun.call: dryRun needs a return type that holds a dev.cycles.spring.DryRunResult, not java.lang.String");
+        fails(DryRunAsync.class, "DryRunAsync.call: dryRun is not supported on the async return type java.util.concurrent.CompletableFuture");
+        fails(DryRunMono.class, "DryRunMono.call: dryRun is not supported on the async return type reactor.core.publisher.Mono");
         fails(BadDimension.class, "dimensions entry \"cost_center\" is not key=value");
         fails(TwiceDimension.class, "dimensions has the key \"a\" twice");
         fails(BadDimensionExpression.class, "dimensions \"#projct\" uses #projct");
