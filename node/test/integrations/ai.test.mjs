@@ -12,6 +12,8 @@ import { BudgetExceededError } from "cycles-sdk";
 import { CallNotSentError, apiOf, cyclesMiddleware } from "cycles-sdk/ai";
 import { FakeProvider, LocalServer } from "cycles-sdk/testing";
 
+import { eventsOf } from "./events.mjs";
+
 const REPLY = "This is a deterministic reply from the fake provider.";
 
 async function withSetup({ allocated = 1_000_000, caps } = {}, body) {
@@ -102,16 +104,14 @@ test("ai: caps through core's plan of the model's API: the caps_applied event, a
     assert.equal(sent.outputBound, 10);
     assert.deepEqual(sent.body.tools.map((t) => t.function.name), ["calc"]);
     assert.equal("tool_choice" in sent.body, false, "a choice naming a removed tool is removed");
-    for (let i = 0; i < 100 && events.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
-    const applied = events.filter((e) => e.kind === "caps_applied");
+    const applied = await eventsOf(events, "caps_applied", 1, 1);
     assert.equal(applied.length, 1);
     assert.deepEqual([applied[0].api, applied[0].boundFrom, applied[0].boundTo, applied[0].removedTools, applied[0].send], ["chat_completions", 64, 10, ["shell"], true]);
     // Responses refuses a bound below 16: the call is not made.
     await assert.rejects(generateText({ model: responses, prompt: "say hello to me", maxOutputTokens: 64, maxRetries: 0 }), (e) => e instanceof CallNotSentError && e.plan.send === false && /responses does not accept/.test(e.message));
     assert.equal(provider.requests().length, 1);
     // Events are delivered asynchronously: wait (bounded) for the second.
-    for (let i = 0; i < 100 && events.filter((e) => e.kind === "caps_applied").length < 2; i++) await new Promise((r) => setTimeout(r, 10));
-    assert.deepEqual(events.filter((e) => e.kind === "caps_applied").map((e) => [e.api, e.boundTo, e.send]), [["chat_completions", 10, true], ["responses", 10, false]]);
+    assert.deepEqual((await eventsOf(events, "caps_applied", 2, 1)).map((e) => [e.api, e.boundTo, e.send]), [["chat_completions", 10, true], ["responses", 10, false]]);
     assert.equal(entries(server, "release").length, 1);
   });
   assert.deepEqual(["openai.responses", "openai.chat", "anthropic.messages", "google.generative-ai", undefined].map(apiOf), ["responses", "chat_completions", "messages", "messages", "messages"]);

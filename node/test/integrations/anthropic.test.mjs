@@ -10,6 +10,8 @@ import { BudgetExceededError } from "cycles-sdk";
 import { CallNotSentError, guardAnthropic } from "cycles-sdk/anthropic";
 import { FakeProvider, LocalServer } from "cycles-sdk/testing";
 
+import { eventsOf } from "./events.mjs";
+
 const USER = [{ role: "user", content: "say hello to me" }];
 const REPLY = "This is a deterministic reply from the fake provider.";
 
@@ -35,16 +37,6 @@ const only = (server, kind) => {
   assert.equal(all.length, 1, `one ${kind}: ${JSON.stringify(server.ledger())}`);
   return all[0];
 };
-
-/** Events arrive in batches on the event loop, after the call that caused them: wait for the `n`th of `kind`. */
-async function eventsOf(events, kind, n = 1) {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const got = events.filter((e) => e.kind === kind);
-    if (got.length >= n || Date.now() > deadline) return got;
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 test("messages.create whole and streamed: the estimate reserved, the usage committed", async () => {
   await withSetup({}, async ({ server, anthropic }) => {

@@ -19,6 +19,8 @@ import { BudgetExceededError, InvalidArgumentError } from "cycles-sdk";
 import { CallNotSentError, CyclesChatModel, guardChatModel } from "cycles-sdk/langchain";
 import { FakeProvider, LocalServer } from "cycles-sdk/testing";
 
+import { eventsOf } from "./events.mjs";
+
 const PROMPT = "say hello to me";
 const REPLY = "This is a deterministic reply from the fake provider.";
 const RESERVED = 8 + 50;
@@ -144,8 +146,7 @@ test("langchain: caps lower the model's bound (the provider saw it, caps_applied
     assert.deepEqual(first.body.tools.map((t) => t.function.name), ["calc"]);
     assert.equal("tool_choice" in first.body, false, "a choice naming a removed tool is removed");
     // Events are delivered asynchronously: wait (bounded) for both.
-    for (let i = 0; i < 100 && events.filter((e) => e.kind === "caps_applied").length < 2; i++) await new Promise((r) => setTimeout(r, 10));
-    const applied = events.filter((e) => e.kind === "caps_applied");
+    const applied = await eventsOf(events, "caps_applied", 2, 1);
     assert.equal(applied.length, 2);
     assert.deepEqual([applied[0].api, applied[0].boundFrom, applied[0].boundTo, applied[0].removedTools, applied[0].send], ["chat_completions", 50, 3, ["shell"], true]);
     // The guarded model itself is left as it was.

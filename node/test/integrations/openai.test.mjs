@@ -11,6 +11,8 @@ import { BudgetExceededError, InvalidArgumentError } from "cycles-sdk";
 import { CallNotSentError, guardOpenAI, withCycles } from "cycles-sdk/openai";
 import { FakeProvider, LocalServer } from "cycles-sdk/testing";
 
+import { eventsOf } from "./events.mjs";
+
 const USER = [{ role: "user", content: "say hello to me" }];
 const REPLY = "This is a deterministic reply from the fake provider.";
 
@@ -38,16 +40,6 @@ const only = (server, kind) => {
   return all[0];
 };
 const reserveBody = (server) => JSON.parse(server.requests().find((r) => r.operation === "createReservation").body);
-
-/** Events arrive in batches on the event loop, after the call that caused them: wait for the `n`th of `kind`. */
-async function eventsOf(events, kind, n = 1) {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const got = events.filter((e) => e.kind === kind);
-    if (got.length >= n || Date.now() > deadline) return got;
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 test("chat completions: the estimate reserved, the reported usage committed", async () => {
   await withSetup({}, async ({ provider, server, openai }) => {
