@@ -7,13 +7,15 @@ import asyncio
 import inspect
 import os
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import integration_support
 import pytest
 
 import cycles
-from cycles.testing import LocalServer
+from cycles.testing import FakeProvider, LocalServer
 
 if os.environ.get("CYCLES_TEST_ALLOW_SOURCE") != "1":
     assert "site-packages" in cycles.__file__, (
@@ -56,6 +58,20 @@ assert SERVER_MODE in ("spec", "reference"), f"CYCLES_TEST_SERVER_MODE={SERVER_M
 @pytest.fixture
 def server():
     with LocalServer(mode=SERVER_MODE) as s:  # type: ignore[arg-type]
+        yield s
+
+
+@pytest.fixture
+def provider() -> Iterator[FakeProvider]:
+    """The fake model provider, on loopback for one test."""
+    with FakeProvider() as p:
+        yield p
+
+
+@pytest.fixture
+def local() -> Iterator[LocalServer]:
+    """The integration tests' local server (integration_support.server: a TOKENS budget)."""
+    with integration_support.server() as s:
         yield s
 
 

@@ -11,9 +11,11 @@ import json
 import threading
 from typing import Any
 
+import openai
+
 import cycles
 from cycles.models import Caps
-from cycles.testing import Budget, LocalServer
+from cycles.testing import Budget, FakeProvider, LocalServer
 
 REPLY_TOKENS = 9
 PROMPT = "say hello to me"
@@ -24,6 +26,16 @@ ESTIMATED_PROMPT = 8
 
 def server(allocated: int = 100_000, caps: Caps | None = None) -> LocalServer:
     return LocalServer(budgets=[Budget("tenant:acme", "TOKENS", allocated, caps=caps)])
+
+
+def oai(p: FakeProvider) -> openai.OpenAI:
+    """An ``openai`` client of the fake provider (no retries: a scripted fault stays one)."""
+    return openai.OpenAI(base_url=p.openai_base_url, api_key="sk-fake", max_retries=0)
+
+
+def aoai(p: FakeProvider) -> openai.AsyncOpenAI:
+    """The async twin of :func:`oai`."""
+    return openai.AsyncOpenAI(base_url=p.openai_base_url, api_key="sk-fake", max_retries=0)
 
 
 def ledger(s: LocalServer) -> list[tuple[str, int | None]]:

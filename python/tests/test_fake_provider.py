@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
 from typing import Any, cast
 
 import anthropic
 import openai
 import pytest
 from anthropic.types import MessageParam
+from integration_support import oai
 from openai.types.chat import ChatCompletionMessageParam
 
 import cycles
@@ -24,16 +24,6 @@ REPLY = "This is a deterministic reply from the fake provider."
 REPLY_TOKENS = 9
 CHAT: list[ChatCompletionMessageParam] = [{"role": "user", "content": "say hello to me"}]
 MSGS: list[MessageParam] = [{"role": "user", "content": "say hello to me"}]
-
-
-@pytest.fixture
-def provider() -> Iterator[FakeProvider]:
-    with FakeProvider() as p:
-        yield p
-
-
-def oai(p: FakeProvider) -> openai.OpenAI:
-    return openai.OpenAI(base_url=p.openai_base_url, api_key="sk-fake", max_retries=0)
 
 
 def ant(p: FakeProvider) -> anthropic.Anthropic:

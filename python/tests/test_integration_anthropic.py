@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-from collections.abc import Iterator
 
 import anthropic
 import pytest
@@ -35,18 +34,6 @@ from cycles.testing import FakeProvider, LocalServer
 MSGS: list[MessageParam] = [{"role": "user", "content": PROMPT}]
 RESERVED = ESTIMATED_PROMPT + 50
 COMMITTED = PROVIDER_INPUT + REPLY_TOKENS
-
-
-@pytest.fixture
-def provider() -> Iterator[FakeProvider]:
-    with FakeProvider() as p:
-        yield p
-
-
-@pytest.fixture
-def local() -> Iterator[LocalServer]:
-    with server() as s:
-        yield s
 
 
 def ant(p: FakeProvider) -> anthropic.Anthropic:

@@ -9,7 +9,6 @@ import asyncio
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import openai
@@ -20,7 +19,9 @@ from integration_support import (
     PROVIDER_INPUT,
     REPLY_TOKENS,
     Events,
+    aoai,
     ledger,
+    oai,
     reserve_bodies,
     server,
     settled_once,
@@ -37,26 +38,6 @@ CHAT: list[ChatCompletionMessageParam] = [{"role": "user", "content": PROMPT}]
 #: 58: core's prompt estimate plus the output bound 50.
 RESERVED = ESTIMATED_PROMPT + 50
 COMMITTED = PROVIDER_INPUT + REPLY_TOKENS
-
-
-@pytest.fixture
-def provider() -> Iterator[FakeProvider]:
-    with FakeProvider() as p:
-        yield p
-
-
-@pytest.fixture
-def local() -> Iterator[LocalServer]:
-    with server() as s:
-        yield s
-
-
-def oai(p: FakeProvider) -> openai.OpenAI:
-    return openai.OpenAI(base_url=p.openai_base_url, api_key="sk-fake", max_retries=0)
-
-
-def aoai(p: FakeProvider) -> openai.AsyncOpenAI:
-    return openai.AsyncOpenAI(base_url=p.openai_base_url, api_key="sk-fake", max_retries=0)
 
 
 def test_chat_completion_reserves_then_commits_the_usage(

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import openai
@@ -41,6 +40,7 @@ from integration_support import (
     PROVIDER_INPUT,
     REPLY_TOKENS,
     Events,
+    aoai,
     ledger,
     reserve_bodies,
     server,
@@ -58,22 +58,6 @@ RESERVED = 7 + ESTIMATED_PROMPT + 50
 COMMITTED = 2 + PROVIDER_INPUT + REPLY_TOKENS
 #: Tracing off: the SDK's default exporter would post every run to api.openai.com.
 NO_TRACING = RunConfig(tracing_disabled=True)
-
-
-@pytest.fixture
-def provider() -> Iterator[FakeProvider]:
-    with FakeProvider() as p:
-        yield p
-
-
-@pytest.fixture
-def local() -> Iterator[LocalServer]:
-    with server() as s:
-        yield s
-
-
-def aoai(p: FakeProvider) -> openai.AsyncOpenAI:
-    return openai.AsyncOpenAI(base_url=p.openai_base_url, api_key="sk-fake", max_retries=0)
 
 
 def responses_model(p: FakeProvider) -> OpenAIResponsesModel:

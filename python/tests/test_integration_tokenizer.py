@@ -18,12 +18,11 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import openai
 import pytest
-from integration_support import ledger, server
+from integration_support import ledger, oai
 
 import cycles
 from cycles.integrations.openai import guard
@@ -95,28 +94,12 @@ def test_auto_falls_back_to_core_when_the_encoding_cannot_load(tmp_path: Path) -
     assert stderr.count("tiktoken cannot load the o200k_base encoding") == 1, stderr
 
 
-@pytest.fixture
-def provider() -> Iterator[FakeProvider]:
-    with FakeProvider() as p:
-        yield p
-
-
-@pytest.fixture
-def local() -> Iterator[LocalServer]:
-    with server() as s:
-        yield s
-
-
 def call(llm: openai.OpenAI, model: str = "gpt-fake") -> None:
     llm.chat.completions.create(
         model=model,
         max_tokens=BOUND,
         messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": USER}],
     )
-
-
-def oai(p: FakeProvider) -> openai.OpenAI:
-    return openai.OpenAI(base_url=p.openai_base_url, api_key="sk-fake", max_retries=0)
 
 
 def test_a_counter_of_your_own_counts_every_text(
