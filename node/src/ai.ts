@@ -32,12 +32,11 @@
  * @module
  */
 import { InvalidArgumentError } from "./errors";
-import { CallNotSentError, type GuardConfig, checkConfig } from "./integration";
+import { CallNotSentError, type GuardConfig, callAction, callEstimate, checkConfig } from "./integration";
 import type { GuardedReservation } from "./lifecycle";
-import type { Action, Amount, Int64 } from "./models";
+import type { Amount, Int64 } from "./models";
 import * as pricing from "./pricing";
 import type { Api, ReportedUsage } from "./pricing";
-import { textTokens } from "./tokenizer";
 
 export { CallNotSentError, type GuardConfig } from "./integration";
 
@@ -78,11 +77,6 @@ export interface AiCallOptions {
 
 const CALL_KEYS = new Set(["actionName", "actionKind", "estimate", "idempotencyKey"]);
 
-/** Core's estimate of the call as a request, its prompt counted by the guard's tokenizer where one applies. */
-function estimateOf(table: pricing.Pricing, model: string, request: object, cfg: GuardConfig): Amount {
-  return pricing.estimateRequest(table, model, request, cfg.defaultOutputBound, textTokens(cfg.tokenizer, model, request)).amount;
-}
-
 function usageOf(u: unknown): ReportedUsage {
   const count = (v: unknown): Int64 | null => {
     const total = v !== null && typeof v === "object" ? (v as Obj).total : v;
@@ -115,10 +109,9 @@ export function cyclesMiddleware(config: GuardConfig): CyclesLanguageModelMiddle
     // Core's estimate of the prompt's messages and the call's output bound.
     const estimate: Amount =
       per.estimate === undefined
-        ? estimateOf(table, modelId, { messages: params.prompt, max_tokens: params.maxOutputTokens }, cfg)
+        ? callEstimate(cfg, modelId, { messages: params.prompt, max_tokens: params.maxOutputTokens })
         : { unit: table.unit, amount: per.estimate };
-    const action: Action = { kind: per.actionKind ?? cfg.actionKind ?? "llm.completion", name: per.actionName ?? modelId };
-    if (cfg.actionTags !== undefined) action.tags = cfg.actionTags;
+    const action = callAction(cfg, per, modelId);
     const r = await cfg.client.reserve({
       estimate,
       action,

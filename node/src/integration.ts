@@ -122,6 +122,25 @@ export function checkCall(c: unknown): CyclesCallOptions {
   return c as CyclesCallOptions;
 }
 
+/**
+ * What one call reserves: the per-call `estimate` (a number is in the pricing's unit), else core's
+ * estimate of `request`, its prompt counted by the guard's tokenizer where one applies.
+ * @internal
+ */
+export function callEstimate(config: GuardConfig, model: string, request: object, given?: number | bigint | Amount): Amount {
+  const table = config.pricing ?? { unit: "TOKENS" };
+  if (given === undefined) return pricing.estimateRequest(table, model, request, config.defaultOutputBound, textTokens(config.tokenizer, model, request)).amount;
+  return typeof given === "object" ? given : { unit: table.unit, amount: given };
+}
+
+/** The action of one call: the per-call name, kind and tags over the guard's, named after the model by default. @internal */
+export function callAction(config: GuardConfig, call: Pick<CyclesCallOptions, "actionName" | "actionKind" | "actionTags">, model: string): Action {
+  const action: Action = { kind: call.actionKind ?? config.actionKind ?? DEFAULT_KIND, name: call.actionName ?? model };
+  const tags = call.actionTags ?? config.actionTags;
+  if (tags !== undefined) action.tags = tags;
+  return action;
+}
+
 /** The guard's configuration checked once, when the client is guarded. @internal */
 export function checkConfig(config: GuardConfig, what: string): GuardConfig {
   if (config === null || typeof config !== "object") throw new InvalidArgumentError(`${what} needs {client, pricing?}`);
@@ -173,15 +192,8 @@ async function runCall(
   const model = request.model;
   if (typeof model !== "string") throw new InvalidArgumentError("the request has no model (a string): it names the action and its price");
   const table = config.pricing ?? { unit: "TOKENS" };
-  const estimate: Amount =
-    call.estimate === undefined
-      ? pricing.estimateRequest(table, model, request, config.defaultOutputBound, textTokens(config.tokenizer, model, request)).amount
-      : typeof call.estimate === "object"
-        ? call.estimate
-        : { unit: table.unit, amount: call.estimate };
-  const action: Action = { kind: call.actionKind ?? config.actionKind ?? DEFAULT_KIND, name: call.actionName ?? model };
-  const tags = call.actionTags ?? config.actionTags;
-  if (tags !== undefined) action.tags = tags;
+  const estimate = callEstimate(config, model, request, call.estimate);
+  const action = callAction(config, call, model);
   // A denial throws here (BudgetExceededError, ...): nothing reaches the provider.
   const r = await config.client.reserve({
     estimate,

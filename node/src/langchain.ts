@@ -39,12 +39,10 @@ import type { AIMessageChunk, BaseMessage } from "@langchain/core/messages";
 import type { ChatGenerationChunk, ChatResult } from "@langchain/core/outputs";
 
 import { InvalidArgumentError } from "./errors";
-import { CallNotSentError, type CyclesCallOptions, type GuardConfig, checkCall, checkConfig, settleCall } from "./integration";
+import { CallNotSentError, type CyclesCallOptions, type GuardConfig, callAction, callEstimate, checkCall, checkConfig, settleCall } from "./integration";
 import type { GuardedReservation } from "./lifecycle";
-import type { Action, Amount, Int64 } from "./models";
-import * as pricing from "./pricing";
+import type { Int64 } from "./models";
 import type { Api, ReportedUsage } from "./pricing";
-import { textTokens } from "./tokenizer";
 
 export { CallNotSentError, type CyclesCallOptions, type GuardConfig } from "./integration";
 
@@ -236,15 +234,8 @@ export class CyclesChatModel<O extends ChatModels.BaseChatModelCallOptions = Cha
       if (options.parallel_tool_calls !== undefined) request.parallel_tool_calls = options.parallel_tool_calls;
     }
     const table = cfg.pricing ?? { unit: "TOKENS" };
-    const estimate: Amount =
-      call.estimate === undefined
-        ? pricing.estimateRequest(table, model, request, cfg.defaultOutputBound, textTokens(cfg.tokenizer, model, request)).amount
-        : typeof call.estimate === "object"
-          ? call.estimate
-          : { unit: table.unit, amount: call.estimate };
-    const action: Action = { kind: call.actionKind ?? cfg.actionKind ?? "llm.completion", name: call.actionName ?? model };
-    const tags = call.actionTags ?? cfg.actionTags;
-    if (tags !== undefined) action.tags = tags;
+    const estimate = callEstimate(cfg, model, request, call.estimate);
+    const action = callAction(cfg, call, model);
     // A denial throws here: the model is not called.
     const r = await cfg.client.reserve({
       estimate,
