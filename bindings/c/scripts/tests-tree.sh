@@ -4,9 +4,10 @@
 # other's tree (CYCLES_C_TESTS_DIR overrides). It holds `prefix` (libcycles installed by
 # scripts/package.sh) and `build` (the plain CTest build the recovery adapter runs).
 #
-#   bindings/c/scripts/tests-tree.sh           # print the directory
-#   bindings/c/scripts/tests-tree.sh --build   # also bring prefix and build up to date with
-#                                              # these sources (incrementally), then print it
+#   bindings/c/scripts/tests-tree.sh             # print the directory
+#   bindings/c/scripts/tests-tree.sh --install   # also bring prefix up to date with these
+#                                                # sources (reinstalled when older), then print it
+#   bindings/c/scripts/tests-tree.sh --build     # --install, and the CTest build (incremental)
 #
 # Progress on stderr; the directory alone on stdout.
 set -euo pipefail
@@ -16,9 +17,12 @@ TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 KEY="$(printf '%s' "$ROOT" | sha256sum | cut -c1-12)"
 TREE="${CYCLES_C_TESTS_DIR:-$TARGET/cycles-c-tests/$KEY}"
 log() { printf '== c tests tree: %s\n' "$*" >&2; }
+case "${1:-}" in
+    "" | --install | --build) ;;
+    *) echo "usage: bindings/c/scripts/tests-tree.sh [--install | --build]" >&2; exit 2 ;;
+esac
 
-if [[ "${1:-}" == "--build" ]]; then
-    CORPUS="${CYCLES_REFERENCE_CORPUS:-$ROOT/../shared/fixtures/reference-server/exchanges.jsonl}"
+if [[ "${1:-}" == "--install" || "${1:-}" == "--build" ]]; then
     lib="$TREE/prefix/c/lib/libcycles.so"
     if [[ ! -e "$lib" || -n "$(find "$ROOT/core/src" "$ROOT/bindings/bridge/src" "$C/src" "$C/include" \
         "$ROOT/conformance/server/src" "$ROOT/Cargo.lock" -newer "$lib" -print -quit)" ]]; then
@@ -28,6 +32,9 @@ if [[ "${1:-}" == "--build" ]]; then
         mkdir -p "$TREE"
         CYCLES_PACKAGE_PROFILE=dev "$ROOT/scripts/package.sh" "$TREE/prefix" c >&2
     fi
+fi
+if [[ "${1:-}" == "--build" ]]; then
+    CORPUS="${CYCLES_REFERENCE_CORPUS:-$ROOT/../shared/fixtures/reference-server/exchanges.jsonl}"
     export PKG_CONFIG_PATH="$TREE/prefix/c/lib/pkgconfig"
     log "CTest build $TREE/build (incremental)"
     cmake -S "$C/tests" -B "$TREE/build" -DCYCLES_VECTORS="$ROOT/conformance/vectors" \

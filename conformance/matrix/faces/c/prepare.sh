@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # Builds the C face into $CARGO_TARGET_DIR/matrix-c/face: face.c and the C tests' JSON reader
 # (bindings/c/tests/json.c) compiled as C11 with -Wall -Wextra -Werror against an installed
-# libcycles found through pkg-config. The install tree bindings/c/scripts/test.sh leaves in this
-# checkout's C test tree (bindings/c/scripts/tests-tree.sh) is reused when it is newer than the
-# library's sources;
-# otherwise one is built (scripts/package.sh, debug profile) into $CARGO_TARGET_DIR/matrix-c/prefix.
+# libcycles found through pkg-config: the install tree of this checkout's C test tree
+# (bindings/c/scripts/tests-tree.sh --install: reused when newer than the library's sources,
+# otherwise reinstalled there, debug profile).
 # Idempotent: nothing is rebuilt when warm. Progress on stderr.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -17,27 +16,8 @@ for tool in cc pkg-config; do
     command -v "$tool" >/dev/null || { echo "the C face needs $tool" >&2; exit 1; }
 done
 
-# An install tree is current when its library is newer than every source it is built from.
-current() { # prefix
-    local lib="$1/c/lib/libcycles.so"
-    [[ -f "$1/c/lib/pkgconfig/cycles.pc" && -e "$lib" ]] || return 1
-    [[ -z "$(find "$ROOT/core/src" "$ROOT/bindings/bridge/src" "$ROOT/bindings/c/src" "$ROOT/bindings/c/include" \
-        "$ROOT/conformance/server/src" "$ROOT/Cargo.lock" -newer "$lib" -print -quit)" ]]
-}
-
-PREFIX="$(bash "$ROOT/bindings/c/scripts/tests-tree.sh")/prefix"
-if current "$PREFIX"; then
-    log "reusing the C tests' install tree $PREFIX"
-else
-    PREFIX="$OUT/prefix"
-    if current "$PREFIX"; then
-        log "reusing $PREFIX"
-    else
-        log "building libcycles (debug profile) into $PREFIX"
-        (cd "$ROOT" && cargo build -q -p cycles-c --locked)
-        CYCLES_PACKAGE_PROFILE=dev "$ROOT/scripts/package.sh" "$PREFIX" c
-    fi
-fi
+# This checkout's C test tree's install, reinstalled there when older than its sources.
+PREFIX="$(bash "$ROOT/bindings/c/scripts/tests-tree.sh" --install)/prefix"
 
 export PKG_CONFIG_PATH="$PREFIX/c/lib/pkgconfig"
 LIBDIR="$(pkg-config --variable=libdir cycles)"
