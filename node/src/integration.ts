@@ -211,7 +211,7 @@ async function runCall(
     await r.fail(); // a throwing callback must not leave the reservation held
     throw e;
   }
-  const settle = (u: ReportedUsage, succeeded: boolean): Promise<unknown> => settleCall(r, table, model, estimate, u, succeeded);
+  const settle = (u: ReportedUsage, succeeded: boolean, actual?: Amount | null): Promise<unknown> => settleCall(r, table, model, estimate, u, succeeded, actual);
   let sent: Obj;
   let got: WithResponse<unknown>;
   try {
@@ -231,10 +231,16 @@ async function runCall(
   }
   const data = got.data as Obj | null;
   if (sent.stream === true && data !== null && typeof data === "object" && typeof (data as unknown as LibraryStream)[Symbol.asyncIterator] === "function") {
-    return { ...got, data: meteredStream(api, data as unknown as LibraryStream, settle, streamClient) };
+    return { ...got, data: meteredStream(api, data as unknown as LibraryStream, settle, streamClient, table, model) };
   }
-  const reply = data ?? {};
-  await settle(pricing.usage(api, reply), !pricing.callFailed(api, reply));
+  let o: pricing.Observation;
+  try {
+    o = pricing.observe(table, model, api, data ?? {});
+  } catch (e) {
+    await r.fail(); // a usage core cannot price: released, then thrown (as settleCall does)
+    throw e;
+  }
+  await settle(o.usage, !o.failed, o.actual);
   return got;
 }
 
@@ -254,11 +260,11 @@ function applyCaps(r: GuardedReservation, api: Api, request: Obj): Obj {
   return out;
 }
 
-/** Settles a call by core's `actual` and `settlement` (a pricing error releases, then throws). @internal */
-export async function settleCall(r: GuardedReservation, table: Pricing, model: string, estimate: Amount, u: ReportedUsage, succeeded: boolean): Promise<unknown> {
+/** Settles a call by core's `actual` (unless given: `actual`, core's of `u`) and `settlement` (a pricing error releases, then throws). @internal */
+export async function settleCall(r: GuardedReservation, table: Pricing, model: string, estimate: Amount, u: ReportedUsage, succeeded: boolean, actual?: Amount | null): Promise<unknown> {
   let s: pricing.SettlementAction;
   try {
-    s = pricing.settlement(pricing.actual(table, model, u), succeeded, estimate);
+    s = pricing.settlement(actual === undefined ? pricing.actual(table, model, u) : actual, succeeded, estimate);
   } catch (e) {
     await r.fail();
     throw e;
@@ -280,16 +286,27 @@ export async function settleCall(r: GuardedReservation, table: Pricing, model: s
  * nobody saw), unless an event said the call failed (core's `callFailed`). The
  * reservation's lease is kept alive until then: a stream that is never read holds it.
  */
-function meteredStream(api: Api, source: LibraryStream, settle: (u: ReportedUsage, succeeded: boolean) => Promise<unknown>, client: unknown): unknown {
+function meteredStream(
+  api: Api,
+  source: LibraryStream,
+  settle: (u: ReportedUsage, succeeded: boolean, actual: Amount | null) => Promise<unknown>,
+  client: unknown,
+  table: Pricing,
+  model: string,
+): unknown {
   let u: ReportedUsage = { inputTokens: null, outputTokens: null };
+  let actual: Amount | null = null; // core's actual of `u`
   let settled = false;
   async function* metered(): AsyncGenerator<unknown, void, undefined> {
     let ok = true;
     try {
       for await (const event of source) {
         if (event !== null && typeof event === "object") {
-          if (pricing.callFailed(api, event)) ok = false;
-          u = pricing.usage(api, event, u);
+          // One crossing per event for its usage, failure and actual.
+          const o = pricing.observe(table, model, api, event, u);
+          if (o.failed) ok = false;
+          u = o.usage;
+          actual = o.actual;
         }
         yield event;
       }
@@ -299,7 +316,7 @@ function meteredStream(api: Api, source: LibraryStream, settle: (u: ReportedUsag
     } finally {
       if (!settled) {
         settled = true;
-        await settle(u, ok);
+        await settle(u, ok, actual);
       }
     }
   }

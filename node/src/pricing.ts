@@ -59,6 +59,13 @@ export interface ReportedUsage {
   outputTokens: Int64 | null;
 }
 
+/** One body or stream event folded by {@link observe}: the usage so far, whether the body said the call failed, and that usage's actual (null: nothing reported yet). */
+export interface Observation {
+  usage: ReportedUsage;
+  failed: boolean;
+  actual: Amount | null;
+}
+
 /** The price {@link lookupPrice} found: `matched` is the table key (null: the default). */
 export interface PriceMatch extends Price {
   matched: string | null;
@@ -350,4 +357,14 @@ export function streamRequest(api: Api, request: object): Record<string, unknown
  */
 export function callFailed(api: Api, body: object): boolean {
   return run("call_failed", { api, body }) === true;
+}
+
+/**
+ * {@link usage}, {@link callFailed} and {@link actual} of one response body or stream event in
+ * one call of core, as an integration folds every body it reads (the body crosses to core
+ * once instead of three times).
+ */
+export function observe(pricing: Pricing, model: string, api: Api, body: object, soFar?: Usage | null): Observation {
+  const o = run("observe", { pricing: pricingIn(pricing), model, api, body, usage: usageIn(soFar) }) as { usage: unknown; failed: unknown; actual: unknown };
+  return { usage: usageOut(o.usage), failed: o.failed === true, actual: o.actual === null ? null : amountOut(o.actual) };
 }

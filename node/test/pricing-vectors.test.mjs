@@ -64,6 +64,10 @@ const FUNCTIONS = {
   usage: [(i) => pricing.usage(i.api, i.body, i.usage === undefined ? undefined : usage(i.usage)), reported],
   stream_request: [(i) => ({ set: pricing.streamRequest(i.api, i.request) }), (e) => e],
   call_failed: [(i) => pricing.callFailed(i.api, i.body), (e) => e],
+  observe: [
+    (i) => pricing.observe(table(i.pricing), i.model, i.api, i.body, i.usage === undefined ? undefined : usage(i.usage)),
+    (e) => ({ usage: reported(e.usage), failed: e.failed, actual: amount(e.actual) }),
+  ],
 };
 
 test("pricing vectors: every case of every function, through the typed API", () => {

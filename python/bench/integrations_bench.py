@@ -152,6 +152,16 @@ def _paths(
         return reply
 
     bare_pair, _conn = lb._bare_sync(url)
+    create, commit, _conn2 = lb._bare_sync_steps(url)
+
+    def openai_http_client_pair() -> object:
+        # The yardstick in place: an http.client create before the bare call and its commit
+        # after, so the pair runs where the guard's does (its cost there, not in a tight loop).
+        rid, key = create()
+        reply = oai.chat.completions.create(model="gpt-fake", max_tokens=64, messages=user)
+        commit(rid, key)
+        return reply
+
     paths: dict[str, Sync] = {
         "openai bare": lambda: oai.chat.completions.create(
             model="gpt-fake", max_tokens=64, messages=user
@@ -160,6 +170,7 @@ def _paths(
             model="gpt-fake", max_tokens=64, messages=user
         ),
         "openai by hand": openai_by_hand,
+        "openai inside an http.client pair": openai_http_client_pair,
         "anthropic bare": lambda: ant.messages.create(
             model="claude-fake", max_tokens=64, messages=user
         ),
@@ -295,6 +306,14 @@ def main() -> None:
         )
     own = m["openai guarded"] - m["openai by hand"]
     out["openai_guard_beyond_by_hand"] = own
+    in_place = m["openai inside an http.client pair"] - m["openai bare"]
+    added = m["openai guarded"] - m["openai bare"]
+    out["http_client_pair_in_place"] = in_place
+    out["openai_added_per_pair_in_place"] = added / in_place
+    print(
+        f"\nan http.client create + commit around the bare openai call adds {in_place:.0f} µs; "
+        f"the openai guard adds {added:.0f} µs: {added / in_place:.2f}x that pair in place"
+    )
     print(
         f"\nopenai guarded against the same call guarded by hand (the lifecycle around the bare "
         f"call): {own:.0f} µs per call, {own / m['sdk create + commit']:.2f}x an SDK pair"

@@ -112,8 +112,10 @@ def _headers(key: str) -> dict[str, str]:
     }
 
 
-def _bare_sync(url: str) -> tuple[Any, Any]:
-    """(create+commit function, object with close()) over one http.client keep-alive connection."""
+def _bare_sync_steps(url: str) -> tuple[Any, Any, Any]:
+    """(create, commit, connection) over one http.client keep-alive connection: ``create()``
+    reserves and gives ``(reservation_id, key)``, ``commit(reservation_id, key)`` commits the
+    actual."""
     u = urllib.parse.urlsplit(url)
     conn = http.client.HTTPConnection(u.hostname or "127.0.0.1", u.port)
 
@@ -125,11 +127,22 @@ def _bare_sync(url: str) -> tuple[Any, Any]:
             raise RuntimeError(f"POST {path}: HTTP {r.status}: {data[:200]!r}")
         return json.loads(data)
 
-    def pair() -> int:
+    def create() -> tuple[str, str]:
         key = f"bare-{uuid.uuid4()}"
-        created = post("/v1/reservations", key, _create_body(key))
-        rid = created["reservation_id"]
+        return post("/v1/reservations", key, _create_body(key))["reservation_id"], key
+
+    def commit(rid: str, key: str) -> None:
         post(f"/v1/reservations/{rid}/commit", key + ":commit", _commit_body(key + ":commit"))
+
+    return create, commit, conn
+
+
+def _bare_sync(url: str) -> tuple[Any, Any]:
+    """(create+commit function, object with close()) over one http.client keep-alive connection."""
+    create, commit, conn = _bare_sync_steps(url)
+
+    def pair() -> int:
+        commit(*create())
         return 1
 
     return pair, conn

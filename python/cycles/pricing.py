@@ -48,6 +48,7 @@ __all__ = [
     "ToolFilter",
     "CapsPlan",
     "Usage",
+    "Observation",
     "text_tokens",
     "prompt_texts",
     "prompt_tokens",
@@ -65,6 +66,7 @@ __all__ = [
     "usage",
     "stream_request",
     "call_failed",
+    "observe",
 ]
 
 #: A provider API whose wire format core knows.
@@ -263,6 +265,17 @@ def _usage_in(u: Usage | Mapping[str, Any] | None) -> Any:
     return u
 
 
+@dataclass(frozen=True)
+class Observation:
+    """One response body or stream event folded (:func:`observe`): the ``usage`` so far,
+    whether the body says the call ``failed`` (:func:`call_failed`), and the ``actual`` of
+    that usage (``None``: nothing reported yet)."""
+
+    usage: Usage
+    failed: bool
+    actual: Amount | None
+
+
 def text_tokens(text: str) -> int:
     """The estimate of one text: ``ceil(chars / 4)``, chars being Unicode scalar values
     (``len(text)``)."""
@@ -423,3 +436,23 @@ def call_failed(api: Api, body: Mapping[str, Any]) -> bool:
     exchange succeeded (Responses ``error`` / ``response.failed``, Messages ``error``, a Chat
     Completions chunk carrying ``error``): such a call settles as failed."""
     return bool(_call("call_failed", {"api": api, "body": body}))
+
+
+def observe(
+    pricing: Pricing,
+    model: str,
+    api: Api,
+    body: Mapping[str, Any],
+    usage: Usage | Mapping[str, Any] | None = None,
+) -> Observation:
+    """:func:`usage`, :func:`call_failed` and :func:`actual` of one response body or stream
+    event in one call of core, as an integration folds every body it reads (the body crosses
+    to core once instead of three times)."""
+    args: dict[str, Any] = {"pricing": pricing, "model": model, "api": api, "body": body}
+    if usage is not None:
+        args["usage"] = _usage_in(usage)
+    d = _call("observe", args)
+    a = d["actual"]
+    return Observation(
+        Usage._from_json(d["usage"]), bool(d["failed"]), None if a is None else _amount(a)
+    )

@@ -37,6 +37,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "usage": pricing.usage,
     "stream_request": lambda api, request: {"set": pricing.stream_request(api, request)},
     "call_failed": pricing.call_failed,
+    "observe": pricing.observe,
 }
 
 _MAX_EXACT = 2**53 - 1

@@ -64,6 +64,18 @@ fn amount_in(v: &Value, name: &str) -> Result<Amount, Error> {
     Ok(Amount::new(Unit::from(unit), amount))
 }
 
+/// The optional `usage` argument: the usage so far (absent or null: nothing reported yet).
+fn usage_so_far(a: &Value) -> Result<Usage, Error> {
+    match a.get("usage") {
+        None | Some(Value::Null) => Ok(Usage::default()),
+        Some(u) if u.is_object() => Ok(Usage {
+            input_tokens: opt_count(u, "input_tokens")?,
+            output_tokens: opt_count(u, "output_tokens")?,
+        }),
+        Some(_) => Err(bad("usage", "an object")),
+    }
+}
+
 fn usage_out(u: &Usage) -> Value {
     json!({"input_tokens": u.input_tokens, "output_tokens": u.output_tokens})
 }
@@ -90,7 +102,7 @@ fn bool_arg(a: &Value, name: &str) -> Result<bool, Error> {
 }
 
 /// The names [`call`] knows, in its table's order.
-pub const FUNCTIONS: [&str; 17] = [
+pub const FUNCTIONS: [&str; 18] = [
     "text_tokens",
     "prompt_texts",
     "prompt_tokens",
@@ -108,6 +120,7 @@ pub const FUNCTIONS: [&str; 17] = [
     "usage",
     "stream_request",
     "call_failed",
+    "observe",
 ];
 
 /// One pure pricing function by name, its arguments a JSON object, its result JSON text.
@@ -131,6 +144,7 @@ pub const FUNCTIONS: [&str; 17] = [
 /// | `usage` | `api`, `body` (a response body or one stream event), `usage`? (so far) | `{"input_tokens", "output_tokens"}` (null: unreported) |
 /// | `stream_request` | `api`, `request` (a streaming request) | `{"set"}`: members to set so the stream reports usage |
 /// | `call_failed` | `api`, `body` (a response body or one stream event) | bool: it says the call failed |
+/// | `observe` | `pricing`, `model`, `api`, `body`, `usage`? (so far) | `{"usage", "failed", "actual"}`: `usage`, `call_failed` and `actual` of one body in one call |
 pub fn call(name: &str, args_json: &str) -> Result<String, Error> {
     let a = parse(args_json, "arguments")?;
     let out = match name {
@@ -225,21 +239,27 @@ pub fn call(name: &str, args_json: &str) -> Result<String, Error> {
             arg(&a, "request")?,
             &caps_arg(&a)?,
         )?),
-        "usage" => {
-            let so_far = match a.get("usage") {
-                None | Some(Value::Null) => Usage::default(),
-                Some(u) if u.is_object() => Usage {
-                    input_tokens: opt_count(u, "input_tokens")?,
-                    output_tokens: opt_count(u, "output_tokens")?,
-                },
-                Some(_) => return Err(bad("usage", "an object")),
-            };
-            usage_out(&wire::usage_update(api_arg(&a)?, so_far, arg(&a, "body")?))
-        }
+        "usage" => usage_out(&wire::usage_update(
+            api_arg(&a)?,
+            usage_so_far(&a)?,
+            arg(&a, "body")?,
+        )),
         "stream_request" => {
             json!({"set": wire::stream_request(api_arg(&a)?, arg(&a, "request")?)})
         }
         "call_failed" => json!(wire::call_failed(api_arg(&a)?, arg(&a, "body")?)),
+        // One crossing per response or stream event instead of three: an integration folds
+        // every event, and each crossing re-encodes the body.
+        "observe" => {
+            let (api, body) = (api_arg(&a)?, arg(&a, "body")?);
+            let usage = wire::usage_update(api, usage_so_far(&a)?, body);
+            let actual = charge::actual(&pricing_arg(&a)?, str_arg(&a, "model")?, usage)?;
+            json!({
+                "usage": usage_out(&usage),
+                "failed": wire::call_failed(api, body),
+                "actual": actual.map_or(Value::Null, |x| amount_out(&x)),
+            })
+        }
         other => {
             return Err(Error::invalid_argument(format!(
                 "unknown pricing function {other:?}"

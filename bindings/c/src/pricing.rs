@@ -15,7 +15,8 @@ use crate::timing::put;
 /// One pure pricing function by name with its arguments as a JSON object (docs/c.md lists
 /// them: `text_tokens`, `prompt_texts`, `prompt_tokens`, `output_bound`, `lookup_price`,
 /// `cost`, `estimate`, `estimate_request`, `actual`, `settlement`, `lower_bound`,
-/// `tool_allowed`, `filter_tools`, `plan_caps`, `usage`, `stream_request`, `call_failed`).
+/// `tool_allowed`, `filter_tools`, `plan_caps`, `usage`, `stream_request`, `call_failed`,
+/// `observe`).
 /// `*out_json` is the result as JSON (freed with `cycles_string_free`); a bad argument is
 /// `CYCLES_INVALID_ARGUMENT`.
 #[no_mangle]

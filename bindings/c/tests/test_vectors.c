@@ -263,7 +263,8 @@ static void pricing_case(const jv *c) {
 static size_t pricing(const jv *doc) {
     static const char *fns[] = { "text_tokens", "prompt_texts", "prompt_tokens", "output_bound", "lookup_price", "cost",
         "estimate", "estimate_request", "actual", "settlement", "lower_bound", "tool_allowed",
-        "filter_tools", "plan_caps", "usage", "stream_request", "call_failed" };
+        "filter_tools", "plan_caps", "usage", "stream_request", "call_failed",
+        "observe" };
     const size_t n = sizeof fns / sizeof fns[0];
     jv *f = json_get(doc, "functions");
     CHECK(f && f->kind == J_OBJ && f->n == n, "pricing.json has %zu functions, this test knows %zu", f ? f->n : 0, n);

@@ -40,12 +40,11 @@ from ..pricing import (
     Pricing,
     Usage,
     actual,
-    call_failed,
     estimate,
     estimate_request,
+    observe,
     output_bound,
     settlement,
-    usage,
 )
 from .tokenizer import Tokenizer, text_tokens
 from .tokenizer import check as check_tokenizer
@@ -187,6 +186,7 @@ class Call:
         )
         self._r: GuardedReservation | None = None
         self.usage = Usage()
+        self.actual: Amount | None = None  # core's actual of self.usage
         self.failed = False  # a body or event said the call failed (core's call_failed)
         self.done = False
 
@@ -281,15 +281,20 @@ class Call:
         body = _body(obj)
         if body is None:
             return
-        if call_failed(self.api, body):
+        # One crossing for usage, failure and actual: every stream event comes through here.
+        o = observe(self.s.pricing, self.model, self.api, body, self.usage)
+        if o.failed:
             self.failed = True
-        self.observe_usage(usage(self.api, body, self.usage))
+        self._took(o.usage, o.actual)
 
     def observe_usage(self, u: Usage) -> None:
         """Takes ``u`` as the usage so far; reports its actual when it changed."""
         if u != self.usage:
-            self.usage = u
-            a = actual(self.s.pricing, self.model, u)
+            self._took(u, actual(self.s.pricing, self.model, u))
+
+    def _took(self, u: Usage, a: Amount | None) -> None:
+        if u != self.usage:
+            self.usage, self.actual = u, a
             if a is not None:
                 self.r.set_actual(a)
 
@@ -298,8 +303,7 @@ class Call:
     def _decide(self, raised: bool) -> bool:
         """Applies core's settlement to a call that raised, or ended (failed when a body or
         event said so); True when the reservation must be released here."""
-        a = actual(self.s.pricing, self.model, self.usage)
-        plan = settlement(a, not raised and not self.failed, self.estimate)
+        plan = settlement(self.actual, not raised and not self.failed, self.estimate)
         if plan.action == "commit" and plan.amount is not None:
             self.r.set_actual(plan.amount)
             return False

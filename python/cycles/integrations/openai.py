@@ -50,7 +50,9 @@ _OMITTED = (openai.NotGiven, openai.Omit)
 def _with_usage(call: Call, kw: dict[str, Any]) -> None:
     """Asks a Chat Completions stream for its usage chunk unless the caller decided (core's
     ``stream_request``)."""
-    kw.update(stream_request(call.api, call.request))
+    # Core's rule sets nothing on a request that does not stream: skip the crossing then.
+    if call.request.get("stream") not in (None, False):
+        kw.update(stream_request(call.api, call.request))
 
 
 def _sync(

@@ -68,6 +68,7 @@ const PRICING = {
   usage: (i) => pricing.usage(i.api, i.body, i.usage === undefined ? undefined : camelInts(i.usage)),
   stream_request: (i) => ({ set: pricing.streamRequest(i.api, i.request) }),
   call_failed: (i) => pricing.callFailed(i.api, i.body),
+  observe: (i) => pricing.observe(table(i.pricing), i.model, i.api, i.body, i.usage === undefined ? undefined : camelInts(i.usage)),
 };
 
 /** A plan's `set` holds request members as the provider spells them: kept as given. */

@@ -18,7 +18,7 @@ public final class Pricing {
      * {@code output_bound}, {@code lookup_price}, {@code cost}, {@code estimate},
      * {@code estimate_request}, {@code actual}, {@code settlement}, {@code lower_bound},
      * {@code tool_allowed}, {@code filter_tools}, {@code plan_caps}, {@code usage},
-     * {@code stream_request}, {@code call_failed}.
+     * {@code stream_request}, {@code call_failed}, {@code observe}.
      *
      * @param name the function
      * @param argsJson its arguments as a JSON object

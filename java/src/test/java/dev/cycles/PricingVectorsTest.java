@@ -20,7 +20,7 @@ import org.junit.jupiter.api.Test;
 class PricingVectorsTest {
     static final List<String> FUNCTIONS = List.of("text_tokens", "prompt_texts", "prompt_tokens", "output_bound", "lookup_price", "cost",
             "estimate", "estimate_request", "actual", "settlement", "lower_bound", "tool_allowed", "filter_tools",
-            "plan_caps", "usage", "stream_request", "call_failed");
+            "plan_caps", "usage", "stream_request", "call_failed", "observe");
 
     /** Objects with sorted keys, so results compare by value whatever the member order. */
     static Object canonical(Object v) {
