@@ -387,7 +387,11 @@ pub fn run(opts: &Opts) -> Result<bool, String> {
             ));
         }
     }
-    if let Some((n, _)) = opts.faces.iter().find(|(n, _)| !FACES.contains(&n.as_str())) {
+    if let Some((n, _)) = opts
+        .faces
+        .iter()
+        .find(|(n, _)| !FACES.contains(&n.as_str()))
+    {
         return Err(format!("unknown face `{n}`"));
     }
     let root = opts
@@ -403,7 +407,10 @@ pub fn run(opts: &Opts) -> Result<bool, String> {
     if matches!(result, Ok(true)) {
         let _ = std::fs::remove_dir_all(&root);
     } else {
-        eprintln!("crash loop: journals and writer logs kept in {}", root.display());
+        eprintln!(
+            "crash loop: journals and writer logs kept in {}",
+            root.display()
+        );
     }
     result
 }
@@ -692,9 +699,11 @@ async fn iteration(
         .collect();
     for e in &view.ledger {
         // A heartbeat's extend has a key of its own; it belongs by its reservation.
-        let ours = p.actions.iter().any(|a| belongs(&e.idempotency_key, &a.key))
-            || (e.kind == "extend"
-                && e.reservation_id.as_ref().is_some_and(|r| rids.contains(r)));
+        let ours = p
+            .actions
+            .iter()
+            .any(|a| belongs(&e.idempotency_key, &a.key))
+            || (e.kind == "extend" && e.reservation_id.as_ref().is_some_and(|r| rids.contains(r)));
         if !ours {
             problems.push(format!(
                 "a ledger entry of no action: {} {:?}",
@@ -805,7 +814,9 @@ async fn iteration(
         .map(|(f, _)| f.to_string_lossy().into_owned())
         .collect();
     if !left.is_empty() {
-        problems.push(format!("the journal is not empty after the drain: {left:?}"));
+        problems.push(format!(
+            "the journal is not empty after the drain: {left:?}"
+        ));
     }
     if problems.is_empty() {
         let _ = std::fs::remove_dir_all(&journal);
