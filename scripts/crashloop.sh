@@ -24,10 +24,22 @@ for face in python c node jvm; do
     bash "$faces/$face/prepare.sh" || { echo "crash loop: the $face face cannot be prepared" >&2; exit 1; }
 done
 
+crashloop() {
+    "$CARGO_TARGET_DIR/debug/cycles-matrix" crashloop --face rust=builtin \
+        --face "python=$faces/python/run.sh" --face "node=$faces/node/run.sh" \
+        --face "jvm=$faces/jvm/run.sh" --face "c=$faces/c/run.sh" "$@"
+}
+
+echo "==> crash loop: self-test: with the drain skipped, the loop must fail" >&2
+# Journaled actuals then stay unapplied: the loop must say so (5 iterations, one per face).
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+out="$scratch/self-test.log"
+if crashloop --seed "$1" --iterations 5 --skip-drain --work "$scratch" >"$out" 2>&1; then
+    cat "$out" >&2; echo "crash loop: it passed with no drain" >&2; exit 1
+fi
+grep -q "was never applied" "$out" || { cat "$out" >&2; echo "crash loop: the self-test did not name an unapplied actual" >&2; exit 1; }
+echo "caught: $(grep -m1 "was never applied" "$out" | cut -c1-160)" >&2
+
 echo "==> crash loop: seed $1, $2 iterations" >&2
-exec "$CARGO_TARGET_DIR/debug/cycles-matrix" crashloop --seed "$1" --iterations "$2" \
-    --face rust=builtin \
-    --face "python=$faces/python/run.sh" \
-    --face "node=$faces/node/run.sh" \
-    --face "jvm=$faces/jvm/run.sh" \
-    --face "c=$faces/c/run.sh"
+crashloop --seed "$1" --iterations "$2"

@@ -92,6 +92,7 @@ struct Stats {
     by_replay: usize,
     expired_held: usize,
     expired_before_drain: usize,
+    drainers_killed: usize,
 }
 
 /// One action of the writer's `work` request.
@@ -118,6 +119,11 @@ struct Plan {
     extra: Duration,
     /// Move the server clock past every expiry between the kill and the drain.
     expire_before_drain: bool,
+    /// Kill the first drainer too, while its first replay is held this long at the server;
+    /// a third face finishes the drain.
+    kill_drainer: Option<u64>,
+    /// The third face.
+    last_drainer: usize,
 }
 
 fn rule(operation: Operation, skip: usize, times: u32, fault: Fault) -> FaultRule {
@@ -130,7 +136,12 @@ fn rule(operation: Operation, skip: usize, times: u32, fault: Fault) -> FaultRul
     }
 }
 
-fn plan(rng: &mut fastrand::Rng, seed: u64, i: usize, writer: usize, drainer: usize) -> Plan {
+fn plan(
+    rng: &mut fastrand::Rng,
+    seed: u64,
+    i: usize,
+    (writer, drainer, last_drainer): (usize, usize, usize),
+) -> Plan {
     let point = POINTS[rng.usize(0..POINTS.len())];
     let n = rng.usize(1..=3);
     let target = rng.usize(0..n);
@@ -214,6 +225,7 @@ fn plan(rng: &mut fastrand::Rng, seed: u64, i: usize, writer: usize, drainer: us
     };
     let expire_before_drain =
         matches!(point, Point::AfterJournal | Point::MidRequest) && rng.u32(0..3) == 0;
+    let kill_drainer = (rng.u32(0..4) == 0).then(|| rng.u64(300..1000));
     Plan {
         writer,
         drainer,
@@ -224,6 +236,8 @@ fn plan(rng: &mut fastrand::Rng, seed: u64, i: usize, writer: usize, drainer: us
         hold_ms,
         extra,
         expire_before_drain,
+        kill_drainer,
+        last_drainer,
     }
 }
 
@@ -366,6 +380,14 @@ fn spawn_writer(program: &str, request: &Value, log: &Path) -> Result<Writer, St
     Ok(Writer { child, answer })
 }
 
+/// A first drainer that failed on its own (not killed) fails the iteration.
+fn problems_early(log: &Path, face: &str, status: std::process::ExitStatus) -> Result<(), String> {
+    Err(format!(
+        "the first drainer ({face}) ended {status}; log {}",
+        log.display()
+    ))
+}
+
 /// The crash loop's options.
 pub struct Opts {
     /// Everything is drawn from this seed.
@@ -376,6 +398,9 @@ pub struct Opts {
     pub faces: Vec<(String, String)>,
     /// A fresh directory is made inside for the journals and the writers' logs.
     pub work: PathBuf,
+    /// Test-only: no face drains, so the known actuals a writer left journaled stay
+    /// unapplied; the run must fail (scripts/crashloop.sh proves the loop can).
+    pub skip_drain: bool,
 }
 
 /// Runs the loop; Ok(false) when an iteration failed (each failure printed).
@@ -438,7 +463,12 @@ async fn run_loop(opts: &Opts, root: &Path) -> Result<bool, String> {
         }
         let writer = order[i % n];
         let drainer = order[(i % n + shift) % n];
-        let p = plan(&mut rng, opts.seed, i, writer, drainer);
+        // A third face, when the first drainer is killed too.
+        let last = (1..n)
+            .map(|k| (drainer + k) % n)
+            .find(|&f| f != writer)
+            .unwrap_or(drainer);
+        let p = plan(&mut rng, opts.seed, i, (writer, drainer, last));
         let label = format!(
             "iteration {i}: {} -> {}, {} on action {} of {}{}",
             opts.faces[writer].0,
@@ -504,7 +534,8 @@ fn print_stats(opts: &Opts, s: &Stats, took: Duration) {
          - kills: {} (by point: {}); writers that finished before their point: {}\n\
          - writers: {}; drainers: {}\n\
          - actions started: {}; known actuals: {}; actuals lost in memory with the process: {}\n\
-         - known actuals settled: by commit {}, by event {} (of which replayed by the draining face {}); expired before the drain: {} iterations\n\
+         - known actuals settled: by commit {}, by event {} (replayed from the journal by the last draining face: {}); expired before the drain: {} iterations\n\
+         - first drainers killed mid-replay (a third face finished the drain): {}\n\
          - estimates left held, expired at the server (never committed): {}",
         opts.seed,
         s.iterations,
@@ -521,6 +552,7 @@ fn print_stats(opts: &Opts, s: &Stats, took: Duration) {
         s.by_event,
         s.by_replay,
         s.expired_before_drain,
+        s.drainers_killed,
         s.expired_held,
     );
 }
@@ -666,12 +698,71 @@ async fn iteration(
         stats.expired_before_drain += 1;
     }
 
+    let mut hold_until = killed_at + Duration::from_millis(p.hold_ms);
+    let drain = json!({"id": 1, "op": "drain", "url": server.url(), "api_key": KEY,
+                       "tenant": TENANT, "journal_dir": journal.to_string_lossy(),
+                       "timeout_ms": 30_000});
+    let (mut dname, mut dprog) = (dname, dprog);
+    if let Some(ms) = p
+        .kill_drainer
+        .filter(|_| !on_disk.is_empty() && !opts.skip_drain)
+    {
+        // The first drainer dies too, its replay held at the server (a commit, or the event
+        // of an expired reservation); a third face then finishes the drain.
+        server.add_fault(rule(
+            Operation::CommitReservation,
+            0,
+            1,
+            Fault::Delay { ms },
+        ));
+        server.add_fault(rule(Operation::CreateEvent, 0, 1, Fault::Delay { ms }));
+        let from = server.requests().len();
+        let log = root.join(format!("drainer-{i}-{dname}.log"));
+        let mut d = spawn_writer(dprog, &drain, &log)?;
+        let t = Instant::now();
+        loop {
+            if let Some(status) = d.child.try_wait().map_err(|e| e.to_string())? {
+                if !status.success() {
+                    problems_early(&log, dname, status)?;
+                }
+                break;
+            }
+            if count_ops(server, from, Operation::CommitReservation, false)
+                + count_ops(server, from, Operation::CreateEvent, false)
+                > 0
+            {
+                d.child.kill().map_err(|e| format!("kill: {e}"))?;
+                if d.child.wait().map_err(|e| e.to_string())?.signal() == Some(9) {
+                    stats.drainers_killed += 1;
+                }
+                break;
+            }
+            if t.elapsed() > TRIGGER_LIMIT {
+                let _ = d.child.kill();
+                let _ = d.child.wait();
+                return Err(format!(
+                    "the first drainer ({dname}) sent no replay; log {}",
+                    log.display()
+                ));
+            }
+            tokio::time::sleep(Duration::from_micros(500)).await;
+        }
+        server.clear_faults();
+        hold_until = hold_until.max(Instant::now() + Duration::from_millis(ms));
+        (dname, dprog) = (&opts.faces[p.last_drainer].0, &opts.faces[p.last_drainer].1);
+        *stats.drained_by.entry(dname.clone()).or_default() += 1;
+        let _ = std::fs::remove_file(&log);
+    }
+
     // A different face starts on the same journal and drains it.
-    let mut drainer = Face::spawn(dname, &argv(dprog)?)?;
-    let drain = json!({"op": "drain", "url": server.url(), "api_key": KEY, "tenant": TENANT,
-                       "journal_dir": journal.to_string_lossy(), "timeout_ms": 30_000});
-    let answers = tokio::task::block_in_place(|| drainer.batch(vec![drain]))?;
-    tokio::task::block_in_place(|| drainer.close())?;
+    let answers = if opts.skip_drain {
+        vec![json!({"ok": {"settled": 0, "pending": 0, "quarantined": 0}})]
+    } else {
+        let mut drainer = Face::spawn(dname, &argv(dprog)?)?;
+        let answers = tokio::task::block_in_place(|| drainer.batch(vec![drain]))?;
+        tokio::task::block_in_place(|| drainer.close())?;
+        answers
+    };
     let mut problems = Vec::new();
     let report = &answers[0]["ok"];
     if report.is_null() {
@@ -683,8 +774,9 @@ async fn iteration(
         stats.by_replay += report["settled"].as_u64().unwrap_or(0) as usize;
     }
     // A request a fault held must have finished at the server before the ledger is read.
-    let hold = Duration::from_millis(p.hold_ms + 150);
-    if let Some(rest) = hold.checked_sub(killed_at.elapsed()) {
+    if let Some(rest) =
+        (hold_until + Duration::from_millis(150)).checked_duration_since(Instant::now())
+    {
         tokio::time::sleep(rest).await;
     }
     // Past every TTL and grace: what is still held has expired.
@@ -857,7 +949,7 @@ mod tests {
             let mut rng = fastrand::Rng::with_seed(seed);
             (0..20)
                 .map(|i| {
-                    let p = plan(&mut rng, seed, i, 0, 1);
+                    let p = plan(&mut rng, seed, i, (0, 1, 2));
                     (p.point, p.target, p.actions.len(), p.hold_ms)
                 })
                 .collect::<Vec<_>>()

@@ -58,6 +58,9 @@ struct Crashloop {
     /// Where the journals and the writers' logs go (a fresh directory is made inside).
     #[arg(long, default_value_os_t = std::env::temp_dir())]
     work: PathBuf,
+    /// Test-only: skip the drain (known actuals stay unapplied), so the run must fail.
+    #[arg(long)]
+    skip_drain: bool,
 }
 
 #[derive(clap::Args)]
@@ -191,6 +194,7 @@ fn main() -> ExitCode {
             iterations: c.iterations,
             faces: c.faces,
             work: c.work,
+            skip_drain: c.skip_drain,
         }) {
             Ok(true) => ExitCode::SUCCESS,
             Ok(false) => ExitCode::FAILURE,
