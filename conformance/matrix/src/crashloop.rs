@@ -419,6 +419,7 @@ pub fn run(opts: &Opts) -> Result<bool, String> {
     {
         return Err(format!("unknown face `{n}`"));
     }
+    preflight(opts)?;
     let root = opts
         .work
         .join(format!("cycles-crashloop-{}", std::process::id()));
@@ -438,6 +439,21 @@ pub fn run(opts: &Opts) -> Result<bool, String> {
         );
     }
     result
+}
+
+/// Every face must start and answer before the loop: a face that cannot is an error, never
+/// a face left out (a short run does not use every face both ways).
+fn preflight(opts: &Opts) -> Result<(), String> {
+    for (name, program) in &opts.faces {
+        let mut f = Face::spawn(name, &argv(program)?)?;
+        let probe = json!({"op": "journal_names", "reservation_id": "crashloop-preflight"});
+        let got = f.batch(vec![probe])?;
+        f.close()?;
+        if got[0].get("ok").is_none() {
+            return Err(format!("the {name} face does not answer: {}", got[0]));
+        }
+    }
+    Ok(())
 }
 
 async fn run_loop(opts: &Opts, root: &Path) -> Result<bool, String> {
@@ -511,6 +527,13 @@ async fn run_loop(opts: &Opts, root: &Path) -> Result<bool, String> {
             "only {killed} of {} writers were really killed",
             opts.iterations
         ));
+    }
+    if opts.iterations >= FACES.len() {
+        for (name, _) in &opts.faces {
+            if !stats.written_by.contains_key(name) || !stats.drained_by.contains_key(name) {
+                failures.push(format!("the {name} face did not both write and drain"));
+            }
+        }
     }
     for f in &failures {
         eprintln!("FAIL {f}");
