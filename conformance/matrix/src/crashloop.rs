@@ -119,9 +119,9 @@ struct Plan {
     extra: Duration,
     /// Move the server clock past every expiry between the kill and the drain.
     expire_before_drain: bool,
-    /// Kill the first drainer too, while its first replay is held this long at the server;
-    /// a third face finishes the drain.
-    kill_drainer: Option<u64>,
+    /// Kill the first drainer too, while its first replay is held this long at the server
+    /// (before the server applies it, or after: `true`); a third face finishes the drain.
+    kill_drainer: Option<(u64, bool)>,
     /// The third face.
     last_drainer: usize,
 }
@@ -225,7 +225,7 @@ fn plan(
     };
     let expire_before_drain =
         matches!(point, Point::AfterJournal | Point::MidRequest) && rng.u32(0..3) == 0;
-    let kill_drainer = (rng.u32(0..4) == 0).then(|| rng.u64(300..1000));
+    let kill_drainer = (rng.u32(0..4) == 0).then(|| (rng.u64(300..1000), rng.bool()));
     Plan {
         writer,
         drainer,
@@ -726,19 +726,22 @@ async fn iteration(
                        "tenant": TENANT, "journal_dir": journal.to_string_lossy(),
                        "timeout_ms": 30_000});
     let (mut dname, mut dprog) = (dname, dprog);
-    if let Some(ms) = p
+    if let Some((ms, applied)) = p
         .kill_drainer
         .filter(|_| !on_disk.is_empty() && !opts.skip_drain)
     {
         // The first drainer dies too, its replay held at the server (a commit, or the event
-        // of an expired reservation); a third face then finishes the drain.
-        server.add_fault(rule(
-            Operation::CommitReservation,
-            0,
-            1,
-            Fault::Delay { ms },
-        ));
-        server.add_fault(rule(Operation::CreateEvent, 0, 1, Fault::Delay { ms }));
+        // of an expired reservation) before or after it is applied; a third face then
+        // finishes the drain.
+        let hold = || {
+            if applied {
+                Fault::DelayAfterApply { ms }
+            } else {
+                Fault::Delay { ms }
+            }
+        };
+        server.add_fault(rule(Operation::CommitReservation, 0, 1, hold()));
+        server.add_fault(rule(Operation::CreateEvent, 0, 1, hold()));
         let from = server.requests().len();
         let log = root.join(format!("drainer-{i}-{dname}.log"));
         let mut d = spawn_writer(dprog, &drain, &log)?;
