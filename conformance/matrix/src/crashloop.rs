@@ -380,21 +380,13 @@ fn spawn_writer(program: &str, request: &Value, log: &Path) -> Result<Writer, St
     Ok(Writer { child, answer })
 }
 
-/// A first drainer that failed on its own (not killed) fails the iteration.
-fn problems_early(log: &Path, face: &str, status: std::process::ExitStatus) -> Result<(), String> {
-    Err(format!(
-        "the first drainer ({face}) ended {status}; log {}",
-        log.display()
-    ))
-}
-
 /// The crash loop's options.
 pub struct Opts {
     /// Everything is drawn from this seed.
     pub seed: u64,
     /// How many writer/drainer pairs.
     pub iterations: usize,
-    /// The faces: NAME=PROGRAM; every one of [`FACES`] must be given.
+    /// The faces: NAME=PROGRAM; every one of [`FACES`] must be given, once.
     pub faces: Vec<(String, String)>,
     /// A fresh directory is made inside for the journals and the writers' logs.
     pub work: PathBuf,
@@ -405,13 +397,6 @@ pub struct Opts {
 
 /// Runs the loop; Ok(false) when an iteration failed (each failure printed).
 pub fn run(opts: &Opts) -> Result<bool, String> {
-    for want in FACES {
-        if !opts.faces.iter().any(|(n, _)| n == want) {
-            return Err(format!(
-                "the crash loop runs every face, and `{want}` is missing (--face {want}=PROGRAM)"
-            ));
-        }
-    }
     if let Some((n, _)) = opts
         .faces
         .iter()
@@ -419,6 +404,23 @@ pub fn run(opts: &Opts) -> Result<bool, String> {
     {
         return Err(format!("unknown face `{n}`"));
     }
+    // In FACES order whatever the command line's, so a seed draws the same pairs.
+    let mut faces = Vec::new();
+    for want in FACES {
+        let given: Vec<&(String, String)> = opts.faces.iter().filter(|(n, _)| n == want).collect();
+        match given.as_slice() {
+            [one] => faces.push((*one).clone()),
+            [] => return Err(format!(
+                "the crash loop runs every face, and `{want}` is missing (--face {want}=PROGRAM)"
+            )),
+            _ => return Err(format!("the face `{want}` is given more than once")),
+        }
+    }
+    let opts = &Opts {
+        faces,
+        work: opts.work.clone(),
+        ..*opts
+    };
     preflight(opts)?;
     let root = opts
         .work
@@ -749,7 +751,10 @@ async fn iteration(
         loop {
             if let Some(status) = d.child.try_wait().map_err(|e| e.to_string())? {
                 if !status.success() {
-                    problems_early(&log, dname, status)?;
+                    return Err(format!(
+                        "the first drainer ({dname}) ended {status}; log {}",
+                        log.display()
+                    ));
                 }
                 break;
             }
