@@ -38,6 +38,8 @@ const UNIT: &str = "TOKENS";
 pub const FACES: [&str; 5] = ["rust", "python", "node", "jvm", "c"];
 /// How long a writer may run before its kill point must have been reached.
 const TRIGGER_LIMIT: Duration = Duration::from_secs(30);
+/// The drain's own bound (30 s) and the driver's start and close.
+const DRAIN_LIMIT: Duration = Duration::from_secs(45);
 /// Beyond every TTL and grace the loop uses: an estimate left held has expired after it.
 const EXPIRE_MS: u64 = 200_000;
 
@@ -340,8 +342,8 @@ fn count_ops(server: &LocalServer, from: usize, op: Operation, answered: bool) -
         .count()
 }
 
-/// A spawned face process (a writer that will be killed).
-struct Writer {
+/// A spawned face process answering one request: a writer (to be killed) or a drainer.
+struct Driver {
     child: std::process::Child,
     answer: std::sync::mpsc::Receiver<String>,
 }
@@ -355,7 +357,7 @@ fn argv(program: &str) -> Result<Vec<String>, String> {
     }
 }
 
-fn spawn_writer(program: &str, request: &Value, log: &Path) -> Result<Writer, String> {
+fn spawn_driver(program: &str, request: &Value, log: &Path) -> Result<Driver, String> {
     let argv = argv(program)?;
     let stderr = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
     let mut child = Command::new(&argv[0])
@@ -377,7 +379,7 @@ fn spawn_writer(program: &str, request: &Value, log: &Path) -> Result<Writer, St
             let _ = tx.send(line);
         }
     });
-    Ok(Writer { child, answer })
+    Ok(Driver { child, answer })
 }
 
 /// The crash loop's options.
@@ -410,9 +412,11 @@ pub fn run(opts: &Opts) -> Result<bool, String> {
         let given: Vec<&(String, String)> = opts.faces.iter().filter(|(n, _)| n == want).collect();
         match given.as_slice() {
             [one] => faces.push((*one).clone()),
-            [] => return Err(format!(
+            [] => {
+                return Err(format!(
                 "the crash loop runs every face, and `{want}` is missing (--face {want}=PROGRAM)"
-            )),
+            ))
+            }
             _ => return Err(format!("the face `{want}` is given more than once")),
         }
     }
@@ -613,7 +617,7 @@ async fn iteration(
         "tenant": TENANT, "default_unit": UNIT, "journal_dir": journal.to_string_lossy(),
         "actions": actions});
     let log = root.join(format!("writer-{i}-{wname}.log"));
-    let mut w = spawn_writer(wprog, &request, &log)?;
+    let mut w = spawn_driver(wprog, &request, &log)?;
     *stats.written_by.entry(wname.clone()).or_default() += 1;
     *stats.drained_by.entry(dname.clone()).or_default() += 1;
 
@@ -746,7 +750,7 @@ async fn iteration(
         server.add_fault(rule(Operation::CreateEvent, 0, 1, hold()));
         let from = server.requests().len();
         let log = root.join(format!("drainer-{i}-{dname}.log"));
-        let mut d = spawn_writer(dprog, &drain, &log)?;
+        let mut d = spawn_driver(dprog, &drain, &log)?;
         let t = Instant::now();
         loop {
             if let Some(status) = d.child.try_wait().map_err(|e| e.to_string())? {
@@ -789,10 +793,33 @@ async fn iteration(
     let answers = if opts.skip_drain {
         vec![json!({"ok": {"settled": 0, "pending": 0, "quarantined": 0}})]
     } else {
-        let mut drainer = Face::spawn(dname, &argv(dprog)?)?;
-        let answers = tokio::task::block_in_place(|| drainer.batch(vec![drain]))?;
-        tokio::task::block_in_place(|| drainer.close())?;
-        answers
+        // Its diagnostics go to a log too, shown only when the iteration fails.
+        let log = root.join(format!("drainer-{i}-{dname}-last.log"));
+        let mut d = spawn_driver(dprog, &drain, &log)?;
+        let answer = tokio::task::block_in_place(|| d.answer.recv_timeout(DRAIN_LIMIT));
+        let status = match answer {
+            Ok(_) => d.child.wait().map_err(|e| e.to_string())?,
+            Err(_) => {
+                let _ = d.child.kill();
+                let _ = d.child.wait();
+                return Err(format!(
+                    "the drain ({dname}) did not answer in {DRAIN_LIMIT:?}; log {}",
+                    log.display()
+                ));
+            }
+        };
+        let answer: Value = answer
+            .ok()
+            .and_then(|a| serde_json::from_str(&a).ok())
+            .unwrap_or(Value::Null);
+        if !status.success() {
+            return Err(format!(
+                "the drain ({dname}) ended {status} answering {answer}; log {}",
+                log.display()
+            ));
+        }
+        let _ = std::fs::remove_file(&log);
+        vec![answer]
     };
     let mut problems = Vec::new();
     let report = &answers[0]["ok"];
