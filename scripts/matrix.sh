@@ -42,10 +42,10 @@ step "lint the Python and Node drivers"
 tools="${CYCLES_PY_CACHE:-$HOME/.cache/cycles-python}/tools/bin"
 (cd "$faces" && "$tools/ruff" check python runcycles && "$tools/ruff" format --check python runcycles)
 "$tools/mypy" --strict --python-executable "$py_venv/bin/python" \
-    "$faces/python/face.py" "$faces/python/protocol.py"
+    "$faces/python/face.py" "$faces/python/protocol.py" "$faces/python/work.py"
 (cd "$faces/runcycles" && MYPYPATH=../python "$tools/mypy" --strict \
     --python-executable "$py_venv/bin/python" face.py)
-node --check "$faces/node/face.mjs"
+node --check "$faces/node/face.mjs" && node --check "$faces/node/work.mjs"
 
 # Each adapter maps every scenario to exact native tests and fails on a missing, renamed or
 # skipped one; each writes its evidence report, which the matrix validates against the schema.

@@ -55,4 +55,7 @@ bash scripts/verify-platforms.sh --ci
 step "cross-language matrix: vectors, corpus, differential, journal interop, recovery adapters (scripts/matrix.sh)"
 bash scripts/matrix.sh
 
+step "crash loop across languages: 15 seeded iterations, a writer SIGKILLed at five points, a different face drains (scripts/crashloop.sh)"
+bash scripts/crashloop.sh 32 15
+
 step "all test suites passed"

@@ -8,11 +8,13 @@
 
 mod checks;
 mod contract;
+mod crashloop;
 mod face;
 mod gen;
 mod journal_matrix;
 mod recovery;
 mod rust_face;
+mod rust_work;
 mod table;
 
 use std::path::PathBuf;
@@ -38,6 +40,27 @@ enum Cmd {
     Face,
     /// Run the matrix.
     Run(Box<Run>),
+    /// The crash loop across languages (scripts/crashloop.sh).
+    Crashloop(Crashloop),
+}
+
+#[derive(clap::Args)]
+struct Crashloop {
+    /// Everything (faces, actions, kill points, faults) is drawn from this seed.
+    #[arg(long)]
+    seed: u64,
+    /// Writer/drainer pairs to run.
+    #[arg(long, default_value_t = 15)]
+    iterations: usize,
+    /// A face: NAME=PROGRAM (its run.sh); `rust=builtin` is this binary. All five are required.
+    #[arg(long = "face", value_parser = pair)]
+    faces: Vec<(String, String)>,
+    /// Where the journals and the writers' logs go (a fresh directory is made inside).
+    #[arg(long, default_value_os_t = std::env::temp_dir())]
+    work: PathBuf,
+    /// Test-only: skip the drain (known actuals stay unapplied), so the run must fail.
+    #[arg(long)]
+    skip_drain: bool,
 }
 
 #[derive(clap::Args)]
@@ -163,6 +186,20 @@ fn main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("rust face: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        Cmd::Crashloop(c) => match crashloop::run(&crashloop::Opts {
+            seed: c.seed,
+            iterations: c.iterations,
+            faces: c.faces,
+            work: c.work,
+            skip_drain: c.skip_drain,
+        }) {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => ExitCode::FAILURE,
+            Err(e) => {
+                eprintln!("crash loop: {e}");
                 ExitCode::FAILURE
             }
         },

@@ -554,6 +554,7 @@ fn answer(rt: &tokio::runtime::Runtime, r: &Value) -> Value {
         "drain" => rt.block_on(drain(r)),
         "guard" => rt.block_on(guard_case(r)),
         "client" => rt.block_on(client_case(r)),
+        "work" => rt.block_on(crate::rust_work::work(r)),
         other => Err(format!("unknown op {other:?}")),
     };
     let mut out = match res {

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cycles.h>
 
@@ -673,6 +674,73 @@ static void op_client(const jv *q, reply *r) {
     free(opts.b);
 }
 
+/* The crash loop's `work` (PROTOCOL.md): every action in order through one client of the
+ * tenant, default unit and journal, each a guard under its key, bare estimate and TTL (the
+ * default when null) whose work sleeps `sleep_ms`, sets the actual and finishes; answers each
+ * outcome. The crash loop SIGKILLs the process mid-way. */
+static void op_work(const jv *q, reply *r) {
+    const jv *actions = json_get(q, "actions");
+    const char *url = need_str(r, q, "url"), *key = url ? need_str(r, q, "api_key") : NULL;
+    const char *tenant = key ? need_str(r, q, "tenant") : NULL, *unit = tenant ? need_str(r, q, "default_unit") : NULL;
+    const char *dir = unit ? need_str(r, q, "journal_dir") : NULL;
+    if (!dir) return;
+    if (!actions || actions->kind != J_ARR) { failf(r, "actions must be a list", NULL); return; }
+    sb opts = { 0 };
+    raw(&opts, "{\"journal_dir\":");
+    str(&opts, dir);
+    raw(&opts, ",\"default_unit\":");
+    str(&opts, unit);
+    raw(&opts, "}");
+    cycles_client *c = NULL;
+    bool made = TRY(cycles_client_new(url, key, tenant, opts.b, &c, &r->err));
+    free(opts.b);
+    if (!made) return;
+    sb outcomes = { 0 };
+    raw(&outcomes, "[");
+    for (size_t i = 0; i < actions->n && !r->fail && !r->err; i++) {
+        const jv *a = actions->items[i], *ttl = json_get(a, "ttl_ms");
+        const char *ikey = need_str(r, a, "key");
+        int64_t estimate, actual, sleep_ms;
+        if (!ikey || !need_i64(r, json_get(a, "estimate"), "estimate", &estimate) ||
+            !need_i64(r, json_get(a, "actual"), "actual", &actual) ||
+            !need_i64(r, json_get(a, "sleep_ms"), "sleep_ms", &sleep_ms))
+            break;
+        sb spec = { 0 };
+        char num[32];
+        snprintf(num, sizeof num, "%lld", (long long)estimate);
+        raw(&spec, "{\"action\":{\"kind\":\"llm.completion\",\"name\":\"crashloop\"},\"estimate\":");
+        raw(&spec, num);
+        raw(&spec, ",\"idempotency_key\":");
+        str(&spec, ikey);
+        if (ttl && ttl->kind != J_NULL) member(&spec, "ttl_ms", ttl);
+        raw(&spec, "}");
+        cycles_guard *g = NULL;
+        bool begun = TRY(cycles_guard_begin_json(c, spec.b, &g, &r->err));
+        free(spec.b);
+        if (!begun) break;
+        struct timespec ts = { .tv_sec = sleep_ms / 1000, .tv_nsec = (sleep_ms % 1000) * 1000000L };
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+        }
+        cycles_outcome o;
+        char *json = NULL;
+        if (TRY(cycles_guard_set_actual(g, actual, &r->err)) && TRY(cycles_guard_finish(g, true, &o, &json, &r->err))) {
+            if (i) raw(&outcomes, ",");
+            str(&outcomes, cycles_outcome_kind_name(o.kind));
+        }
+        cycles_string_free(json);
+        cycles_guard_free(g);
+    }
+    raw(&outcomes, "]");
+    if (!r->fail && !r->err) {
+        raw(&r->ok, "{\"outcomes\":");
+        raw(&r->ok, outcomes.b);
+        raw(&r->ok, "}");
+    }
+    free(outcomes.b);
+    cycles_client_close(c, 0, NULL, NULL);
+    cycles_client_free(c);
+}
+
 /* ---- the loop -------------------------------------------------------------------------- */
 
 static const struct {
@@ -683,6 +751,7 @@ static const struct {
     { "journal_names", op_journal_names }, { "fingerprint", op_fingerprint }, { "parse_record", op_parse_record },
     { "decode", op_decode },           { "write", op_write },             { "drain", op_drain },
     { "guard", op_guard },             { "client", op_client },           { "pricing", op_pricing },
+    { "work", op_work },
 };
 
 static void answer(const char *line) {

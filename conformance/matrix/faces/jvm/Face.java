@@ -144,6 +144,8 @@ public final class Face {
                 return guard(r);
             case "client":
                 return client(r);
+            case "work":
+                return Work.work(r);
             default:
                 throw new Unsupported("unknown op: " + op);
         }

@@ -43,8 +43,9 @@ if [[ ! -f "$FACE/libcycles_jvm.so" || "$FACE/cycles-sdk.jar" -nt "$FACE/libcycl
     (cd "$FACE" && rm -rf native && jar xf cycles-sdk.jar native/linux-x86_64/libcycles_jvm.so &&
         mv native/linux-x86_64/libcycles_jvm.so . && rm -rf native && touch libcycles_jvm.so)
 fi
-if [[ ! -f "$FACE/Face.class" || "$HERE/Face.java" -nt "$FACE/Face.class" || "$FACE/cycles-sdk.jar" -nt "$FACE/Face.class" ]]; then
-    log "javac Face.java"
-    javac --release 17 -Xlint:all -Werror -cp "$FACE/cycles-sdk.jar" -d "$FACE" "$HERE/Face.java"
+if [[ ! -f "$FACE/Face.class" || ! -f "$FACE/Work.class" || "$HERE/Face.java" -nt "$FACE/Face.class" ||
+      "$HERE/Work.java" -nt "$FACE/Work.class" || "$FACE/cycles-sdk.jar" -nt "$FACE/Face.class" ]]; then
+    log "javac Face.java Work.java"
+    javac --release 17 -Xlint:all -Werror -cp "$FACE/cycles-sdk.jar" -d "$FACE" "$HERE/Face.java" "$HERE/Work.java"
 fi
 log "ready ($FACE)"

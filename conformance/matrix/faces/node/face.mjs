@@ -8,6 +8,7 @@ import { Client, CyclesError, decodeResponse, toWire } from "cycles-sdk";
 import * as journal from "cycles-sdk/journal";
 import * as pricing from "cycles-sdk/pricing";
 import * as timing from "cycles-sdk/timing";
+import { work } from "./work.mjs";
 
 const SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
@@ -432,6 +433,8 @@ async function answer(r, line) {
       return guard(r);
     case "client":
       return clientCase(r);
+    case "work":
+      return work(r);
     default:
       return { fail: `unknown op ${JSON.stringify(r.op)}` };
   }

@@ -21,6 +21,7 @@ import cycles
 from cycles import journal, pricing, timing
 from cycles.models import Amount
 from protocol import Op, Refused, serve, unfaithful
+from work import op_work
 
 MAX_EXACT = 2**53 - 1
 PERTURB = os.environ.get("CYCLES_MATRIX_PERTURB", "")
@@ -543,6 +544,7 @@ OPS: dict[str, Op] = {
     "drain": op_drain,
     "guard": op_guard,
     "client": op_client,
+    "work": op_work,
 }
 
 
