@@ -702,6 +702,7 @@ mod tests {
             reason: "server away".into(),
             last_error: Some(ErrorKind::ServerError),
             journaled: true,
+            journal_error: None,
             not_before_ms: None,
         };
         let rejected = SettleOutcome::Rejected(Rejection {
