@@ -8,6 +8,7 @@
 
 mod checks;
 mod contract;
+mod disks;
 mod face;
 mod gen;
 mod journal_matrix;
