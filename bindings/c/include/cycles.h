@@ -225,7 +225,9 @@ typedef enum cycles_settlement_status {
    */
   CYCLES_SETTLEMENT_RECOVERED_VIA_EVENT = 2,
   /**
-   * Not settled yet: journaled, replayed later (this process or the next).
+   * Not settled yet, replayed later: by this process or the next when journaled; only by
+   * this process when the journal could not take it (the JSON's `journaled` false and
+   * `journal_error`).
    */
   CYCLES_SETTLEMENT_PENDING = 3,
   /**
