@@ -4,7 +4,8 @@
 //! In every case the settlement is still attempted synchronously, the failure is surfaced
 //! (the `journal_io_failed` event, `journal_error` on a pending result, an error-level
 //! `settlement_pending`), nothing already journaled is lost, and once the disk is back every
-//! pending settlement drains, also the ones that could never be journaled.
+//! pending settlement drains, also the ones that could never be journaled. An engine dropped
+//! while one of those is still pending logs it as lost, with the body the server never got.
 //!
 //! The mount and rlimit cases change process-wide state, so each runs in a child process of
 //! this test binary (`disk_child`, ignored unless run by its parent); the mount cases in a
@@ -570,4 +571,59 @@ async fn a_corrupt_record_appearing_during_a_drain_is_quarantined_and_the_rest_d
         .iter()
         .any(|e| matches!(e, Event::JournalQuarantined { quarantined_as, .. } if *quarantined_as == report.quarantined[0])));
     assert_eq!((applied(&server, &a), applied(&server, &b)), (1, 1));
+}
+
+/// Everything `tracing` printed in this test binary (one global subscriber: the engine is
+/// dropped on whichever thread holds its last reference).
+fn log() -> &'static Mutex<Vec<u8>> {
+    static LOG: std::sync::OnceLock<&'static Mutex<Vec<u8>>> = std::sync::OnceLock::new();
+    LOG.get_or_init(|| {
+        let buf: &'static Mutex<Vec<u8>> = Box::leak(Box::new(Mutex::new(Vec::new())));
+        let subscriber = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_writer(move || LogWriter(buf))
+            .finish();
+        tracing::subscriber::set_global_default(subscriber).expect("one subscriber");
+        buf
+    })
+}
+
+struct LogWriter(&'static Mutex<Vec<u8>>);
+
+impl std::io::Write for LogWriter {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn an_engine_dropped_with_an_unjournaled_settlement_logs_it_as_lost_with_its_body() {
+    log();
+    let tmp = tempfile::tempdir().unwrap();
+    // A regular file where the journal directory should be: every journal operation fails.
+    let not_a_dir = tmp.path().join("journal");
+    std::fs::write(&not_a_dir, b"x").unwrap();
+    let server = server().await;
+    let seen = Seen::default();
+    let s = settler(&server, &not_a_dir, &seen);
+    let id = reserve(&client(&server), 1000).await;
+    fail_commits(&server, 1);
+    let out = s.settle(settlement(&id, 777)).await;
+    assert!(unjournaled_error(&out).starts_with("lock: "), "{out:?}");
+    drop(s);
+    let text = String::from_utf8_lossy(&log().lock().unwrap()).to_string();
+    let line = text
+        .lines()
+        .find(|l| l.contains("settlement LOST") && l.contains(&id))
+        .unwrap_or_else(|| panic!("no LOST line for {id}:\n{text}"));
+    assert!(
+        line.contains(r#""amount":777"#),
+        "the body is in the line: {line}"
+    );
+    assert!(line.contains("Not a directory"), "{line}");
+    assert_eq!(applied(&server, &id), 0);
 }
