@@ -75,6 +75,19 @@ struct Inner {
     unjournaled: Mutex<HashMap<String, (Record, String)>>,
 }
 
+/// Reports a settlement that was neither journaled nor settled and is given up now. The last
+/// place this actual exists: the log line carries the body the server never got, so an
+/// operator can still apply it by hand.
+fn log_lost(id: &str, rec: &Record, why: &str, when: &str) {
+    tracing::error!(
+        target: "cycles::journal",
+        reservation_id = %id,
+        "settlement LOST: never journaled ({why}) nor settled before {when}; {} body: {}",
+        rec.mode,
+        rec.active_body().map_or("<none>", RawValue::get)
+    );
+}
+
 impl Drop for Inner {
     fn drop(&mut self) {
         let left = self
@@ -82,16 +95,7 @@ impl Drop for Inner {
             .get_mut()
             .unwrap_or_else(|p| p.into_inner());
         for (id, (rec, why)) in left.drain() {
-            // The last place this actual exists: the log line carries the body the server
-            // never got, so an operator can still apply it by hand.
-            tracing::error!(
-                target: "cycles::journal",
-                reservation_id = %id,
-                "settlement LOST: never journaled ({why}) nor settled before the engine was \
-                 dropped; {} body: {}",
-                rec.mode,
-                rec.active_body().map_or("<none>", RawValue::get)
-            );
+            log_lost(&id, &rec, &why, "the engine was dropped");
         }
     }
 }
@@ -750,6 +754,23 @@ impl Settler {
             }
         }
         outcomes
+    }
+
+    /// Gives up the settlements still only in memory (the process is shutting down): each is
+    /// logged as lost with its body, and their ids are returned.
+    pub(crate) fn give_up_unjournaled(&self) -> Vec<String> {
+        let mut spill = self
+            .inner
+            .unjournaled
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let mut ids = Vec::new();
+        for (id, (rec, why)) in spill.drain() {
+            log_lost(&id, &rec, &why, "the runtime shut down");
+            ids.push(id);
+        }
+        ids.sort();
+        ids
     }
 
     /// The reservations whose pending settlement lives only in memory.
