@@ -218,6 +218,9 @@ pub struct ShutdownReport {
     pub settled: usize,
     /// Journal records still pending afterwards, left in place for the next process.
     pub remaining: Vec<PendingRecord>,
+    /// Pending settlements the journal could not take, given up now: each was logged at error
+    /// ("settlement LOST", with its body); the next process cannot replay them.
+    pub unjournaled: Vec<String>,
 }
 
 /// Shuts core down for the rest of the process: terminal.
@@ -277,7 +280,14 @@ pub fn shutdown(timeout: Duration) -> Result<ShutdownReport, Error> {
     let rt = match &owned {
         Some(rt) => rt,
         None if settlers.is_empty() || timeout.is_zero() => {
-            return Ok(ShutdownReport::default());
+            // Nothing to drain on; what only memory holds is given up (and logged) all the same.
+            return Ok(ShutdownReport {
+                unjournaled: settlers
+                    .iter()
+                    .flat_map(Settler::give_up_unjournaled)
+                    .collect(),
+                ..ShutdownReport::default()
+            });
         }
         None => {
             temp = tokio::runtime::Builder::new_current_thread()
@@ -302,18 +312,20 @@ async fn drain_all(settlers: Vec<Settler>, timeout: Duration) -> ShutdownReport 
     let mut tasks = tokio::task::JoinSet::new();
     for s in settlers {
         tasks.spawn(async move {
-            if timeout.is_zero() {
+            let (settled, remaining) = if timeout.is_zero() {
                 (0, s.pending().await)
             } else {
                 let left = deadline.saturating_duration_since(Instant::now());
                 let d = s.drain(left).await;
                 (d.settled(), d.remaining)
-            }
+            };
+            (settled, remaining, s.give_up_unjournaled())
         });
     }
     while let Some(r) = tasks.join_next().await {
-        if let Ok((settled, remaining)) = r {
+        if let Ok((settled, remaining, unjournaled)) = r {
             report.settled += settled;
+            report.unjournaled.extend(unjournaled);
             // Settlers sharing a journal partition list the same records once.
             for rec in remaining {
                 if !report.remaining.iter().any(|r| r.file == rec.file) {

@@ -149,10 +149,22 @@ fn examples() -> Vec<(Event, Level, Value)> {
                 reservation_id: rid(),
                 reason: "outage".into(),
                 not_before_ms: None,
+                journaled: true,
             },
             Level::Warning,
             json!({"kind": "settlement_pending", "disposition": "pending", "reason": "outage",
-                   "not_before_ms": null}),
+                   "not_before_ms": null, "journaled": true}),
+        ),
+        (
+            Event::SettlementPending {
+                reservation_id: rid(),
+                reason: "outage".into(),
+                not_before_ms: None,
+                journaled: false,
+            },
+            Level::Error,
+            json!({"kind": "settlement_pending", "disposition": "pending", "reason": "outage",
+                   "not_before_ms": null, "journaled": false}),
         ),
         (
             Event::JournalQuarantined {

@@ -166,6 +166,41 @@ fn leaves_an_unsettled_record_in_the_journal_when_the_server_is_down() {
     );
 }
 
+#[test]
+fn gives_up_an_unjournaled_settlement_loudly_when_the_server_stays_down() {
+    in_child(
+        "gives_up_an_unjournaled_settlement_loudly_when_the_server_stays_down",
+        || {
+            let (srv_rt, server) = local_server();
+            let tmp = tempfile::tempdir().unwrap();
+            // A regular file where the journal directory should be: nothing can be journaled.
+            let not_a_dir = tmp.path().join("journal");
+            std::fs::write(&not_a_dir, b"x").unwrap();
+            let s = settler(&server.url(), &not_a_dir);
+            let h = runtime::handle().unwrap();
+            let id = h.block_on(reserve(&client(&server), 1000));
+            srv_rt.block_on(server.shutdown());
+            let out = h.block_on(s.settle(settlement(&id)));
+            assert!(
+                matches!(
+                    out,
+                    SettleOutcome::Pending {
+                        journaled: false,
+                        journal_error: Some(_),
+                        ..
+                    }
+                ),
+                "{out:?}"
+            );
+            let report = runtime::shutdown(Duration::from_millis(300)).unwrap();
+            assert_eq!(report.settled, 0);
+            assert!(report.remaining.is_empty(), "{report:?}");
+            // Neither in the journal nor settled: reported, not dropped in silence.
+            assert_eq!(report.unjournaled, vec![id], "{report:?}");
+        },
+    );
+}
+
 /// How each heartbeat ended, by reservation (its `HeartbeatEnded` event).
 type Ends = Arc<Mutex<Vec<(String, events::HeartbeatEnd)>>>;
 

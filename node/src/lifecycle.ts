@@ -22,6 +22,13 @@ export interface SettlementFields {
   errorKind: string | null;
   /** Whether a pending settlement is in the journal (null unless pending). */
   journaled: boolean | null;
+  /**
+   * Why a pending settlement is not journaled although journaling is on (the failed journal
+   * operation and its OS error, e.g. a full disk); null otherwise. Such a settlement is kept
+   * in memory and retried by the replay, `flush()` and `drain()`, but is lost if the process
+   * ends first (`DrainReport.unjournaled`).
+   */
+  journalError: string | null;
   /** The earliest replay of a pending settlement (epoch ms; null when none is set). */
   notBeforeMs: Int64 | null;
   /** The HTTP status of a rejection. */
@@ -87,9 +94,11 @@ export interface DrainReport {
   outcomes: Settlement[];
   remaining: PendingSettlement[];
   quarantined: string[];
+  /** Reservations still pending that the journal could not take: only in this process's memory. */
+  unjournaled: string[];
   /** How many outcomes settled. */
   settled: number;
-  /** Nothing remains and nothing was quarantined. */
+  /** Nothing remains (journaled or not) and nothing was quarantined. */
   clean: boolean;
 }
 
@@ -170,6 +179,7 @@ export function settlementOf(reservationId: string, d: Raw): Settlement {
     reason: d.reason ?? null,
     errorKind: d.error_kind ?? null,
     journaled: d.journaled ?? null,
+    journalError: d.journal_error ?? null,
     notBeforeMs: d.not_before_ms ?? null,
     httpStatus: d.http_status ?? null,
     errorCode: d.error_code ?? null,
@@ -190,18 +200,20 @@ export function drainReportOf(text: string): DrainReport {
     file: p.file,
   }));
   const quarantined = d.quarantined as string[];
+  const unjournaled = d.unjournaled as string[];
   return {
     outcomes,
     remaining,
     quarantined,
+    unjournaled,
     settled: outcomes.filter((o) => o.settled).length,
-    clean: remaining.length === 0 && quarantined.length === 0,
+    clean: remaining.length === 0 && quarantined.length === 0 && unjournaled.length === 0,
   };
 }
 
 /** The report of a close that had nothing to drain: the client never started its lifecycle. @internal */
 export function emptyDrainReport(): DrainReport {
-  return { outcomes: [], remaining: [], quarantined: [], settled: 0, clean: true };
+  return { outcomes: [], remaining: [], quarantined: [], unjournaled: [], settled: 0, clean: true };
 }
 
 function leaseOf(d: Raw | null | undefined): LeaseInfo | null {

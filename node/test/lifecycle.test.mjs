@@ -243,7 +243,7 @@ test("setMetadataJson keeps integers beyond 2^53 exact in the journaled body", a
 });
 
 test("close() always resolves with a drain report: a client that never ran a guarded call, closed twice", async () => {
-  const EMPTY = { outcomes: [], remaining: [], quarantined: [], settled: 0, clean: true };
+  const EMPTY = { outcomes: [], remaining: [], quarantined: [], unjournaled: [], settled: 0, clean: true };
   const idle = server.client({ journalDir: journalDir() });
   const first = await idle.close();
   assert.deepEqual(first, EMPTY);

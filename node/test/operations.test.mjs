@@ -230,7 +230,7 @@ test("bad options are an InvalidArgumentError naming them, in the bridge's one w
   assert.equal(ok.closed, false);
   assert.throws(() => ok.on("event", 5), (e) => e instanceof InvalidArgumentError && /listener must be a function/.test(e.message));
   // Never used its lifecycle: close() still resolves with a (clean, empty) drain report.
-  assert.deepEqual(await ok.close(), { outcomes: [], remaining: [], quarantined: [], settled: 0, clean: true });
+  assert.deepEqual(await ok.close(), { outcomes: [], remaining: [], quarantined: [], unjournaled: [], settled: 0, clean: true });
   assert.equal(ok.closed, true);
 });
 

@@ -968,6 +968,7 @@ class AsyncClient(_Base):
             outcomes=drained.outcomes + report.outcomes,
             remaining=report.remaining,
             quarantined=tuple(dict.fromkeys(drained.quarantined + report.quarantined)),
+            unjournaled=report.unjournaled,
         )
 
     async def flush(self) -> DrainReport:

@@ -99,6 +99,13 @@ class Settlement:
     idempotency key) or ``rejected`` (a genuine terminal rejection; ``error_kind``,
     ``http_status`` and ``error_code`` say why).
 
+    A pending settlement the journal could not take (full disk, read-only or removed
+    directory, no file descriptors left) has ``journaled`` false and ``journal_error``
+    naming the failed journal operation and its OS error; the client keeps it in memory and
+    its replay, ``flush()`` and ``drain()`` journal it again or settle it, but it is lost if
+    the process ends first (``DrainReport.unjournaled`` lists it). The failure is also the
+    ``journal_io_failed`` event and an error-level ``settlement_pending``.
+
     :attr:`charged` is the amount applied to the budget whichever path applied it: the
     commit's ``charged``, or after the event fallback the event response's ``charged``
     (present when the server capped the actual) else the event's whole actual. It exists
@@ -114,6 +121,8 @@ class Settlement:
     reason: str | None = None
     error_kind: str | None = None
     journaled: bool | None = None
+    #: Why a pending settlement is not journaled although journaling is on, else ``None``.
+    journal_error: str | None = None
     not_before_ms: int | None = None
     http_status: int | None = None
     error_code: str | None = None
@@ -162,6 +171,7 @@ class Settlement:
             reason=d.get("reason"),
             error_kind=d.get("error_kind"),
             journaled=d.get("journaled"),
+            journal_error=d.get("journal_error"),
             not_before_ms=d.get("not_before_ms"),
             http_status=d.get("http_status"),
             error_code=d.get("error_code"),
@@ -185,11 +195,15 @@ class DrainReport:
     """What :meth:`~cycles.Client.flush`, :meth:`~cycles.Client.drain` or ``close()`` did:
     the last outcome per record worked on, what is still pending (left in the journal) and
     which files were quarantined. ``close()`` of a client whose lifecycle never ran returns
-    an empty report: it drained nothing and did not look at the journal."""
+    an empty report: it drained nothing and did not look at the journal.
+
+    ``unjournaled`` lists the reservations still pending that the journal could not take:
+    they exist only in this process's memory (see :class:`Settlement`)."""
 
     outcomes: tuple[Settlement, ...]
     remaining: tuple[PendingSettlement, ...]
     quarantined: tuple[str, ...]
+    unjournaled: tuple[str, ...] = ()
 
     @property
     def settled(self) -> int:
@@ -198,10 +212,10 @@ class DrainReport:
 
     @property
     def clean(self) -> bool:
-        """True when nothing is left pending and nothing was quarantined. A quarantined file
-        is a record that could not be read (or settled) and may hold real spend: an operator
-        must look at it (``cycles journal quarantine``)."""
-        return not self.remaining and not self.quarantined
+        """True when nothing is left pending (journaled or not) and nothing was quarantined.
+        A quarantined file is a record that could not be read (or settled) and may hold real
+        spend: an operator must look at it (``cycles journal quarantine``)."""
+        return not self.remaining and not self.quarantined and not self.unjournaled
 
     @classmethod
     def _empty(cls) -> DrainReport:
@@ -216,6 +230,7 @@ class DrainReport:
             ),
             remaining=tuple(PendingSettlement(**r) for r in d["remaining"]),
             quarantined=tuple(d["quarantined"]),
+            unjournaled=tuple(d["unjournaled"]),
         )
 
 

@@ -154,6 +154,7 @@ enum OutcomeOut<'a> {
         reason: &'a str,
         error_kind: Option<&'static str>,
         journaled: bool,
+        journal_error: Option<&'a str>,
         not_before_ms: Option<u64>,
     },
     Rejected {
@@ -178,11 +179,13 @@ fn outcome_out(o: &SettleOutcome) -> OutcomeOut<'_> {
             reason,
             last_error,
             journaled,
+            journal_error,
             not_before_ms,
         } => OutcomeOut::Pending {
             reason,
             error_kind: last_error.as_ref().map(|k| k.name()),
             journaled: *journaled,
+            journal_error: journal_error.as_deref(),
             not_before_ms: *not_before_ms,
         },
         SettleOutcome::Rejected(r) => OutcomeOut::Rejected {
@@ -368,12 +371,14 @@ pub fn finished_text(f: &Finished) -> String {
     serde_json::to_string(&finished_out(f)).unwrap_or_else(|_| "null".into())
 }
 
-/// A drain (or flush, or close) report as JSON text: `outcomes`, `remaining`, `quarantined`.
+/// A drain (or flush, or close) report as JSON text: `outcomes`, `remaining`, `quarantined`,
+/// `unjournaled` (reservations pending only in memory: the journal could not be written).
 pub fn drain_json(r: &DrainReport) -> String {
     json!({
         "outcomes": r.outcomes.iter().map(|(id, o)| json!({"reservation_id": id, "settlement": outcome_json(o)})).collect::<Vec<_>>(),
         "remaining": r.remaining.iter().map(pending_json).collect::<Vec<_>>(),
         "quarantined": r.quarantined,
+        "unjournaled": r.unjournaled,
     })
     .to_string()
 }
@@ -459,12 +464,13 @@ mod tests {
             reason: "server error".into(),
             last_error: Some(ErrorKind::ServerError),
             journaled: true,
+            journal_error: None,
             not_before_ms: Some(7),
         };
         assert_eq!(
             outcome_json(&o),
             json!({"status": "pending", "reason": "server error", "error_kind": "SERVER_ERROR",
-                   "journaled": true, "not_before_ms": 7})
+                   "journaled": true, "journal_error": null, "not_before_ms": 7})
         );
     }
 
@@ -671,7 +677,7 @@ mod tests {
         let j: Value = serde_json::from_str(&empty_drain_json()).unwrap();
         assert_eq!(
             j,
-            json!({"outcomes": [], "remaining": [], "quarantined": []})
+            json!({"outcomes": [], "remaining": [], "quarantined": [], "unjournaled": []})
         );
     }
 }

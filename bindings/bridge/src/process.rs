@@ -16,7 +16,9 @@ use crate::guard::pending_json;
 /// Shuts core down for the rest of the process (`cycles_core::runtime::shutdown`): stops
 /// every heartbeat and background replay, drains pending settlements for at most `timeout`,
 /// joins the runtime's threads. Returns
-/// `{"already_shut_down": bool, "settled": n, "remaining": [pending record, ...]}`; a second
+/// `{"already_shut_down": bool, "settled": n, "remaining": [pending record, ...],
+/// "unjournaled": [reservation id, ...]}` (settlements the journal could not take, logged as
+/// lost: the next process cannot replay them); a second
 /// call reports `already_shut_down: true`. Every later call fails with RUNTIME. Call it from a
 /// host thread with the host's lock released, never from a runtime worker (RUNTIME error).
 pub fn shutdown(timeout: Duration) -> Result<String, ErrorFields> {
@@ -25,6 +27,7 @@ pub fn shutdown(timeout: Duration) -> Result<String, ErrorFields> {
         "already_shut_down": r.already_shut_down,
         "settled": r.settled,
         "remaining": r.remaining.iter().map(pending_json).collect::<Vec<_>>(),
+        "unjournaled": r.unjournaled,
     })
     .to_string())
 }

@@ -225,7 +225,9 @@ typedef enum cycles_settlement_status {
    */
   CYCLES_SETTLEMENT_RECOVERED_VIA_EVENT = 2,
   /**
-   * Not settled yet: journaled, replayed later (this process or the next).
+   * Not settled yet, replayed later: by this process or the next when journaled; only by
+   * this process when the journal could not take it (the JSON's `journaled` false and
+   * `journal_error`).
    */
   CYCLES_SETTLEMENT_PENDING = 3,
   /**
@@ -1024,7 +1026,8 @@ void cycles_local_server_free(struct cycles_local_server *s);
  * is left stays journaled for the next process), the runtime's threads are joined. Every
  * later call fails with `CYCLES_RUNTIME`. Close (and free) your clients first when their
  * drain reports matter. `*out_json` (NULL: not wanted) is
- * `{"already_shut_down", "settled", "remaining"}`; a second call reports
+ * `{"already_shut_down", "settled", "remaining", "unjournaled"}` (`unjournaled`: settlements
+ * the journal could not take, logged as lost); a second call reports
  * `already_shut_down: true`. Call it last, from your own thread (`CYCLES_RUNTIME` from a
  * callback or a runtime thread, or in a forked child).
  */

@@ -127,7 +127,9 @@ pub enum cycles_settlement_status {
     CYCLES_SETTLEMENT_COMMITTED = 1,
     /// Recorded through the event fallback after the reservation expired.
     CYCLES_SETTLEMENT_RECOVERED_VIA_EVENT = 2,
-    /// Not settled yet: journaled, replayed later (this process or the next).
+    /// Not settled yet, replayed later: by this process or the next when journaled; only by
+    /// this process when the journal could not take it (the JSON's `journaled` false and
+    /// `journal_error`).
     CYCLES_SETTLEMENT_PENDING = 3,
     /// Rejected by the server.
     CYCLES_SETTLEMENT_REJECTED = 4,
@@ -702,6 +704,7 @@ mod tests {
             reason: "server away".into(),
             last_error: Some(ErrorKind::ServerError),
             journaled: true,
+            journal_error: None,
             not_before_ms: None,
         };
         let rejected = SettleOutcome::Rejected(Rejection {

@@ -16,7 +16,8 @@ use crate::strings::into_raw;
 /// is left stays journaled for the next process), the runtime's threads are joined. Every
 /// later call fails with `CYCLES_RUNTIME`. Close (and free) your clients first when their
 /// drain reports matter. `*out_json` (NULL: not wanted) is
-/// `{"already_shut_down", "settled", "remaining"}`; a second call reports
+/// `{"already_shut_down", "settled", "remaining", "unjournaled"}` (`unjournaled`: settlements
+/// the journal could not take, logged as lost); a second call reports
 /// `already_shut_down: true`. Call it last, from your own thread (`CYCLES_RUNTIME` from a
 /// callback or a runtime thread, or in a forked child).
 #[no_mangle]

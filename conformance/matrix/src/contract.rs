@@ -13,10 +13,10 @@ use serde_json::{json, Value};
 use crate::face::{canonical, Face};
 use crate::table::Table;
 
-const KEY: &str = "cycles-local-key";
-const TENANT: &str = "acme";
+pub(crate) const KEY: &str = "cycles-local-key";
+pub(crate) const TENANT: &str = "acme";
 /// The client's default unit: every estimate below is a bare number in it.
-const UNIT: &str = "TOKENS";
+pub(crate) const UNIT: &str = "TOKENS";
 /// The budget's allocation: an estimate past it is denied.
 const ALLOCATED: i64 = 1_000_000;
 /// The row of the table.
@@ -450,11 +450,13 @@ pub async fn run(faces: &mut [Face], table: &mut Table, root: &std::path::Path) 
         }
         let (p, f) = run_options(face, &server, &url, &journal).await;
         failures.extend(f);
+        let (d, f) = crate::disks::run(face, &server, &url, root).await;
+        failures.extend(f);
         table.add(
             LABEL,
             &face.name,
-            passed + p,
-            (cases.len() + option_cases().len()) as u64,
+            passed + p + d,
+            (cases.len() + option_cases().len() + 1) as u64,
         );
     }
     failures

@@ -9,6 +9,7 @@
 mod checks;
 mod contract;
 mod crashloop;
+mod disks;
 mod face;
 mod gen;
 mod journal_matrix;

@@ -498,6 +498,67 @@ async fn client_case(r: &Value) -> R<Value> {
     })
 }
 
+/// A journal that cannot be written (PROTOCOL.md, `journal_fail`): one guarded action (bare 5,
+/// actual 3, the case's key) whose first commit fails, then a flush; the settlement's fields,
+/// the flush's unjournaled count and this reservation's events.
+async fn journal_fail(r: &Value) -> R<Value> {
+    use cycles_core::events::Event;
+    let cfg = config(r)?.with_default_unit(text(r, "default_unit")?);
+    let err = |e: Error| e.to_string();
+    let seen: Arc<std::sync::Mutex<Vec<Event>>> = Arc::default();
+    let sink = {
+        let seen = seen.clone();
+        EventSink::with_callback(move |e| seen.lock().unwrap().push(e.clone()))
+    };
+    let settler = Settler::new(
+        &cfg,
+        SettleConfig {
+            events: sink.clone(),
+            ..quick_settle()
+        },
+    )
+    .map_err(err)?;
+    let client = Arc::new(CyclesClient::new(cfg.clone()).map_err(err)?);
+    let guard = Guard::new(client, settler.clone(), sink);
+    let mut spec =
+        GuardSpec::with_defaults(&cfg, Action::new("llm.completion", "matrix"), 5).map_err(err)?;
+    spec.idempotency_key = text(r, "key")?.to_string();
+    let done = guard
+        .run(spec, |usage| async move { usage.set_actual(3) })
+        .await
+        .map_err(|e| e.to_string())?;
+    let report = settler.flush().await;
+    let SettleOutcome::Pending {
+        journaled,
+        journal_error,
+        ..
+    } = &done.settlement
+    else {
+        return Ok(json!({"status": outcome_name(&done.settlement)}));
+    };
+    let events: Vec<Value> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            e.reservation_id() == done.reservation_id
+                && matches!(
+                    e.kind(),
+                    "journal_io_failed" | "settlement_pending" | "settlement_settled"
+                )
+        })
+        .map(|e| {
+            let j = e.to_json();
+            json!({"kind": e.kind(), "level": e.level().as_str(), "operation": j["operation"],
+                   "journaled": j["journaled"]})
+        })
+        .collect();
+    Ok(
+        json!({"status": "pending", "journaled": journaled, "journal_error": journal_error,
+              "flush_unjournaled": report.unjournaled.len(), "events": events}),
+    )
+}
+
 async fn drain(r: &Value) -> R<Value> {
     let settler = Settler::new(&config(r)?, SettleConfig::default()).map_err(|e| e.to_string())?;
     let report = settler
@@ -555,6 +616,7 @@ fn answer(rt: &tokio::runtime::Runtime, r: &Value) -> Value {
         "guard" => rt.block_on(guard_case(r)),
         "client" => rt.block_on(client_case(r)),
         "work" => rt.block_on(crate::rust_work::work(r)),
+        "journal_fail" => rt.block_on(journal_fail(r)),
         other => Err(format!("unknown op {other:?}")),
     };
     let mut out = match res {

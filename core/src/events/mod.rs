@@ -148,7 +148,8 @@ pub enum Event {
         /// The reservation.
         reservation_id: String,
     },
-    /// A settlement is left pending in the journal for later replay.
+    /// A settlement is left pending for later replay: in the journal, or, when `journaled`
+    /// is false, only in the engine's memory (an error: it is lost if the process ends).
     SettlementPending {
         /// The reservation.
         reservation_id: String,
@@ -156,6 +157,8 @@ pub enum Event {
         reason: String,
         /// Persisted floor of the next attempt, if any.
         not_before_ms: Option<u64>,
+        /// Whether the settlement is durable in the journal.
+        journaled: bool,
     },
     /// A journal file was moved aside (corrupt, unsupported version, or unrecoverable); the
     /// evidence is kept under `quarantined_as`.
@@ -272,10 +275,17 @@ impl fmt::Display for Event {
             Event::SettlementModeSwitched { reservation_id } => {
                 write!(f, "journal record of {reservation_id} switched to event mode")
             }
-            Event::SettlementPending { reservation_id, reason, not_before_ms } => match not_before_ms {
-                Some(t) => write!(f, "settlement of {reservation_id} pending ({reason}); not before epoch ms {t}"),
-                None => write!(f, "settlement of {reservation_id} pending ({reason})"),
-            },
+            Event::SettlementPending { reservation_id, reason, not_before_ms, journaled } => {
+                write!(f, "settlement of {reservation_id} pending ({reason})")?;
+                if let Some(t) = not_before_ms {
+                    write!(f, "; not before epoch ms {t}")?;
+                }
+                if !journaled {
+                    // Said in the line itself: a log reader must see that this actual is at risk.
+                    write!(f, "; NOT journaled: kept only in this process's memory")?;
+                }
+                Ok(())
+            }
             Event::JournalQuarantined { file, quarantined_as, reason, .. } => {
                 write!(f, "journal file {file} quarantined as {quarantined_as}: {reason}")
             }

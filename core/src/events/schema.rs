@@ -191,6 +191,10 @@ impl Event {
             | Event::SettlementModeSwitched { .. }
             | Event::JournalMigrated { .. }
             | Event::CapsApplied { .. } => Level::Info,
+            // Pending but not durable: the actual lives only in memory.
+            Event::SettlementPending {
+                journaled: false, ..
+            } => Level::Error,
             Event::SettlementAttemptFailed { .. } | Event::SettlementPending { .. } => {
                 Level::Warning
             }
@@ -278,9 +282,11 @@ impl Event {
             Event::SettlementPending {
                 reason,
                 not_before_ms,
+                journaled,
                 ..
             } => {
-                json!({"disposition": "pending", "reason": reason, "not_before_ms": not_before_ms})
+                json!({"disposition": "pending", "reason": reason, "not_before_ms": not_before_ms,
+                       "journaled": journaled})
             }
             Event::JournalQuarantined {
                 file,

@@ -68,6 +68,36 @@ struct Inner {
     file_work: TaskTracker,
     /// What every pass resolved, numbered (see [`Resolved`]).
     resolved: Mutex<Resolved>,
+    /// Pending settlements whose latest state could not be journaled (full disk, read-only
+    /// or removed directory, no file descriptors), by reservation id, with the journal error.
+    /// Every pass tries to journal them again, else to settle them directly, so a known
+    /// actual is never dropped while the process lives (see [`Settler::retry_unjournaled`]).
+    unjournaled: Mutex<HashMap<String, (Record, String)>>,
+}
+
+/// Reports a settlement that was neither journaled nor settled and is given up now. The last
+/// place this actual exists: the log line carries the body the server never got, so an
+/// operator can still apply it by hand.
+fn log_lost(id: &str, rec: &Record, why: &str, when: &str) {
+    tracing::error!(
+        target: "cycles::journal",
+        reservation_id = %id,
+        "settlement LOST: never journaled ({why}) nor settled before {when}; {} body: {}",
+        rec.mode,
+        rec.active_body().map_or("<none>", RawValue::get)
+    );
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let left = self
+            .unjournaled
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner());
+        for (id, (rec, why)) in left.drain() {
+            log_lost(&id, &rec, &why, "the engine was dropped");
+        }
+    }
 }
 
 /// The latest terminal outcomes and quarantines of every pass of one engine, numbered. A pass
@@ -172,6 +202,7 @@ impl Settler {
             replay_backoff: Mutex::new(HashMap::new()),
             file_work: TaskTracker::new(),
             resolved: Mutex::new(Resolved::default()),
+            unjournaled: Mutex::new(HashMap::new()),
         });
         register(&inner);
         Ok(Settler { inner })
@@ -242,7 +273,7 @@ impl Settler {
                 None,
             );
             let lazy = s.fallback.map(|f| (s.commit, f));
-            return self.episode(rec, None, false, None, lazy).await;
+            return self.episode(rec, None, false, None, lazy, None).await;
         };
         let event = match &s.fallback {
             Some(f) => match event_fallback_body(&s.reservation_id, &s.commit, f) {
@@ -301,23 +332,26 @@ impl Settler {
                     reason: "being settled by another worker".into(),
                     last_error: None,
                     journaled: true,
+                    journal_error: None,
                     not_before_ms: None,
                 },
                 &s.reservation_id,
             ),
             Err((op, e, rec)) => {
                 self.io_failed(Some(&s.reservation_id), op, &e);
-                self.episode(*rec, None, false, None, None).await
+                let why = format!("{op}: {e}");
+                self.episode(*rec, None, false, None, None, Some(why)).await
             }
             Ok(Some((held, rec, saved))) => {
-                let journaled = match saved {
-                    Ok(()) => true,
+                let why = match saved {
+                    Ok(()) => None,
                     Err(e) => {
                         self.io_failed(Some(&s.reservation_id), "write", &e);
-                        false
+                        Some(format!("write: {e}"))
                     }
                 };
-                self.episode(rec, Some(held), journaled, None, None).await
+                self.episode(rec, Some(held), why.is_none(), None, None, why)
+                    .await
             }
         }
     }
@@ -326,6 +360,7 @@ impl Settler {
         if let SettleOutcome::Pending {
             reason,
             not_before_ms,
+            journaled,
             ..
         } = &o
         {
@@ -333,14 +368,22 @@ impl Settler {
                 reservation_id: id.to_string(),
                 reason: reason.clone(),
                 not_before_ms: *not_before_ms,
+                journaled: *journaled,
             });
         }
         o
     }
 
-    /// Durably writes `rec` if this worker holds its lock; false (and an event) on failure.
-    async fn persist(&self, held: &mut Option<Held>, rec: &Record) -> bool {
+    /// Durably writes `rec` if this worker holds its lock; false (and an event, and the
+    /// error in `why`) on failure.
+    async fn persist(
+        &self,
+        held: &mut Option<Held>,
+        rec: &Record,
+        why: &mut Option<String>,
+    ) -> bool {
         let Some(h) = held.take() else {
+            // Never journaled in this episode: `why` already says why.
             return false;
         };
         let mut r = rec.clone();
@@ -352,9 +395,13 @@ impl Settler {
             .await;
         *held = Some(h);
         match res {
-            Ok(()) => true,
+            Ok(()) => {
+                *why = None;
+                true
+            }
             Err(e) => {
                 self.io_failed(Some(&rec.reservation_id), "write", &e);
+                *why = Some(format!("write: {e}"));
                 false
             }
         }
@@ -420,7 +467,9 @@ impl Settler {
 
     /// Same-key attempts on one record until it is settled, rejected or left pending.
     /// `lazy_event`: what to build the event fallback body from if the reservation has
-    /// expired, when `rec` was not journaled and so carries none yet.
+    /// expired, when `rec` was not journaled and so carries none yet. `journal_error`: why
+    /// `rec` is not journaled although journaling is on; such a record still pending at the
+    /// end is kept in memory for the next pass.
     async fn episode(
         &self,
         mut rec: Record,
@@ -428,6 +477,7 @@ impl Settler {
         mut journaled: bool,
         deadline: Option<Instant>,
         mut lazy_event: Option<(CommitRequest, EventFallback)>,
+        mut journal_error: Option<String>,
     ) -> SettleOutcome {
         let id = rec.reservation_id.clone();
         let cfg = &self.inner.cfg;
@@ -438,10 +488,12 @@ impl Settler {
                 reason: reason.to_string(),
                 last_error: last.clone(),
                 journaled,
+                // Filled in once the episode ends.
+                journal_error: None,
                 not_before_ms: nb,
             }
         };
-        let outcome = loop {
+        let mut outcome = loop {
             if attempts >= cfg.max_attempts.max(1) {
                 break pending(
                     "retries exhausted",
@@ -550,7 +602,7 @@ impl Settler {
                     );
                     rec.not_before_ms = Some(floor);
                     // Persisted BEFORE waiting, so a restart cannot retry earlier.
-                    journaled = self.persist(&mut held, &rec).await;
+                    journaled = self.persist(&mut held, &rec, &mut journal_error).await;
                     self.emit(failed(SettleDisposition::NotBefore {
                         not_before_ms: floor,
                     }));
@@ -572,7 +624,7 @@ impl Settler {
                     rec.not_before_ms = None;
                     // Persisted BEFORE the event request (profile D6); on failure the event is
                     // still attempted (D12) and the failure was reported.
-                    journaled = self.persist(&mut held, &rec).await;
+                    journaled = self.persist(&mut held, &rec, &mut journal_error).await;
                     if journaled {
                         self.emit(Event::SettlementModeSwitched {
                             reservation_id: id.clone(),
@@ -600,7 +652,137 @@ impl Settler {
             // Unlinks the lock file: blocking work.
             self.blocking(move || drop(h)).await;
         }
+        if self.inner.journal.is_some() {
+            let mut spill = self
+                .inner
+                .unjournaled
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            match &mut outcome {
+                SettleOutcome::Pending {
+                    journaled: false,
+                    journal_error: je,
+                    ..
+                } => {
+                    let why = journal_error
+                        .take()
+                        .unwrap_or_else(|| "the journal could not be written".into());
+                    *je = Some(why.clone());
+                    spill.insert(id.clone(), (rec, why));
+                }
+                // Journaled again or resolved: nothing left only in memory.
+                _ => {
+                    spill.remove(&id);
+                }
+            }
+        }
         self.pending_event(outcome, &id)
+    }
+
+    /// The settlements kept only in memory, taken out of the spill one by one: each is
+    /// journaled again if the journal works now (the scan that follows replays it like any
+    /// record), else settled directly (an episode re-spills it if it stays pending).
+    async fn retry_unjournaled(
+        &self,
+        journal: &Journal,
+        deadline: Option<Instant>,
+    ) -> Vec<(String, SettleOutcome)> {
+        let ids: Vec<String> = {
+            let spill = self
+                .inner
+                .unjournaled
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            spill.keys().cloned().collect()
+        };
+        let mut outcomes = Vec::new();
+        for id in ids {
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                break;
+            }
+            let Some((rec, _)) = self
+                .inner
+                .unjournaled
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&id)
+            else {
+                continue;
+            };
+            let j = journal.clone();
+            let rid = id.clone();
+            let tried = self
+                .blocking(move || {
+                    let lock = match j.try_lock(&rid) {
+                        Ok(Some(l)) => l,
+                        // Held by another worker: it is being settled now; try again later.
+                        Ok(None) => return Err((None, Box::new(rec))),
+                        Err(e) => return Err((Some(("lock", e)), Box::new(rec))),
+                    };
+                    // The newest state is this one (the engine that last held the record
+                    // could not write it), so it replaces whatever the file holds.
+                    let mut r = rec.clone();
+                    match j.save(&lock, &mut r) {
+                        Ok(()) => Ok(()),
+                        Err(e) => Err((Some(("write", e)), Box::new(rec))),
+                    }
+                })
+                .await;
+            match tried {
+                Ok(()) => {}
+                Err((None, rec)) => {
+                    let mut spill = self
+                        .inner
+                        .unjournaled
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner());
+                    spill
+                        .entry(id)
+                        .or_insert((*rec, "being settled by another worker".into()));
+                }
+                Err((Some((op, e)), rec)) => {
+                    self.io_failed(Some(&id), op, &e);
+                    let why = format!("{op}: {e}");
+                    let o = self
+                        .episode(*rec, None, false, deadline, None, Some(why))
+                        .await;
+                    if !o.is_pending() {
+                        self.resolve(Resolution::Outcome(id.clone(), o.clone()));
+                    }
+                    outcomes.push((id, o));
+                }
+            }
+        }
+        outcomes
+    }
+
+    /// Gives up the settlements still only in memory (the process is shutting down): each is
+    /// logged as lost with its body, and their ids are returned.
+    pub(crate) fn give_up_unjournaled(&self) -> Vec<String> {
+        let mut spill = self
+            .inner
+            .unjournaled
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let mut ids = Vec::new();
+        for (id, (rec, why)) in spill.drain() {
+            log_lost(&id, &rec, &why, "the runtime shut down");
+            ids.push(id);
+        }
+        ids.sort();
+        ids
+    }
+
+    /// The reservations whose pending settlement lives only in memory.
+    fn unjournaled_ids(&self) -> Vec<String> {
+        let spill = self
+            .inner
+            .unjournaled
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let mut ids: Vec<String> = spill.keys().cloned().collect();
+        ids.sort();
+        ids
     }
 
     /// Replays one journaled record if it is free, still present and ours.
@@ -638,7 +820,7 @@ impl Settler {
                         reservation_id: id.clone(),
                     });
                 }
-                Some(self.episode(rec, held, true, deadline, None).await)
+                Some(self.episode(rec, held, true, deadline, None, None).await)
             }
             Some(Err(pe)) => {
                 let kind = match pe {
@@ -726,6 +908,7 @@ impl Settler {
         let Some(journal) = self.inner.journal.clone() else {
             return (outcomes, quarantined);
         };
+        outcomes.extend(self.retry_unjournaled(&journal, deadline).await);
         let j = journal.clone();
         let scan = match self.blocking(move || j.scan()).await {
             Ok(s) => s,
@@ -843,6 +1026,7 @@ impl Settler {
             outcomes,
             remaining: self.pending().await,
             quarantined,
+            unjournaled: self.unjournaled_ids(),
         };
         self.add_resolved_since(since, &mut report);
         report
@@ -901,9 +1085,11 @@ impl Settler {
             }
             report.quarantined.extend(quarantined);
             let remaining = self.pending().await;
+            let unjournaled = self.unjournaled_ids();
             let now = Instant::now();
-            if remaining.is_empty() || now >= deadline {
+            if (remaining.is_empty() && unjournaled.is_empty()) || now >= deadline {
                 report.remaining = remaining;
+                report.unjournaled = unjournaled;
                 self.add_resolved_since(since, &mut report);
                 return report;
             }

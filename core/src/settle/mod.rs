@@ -14,9 +14,15 @@
 //! [`Settler::flush`] / [`Settler::drain`] settle what they can before a deadline and report
 //! what is left, in place.
 //!
-//! If the journal cannot be written, the failure is reported as
+//! If the journal cannot be written (a full disk, a read-only or removed directory, no file
+//! descriptors left), the failure is reported as
 //! [`Event::JournalIoFailed`](crate::events::Event::JournalIoFailed) and the synchronous
-//! attempt still runs (best-effort durability, as the recovery profile allows).
+//! attempt still runs (best-effort durability, as the recovery profile allows). A settlement
+//! that is then neither journaled nor settled comes back `Pending` with `journaled: false`
+//! and a `journal_error`, is reported by an error-level
+//! [`Event::SettlementPending`](crate::events::Event::SettlementPending), and is kept in
+//! memory: every replay pass, `flush` and `drain` first tries to journal it again, else to
+//! settle it directly, so once the disk is back it drains like any record.
 
 mod bodies;
 pub mod classify;
@@ -132,6 +138,12 @@ pub enum SettleOutcome {
         /// Whether the settlement's latest state is durable in the journal (false when
         /// journaling is off or a journal write failed; see `Event::JournalIoFailed`).
         journaled: bool,
+        /// Why it is not journaled when journaling is on: the failed journal operation and
+        /// its error (`write: No space left on device (os error 28)`). Such a settlement is
+        /// kept in this engine's memory and retried (journal first, then the server) by
+        /// every replay pass, `flush` and `drain` until it is journaled or settled; it is
+        /// lost only if the process ends first (the drain report lists it as unjournaled).
+        journal_error: Option<String>,
         /// The persisted rate-limit floor (epoch ms), if any.
         not_before_ms: Option<u64>,
     },
@@ -220,6 +232,9 @@ pub struct DrainReport {
     pub remaining: Vec<PendingRecord>,
     /// Files quarantined during the drain (new names).
     pub quarantined: Vec<String>,
+    /// Reservations still pending that could not be journaled: they live only in this
+    /// engine's memory (retried by every pass) and are lost if the process ends now.
+    pub unjournaled: Vec<String>,
 }
 
 impl DrainReport {

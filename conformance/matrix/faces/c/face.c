@@ -743,6 +743,113 @@ static void op_work(const jv *q, reply *r) {
 
 /* ---- the loop -------------------------------------------------------------------------- */
 
+/* ---- journal_fail: a journal that cannot be written ------------------------------------ */
+
+/* Every event of the client, as JSON text; read after cycles_client_free joined the thread. */
+typedef struct {
+    char **items;
+    size_t n;
+} event_log;
+
+static void log_event(void *user_data, const char *event_json, size_t len) {
+    event_log *l = user_data;
+    l->items = realloc(l->items, (l->n + 1) * sizeof *l->items);
+    char *copy = malloc(len + 1);
+    memcpy(copy, event_json, len);
+    copy[len] = 0;
+    l->items[l->n++] = copy;
+}
+
+/* The value of `v` as JSON, `null` when absent. */
+static void or_null(sb *s, const jv *v) { val(s, v ? v : &(jv){ .kind = J_NULL }); }
+
+/* One guarded action (bare 5, actual 3, the case's key) whose first commit fails on a journal
+ * that cannot be written, then cycles_client_flush (PROTOCOL.md, `journal_fail`): the
+ * settlement's members, the flush's unjournaled count and this reservation's events. */
+static void op_journal_fail(const jv *q, reply *r) {
+    const char *url = need_str(r, q, "url"), *key = url ? need_str(r, q, "api_key") : NULL;
+    const char *tenant = key ? need_str(r, q, "tenant") : NULL, *unit = tenant ? need_str(r, q, "default_unit") : NULL;
+    const char *dir = unit ? need_str(r, q, "journal_dir") : NULL, *ikey = dir ? need_str(r, q, "key") : NULL;
+    if (!ikey) return;
+    sb opts = { 0 };
+    raw(&opts, "{\"journal_dir\":");
+    str(&opts, dir);
+    raw(&opts, ",\"default_unit\":");
+    str(&opts, unit);
+    char tail[96];
+    snprintf(tail, sizeof tail, ",\"settle_max_attempts\":1,\"replay_interval_ms\":%d}", REPLAY_INTERVAL_MS);
+    raw(&opts, tail);
+    cycles_client *c = NULL;
+    bool made = TRY(cycles_client_new(url, key, tenant, opts.b, &c, &r->err));
+    free(opts.b);
+    if (!made) return;
+    event_log events = { 0 };
+    sb spec = { 0 };
+    raw(&spec, "{\"action\":{\"kind\":\"llm.completion\",\"name\":\"matrix\"},\"estimate\":5,\"idempotency_key\":");
+    str(&spec, ikey);
+    raw(&spec, "}");
+    cycles_guard *g = NULL;
+    char *outcome = NULL, *report = NULL, *rid = NULL;
+    bool ok = TRY(cycles_client_set_event_callback(c, log_event, &events, &r->err)) &&
+              TRY(cycles_guard_begin_json(c, spec.b, &g, &r->err)) && TRY(cycles_guard_set_actual(g, 3, &r->err)) &&
+              TRY(cycles_guard_finish(g, true, NULL, &outcome, &r->err)) &&
+              TRY(cycles_client_flush(c, &report, &r->err));
+    if (g) {
+        const char *id = cycles_guard_reservation_id(g);
+        rid = malloc(strlen(id) + 1);
+        strcpy(rid, id);
+    }
+    free(spec.b);
+    cycles_guard_free(g);
+    /* Closing delivers the queued events; freeing joins the event thread. */
+    cycles_client_close(c, 0, NULL, NULL);
+    cycles_client_free(c);
+    if (ok) {
+        jv *o = json_parse(outcome), *d = json_parse(report);
+        jv *st = json_get(o, "settlement"), *unjournaled = json_get(d, "unjournaled");
+        if (!st || st->kind != J_OBJ || !unjournaled || unjournaled->kind != J_ARR)
+            failf(r, "an unexpected outcome or flush report: %s", outcome);
+        else {
+            raw(&r->ok, "{\"status\":");
+            or_null(&r->ok, json_get(st, "status"));
+            raw(&r->ok, ",\"journaled\":");
+            or_null(&r->ok, json_get(st, "journaled"));
+            raw(&r->ok, ",\"journal_error\":");
+            or_null(&r->ok, json_get(st, "journal_error"));
+            snprintf(tail, sizeof tail, ",\"flush_unjournaled\":%zu,\"events\":[", unjournaled->n);
+            raw(&r->ok, tail);
+            bool first = true;
+            for (size_t i = 0; i < events.n; i++) {
+                jv *e = json_parse(events.items[i]);
+                const char *kind = sget(e, "kind"), *erid = sget(e, "reservation_id");
+                if (kind && erid && !strcmp(erid, rid) &&
+                    (!strcmp(kind, "journal_io_failed") || !strcmp(kind, "settlement_pending") ||
+                     !strcmp(kind, "settlement_settled"))) {
+                    raw(&r->ok, first ? "{\"kind\":" : ",{\"kind\":");
+                    first = false;
+                    str(&r->ok, kind);
+                    raw(&r->ok, ",\"level\":");
+                    or_null(&r->ok, json_get(e, "level"));
+                    raw(&r->ok, ",\"operation\":");
+                    or_null(&r->ok, json_get(e, "operation"));
+                    raw(&r->ok, ",\"journaled\":");
+                    or_null(&r->ok, json_get(e, "journaled"));
+                    raw(&r->ok, "}");
+                }
+                json_free(e);
+            }
+            raw(&r->ok, "]}");
+        }
+        json_free(o);
+        json_free(d);
+    }
+    for (size_t i = 0; i < events.n; i++) free(events.items[i]);
+    free(events.items);
+    free(rid);
+    cycles_string_free(outcome);
+    cycles_string_free(report);
+}
+
 static const struct {
     const char *name;
     void (*run)(const jv *, reply *);
@@ -752,6 +859,7 @@ static const struct {
     { "decode", op_decode },           { "write", op_write },             { "drain", op_drain },
     { "guard", op_guard },             { "client", op_client },           { "pricing", op_pricing },
     { "work", op_work },
+    { "journal_fail", op_journal_fail },
 };
 
 static void answer(const char *line) {

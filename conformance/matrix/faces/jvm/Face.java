@@ -146,6 +146,8 @@ public final class Face {
                 return client(r);
             case "work":
                 return Work.work(r);
+            case "journal_fail":
+                return journalFail(r);
             default:
                 throw new Unsupported("unknown op: " + op);
         }
@@ -457,6 +459,50 @@ public final class Face {
         out.put("released", j.containsKey("released") ? o.released() : null);
         out.put("charged", o.charged() == null ? null : o.charged().amount());
         return out;
+    }
+
+    static final Set<String> DISK_EVENTS = Set.of("journal_io_failed", "settlement_pending", "settlement_settled");
+
+    /**
+     * A journal that cannot be written (PROTOCOL.md, {@code journal_fail}): one guarded action
+     * (bare 5, actual 3, the case's key) whose first commit fails, then {@code flush()}; the
+     * settlement's typed fields, the flush's unjournaled count and this reservation's events.
+     */
+    static Map<String, Object> journalFail(Map<String, Object> r) {
+        List<CyclesEvent> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
+        CyclesClient.Builder b = CyclesClient.builder().onEvent(seen::add).baseUrl(str(r.get("url")))
+                .apiKey(str(r.get("api_key"))).tenant(str(r.get("tenant"))).defaultUnit(str(r.get("default_unit")))
+                .journalDir(Path.of(str(r.get("journal_dir")))).settleMaxAttempts(1).replayInterval(Duration.ofDays(1));
+        Reservation[] held = new Reservation[1];
+        DrainReport report;
+        try (CyclesClient client = b.build()) {
+            GuardSpec spec = GuardSpec.of(Action.of("llm.completion", "matrix"), 5).idempotencyKey(str(r.get("key")));
+            client.guarded(spec, res -> {
+                held[0] = res;
+                res.setActual(3);
+                return null;
+            });
+            report = client.flush();
+            client.close(Duration.ZERO);
+        }
+        String rid = held[0].reservationId();
+        Settlement s = held[0].outcome().orElseThrow().settlement();
+        // Events reach listeners on the client's event thread, shortly after the fact.
+        long until = System.nanoTime() + 2_000_000_000L;
+        while (seen.stream().noneMatch(e -> e.kind().equals("settlement_settled") && rid.equals(e.reservationId()))
+                && System.nanoTime() < until) {
+            sleep(5);
+        }
+        List<Object> events = new ArrayList<>();
+        for (CyclesEvent e : seen) {
+            if (rid.equals(e.reservationId()) && DISK_EVENTS.contains(e.kind())) {
+                Map<String, Object> j = obj(Parser.parse(e.json()));
+                events.add(map("kind", e.kind(), "level", e.level(), "operation", j.get("operation"), "journaled",
+                        j.get("journaled")));
+            }
+        }
+        return map("status", s.status().name().toLowerCase(Locale.ROOT), "journaled", s.journaled(), "journal_error",
+                s.journalError(), "flush_unjournaled", report.unjournaled().size(), "events", events);
     }
 
     static Map<String, Object> caps(dev.cycles.Caps c) {

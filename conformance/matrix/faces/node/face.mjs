@@ -399,6 +399,41 @@ async function guard(r) {
   return { ok: out };
 }
 
+// ---- journal_fail: a journal that cannot be written ----
+
+const DISK_EVENTS = new Set(["journal_io_failed", "settlement_pending", "settlement_settled"]);
+
+/**
+ * One guarded action (bare 5, actual 3, the case's key) whose first commit fails on a journal
+ * that cannot be written, then `flush()`: the settlement's typed fields, the flush's
+ * unjournaled count and this reservation's events.
+ */
+async function journalFail(r) {
+  const seen = [];
+  const cl = new Client({
+    baseUrl: r.url, apiKey: r.api_key, tenant: r.tenant, defaultUnit: r.default_unit, journalDir: r.journal_dir,
+    maxAttempts: 1, replayIntervalMs: 3_600_000, onEvent: (e) => seen.push(e),
+  });
+  let res;
+  let report;
+  try {
+    await cl.guarded({ estimate: 5, action: { kind: "llm.completion", name: "matrix" }, idempotencyKey: r.key }, (g) => {
+      res = g;
+      g.setActual(3);
+    });
+    report = await cl.flush();
+  } finally {
+    await cl.close(0); // delivers the last events
+  }
+  const s = res.settlement;
+  const events = seen
+    .filter((e) => e.reservationId === res.reservationId && DISK_EVENTS.has(e.kind))
+    .map((e) => ({ kind: e.kind, level: e.level, operation: e.operation ?? null, journaled: e.journaled ?? null }));
+  return {
+    ok: { status: s.status, journaled: s.journaled, journal_error: s.journalError, flush_unjournaled: report.unjournaled.length, events },
+  };
+}
+
 // ---- dispatch ----
 
 async function answer(r, line) {
@@ -435,6 +470,8 @@ async function answer(r, line) {
       return clientCase(r);
     case "work":
       return work(r);
+    case "journal_fail":
+      return journalFail(r);
     default:
       return { fail: `unknown op ${JSON.stringify(r.op)}` };
   }

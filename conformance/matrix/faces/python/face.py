@@ -529,6 +529,53 @@ def op_client(req: dict[str, Any]) -> Any:
     return {"error": None}
 
 
+# The events a journal failure must show, as the orchestrator compares them.
+_DISK_EVENTS = ("journal_io_failed", "settlement_pending", "settlement_settled")
+
+
+def op_journal_fail(req: dict[str, Any]) -> Any:
+    """A journal that cannot be written (PROTOCOL.md, ``journal_fail``): one guarded action
+    (bare 5, actual 3, the case's key) whose first commit fails, then ``flush()``; the
+    settlement's typed fields, the flush's unjournaled count and this reservation's events."""
+    seen: list[cycles.LifecycleEvent] = []
+    client = cycles.Client(
+        req["url"],
+        req["api_key"],
+        tenant=req["tenant"],
+        default_unit=req["default_unit"],
+        journal_dir=req["journal_dir"],
+        settle_max_attempts=1,
+        replay_interval=3600.0,
+        on_event=seen.append,
+    )
+    try:
+        with client.reserve(
+            5, action=cycles.Action("llm.completion", "matrix"), idempotency_key=req["key"]
+        ) as r:
+            r.set_actual(3)
+        report = client.flush()
+    finally:
+        client.close(0)  # delivers the last events
+    s = r.settlement
+    events = [
+        {
+            "kind": e.kind,
+            "level": e.level,
+            "operation": e.fields.get("operation"),
+            "journaled": e.fields.get("journaled"),
+        }
+        for e in seen
+        if e.reservation_id == r.reservation_id and e.kind in _DISK_EVENTS
+    ]
+    return {
+        "status": s.status,
+        "journaled": s.journaled,
+        "journal_error": s.journal_error,
+        "flush_unjournaled": len(report.unjournaled),
+        "events": events,
+    }
+
+
 # -- transport --------------------------------------------------------------------------------
 
 OPS: dict[str, Op] = {
@@ -545,6 +592,7 @@ OPS: dict[str, Op] = {
     "guard": op_guard,
     "client": op_client,
     "work": op_work,
+    "journal_fail": op_journal_fail,
 }
 
 

@@ -17,14 +17,18 @@ import java.util.Optional;
  * @param remaining the records still in the journal afterwards (replayed later, by this
  *     process or the next)
  * @param quarantined the new names of the files set aside as unusable records
+ * @param unjournaled the reservations still pending that the journal could not take (a full
+ *     disk, say): they exist only in this process's memory
  * @param json the whole report as JSON (null for the empty report of a second close)
  */
-public record DrainReport(List<Replayed> outcomes, List<Pending> remaining, List<String> quarantined, String json) {
+public record DrainReport(List<Replayed> outcomes, List<Pending> remaining, List<String> quarantined, List<String> unjournaled,
+        String json) {
     /** Copies the lists: a report does not change. */
     public DrainReport {
         outcomes = List.copyOf(outcomes);
         remaining = List.copyOf(remaining);
         quarantined = List.copyOf(quarantined);
+        unjournaled = List.copyOf(unjournaled);
     }
 
     /**
@@ -58,7 +62,7 @@ public record DrainReport(List<Replayed> outcomes, List<Pending> remaining, List
     @SuppressWarnings("unchecked")
     static DrainReport parse(String json) {
         if (json == null) {
-            return new DrainReport(List.of(), List.of(), List.of(), null);
+            return new DrainReport(List.of(), List.of(), List.of(), List.of(), null);
         }
         Map<String, Object> m = Json.object(json);
         List<Replayed> outcomes = new ArrayList<>();
@@ -77,7 +81,11 @@ public record DrainReport(List<Replayed> outcomes, List<Pending> remaining, List
         for (Object o : Json.list(m, "quarantined")) {
             quarantined.add((String) o);
         }
-        return new DrainReport(outcomes, remaining, quarantined, json);
+        List<String> unjournaled = new ArrayList<>();
+        for (Object o : Json.list(m, "unjournaled")) {
+            unjournaled.add((String) o);
+        }
+        return new DrainReport(outcomes, remaining, quarantined, unjournaled, json);
     }
 
     private static Optional<Instant> instant(Map<String, Object> m, String key) {
