@@ -125,6 +125,7 @@ async fn heartbeat_transport_failure_is_observable_and_non_fatal() {
         reservation_id: None,
         skip: 0,
         times: 1,
+        every: 1,
         fault: Fault::ConnectionReset,
     });
     // ttl 3500 ms: the first beat comes ~0.5 s after create and fails; the same-key retry
@@ -324,6 +325,7 @@ async fn a_create_timeout_gets_one_same_key_retry() {
         reservation_id: None,
         skip: 0,
         times: 1,
+        every: 1,
         fault: Fault::DelayAfterApply { ms: 900 },
     });
     let done = s
@@ -394,6 +396,7 @@ async fn cancel_policy_signals_the_work() {
         reservation_id: None,
         skip: 0,
         times: 0,
+        every: 1,
         fault: Fault::RateLimited {
             retry_after: Some("60".into()),
         },
@@ -669,6 +672,7 @@ async fn a_failed_release_after_a_missing_actual_is_reported() {
         reservation_id: None,
         skip: 0,
         times: 0,
+        every: 1,
         fault: Fault::ServerError { status: 503 },
     });
     let err = s
