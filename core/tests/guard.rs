@@ -771,3 +771,85 @@ async fn caps_decision_and_explicit_release() {
     assert_eq!((active.decision(), active.caps()), (&Decision::Allow, None));
     active.release(None).await;
 }
+
+/// A create whose response was lost after the server applied it is retried at once in the
+/// same request slot (found by the load run, issue 32: requeued behind a burst, the retry
+/// spent its timeout waiting and the applied reservation was left held until its TTL).
+/// One slot; H holds it, A (the guard) and then B queue for it; A's first create is applied
+/// and reset; B's request would hold the slot until its own timeout, and A's retry is slow:
+/// only a retry sent at once, with a whole timeout, gets its replay in time.
+#[tokio::test]
+async fn create_retry_after_a_lost_response_is_sent_at_once_in_its_slot() {
+    let server = LocalServer::start(common::server_config()).await.unwrap();
+    let rule = |operation, skip, fault| FaultRule {
+        operation,
+        reservation_id: None,
+        skip,
+        times: 1,
+        every: 1,
+        fault,
+    };
+    server.add_fault(rule(Operation::GetBalances, 0, Fault::Delay { ms: 900 }));
+    server.add_fault(rule(Operation::GetBalances, 1, Fault::Delay { ms: 3000 }));
+    server.add_fault(rule(
+        Operation::CreateReservation,
+        0,
+        Fault::DropResponseAfterApply,
+    ));
+    server.add_fault(rule(
+        Operation::CreateReservation,
+        1,
+        Fault::Delay { ms: 1050 },
+    ));
+    let journal = tempfile::tempdir().unwrap();
+    let config = Config::new(server.url(), KEY)
+        .with_request_timeout(Duration::from_millis(1500))
+        .with_max_concurrent_requests(1)
+        .with_journal_dir(journal.path());
+    let client = Arc::new(CyclesClient::new(config.clone()).unwrap());
+    let guard = Guard::new(
+        client.clone(),
+        Settler::new(&config, SettleConfig::default()).unwrap(),
+        EventSink::tracing_only(),
+    );
+    let balances = |c: Arc<CyclesClient>| async move {
+        let _ = c.get_balances(&BalanceQuery::tenant("acme")).await;
+    };
+    let h = tokio::spawn(balances(client.clone()));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let a_spec = GuardSpec {
+        heartbeat: false,
+        ..GuardSpec::new(key("burst"), subject(), action(), usd(10))
+    };
+    let a_key = a_spec.idempotency_key.clone();
+    let a = async {
+        guard
+            .run(a_spec, |usage: Usage| async move { usage.set_actual(7) })
+            .await
+    };
+    let b = async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        balances(client.clone()).await;
+    };
+    let (done, ()) = tokio::join!(a, b);
+    h.await.unwrap();
+    let done = done.expect("the retry's replay made the reservation");
+    assert!(matches!(done.settlement, SettleOutcome::Committed(_)));
+    let mine: Vec<(String, Option<i64>)> = server
+        .ledger()
+        .into_iter()
+        .filter(|e| e.idempotency_key.starts_with(&a_key))
+        .map(|e| (e.kind, e.amount))
+        .collect();
+    assert_eq!(
+        mine,
+        [("reserve".into(), Some(10)), ("commit".into(), Some(7))]
+    );
+    let creates: Vec<(Option<u16>, bool)> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.operation == Some(Operation::CreateReservation))
+        .map(|r| (r.status, r.replay))
+        .collect();
+    assert_eq!(creates, [(None, false), (Some(200), true)], "{creates:?}");
+}

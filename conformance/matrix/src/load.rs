@@ -262,9 +262,37 @@ pub async fn run_face(
     }
     face.close()?;
 
-    problems.extend(check_ledger(&server.ledger(), &prefix, count));
+    let ledger_problems = check_ledger(&server.ledger(), &prefix, count);
+    let requests = server.requests();
+    // The request history of the first few keys at fault, so a finding can be read.
+    for p in ledger_problems.iter().take(3) {
+        let key = p.split([' ', ':']).next().unwrap_or("");
+        let ids: Vec<&str> = requests
+            .iter()
+            .filter(|r| r.idempotency_key.as_deref() == Some(key))
+            .filter_map(|r| r.reservation_id.as_deref())
+            .collect();
+        let history: Vec<String> = requests
+            .iter()
+            .filter(|r| {
+                r.idempotency_key.as_deref() == Some(key)
+                    || r.reservation_id.as_deref().is_some_and(|id| ids.contains(&id))
+            })
+            .map(|r| {
+                format!(
+                    "#{} {} {:?} {}",
+                    r.seq,
+                    r.path,
+                    r.status,
+                    r.fault.as_deref().unwrap_or("-")
+                )
+            })
+            .collect();
+        eprintln!("  {key}: {}", history.join(", "));
+    }
+    problems.extend(ledger_problems);
     let mut faults = BTreeMap::new();
-    for r in server.requests() {
+    for r in requests {
         if let Some(f) = r.fault {
             *faults.entry(f).or_insert(0) += 1;
         }
