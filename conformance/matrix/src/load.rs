@@ -25,12 +25,39 @@ pub const ACTUAL: i64 = 3;
 /// Drains until nothing is pending, each bounded by this (a 429's floor is 1 s ahead).
 const DRAIN_TIMEOUT_MS: u64 = 20_000;
 const MAX_DRAINS: usize = 5;
+/// Server clock moved past every TTL (the guard's 60 s default) and grace before the last check.
+const EXPIRE_MS: u64 = 600_000;
+
+/// `reserved` of the tenant's budget, read through core's client.
+async fn reserved_after_expiry(url: &str) -> Result<i64, String> {
+    let client = cycles_core::CyclesClient::new(cycles_core::Config::new(url, KEY))
+        .map_err(|e| e.to_string())?;
+    let b = client
+        .get_balances(&cycles_core::BalanceQuery::tenant(TENANT))
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(b.body
+        .balances
+        .iter()
+        .filter_map(|b| b.reserved.as_ref().map(|a| a.amount))
+        .sum())
+}
+
+/// Reservations whose every commit fails while the faults are on (a 503 each time), so their
+/// settlement outlasts its attempts and must end journaled, then drained: the creates at
+/// these fractions of the run get these ids (`reservation_id` fault), off the strides below.
+const STUCK: [(u64, &str); 3] = [
+    (15, "rsv_load_stuck_a"),
+    (50, "rsv_load_stuck_b"),
+    (85, "rsv_load_stuck_c"),
+];
 
 /// The fault mix: 1% of `createReservation` (a 503 and a lost response, each every 200th,
 /// interleaved) and 1% of `commitReservation` (a 503, a lost response and a 429 with
 /// `Retry-After: 1`, each every 300th). A reserve's 429 is a refusal the caller sees by design
 /// (the guard does not retry it), so 429s are on settlement only, where they must end settled.
-pub fn fault_mix() -> Vec<FaultRule> {
+/// Plus the [`STUCK`] reservations of a run of `count`, whose commits always fail.
+pub fn fault_mix(count: u64) -> Vec<FaultRule> {
     let rule = |operation, every, skip, fault| FaultRule {
         operation,
         reservation_id: None,
@@ -39,7 +66,7 @@ pub fn fault_mix() -> Vec<FaultRule> {
         every,
         fault,
     };
-    vec![
+    let mut rules = vec![
         rule(
             Operation::CreateReservation,
             200,
@@ -72,7 +99,32 @@ pub fn fault_mix() -> Vec<FaultRule> {
                 retry_after: Some("1".into()),
             },
         ),
-    ]
+    ];
+    for (percent, id) in STUCK {
+        // An odd position: never one of the strides' (multiples of 100).
+        let at = (count * percent / 100 / 100 * 100 + 51).min(count.max(1));
+        rules.push(FaultRule {
+            skip: (at - 1) as u32,
+            times: 1,
+            every: 1,
+            ..rule(
+                Operation::CreateReservation,
+                1,
+                0,
+                Fault::ReservationId { id: id.into() },
+            )
+        });
+        rules.push(FaultRule {
+            reservation_id: Some(id.into()),
+            ..rule(
+                Operation::CommitReservation,
+                1,
+                0,
+                Fault::ServerError { status: 503 },
+            )
+        });
+    }
+    rules
 }
 
 /// What one face's run measured and found.
@@ -91,6 +143,11 @@ pub struct FaceRun {
     pub drained: u64,
     /// Faults the server injected, by name.
     pub faults: BTreeMap<String, u64>,
+    /// Guarded calls that raised (typed) with nothing reserved.
+    pub unreserved: u64,
+    /// Guarded calls that raised with their reservation applied but unknown to the client,
+    /// freed by its TTL.
+    pub held: u64,
     /// Every violation found (empty: all settled exactly once).
     pub problems: Vec<String>,
 }
@@ -115,12 +172,28 @@ fn peak_rss_mib(pid: u32) -> Option<f64> {
     Some(kib / 1024.0)
 }
 
+/// What the ledger says of `count` actions under `prefix`.
+#[derive(Default)]
+pub struct LedgerCheck {
+    /// Actions reserved once and committed once with the actual.
+    pub committed: u64,
+    /// Actions with no reservation (their guarded call raised before one was made).
+    pub unreserved: u64,
+    /// Reservations never settled: a create the server applied whose answer the client never
+    /// got, on the first attempt and on its one retry (the protocol then surfaces the error),
+    /// so only their TTL frees them.
+    pub held: Vec<String>,
+    /// Everything else: doubled reserves or settlements, wrong amounts, foreign entries.
+    pub problems: Vec<String>,
+}
+
 /// Checks the ledger for `count` actions under `prefix`: one reserve of the estimate per key,
 /// one commit of the actual per reservation, nothing released, extended twice or foreign.
-pub fn check_ledger(ledger: &[LedgerEntry], prefix: &str, count: u64) -> Vec<String> {
-    let mut problems = Vec::new();
+pub fn check_ledger(ledger: &[LedgerEntry], prefix: &str, count: u64) -> LedgerCheck {
+    let mut out = LedgerCheck::default();
     let mut by_key: HashMap<&str, Vec<&LedgerEntry>> = HashMap::new();
     let mut by_reservation: HashMap<&str, Vec<&LedgerEntry>> = HashMap::new();
+    let mut problems = Vec::new();
     for e in ledger {
         match e.kind.as_str() {
             "reserve" => by_key.entry(e.idempotency_key.as_str()).or_default().push(e),
@@ -134,27 +207,32 @@ pub fn check_ledger(ledger: &[LedgerEntry], prefix: &str, count: u64) -> Vec<Str
             other => problems.push(format!("unexpected ledger entry {other}: {e:?}")),
         }
     }
-    let mut note = |p: String| {
-        if problems.len() < 20 {
-            problems.push(p);
-        }
-    };
     for i in 0..count {
         let key = format!("{prefix}-{i}");
         let reserves = by_key.remove(key.as_str()).unwrap_or_default();
-        let [reserve] = reserves.as_slice() else {
-            note(format!("{key}: {} reserves (want 1)", reserves.len()));
-            continue;
+        let reserve = match reserves.as_slice() {
+            [] => {
+                out.unreserved += 1;
+                continue;
+            }
+            [one] => one,
+            more => {
+                problems.push(format!("{key}: {} reserves (want 1)", more.len()));
+                continue;
+            }
         };
         if reserve.amount != Some(ESTIMATE) || reserve.unit.as_deref() != Some(UNIT) {
-            note(format!("{key}: reserved {:?} {:?}", reserve.amount, reserve.unit));
+            problems.push(format!(
+                "{key}: reserved {:?} {:?}",
+                reserve.amount, reserve.unit
+            ));
         }
         let id = reserve.reservation_id.as_deref().unwrap_or("");
         let settled = by_reservation.remove(id).unwrap_or_default();
         match settled.as_slice() {
-            [c] if c.kind == "commit" && c.amount == Some(ACTUAL) => {}
-            [] => note(format!("{key} ({id}): never settled: left held")),
-            more => note(format!(
+            [c] if c.kind == "commit" && c.amount == Some(ACTUAL) => out.committed += 1,
+            [] => out.held.push(format!("{key} ({id})")),
+            more => problems.push(format!(
                 "{key} ({id}): settled {} times: {:?}",
                 more.len(),
                 more.iter()
@@ -164,12 +242,14 @@ pub fn check_ledger(ledger: &[LedgerEntry], prefix: &str, count: u64) -> Vec<Str
         }
     }
     for (key, _) in by_key {
-        note(format!("a reserve under a key no action used: {key}"));
+        problems.push(format!("a reserve under a key no action used: {key}"));
     }
     for (id, _) in by_reservation {
-        note(format!("a settlement of a reservation no action made: {id}"));
+        problems.push(format!("a settlement of a reservation no action made: {id}"));
     }
-    problems
+    problems.truncate(20);
+    out.problems = problems;
+    out
 }
 
 fn counts(v: &Value) -> BTreeMap<String, u64> {
@@ -199,7 +279,7 @@ pub async fn run_face(
     let server = LocalServer::start(server_config())
         .await
         .map_err(|e| format!("cannot start the local server: {e}"))?;
-    for rule in fault_mix() {
+    for rule in fault_mix(count) {
         server.add_fault(rule);
     }
     let journal = work.join(format!("load-{name}"));
@@ -223,8 +303,11 @@ pub async fn run_face(
             "{started_total} outcomes for {count} actions: {outcomes:?}"
         ));
     }
+    let mut errors = 0;
     for (outcome, n) in &outcomes {
-        if outcome != "committed" && outcome != "pending" {
+        if outcome.starts_with("error:") {
+            errors += n;
+        } else if outcome != "committed" && outcome != "pending" {
             problems.push(format!("{n} action(s) ended {outcome}"));
         }
     }
@@ -255,6 +338,13 @@ pub async fn run_face(
             "{left} record(s) still pending after {MAX_DRAINS} drains"
         ));
     }
+    if pending == 0 {
+        problems.push(
+            "no settlement ended journaled: the journal path was not exercised (the stuck \
+             reservations' creates were replays?)"
+                .into(),
+        );
+    }
     if drained != pending {
         problems.push(format!(
             "{pending} action(s) ended pending but the drains settled {drained}"
@@ -262,10 +352,27 @@ pub async fn run_face(
     }
     face.close()?;
 
-    let ledger_problems = check_ledger(&server.ledger(), &prefix, count);
+    let ledger = check_ledger(&server.ledger(), &prefix, count);
     let requests = server.requests();
-    // The request history of the first few keys at fault, so a finding can be read.
-    for p in ledger_problems.iter().take(3) {
+    // Each action the face counted as raised must be one the ledger shows unreserved or held,
+    // and each settled one committed exactly once.
+    if ledger.unreserved + ledger.held.len() as u64 != errors {
+        problems.push(format!(
+            "{errors} guarded call(s) raised, but the ledger has {} unreserved and {} held",
+            ledger.unreserved,
+            ledger.held.len()
+        ));
+    }
+    if ledger.committed != count - errors.min(count) {
+        problems.push(format!(
+            "{} committed in the ledger for {} actions that did not raise",
+            ledger.committed,
+            count - errors.min(count)
+        ));
+    }
+    // The request history of a few held keys and of the ledger's other findings.
+    let shown: Vec<&String> = ledger.held.iter().chain(&ledger.problems).take(4).collect();
+    for p in shown {
         let key = p.split([' ', ':']).next().unwrap_or("");
         let ids: Vec<&str> = requests
             .iter()
@@ -288,9 +395,19 @@ pub async fn run_face(
                 )
             })
             .collect();
-        eprintln!("  {key}: {}", history.join(", "));
+        eprintln!("  {p}: {}", history.join(", "));
     }
-    problems.extend(ledger_problems);
+    problems.extend(ledger.problems.iter().cloned());
+    // A held reservation is freed by its TTL: past every TTL and grace, nothing may be
+    // reserved any more.
+    server.advance_clock(EXPIRE_MS);
+    match reserved_after_expiry(&server.url()).await {
+        Ok(0) => {}
+        Ok(n) => problems.push(format!(
+            "{n} still reserved after every TTL and grace had passed"
+        )),
+        Err(e) => problems.push(format!("cannot read the balances: {e}")),
+    }
     let mut faults = BTreeMap::new();
     for r in requests {
         if let Some(f) = r.fault {
@@ -307,6 +424,8 @@ pub async fn run_face(
         outcomes,
         drained,
         faults,
+        unreserved: ledger.unreserved,
+        held: ledger.held.len() as u64,
         problems,
     })
 }
@@ -314,13 +433,13 @@ pub async fn run_face(
 /// The Markdown table of the runs.
 pub fn table(runs: &[FaceRun]) -> String {
     let mut out = String::from(
-        "| face | calls | wall time | peak RSS | faults injected (503 / lost / 429) | committed inline | journaled, then drained | ledger |\n\
-         |---|---:|---:|---:|---:|---:|---:|---|\n",
+        "| face | calls | wall time | peak RSS | faults injected (503 / lost / 429 / stuck id) | committed inline | journaled, then drained | raised, nothing reserved | raised, held until TTL | ledger |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
     );
     for r in runs {
         let f = |k: &str| r.faults.get(k).copied().unwrap_or(0);
         out.push_str(&format!(
-            "| {} | {} | {:.1} s | {} | {} ({} / {} / {}) | {} | {} | {} |\n",
+            "| {} | {} | {:.1} s | {} | {} ({} / {} / {} / {}) | {} | {} | {} | {} | {} |\n",
             r.name,
             r.count,
             r.wall_s,
@@ -330,10 +449,13 @@ pub fn table(runs: &[FaceRun]) -> String {
             f("server_error"),
             f("drop_response_after_apply"),
             f("rate_limited"),
+            f("reservation_id"),
             r.outcomes.get("committed").copied().unwrap_or(0),
             r.drained,
+            r.unreserved,
+            r.held,
             if r.problems.is_empty() {
-                "each settled exactly once"
+                "each committed once or accounted"
             } else {
                 "FAILED"
             },
