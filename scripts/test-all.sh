@@ -55,4 +55,7 @@ bash scripts/verify-platforms.sh --ci
 step "cross-language matrix: vectors, corpus, differential, journal interop, recovery adapters (scripts/matrix.sh)"
 bash scripts/matrix.sh
 
+step "load with faults, short: 500 concurrent guarded actions per face under the 1% fault mix, ledger-checked (scripts/load.sh)"
+CYCLES_LOAD_COUNT=500 bash scripts/load.sh
+
 step "all test suites passed"

@@ -196,7 +196,10 @@ pub fn check_ledger(ledger: &[LedgerEntry], prefix: &str, count: u64) -> LedgerC
     let mut problems = Vec::new();
     for e in ledger {
         match e.kind.as_str() {
-            "reserve" => by_key.entry(e.idempotency_key.as_str()).or_default().push(e),
+            "reserve" => by_key
+                .entry(e.idempotency_key.as_str())
+                .or_default()
+                .push(e),
             "commit" | "release" => {
                 if let Some(id) = &e.reservation_id {
                     by_reservation.entry(id.as_str()).or_default().push(e);
@@ -245,7 +248,9 @@ pub fn check_ledger(ledger: &[LedgerEntry], prefix: &str, count: u64) -> LedgerC
         problems.push(format!("a reserve under a key no action used: {key}"));
     }
     for (id, _) in by_reservation {
-        problems.push(format!("a settlement of a reservation no action made: {id}"));
+        problems.push(format!(
+            "a settlement of a reservation no action made: {id}"
+        ));
     }
     problems.truncate(20);
     out.problems = problems;
@@ -321,7 +326,11 @@ pub async fn run_face(
         let report = face.batch(vec![json!({"op": "drain", "url": server.url(),
             "api_key": KEY, "tenant": TENANT, "journal_dir": journal.to_string_lossy(),
             "timeout_ms": DRAIN_TIMEOUT_MS})])?;
-        let report = ok(name, "drain", report.into_iter().next().unwrap_or(Value::Null))?;
+        let report = ok(
+            name,
+            "drain",
+            report.into_iter().next().unwrap_or(Value::Null),
+        )?;
         drained += report["settled"].as_u64().unwrap_or(0);
         left = report["pending"].as_u64().unwrap_or(u64::MAX);
         let quarantined = report["quarantined"].as_u64().unwrap_or(0);
@@ -383,7 +392,9 @@ pub async fn run_face(
             .iter()
             .filter(|r| {
                 r.idempotency_key.as_deref() == Some(key)
-                    || r.reservation_id.as_deref().is_some_and(|id| ids.contains(&id))
+                    || r.reservation_id
+                        .as_deref()
+                        .is_some_and(|id| ids.contains(&id))
             })
             .map(|r| {
                 format!(

@@ -620,7 +620,9 @@ async fn every_faults_each_nth_match_after_skip_up_to_times() {
 fn every_is_strict() {
     let parse = |t: &str| serde_json::from_str::<FaultRule>(t).map_err(|e| e.to_string());
     let base = |every: &str| {
-        format!(r#"{{"operation":"commitReservation","every":{every},"fault":{{"kind":"connection_reset"}}}}"#)
+        format!(
+            r#"{{"operation":"commitReservation","every":{every},"fault":{{"kind":"connection_reset"}}}}"#
+        )
     };
     assert_eq!(parse(&base("100")).expect("every 100").every, 100);
     let absent = r#"{"operation":"commitReservation","fault":{"kind":"connection_reset"}}"#;
