@@ -718,7 +718,13 @@ static void load_finished(void *user_data, cycles_status status, const cycles_ou
 /* The work of each action: the actual, then the settlement without blocking. */
 static void load_began(void *user_data, cycles_status status, cycles_guard *g, const cycles_error *err) {
     load_call *call = user_data;
-    if (status != CYCLES_OK) { load_count(call, "error:", cycles_error_name(err)); return; }
+    if (status != CYCLES_OK) {
+        /* The first few in full on stderr: the count alone does not say why. */
+        static int shown;
+        if (__atomic_fetch_add(&shown, 1, __ATOMIC_RELAXED) < 3) fprintf(stderr, "face-c: load %s: %s\n", call->key, cycles_error_json(err));
+        load_count(call, "error:", cycles_error_name(err));
+        return;
+    }
     cycles_error *e = NULL;
     /* Finished even when the actual is refused: the reservation is then released, and the
      * outcome (no settlement) is what gets counted. */
