@@ -474,3 +474,73 @@ pub fn table(runs: &[FaceRun]) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(kind: &str, key: &str, id: &str, amount: i64) -> LedgerEntry {
+        LedgerEntry {
+            seq: 0,
+            kind: kind.into(),
+            tenant: TENANT.into(),
+            reservation_id: Some(id.into()),
+            idempotency_key: key.into(),
+            unit: Some(UNIT.into()),
+            amount: Some(amount),
+            applied_at_ms: 0,
+        }
+    }
+
+    #[test]
+    fn the_ledger_check_tells_committed_unreserved_held_and_wrong_apart() {
+        let ok = [
+            entry("reserve", "p-0", "r0", ESTIMATE),
+            entry("commit", "p-0:commit", "r0", ACTUAL),
+            entry("reserve", "p-2", "r2", ESTIMATE),
+        ];
+        let c = check_ledger(&ok, "p", 3);
+        assert_eq!((c.committed, c.unreserved, c.held.len()), (1, 1, 1));
+        assert!(c.problems.is_empty(), "{:?}", c.problems);
+
+        let wrong = [
+            entry("reserve", "p-0", "r0", ESTIMATE),
+            entry("commit", "p-0:commit", "r0", ACTUAL),
+            entry("commit", "p-0:commit2", "r0", ACTUAL),
+            entry("reserve", "p-1", "r1", ESTIMATE),
+            entry("reserve", "p-1", "r1b", ESTIMATE),
+            entry("reserve", "q-0", "rq", ESTIMATE),
+            entry("release", "x:release", "rx", ESTIMATE),
+        ];
+        let c = check_ledger(&wrong, "p", 2);
+        let text = c.problems.join("\n");
+        for want in [
+            "p-0 (r0): settled 2 times",
+            "p-1: 2 reserves",
+            "a reserve under a key no action used: q-0",
+            "a settlement of a reservation no action made: rx",
+        ] {
+            assert!(text.contains(want), "missing {want:?} in:\n{text}");
+        }
+        assert_eq!(c.committed, 0);
+    }
+
+    #[test]
+    fn the_stuck_creates_sit_off_every_stride() {
+        for count in [1, 500, 10_000, 123_457] {
+            let at: Vec<u32> = fault_mix(count)
+                .iter()
+                .filter(|r| matches!(r.fault, Fault::ReservationId { .. }))
+                .map(|r| r.skip + 1)
+                .collect();
+            assert_eq!(at.len(), STUCK.len());
+            assert!(
+                at.iter().all(|p| *p as u64 <= count.max(1)),
+                "{count}: {at:?}"
+            );
+            if count >= 100 {
+                assert!(at.iter().all(|p| p % 100 != 0), "{count}: {at:?}");
+            }
+        }
+    }
+}
