@@ -58,4 +58,7 @@ bash scripts/matrix.sh
 step "crash loop across languages: 15 seeded iterations, a writer SIGKILLed at five points, a different face drains (scripts/crashloop.sh)"
 bash scripts/crashloop.sh 32 15
 
+step "load with faults, short: 500 concurrent guarded actions per face under the 1% fault mix, ledger-checked (scripts/load.sh)"
+CYCLES_LOAD_COUNT=500 bash scripts/load.sh
+
 step "all test suites passed"

@@ -71,6 +71,7 @@ fn fail_commits(server: &LocalServer, n: u32) {
         operation: Operation::CommitReservation,
         reservation_id: None,
         skip: 0,
+        every: 1,
         times: n,
         fault: Fault::ServerError { status: 503 },
     });
@@ -525,6 +526,7 @@ async fn a_corrupt_record_appearing_during_a_drain_is_quarantined_and_the_rest_d
         operation: Operation::CommitReservation,
         reservation_id: Some(a.clone()),
         skip: 0,
+        every: 1,
         times: 1,
         fault: Fault::Delay { ms: 400 },
     });
@@ -532,6 +534,7 @@ async fn a_corrupt_record_appearing_during_a_drain_is_quarantined_and_the_rest_d
         operation: Operation::CommitReservation,
         reservation_id: Some(b.clone()),
         skip: 0,
+        every: 1,
         times: 1,
         fault: Fault::ServerError { status: 503 },
     });

@@ -16,6 +16,7 @@ fn rule(op: Operation, fault: Fault) -> FaultRule {
         reservation_id: None,
         skip: 0,
         times: 1,
+        every: 1,
         fault,
     }
 }

@@ -125,6 +125,7 @@ async fn heartbeat_transport_failure_is_observable_and_non_fatal() {
         reservation_id: None,
         skip: 0,
         times: 1,
+        every: 1,
         fault: Fault::ConnectionReset,
     });
     // ttl 3500 ms: the first beat comes ~0.5 s after create and fails; the same-key retry
@@ -324,6 +325,7 @@ async fn a_create_timeout_gets_one_same_key_retry() {
         reservation_id: None,
         skip: 0,
         times: 1,
+        every: 1,
         fault: Fault::DelayAfterApply { ms: 900 },
     });
     let done = s
@@ -394,6 +396,7 @@ async fn cancel_policy_signals_the_work() {
         reservation_id: None,
         skip: 0,
         times: 0,
+        every: 1,
         fault: Fault::RateLimited {
             retry_after: Some("60".into()),
         },
@@ -669,6 +672,7 @@ async fn a_failed_release_after_a_missing_actual_is_reported() {
         reservation_id: None,
         skip: 0,
         times: 0,
+        every: 1,
         fault: Fault::ServerError { status: 503 },
     });
     let err = s
@@ -766,4 +770,86 @@ async fn caps_decision_and_explicit_release() {
     let active = plain.guard.begin(spec(60_000)).await.unwrap();
     assert_eq!((active.decision(), active.caps()), (&Decision::Allow, None));
     active.release(None).await;
+}
+
+/// A create whose response was lost after the server applied it is retried at once in the
+/// same request slot (found by the load run, issue 32: requeued behind a burst, the retry
+/// spent its timeout waiting and the applied reservation was left held until its TTL).
+/// One slot; H holds it, A (the guard) and then B queue for it; A's first create is applied
+/// and reset; B's request would hold the slot until its own timeout, and A's retry is slow:
+/// only a retry sent at once, with a whole timeout, gets its replay in time.
+#[tokio::test]
+async fn create_retry_after_a_lost_response_is_sent_at_once_in_its_slot() {
+    let server = LocalServer::start(common::server_config()).await.unwrap();
+    let rule = |operation, skip, fault| FaultRule {
+        operation,
+        reservation_id: None,
+        skip,
+        times: 1,
+        every: 1,
+        fault,
+    };
+    server.add_fault(rule(Operation::GetBalances, 0, Fault::Delay { ms: 900 }));
+    server.add_fault(rule(Operation::GetBalances, 1, Fault::Delay { ms: 3000 }));
+    server.add_fault(rule(
+        Operation::CreateReservation,
+        0,
+        Fault::DropResponseAfterApply,
+    ));
+    server.add_fault(rule(
+        Operation::CreateReservation,
+        1,
+        Fault::Delay { ms: 1050 },
+    ));
+    let journal = tempfile::tempdir().unwrap();
+    let config = Config::new(server.url(), KEY)
+        .with_request_timeout(Duration::from_millis(1500))
+        .with_max_concurrent_requests(1)
+        .with_journal_dir(journal.path());
+    let client = Arc::new(CyclesClient::new(config.clone()).unwrap());
+    let guard = Guard::new(
+        client.clone(),
+        Settler::new(&config, SettleConfig::default()).unwrap(),
+        EventSink::tracing_only(),
+    );
+    let balances = |c: Arc<CyclesClient>| async move {
+        let _ = c.get_balances(&BalanceQuery::tenant("acme")).await;
+    };
+    let h = tokio::spawn(balances(client.clone()));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let a_spec = GuardSpec {
+        heartbeat: false,
+        ..GuardSpec::new(key("burst"), subject(), action(), usd(10))
+    };
+    let a_key = a_spec.idempotency_key.clone();
+    let a = async {
+        guard
+            .run(a_spec, |usage: Usage| async move { usage.set_actual(7) })
+            .await
+    };
+    let b = async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        balances(client.clone()).await;
+    };
+    let (done, ()) = tokio::join!(a, b);
+    h.await.unwrap();
+    let done = done.expect("the retry's replay made the reservation");
+    assert!(matches!(done.settlement, SettleOutcome::Committed(_)));
+    let mine: Vec<(String, Option<i64>)> = server
+        .ledger()
+        .into_iter()
+        .filter(|e| e.idempotency_key.starts_with(&a_key))
+        .map(|e| (e.kind, e.amount))
+        .collect();
+    assert_eq!(
+        mine,
+        [("reserve".into(), Some(10)), ("commit".into(), Some(7))]
+    );
+    let creates: Vec<(Option<u16>, bool)> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.operation == Some(Operation::CreateReservation))
+        .map(|r| (r.status, r.replay))
+        .collect();
+    assert_eq!(creates, [(None, false), (Some(200), true)], "{creates:?}");
 }

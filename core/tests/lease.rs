@@ -68,6 +68,7 @@ fn fault(operation: Operation, fault: Fault) -> FaultRule {
         reservation_id: None,
         skip: 0,
         times: 1,
+        every: 1,
         fault,
     }
 }

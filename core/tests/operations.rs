@@ -253,6 +253,7 @@ async fn in_flight_requests_are_bounded_per_client() {
         reservation_id: None,
         skip: 0,
         times: 0,
+        every: 1,
         fault: Fault::Delay { ms: 300 },
     });
     let client = std::sync::Arc::new(

@@ -277,6 +277,7 @@ fn random_fault(rng: &mut fastrand::Rng) -> Option<FaultRule> {
         reservation_id: None,
         skip: rng.u32(0..3),
         times: rng.u32(1..3),
+        every: 1,
         fault,
     })
 }

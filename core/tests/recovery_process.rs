@@ -201,6 +201,7 @@ fn fault(op: Operation, id: &str, times: u32, fault: Fault) -> FaultRule {
         reservation_id: Some(id.to_string()),
         skip: 0,
         times,
+        every: 1,
         fault,
     }
 }

@@ -272,6 +272,7 @@ async fn protocol_invalid_success_stays_ambiguous_with_its_record_and_key() {
                 reservation_id: None,
                 skip: 0,
                 times: 1,
+                every: 1,
                 fault: Fault::MalformedSuccess { shape },
             });
             let key = key("commit");

@@ -115,6 +115,7 @@ fn drains_a_pending_settlement_within_the_bound() {
             reservation_id: None,
             skip: 0,
             times: 1,
+            every: 1,
             fault: Fault::ServerError { status: 503 },
         });
         assert!(h.block_on(s.settle(settlement(&id))).is_pending());
@@ -355,6 +356,7 @@ fn stops_a_background_replay_on_the_callers_runtime() {
             reservation_id: None,
             skip: 0,
             times: u32::MAX,
+            every: 1,
             fault: Fault::ServerError { status: 503 },
         });
         assert!(own.block_on(s.settle(settlement(&id))).is_pending());

@@ -76,6 +76,7 @@ fn echo(op: Operation, times: u32, status: u16, code: &str) -> FaultRule {
         reservation_id: None,
         skip: 0,
         times,
+        every: 1,
         fault: Fault::EchoApiKey {
             status,
             code: code.into(),

@@ -27,6 +27,7 @@ fn fault(op: Operation, times: u32, fault: Fault) -> FaultRule {
         reservation_id: None,
         skip: 0,
         times,
+        every: 1,
         fault,
     }
 }

@@ -40,6 +40,7 @@ fn shutdown_drains_then_every_call_fails_with_runtime() {
         reservation_id: None,
         skip: 0,
         times: 1,
+        every: 1,
         fault: Fault::ServerError { status: 503 },
     });
     let finished: Value = serde_json::from_str(&block(active.finish(true).unwrap())).unwrap();

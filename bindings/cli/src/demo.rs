@@ -257,6 +257,7 @@ async fn outage(story: &mut Story) -> Result<(), Error> {
         reservation_id: None,
         skip: 0,
         times: 0,
+        every: 1,
         fault: Fault::ServerError { status: 503 },
     });
     let quick = SettleConfig {

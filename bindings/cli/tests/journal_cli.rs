@@ -51,6 +51,7 @@ async fn list_drain_and_quarantine_a_real_journal() {
         reservation_id: None,
         skip: 0,
         times: 0,
+        every: 1,
         fault: Fault::ServerError { status: 503 },
     });
     let settler = Settler::new(

@@ -133,6 +133,7 @@ fn rule(operation: Operation, skip: usize, times: u32, fault: Fault) -> FaultRul
         operation,
         reservation_id: None,
         skip: skip as u32,
+        every: 1,
         times,
         fault,
     }

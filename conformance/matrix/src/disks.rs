@@ -56,6 +56,7 @@ pub async fn run(
         operation: Operation::CommitReservation,
         reservation_id: None,
         skip: 0,
+        every: 1,
         times: 1,
         fault: Fault::ServerError { status: 503 },
     });

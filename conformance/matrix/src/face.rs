@@ -123,6 +123,11 @@ impl Face {
         Ok(out)
     }
 
+    /// The driver's process id (its `run.sh` execs the driver, so this is the driver).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Closes stdin and waits for the driver to exit 0.
     pub fn close(mut self) -> Result<(), String> {
         drop(self.stdin.take());

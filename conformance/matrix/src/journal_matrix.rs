@@ -92,6 +92,7 @@ impl Case {
             reservation_id: None,
             skip: 0,
             times: 0,
+            every: 1,
             fault,
         };
         match self {

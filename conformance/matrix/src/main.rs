@@ -13,6 +13,7 @@ mod disks;
 mod face;
 mod gen;
 mod journal_matrix;
+mod load;
 mod recovery;
 mod rust_face;
 mod rust_work;
@@ -43,6 +44,21 @@ enum Cmd {
     Run(Box<Run>),
     /// The crash loop across languages (scripts/crashloop.sh).
     Crashloop(Crashloop),
+    /// Load with faults: concurrent guarded actions per face, then the ledger check.
+    Load(LoadArgs),
+}
+
+#[derive(clap::Args)]
+struct LoadArgs {
+    /// A face: NAME=PROGRAM (its run.sh); `rust=builtin` is this binary's face subcommand.
+    #[arg(long = "face", value_parser = pair, required = true)]
+    faces: Vec<(String, String)>,
+    /// Concurrent guarded actions per face.
+    #[arg(long, default_value_t = 10_000)]
+    count: u64,
+    /// Where the faces' journals go (a fresh directory is made inside).
+    #[arg(long, default_value_os_t = std::env::temp_dir())]
+    work: PathBuf,
 }
 
 #[derive(clap::Args)]
@@ -204,6 +220,14 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Cmd::Load(args) => match load_faces(&args) {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => ExitCode::FAILURE,
+            Err(e) => {
+                eprintln!("load: {e}");
+                ExitCode::FAILURE
+            }
+        },
         Cmd::Run(run) => match matrix(&run) {
             Ok(true) => ExitCode::SUCCESS,
             Ok(false) => ExitCode::FAILURE,
@@ -213,6 +237,39 @@ fn main() -> ExitCode {
             }
         },
     }
+}
+
+fn load_faces(args: &LoadArgs) -> Result<bool, String> {
+    let t = Instant::now();
+    let root = args
+        .work
+        .join(format!("cycles-load-{}", std::process::id()));
+    std::fs::create_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))?;
+    let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
+    let mut runs = Vec::new();
+    for (name, program) in &args.faces {
+        let run = rt.block_on(load::run_face(
+            name,
+            || spawn(name, program),
+            args.count,
+            &root,
+        ))?;
+        eprintln!(
+            "== load: {name}: {:.1} s, outcomes {:?}, drained {}, faults {:?} ({:.1} s)",
+            run.wall_s,
+            run.outcomes,
+            run.drained,
+            run.faults,
+            t.elapsed().as_secs_f64()
+        );
+        for p in &run.problems {
+            eprintln!("FAIL {name}: {p}");
+        }
+        runs.push(run);
+    }
+    let _ = std::fs::remove_dir_all(&root);
+    println!("\n{}", load::table(&runs));
+    Ok(runs.iter().all(|r| r.problems.is_empty()))
 }
 
 fn part(run: &Run, name: &str) -> bool {

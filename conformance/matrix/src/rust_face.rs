@@ -559,6 +559,45 @@ async fn journal_fail(r: &Value) -> R<Value> {
     )
 }
 
+/// The load run (PROTOCOL.md, `load`): `count` guarded actions at once on one client, each
+/// its own tokio task under its own key, counted by outcome.
+async fn load(r: &Value) -> R<Value> {
+    let cfg = config(r)?.with_default_unit(text(r, "default_unit")?);
+    let count: u64 = int(r, "count")?;
+    let prefix = text(r, "key_prefix")?.to_string();
+    let err = |e: Error| e.to_string();
+    let client = Arc::new(CyclesClient::new(cfg.clone()).map_err(err)?);
+    let guard = Arc::new(Guard::new(
+        client,
+        Settler::new(&cfg, SettleConfig::default()).map_err(err)?,
+        EventSink::tracing_only(),
+    ));
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..count {
+        let guard = guard.clone();
+        let mut spec = GuardSpec::with_defaults(&cfg, Action::new("llm.completion", "load"), 5)
+            .map_err(err)?;
+        spec.idempotency_key = format!("{prefix}-{i}");
+        tasks.spawn(async move {
+            match guard
+                .run(spec, |usage| async move { usage.set_actual(3) })
+                .await
+            {
+                Ok(done) => outcome_name(&done.settlement).to_string(),
+                Err(e) => format!("error:{}", e.kind().map_or("work", |k| k.name())),
+            }
+        });
+    }
+    let mut outcomes = serde_json::Map::new();
+    while let Some(done) = tasks.join_next().await {
+        let name = done.map_err(|e| format!("a load task panicked: {e}"))?;
+        let n = outcomes.get(&name).and_then(Value::as_u64).unwrap_or(0);
+        outcomes.insert(name, json!(n + 1));
+    }
+    // No flush: pending settlements stay journaled for the orchestrator's drain.
+    Ok(json!({ "outcomes": outcomes }))
+}
+
 async fn drain(r: &Value) -> R<Value> {
     let settler = Settler::new(&config(r)?, SettleConfig::default()).map_err(|e| e.to_string())?;
     let report = settler
@@ -614,6 +653,7 @@ fn answer(rt: &tokio::runtime::Runtime, r: &Value) -> Value {
         "write" => rt.block_on(write(r)),
         "drain" => rt.block_on(drain(r)),
         "guard" => rt.block_on(guard_case(r)),
+        "load" => rt.block_on(load(r)),
         "client" => rt.block_on(client_case(r)),
         "work" => rt.block_on(crate::rust_work::work(r)),
         "journal_fail" => rt.block_on(journal_fail(r)),

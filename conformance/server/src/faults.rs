@@ -70,9 +70,28 @@ pub struct FaultRule {
     /// How many matching requests to fault; 0 = every later one.
     #[serde(default)]
     pub times: u32,
+    /// Fault only every Nth matching request after `skip` (the Nth, 2Nth, ...; `times` still
+    /// counts faulted ones), so a steady mix such as 1% of commits is one rule. At least 1
+    /// (the default: every one); 0 is refused, it would never fire.
+    #[serde(default = "every_one", deserialize_with = "nonzero_every")]
+    pub every: u32,
     /// What to do.
     #[serde(deserialize_with = "strict_fault")]
     pub fault: Fault,
+}
+
+fn every_one() -> u32 {
+    1
+}
+
+fn nonzero_every<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    use serde::de::Error;
+    match u32::deserialize(d)? {
+        0 => Err(D::Error::custom(
+            "`every` must be at least 1 (1: every matching request; N: every Nth)",
+        )),
+        n => Ok(n),
+    }
 }
 
 /// A [`Fault`], refusing unknown keys on every kind: serde's `deny_unknown_fields` covers the
@@ -246,7 +265,13 @@ impl FaultTable {
             }
             *seen += 1;
             let n = *seen;
-            let fires = n > rule.skip && (rule.times == 0 || n - rule.skip <= rule.times);
+            // k: position among the requests after `skip`; every `every`th one is a
+            // candidate, and `times` bounds how many candidates fire.
+            let fires = n > rule.skip && {
+                let k = n - rule.skip;
+                let every = rule.every.max(1);
+                k % every == 0 && (rule.times == 0 || k / every <= rule.times)
+            };
             if fires && fired.is_none() {
                 fired = Some(rule.fault.clone());
             }

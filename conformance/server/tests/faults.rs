@@ -14,6 +14,7 @@ fn rule(op: Operation, fault: Fault) -> FaultRule {
         reservation_id: None,
         skip: 0,
         times: 1,
+        every: 1,
         fault,
     }
 }
@@ -287,6 +288,7 @@ async fn skip_times_and_reservation_filter() {
         reservation_id: Some(b.clone()),
         skip: 1,
         times: 2,
+        every: 1,
         fault: Fault::ServerError { status: 500 },
     });
     let statuses = |v: Vec<u16>| v;
@@ -302,6 +304,7 @@ async fn skip_times_and_reservation_filter() {
         reservation_id: None,
         skip: 1,
         times: 0,
+        every: 1,
         fault: Fault::ServerError { status: 502 },
     });
     let s: Vec<u16> = futures_statuses(&h, 4).await;
@@ -578,5 +581,55 @@ fn fault_rules_refuse_unknown_keys_at_every_level() {
             .unwrap_err()
             .to_string();
         assert!(e.contains(&format!("unknown field `{key}`")), "{text}: {e}");
+    }
+}
+
+#[tokio::test]
+async fn every_faults_each_nth_match_after_skip_up_to_times() {
+    let h = H::new().await;
+    // Positions 3, 6, 9 of the matches after the first 2 (requests 5, 8, 11), then no more.
+    h.server.add_fault(FaultRule {
+        operation: Operation::GetBalances,
+        reservation_id: None,
+        skip: 2,
+        times: 3,
+        every: 3,
+        fault: Fault::ServerError { status: 503 },
+    });
+    let got = futures_statuses(&h, 15).await;
+    let faulted: Vec<usize> = (1..=15).filter(|i| got[i - 1] == 503).collect();
+    assert_eq!(faulted, [5, 8, 11], "{got:?}");
+    assert!(got.iter().all(|s| *s == 200 || *s == 503), "{got:?}");
+    // Two interleaved strides (the load mix's shape): each fires on its own positions only.
+    h.server.clear_faults();
+    for (skip, status) in [(0, 500), (1, 502)] {
+        h.server.add_fault(FaultRule {
+            operation: Operation::GetBalances,
+            reservation_id: None,
+            skip,
+            times: 0,
+            every: 4,
+            fault: Fault::ServerError { status },
+        });
+    }
+    let got = futures_statuses(&h, 9).await;
+    assert_eq!(got, [200, 200, 200, 500, 502, 200, 200, 500, 502]);
+}
+
+#[test]
+fn every_is_strict() {
+    let parse = |t: &str| serde_json::from_str::<FaultRule>(t).map_err(|e| e.to_string());
+    let base = |every: &str| {
+        format!(
+            r#"{{"operation":"commitReservation","every":{every},"fault":{{"kind":"connection_reset"}}}}"#
+        )
+    };
+    assert_eq!(parse(&base("100")).expect("every 100").every, 100);
+    let absent = r#"{"operation":"commitReservation","fault":{"kind":"connection_reset"}}"#;
+    assert_eq!(parse(absent).expect("no every").every, 1);
+    let zero = parse(&base("0")).unwrap_err();
+    assert!(zero.contains("`every` must be at least 1"), "{zero}");
+    for bad in ["-1", "1.5", "\"100\"", "4294967296", "null"] {
+        assert!(parse(&base(bad)).is_err(), "every = {bad} was accepted");
     }
 }

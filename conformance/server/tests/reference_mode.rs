@@ -149,6 +149,7 @@ async fn rate_limited_and_jwks_headers() {
         reservation_id: None,
         skip: 0,
         times: 1,
+        every: 1,
         fault: cycles_local_server::Fault::RateLimited {
             retry_after: Some("14".into()),
         },

@@ -21,7 +21,9 @@
 //!   settlement stays journaled and is replayed;
 //! - a reservation that cannot be made runs no work ([`GuardError::Reserve`]). After a create
 //!   timeout, connection error, 5xx or ambiguous 2xx the create is retried ONCE immediately with
-//!   the same idempotency key (HEARTBEAT GUIDANCE), then surfaced.
+//!   the same idempotency key (HEARTBEAT GUIDANCE), then surfaced. Immediately means in the
+//!   first attempt's request slot: a retry queued behind a burst could time out unsent, and
+//!   a create the server applied before its response was lost would stay held until its TTL.
 //!
 //! - an [`ActiveGuard`] dropped without [`ActiveGuard::finish`] (a cancelled future, a host
 //!   object collected while its work was abandoned) is finished as failed work in a
@@ -297,12 +299,10 @@ impl Guard {
         req.grace_period_ms = spec.grace_period_ms;
         req.overage_policy = spec.overage_policy.clone();
         req.metadata = spec.metadata.clone();
-        let created = match self.client.create_reservation(&req).await {
-            Err(e) if transient_create_error(e.kind()) => {
-                self.client.create_reservation(&req).await?
-            }
-            other => other?,
-        };
+        let created = self
+            .client
+            .create_reservation_retrying(&req, |e| transient_create_error(e.kind()))
+            .await?;
         let id = created.body.reservation_id.clone().ok_or_else(|| {
             Error::invalid_argument(
                 "the create response carries no reservation_id (not a live reservation)",

@@ -16,7 +16,7 @@ use reqwest::Method;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::value::RawValue;
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, SemaphorePermit};
 
 use crate::config::Config;
 use crate::error::{Correlation, Error};
@@ -64,6 +64,21 @@ pub struct CyclesClient {
     /// `config.max_concurrent_requests` slots; one is held from before a request is sent
     /// until its body is read.
     slots: Arc<Semaphore>,
+}
+
+/// The headers of a POST: JSON, and the idempotency key where a header can carry it.
+fn post_headers(idempotency_key: &str) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    // The header is optional in the spec, and the server rejects a header that differs
+    // from the body's key: a key the header cannot carry byte for byte is sent in the
+    // body only.
+    if header_round_trips(idempotency_key) {
+        if let Ok(v) = HeaderValue::from_str(idempotency_key) {
+            headers.insert(HeaderName::from_static(IDEMPOTENCY_KEY_HEADER), v);
+        }
+    }
+    headers
 }
 
 impl std::fmt::Debug for CyclesClient {
@@ -144,6 +159,47 @@ impl CyclesClient {
         let url = self.base.join(&["reservations"], &[]);
         self.post(url, req, &req.idempotency_key, Operation::CreateReservation)
             .await
+    }
+
+    /// [`Self::create_reservation`] with the protocol's one immediate retry (same key) when
+    /// `retry` accepts the first attempt's error. The retry is sent in the first attempt's
+    /// request slot, at once and with a whole request timeout of its own: requeued behind a
+    /// burst of waiting requests it could spend its timeout in the queue, and a create whose
+    /// response was lost after the server applied it would then be left held until its TTL.
+    pub async fn create_reservation_retrying(
+        &self,
+        req: &ReservationCreateRequest,
+        retry: impl Fn(&Error) -> bool,
+    ) -> Result<Response<ReservationCreateResponse>, Error> {
+        let url = self.base.join(&["reservations"], &[]);
+        let bytes = to_body(req)?;
+        let headers = post_headers(&req.idempotency_key);
+        let timeout = self.config.request_timeout;
+        let op = Operation::CreateReservation;
+        let sent = Instant::now();
+        let _slot = self
+            .slot(timeout)
+            .await
+            .map_err(|e| e.redacted(&self.redactor))?;
+        let once = |sent: Instant| {
+            self.attempt_in_slot(
+                Method::POST,
+                url.clone(),
+                headers.clone(),
+                Some(bytes.clone()),
+                true,
+                sent,
+                timeout,
+            )
+        };
+        let classify = |r: Result<Raw, Error>| {
+            r.and_then(|raw| finish(raw, op))
+                .map_err(|e| e.redacted(&self.redactor))
+        };
+        match classify(once(sent).await) {
+            Err(e) if retry(&e) => classify(once(Instant::now()).await),
+            other => other,
+        }
     }
 
     /// `POST /v1/reservations/{id}/commit` (`commitReservation`).
@@ -361,16 +417,7 @@ impl CyclesClient {
         op: Operation,
         timeout: Duration,
     ) -> Result<Response<T>, Error> {
-        let mut headers = HeaderMap::new();
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        // The header is optional in the spec, and the server rejects a header that differs
-        // from the body's key: a key the header cannot carry byte for byte is sent in the
-        // body only.
-        if header_round_trips(idempotency_key) {
-            if let Ok(v) = HeaderValue::from_str(idempotency_key) {
-                headers.insert(HeaderName::from_static(IDEMPOTENCY_KEY_HEADER), v);
-            }
-        }
+        let headers = post_headers(idempotency_key);
         self.exchange(Method::POST, url, headers, Some(bytes), true, op, timeout)
             .await
     }
@@ -411,9 +458,44 @@ impl CyclesClient {
         &self,
         method: Method,
         url: ::url::Url,
+        headers: HeaderMap,
+        body: Option<Vec<u8>>,
+        auth: bool,
+        timeout: Duration,
+    ) -> Result<Raw, Error> {
+        // The attempt starts before waiting for a slot, and the slot wait and the request
+        // together stay within `timeout`: the heartbeat's retry budget assumes no attempt
+        // ever takes longer than that.
+        let sent = Instant::now();
+        let _slot = self.slot(timeout).await?;
+        self.attempt_in_slot(method, url, headers, body, auth, sent, timeout)
+            .await
+    }
+
+    /// Waits (at most `timeout`) for one of the `max_concurrent_requests` request slots.
+    async fn slot(&self, timeout: Duration) -> Result<SemaphorePermit<'_>, Error> {
+        match tokio::time::timeout(timeout, self.slots.acquire()).await {
+            Ok(Ok(slot)) => Ok(slot),
+            // The semaphore is never closed; treat it like a full wait anyway.
+            Ok(Err(_)) | Err(_) => Err(Error::not_sent(format!(
+                "no free request slot within the request timeout ({} in flight at most); \
+                 the request was not sent",
+                self.config.max_concurrent_requests
+            ))),
+        }
+    }
+
+    /// One HTTP attempt in a slot the caller holds, started at `sent` and cut off `timeout`
+    /// after it.
+    #[allow(clippy::too_many_arguments)]
+    async fn attempt_in_slot(
+        &self,
+        method: Method,
+        url: ::url::Url,
         mut headers: HeaderMap,
         body: Option<Vec<u8>>,
         auth: bool,
+        sent: Instant,
         timeout: Duration,
     ) -> Result<Raw, Error> {
         if auth {
@@ -431,21 +513,6 @@ impl CyclesClient {
         if let Some(b) = body {
             rb = rb.body(b);
         }
-        // The attempt starts before waiting for a slot, and the slot wait and the request
-        // together stay within `timeout`: the heartbeat's retry budget assumes no attempt
-        // ever takes longer than that.
-        let sent = Instant::now();
-        let _slot = match tokio::time::timeout(timeout, self.slots.acquire()).await {
-            Ok(Ok(slot)) => slot,
-            // The semaphore is never closed; treat it like a full wait anyway.
-            Ok(Err(_)) | Err(_) => {
-                return Err(Error::not_sent(format!(
-                    "no free request slot within the request timeout ({} in flight at most); \
-                     the request was not sent",
-                    self.config.max_concurrent_requests
-                )))
-            }
-        };
         let left = timeout.saturating_sub(sent.elapsed());
         if left.is_zero() {
             return Err(Error::not_sent(

@@ -4,6 +4,7 @@
  * compiled in); responses are written with a string builder, values the library returned as
  * JSON text are passed through untouched. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -741,7 +742,129 @@ static void op_work(const jv *q, reply *r) {
     cycles_client_free(c);
 }
 
-/* ---- the loop -------------------------------------------------------------------------- */
+/* ---- load: many guarded actions at once ------------------------------------------------ */
+
+/* The load run's shared tally: outcome names (static strings from the library, or an
+ * "error:" copy) with their counts, and how many actions are still running. */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t done;
+    size_t running;
+    struct { char name[64]; size_t n; } seen[32];
+    size_t nseen;
+} load_tally;
+
+typedef struct {
+    load_tally *t;
+    char key[128];
+} load_call;
+
+static void load_count(load_call *call, const char *prefix, const char *name) {
+    load_tally *t = call->t;
+    char full[64];
+    snprintf(full, sizeof full, "%s%s", prefix, name ? name : "?");
+    pthread_mutex_lock(&t->mu);
+    size_t i = 0;
+    while (i < t->nseen && strcmp(t->seen[i].name, full)) i++;
+    if (i == t->nseen && i < sizeof t->seen / sizeof *t->seen) {
+        snprintf(t->seen[i].name, sizeof t->seen[i].name, "%s", full);
+        t->nseen++;
+    }
+    if (i < t->nseen) t->seen[i].n++;
+    if (--t->running == 0) pthread_cond_signal(&t->done);
+    pthread_mutex_unlock(&t->mu);
+    free(call);
+}
+
+static void load_finished(void *user_data, cycles_status status, const cycles_outcome *o, const char *json,
+                          size_t len, const cycles_error *err) {
+    (void)json, (void)len;
+    if (status == CYCLES_OK) load_count(user_data, "", cycles_settlement_status_name(o->settlement));
+    else load_count(user_data, "error:", cycles_error_name(err));
+}
+
+/* The work of each action: the actual, then the settlement without blocking. */
+static void load_began(void *user_data, cycles_status status, cycles_guard *g, const cycles_error *err) {
+    load_call *call = user_data;
+    if (status != CYCLES_OK) {
+        /* The first few in full on stderr: the count alone does not say why. */
+        static int shown;
+        if (__atomic_fetch_add(&shown, 1, __ATOMIC_RELAXED) < 3) fprintf(stderr, "face-c: load %s: %s\n", call->key, cycles_error_json(err));
+        load_count(call, "error:", cycles_error_name(err));
+        return;
+    }
+    cycles_error *e = NULL;
+    /* Finished even when the actual is refused: the reservation is then released, and the
+     * outcome (no settlement) is what gets counted. */
+    if (cycles_guard_set_actual(g, 3, &e) != CYCLES_OK) {
+        cycles_error_free(e);
+        e = NULL;
+    }
+    if (cycles_guard_finish_async(g, true, load_finished, call, &e) != CYCLES_OK) load_count(call, "error:", cycles_error_name(e));
+    cycles_guard_free(g);
+    cycles_error_free(e);
+}
+
+/* The load run (PROTOCOL.md, `load`): `count` guarded actions at once on one client through
+ * the non-blocking guard API (C's idiom for many concurrent calls without a thread each:
+ * completions arrive on the library's completion thread), each under its own key, counted by
+ * outcome; the client is closed without a drain, so what could not settle stays journaled. */
+static void op_load(const jv *q, reply *r) {
+    const char *url = need_str(r, q, "url"), *key = url ? need_str(r, q, "api_key") : NULL;
+    const char *tenant = key ? need_str(r, q, "tenant") : NULL, *unit = tenant ? need_str(r, q, "default_unit") : NULL;
+    const char *dir = unit ? need_str(r, q, "journal_dir") : NULL, *prefix = dir ? need_str(r, q, "key_prefix") : NULL;
+    uint64_t count;
+    if (!prefix || !need_u64(r, json_get(q, "count"), "count", &count)) return;
+    sb opts = { 0 };
+    raw(&opts, "{\"journal_dir\":");
+    str(&opts, dir);
+    raw(&opts, ",\"default_unit\":");
+    str(&opts, unit);
+    char tail[64];
+    snprintf(tail, sizeof tail, ",\"replay_interval_ms\":%d}", REPLAY_INTERVAL_MS);
+    raw(&opts, tail);
+    cycles_client *c = NULL;
+    bool made = TRY(cycles_client_new(url, key, tenant, opts.b, &c, &r->err));
+    free(opts.b);
+    if (!made) return;
+    load_tally t = { .running = count };
+    pthread_mutex_init(&t.mu, NULL);
+    pthread_cond_init(&t.done, NULL);
+    for (uint64_t i = 0; i < count; i++) {
+        load_call *call = calloc(1, sizeof *call);
+        if (!call) {
+            failf(r, "out of memory", NULL);
+            pthread_mutex_lock(&t.mu);
+            t.running -= count - i; /* the actions never started */
+            pthread_mutex_unlock(&t.mu);
+            break;
+        }
+        call->t = &t;
+        snprintf(call->key, sizeof call->key, "%s-%llu", prefix, (unsigned long long)i);
+        cycles_reserve spec = { .idempotency_key = call->key, .action_kind = "llm.completion",
+                                .action_name = "load", .estimate = 5 };
+        cycles_error *e = NULL;
+        if (cycles_guard_begin_async(c, &spec, load_began, call, &e) != CYCLES_OK) load_count(call, "error:", cycles_error_name(e));
+        cycles_error_free(e);
+    }
+    pthread_mutex_lock(&t.mu);
+    while (t.running) pthread_cond_wait(&t.done, &t.mu);
+    pthread_mutex_unlock(&t.mu);
+    if (!r->fail) {
+        raw(&r->ok, "{\"outcomes\":{");
+        for (size_t i = 0; i < t.nseen; i++) {
+            if (i) raw(&r->ok, ",");
+            str(&r->ok, t.seen[i].name);
+            snprintf(tail, sizeof tail, ":%zu", t.seen[i].n);
+            raw(&r->ok, tail);
+        }
+        raw(&r->ok, "}}");
+    }
+    cycles_client_close(c, 0, NULL, NULL);
+    cycles_client_free(c);
+    pthread_cond_destroy(&t.done);
+    pthread_mutex_destroy(&t.mu);
+}
 
 /* ---- journal_fail: a journal that cannot be written ------------------------------------ */
 
@@ -850,6 +973,8 @@ static void op_journal_fail(const jv *q, reply *r) {
     cycles_string_free(report);
 }
 
+/* ---- the loop -------------------------------------------------------------------------- */
+
 static const struct {
     const char *name;
     void (*run)(const jv *, reply *);
@@ -860,6 +985,7 @@ static const struct {
     { "guard", op_guard },             { "client", op_client },           { "pricing", op_pricing },
     { "work", op_work },
     { "journal_fail", op_journal_fail },
+    { "load", op_load },
 };
 
 static void answer(const char *line) {

@@ -32,6 +32,10 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 
@@ -144,6 +148,8 @@ public final class Face {
                 return guard(r);
             case "client":
                 return client(r);
+            case "load":
+                return load(r);
             case "work":
                 return Work.work(r);
             case "journal_fail":
@@ -503,6 +509,61 @@ public final class Face {
         }
         return map("status", s.status().name().toLowerCase(Locale.ROOT), "journaled", s.journaled(), "journal_error",
                 s.journalError(), "flush_unjournaled", report.unjournaled().size(), "events", events);
+    }
+
+    /** Platform threads of the load run: this face targets Java 17 (no virtual threads), and a
+     * thread per action would be 10,000 OS threads; the client's own request bound (256 in
+     * flight) is lower than this anyway. */
+    static final int LOAD_THREADS = 1000;
+
+    /**
+     * The load run (PROTOCOL.md, {@code load}): {@code count} guarded actions on one client
+     * through an executor, each under its own key, counted by outcome; the client is closed
+     * without a drain, so what could not settle stays journaled for the orchestrator's drain.
+     */
+    static Map<String, Object> load(Map<String, Object> r) {
+        long count = amount(r.get("count"), "count");
+        String prefix = str(r.get("key_prefix"));
+        Map<String, AtomicInteger> outcomes = new ConcurrentHashMap<>();
+        CyclesClient.Builder b = CyclesClient.builder().baseUrl(str(r.get("url"))).apiKey(str(r.get("api_key")))
+                .tenant(str(r.get("tenant"))).defaultUnit(str(r.get("default_unit")))
+                .journalDir(Path.of(str(r.get("journal_dir")))).replayInterval(Duration.ofDays(1));
+        ExecutorService pool = Executors.newFixedThreadPool((int) Math.max(1, Math.min(count, LOAD_THREADS)));
+        try (CyclesClient client = b.build()) {
+            List<Future<?>> calls = new ArrayList<>();
+            for (long i = 0; i < count; i++) {
+                GuardSpec spec = GuardSpec.of(Action.of("llm.completion", "load"), 5).idempotencyKey(prefix + "-" + i);
+                calls.add(pool.submit(() -> {
+                    String name;
+                    try {
+                        Reservation[] seen = new Reservation[1];
+                        client.guarded(spec, res -> {
+                            seen[0] = res;
+                            res.setActual(3);
+                            return null;
+                        });
+                        Settlement s = seen[0].outcome().orElseThrow().settlement();
+                        name = s == null ? "none" : s.status().name().toLowerCase(Locale.ROOT);
+                    } catch (CyclesException e) {
+                        name = "error:" + e.errorName();
+                    }
+                    outcomes.computeIfAbsent(name, k -> new AtomicInteger()).incrementAndGet();
+                }));
+            }
+            for (Future<?> f : calls) {
+                try {
+                    f.get();
+                } catch (InterruptedException | ExecutionException e) {
+                    throw new IllegalStateException("a load call failed: " + e, e);
+                }
+            }
+            client.close(Duration.ZERO);
+        } finally {
+            pool.shutdownNow();
+        }
+        Map<String, Object> counts = new LinkedHashMap<>();
+        outcomes.forEach((k, v) -> counts.put(k, v.get()));
+        return map("outcomes", counts);
     }
 
     static Map<String, Object> caps(dev.cycles.Caps c) {

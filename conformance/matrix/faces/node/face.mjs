@@ -436,6 +436,37 @@ async function journalFail(r) {
 
 // ---- dispatch ----
 
+/**
+ * The load run (PROTOCOL.md, `load`): `count` guarded actions at once on one client, each a
+ * promise under its own key, counted by outcome; closed without a drain, so what could not
+ * settle stays journaled for the orchestrator's drain.
+ */
+async function load(r) {
+  const cl = new Client({ baseUrl: r.url, apiKey: r.api_key, tenant: r.tenant, defaultUnit: r.default_unit, journalDir: r.journal_dir });
+  const action = { kind: "llm.completion", name: "load" };
+  const one = async (i) => {
+    let handle = null;
+    try {
+      await cl.guarded({ action, estimate: 5, idempotencyKey: `${r.key_prefix}-${i}` }, (g) => {
+        handle = g;
+        g.setActual(3);
+      });
+    } catch (e) {
+      if (e instanceof CyclesError) return `error:${e.errorName}`;
+      throw e;
+    }
+    return handle.settlement?.status ?? String(handle.outcome);
+  };
+  const outcomes = {};
+  try {
+    const names = await Promise.all(Array.from({ length: Number(r.count) }, (_, i) => one(i)));
+    for (const n of names) outcomes[n] = (outcomes[n] ?? 0) + 1;
+  } finally {
+    await cl.close(0);
+  }
+  return { ok: { outcomes } };
+}
+
 async function answer(r, line) {
   switch (r.op) {
     case "pricing": {
@@ -472,6 +503,8 @@ async function answer(r, line) {
       return work(r);
     case "journal_fail":
       return journalFail(r);
+    case "load":
+      return load(r);
     default:
       return { fail: `unknown op ${JSON.stringify(r.op)}` };
   }

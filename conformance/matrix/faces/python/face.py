@@ -12,6 +12,8 @@ timing function, ``journal:standard`` appends ``x`` to standard file names.
 
 from __future__ import annotations
 
+import asyncio
+import collections
 import dataclasses
 import math
 import os
@@ -492,6 +494,40 @@ def op_guard(req: dict[str, Any]) -> Any:
     return out
 
 
+def op_load(req: dict[str, Any]) -> Any:
+    """The load run (PROTOCOL.md, ``load``): ``count`` guarded actions at once on one
+    ``AsyncClient``, each an asyncio task under its own key, counted by outcome; pending
+    settlements stay journaled (closed without a drain) for the orchestrator's drain."""
+    return asyncio.run(_load(req))
+
+
+async def _load(req: dict[str, Any]) -> dict[str, Any]:
+    client = cycles.AsyncClient(
+        req["url"],
+        req["api_key"],
+        tenant=req["tenant"],
+        default_unit=req["default_unit"],
+        journal_dir=req["journal_dir"],
+    )
+    action = cycles.Action("llm.completion", "load")
+
+    async def one(i: int) -> str:
+        try:
+            async with client.reserve(
+                5, action=action, idempotency_key=f"{req['key_prefix']}-{i}"
+            ) as r:
+                r.set_actual(3)
+        except cycles.CyclesError as e:
+            return f"error:{e.name}"
+        return str(r.settlement.status)
+
+    try:
+        names = await asyncio.gather(*(one(i) for i in range(req["count"])))
+    finally:
+        await client.aclose(0)
+    return {"outcomes": dict(collections.Counter(names))}
+
+
 # Python's names of the canonical options, and which are durations (ms there, seconds here).
 _PY_OPTIONS = {
     "tenant": ("tenant", False),
@@ -593,6 +629,7 @@ OPS: dict[str, Op] = {
     "client": op_client,
     "work": op_work,
     "journal_fail": op_journal_fail,
+    "load": op_load,
 }
 
 
