@@ -61,6 +61,6 @@ class PricingVectorsTest {
                 ran++;
             }
         }
-        assertTrue(ran >= 159, "only " + ran + " pricing vectors ran");
+        assertTrue(ran >= 166, "only " + ran + " pricing vectors ran");
     }
 }
