@@ -354,7 +354,10 @@ pub async fn run_face(
                 .into(),
         );
     }
-    if drained != pending {
+    // Fewer is allowed: a pending settlement's attempt still in flight when the load op's
+    // client closed can land once the faults are off, so no drain sees its record. The ledger
+    // check below is what proves each of them committed exactly once.
+    if drained > pending {
         problems.push(format!(
             "{pending} action(s) ended pending but the drains settled {drained}"
         ));
