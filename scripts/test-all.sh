@@ -21,6 +21,9 @@ cargo fmt --manifest-path fuzz/Cargo.toml -- --check   # its own workspace (scri
 step "cargo clippy (warnings denied)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+step "host models: generated from core's types, drift check (bindings/codegen)"
+cargo run -q --locked -p cycles-codegen -- --check
+
 step "cargo test (all Rust tests)"
 cargo test --workspace --locked
 

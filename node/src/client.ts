@@ -16,7 +16,7 @@ import {
   runWith,
 } from "./lifecycle";
 import type * as M from "./models";
-import { fromWire, toWire } from "./models";
+import { fromWire, toWire } from "./wire";
 import { native, type NativeClient, type NativeLifecycle } from "./native";
 import { eventListenerOf, optionsJson, requiredMs } from "./options";
 

@@ -4,7 +4,8 @@
  */
 import { call } from "./errors";
 import { parseJson } from "./json";
-import { fromWire, type ResponseMeta } from "./models";
+import type { ResponseMeta } from "./models";
+import { fromWire } from "./wire";
 import { native } from "./native";
 
 /**

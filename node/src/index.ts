@@ -9,4 +9,5 @@ export * from "./client";
 export * from "./errors";
 export * from "./lifecycle";
 export * from "./models";
+export { fromWire, toWire } from "./wire";
 export { decodeResponse, nativeVersion } from "./decode";

@@ -9,7 +9,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { HeartbeatLapsedError, InvalidActualError, InvalidArgumentError, MissingActualError, awaitNative, call } from "./errors";
 import { parseJson, stringifyJson } from "./json";
 import type { Amount, Caps, Int64, StandardMetrics } from "./models";
-import { fromWire } from "./models";
+import { fromWire } from "./wire";
 import type { NativeActive } from "./native";
 import { type Api, type CapsPlan, capsPlanOf } from "./pricing";
 

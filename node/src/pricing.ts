@@ -26,7 +26,7 @@
 import { InvalidArgumentError, call } from "./errors";
 import { parseJson, stringifyJson } from "./json";
 import type { Amount, Caps, Int64 } from "./models";
-import { toWire } from "./models";
+import { toWire } from "./wire";
 import { native } from "./native";
 
 /** The price of one model in a table: integers per million tokens, in the table's unit. */

@@ -32,6 +32,7 @@ from typing import (
 )
 
 from . import _native
+from ._model_base import _encode, _Model
 from .errors import InvalidArgumentError
 from .lifecycle import (
     HEARTBEAT_POLICIES,
@@ -63,8 +64,6 @@ from .models import (
     StandardMetrics,
     Subject,
     SubjectLike,
-    _encode,
-    _Model,
 )
 
 __all__ = ["Client", "AsyncClient"]

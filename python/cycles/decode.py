@@ -12,38 +12,10 @@ import json
 from typing import Any, Mapping, Sequence, Union
 
 from . import _native
-from .models import (
-    BalancesResult,
-    CommitResult,
-    DecisionResult,
-    EventResult,
-    EvidenceEnvelope,
-    EvidenceJwks,
-    ExtendResult,
-    ReleaseResult,
-    Reservation,
-    ReservationCreated,
-    ReservationPage,
-    ResponseMeta,
-    _Model,
-)
+from ._model_base import ResponseMeta
+from .models import RESULT_TYPES
 
 __all__ = ["decode_response", "RESULT_TYPES"]
-
-RESULT_TYPES: dict[str, type[_Model]] = {
-    "decide": DecisionResult,
-    "createReservation": ReservationCreated,
-    "listReservations": ReservationPage,
-    "getReservation": Reservation,
-    "commitReservation": CommitResult,
-    "releaseReservation": ReleaseResult,
-    "extendReservation": ExtendResult,
-    "createEvent": EventResult,
-    "getBalances": BalancesResult,
-    "getEvidence": EvidenceEnvelope,
-    "getEvidenceJwks": EvidenceJwks,
-}
-"""The result class of each operation, by the spec's operationId."""
 
 HeadersLike = Union[Mapping[str, str], Sequence[tuple[str, str]]]
 

@@ -65,74 +65,41 @@ impl Reply {
     }
 }
 
-/// The operations of the runtime plane, by their boundary names (the Python method names).
+/// What a host can call: core's operations (core's [`Operation`] is the only operation table;
+/// a host calls one by its [`Operation::method_name`]), plus `list_reservations_all`, the
+/// bridge's own walk over every page (the query fields plus `max_pages`, default 100).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op {
-    /// `create_reservation`: the whole `ReservationCreateRequest` as arguments.
-    CreateReservation,
-    /// `commit_reservation`: `{"reservation_id", "request"}`.
-    CommitReservation,
-    /// `release_reservation`: `{"reservation_id", "request"}`.
-    ReleaseReservation,
-    /// `extend_reservation`: `{"reservation_id", "request"}`.
-    ExtendReservation,
-    /// `decide`: the whole `DecisionRequest`.
-    Decide,
-    /// `create_event`: the whole `EventCreateRequest`.
-    CreateEvent,
-    /// `get_balances`: the query fields.
-    GetBalances,
-    /// `list_reservations`: the query fields.
-    ListReservations,
-    /// `list_reservations_all`: the query fields plus `max_pages` (default 100).
+    /// One operation of the spec. Arguments: `create_reservation`, `decide` and
+    /// `create_event` take their whole request; `commit_reservation`, `release_reservation`
+    /// and `extend_reservation` take `{"reservation_id", "request"}`; `get_reservation`
+    /// `{"reservation_id"}`; `get_evidence` `{"evidence_id"}`; `get_balances` and
+    /// `list_reservations` the query fields; `get_evidence_jwks` none.
+    Runtime(Operation),
+    /// `list_reservations_all`: every page of a `list_reservations` query.
     ListReservationsAll,
-    /// `get_reservation`: `{"reservation_id"}`.
-    GetReservation,
-    /// `get_evidence`: `{"evidence_id"}`.
-    GetEvidence,
-    /// `get_evidence_jwks`: no arguments.
-    GetEvidenceJwks,
 }
 
 impl Op {
-    /// Every operation, in table order.
-    pub const ALL: [Op; 12] = [
-        Op::CreateReservation,
-        Op::CommitReservation,
-        Op::ReleaseReservation,
-        Op::ExtendReservation,
-        Op::Decide,
-        Op::CreateEvent,
-        Op::GetBalances,
-        Op::ListReservations,
-        Op::ListReservationsAll,
-        Op::GetReservation,
-        Op::GetEvidence,
-        Op::GetEvidenceJwks,
-    ];
-
     /// The boundary name.
     pub fn name(self) -> &'static str {
         match self {
-            Op::CreateReservation => "create_reservation",
-            Op::CommitReservation => "commit_reservation",
-            Op::ReleaseReservation => "release_reservation",
-            Op::ExtendReservation => "extend_reservation",
-            Op::Decide => "decide",
-            Op::CreateEvent => "create_event",
-            Op::GetBalances => "get_balances",
-            Op::ListReservations => "list_reservations",
+            Op::Runtime(o) => o.method_name(),
             Op::ListReservationsAll => "list_reservations_all",
-            Op::GetReservation => "get_reservation",
-            Op::GetEvidence => "get_evidence",
-            Op::GetEvidenceJwks => "get_evidence_jwks",
         }
+    }
+
+    /// Every operation: core's, in the spec's order, then the bridge's own.
+    pub fn all() -> impl Iterator<Item = Op> {
+        Operation::ALL
+            .into_iter()
+            .map(Op::Runtime)
+            .chain([Op::ListReservationsAll])
     }
 
     /// The operation of a boundary name; INVALID_ARGUMENT for any other name.
     pub fn parse(name: &str) -> Result<Op, Error> {
-        Op::ALL
-            .into_iter()
+        Op::all()
             .find(|op| op.name() == name)
             .ok_or_else(|| Error::invalid_argument(format!("unknown operation {name:?}")))
     }
@@ -235,53 +202,56 @@ fn reply<T: Serialize>(r: Response<T>) -> Result<Reply, Error> {
 /// arguments' exact text ([`Args`]), so their metadata reaches the wire as given.
 pub async fn dispatch(client: &CyclesClient, op: Op, a: &Args) -> Result<Reply, Error> {
     let c = client;
-    match op {
-        Op::CreateReservation => {
-            let req: ReservationCreateRequest = a.whole("reservation request")?;
-            reply(c.create_reservation(&req).await?)
-        }
-        Op::CommitReservation => {
-            let id = string(a, "reservation_id")?;
-            let req: CommitRequest = a.required("request", "commit request")?;
-            reply(c.commit_reservation(&id, &req).await?)
-        }
-        Op::ReleaseReservation => {
-            let id = string(a, "reservation_id")?;
-            let req: ReleaseRequest = a.required("request", "release request")?;
-            reply(c.release_reservation(&id, &req).await?)
-        }
-        Op::ExtendReservation => {
-            let id = string(a, "reservation_id")?;
-            let req: ReservationExtendRequest = a.required("request", "extend request")?;
-            reply(c.extend_reservation(&id, &req).await?)
-        }
-        Op::Decide => {
-            let req: DecisionRequest = a.whole("decision request")?;
-            reply(c.decide(&req).await?)
-        }
-        Op::CreateEvent => {
-            let req: EventCreateRequest = a.whole("event request")?;
-            reply(c.create_event(&req).await?)
-        }
-        Op::GetBalances => reply(c.get_balances(&balance_query(&a.value()?)?).await?),
-        Op::ListReservations => reply(c.list_reservations(&list_query(&a.value()?)?).await?),
+    let op = match op {
+        Op::Runtime(o) => o,
         Op::ListReservationsAll => {
             let v = a.value()?;
             let max_pages = opt_u32(&v, "max_pages")?.unwrap_or(100) as usize;
             let rows = c.list_reservations_all(&list_query(&v)?, max_pages).await?;
             let body = serde_json::to_string(&rows)
                 .map_err(|e| Error::invalid_argument(format!("cannot encode the rows: {e}")))?;
-            Ok(Reply {
+            return Ok(Reply {
                 status: 200,
                 request_id: None,
                 trace_id: None,
                 rtt_us: 0,
                 body,
-            })
+            });
         }
-        Op::GetReservation => reply(c.get_reservation(&string(a, "reservation_id")?).await?),
-        Op::GetEvidence => reply(c.get_evidence(&string(a, "evidence_id")?).await?),
-        Op::GetEvidenceJwks => reply(c.get_evidence_jwks().await?),
+    };
+    match op {
+        Operation::CreateReservation => {
+            let req: ReservationCreateRequest = a.whole("reservation request")?;
+            reply(c.create_reservation(&req).await?)
+        }
+        Operation::CommitReservation => {
+            let id = string(a, "reservation_id")?;
+            let req: CommitRequest = a.required("request", "commit request")?;
+            reply(c.commit_reservation(&id, &req).await?)
+        }
+        Operation::ReleaseReservation => {
+            let id = string(a, "reservation_id")?;
+            let req: ReleaseRequest = a.required("request", "release request")?;
+            reply(c.release_reservation(&id, &req).await?)
+        }
+        Operation::ExtendReservation => {
+            let id = string(a, "reservation_id")?;
+            let req: ReservationExtendRequest = a.required("request", "extend request")?;
+            reply(c.extend_reservation(&id, &req).await?)
+        }
+        Operation::Decide => {
+            let req: DecisionRequest = a.whole("decision request")?;
+            reply(c.decide(&req).await?)
+        }
+        Operation::CreateEvent => {
+            let req: EventCreateRequest = a.whole("event request")?;
+            reply(c.create_event(&req).await?)
+        }
+        Operation::GetBalances => reply(c.get_balances(&balance_query(&a.value()?)?).await?),
+        Operation::ListReservations => reply(c.list_reservations(&list_query(&a.value()?)?).await?),
+        Operation::GetReservation => reply(c.get_reservation(&string(a, "reservation_id")?).await?),
+        Operation::GetEvidence => reply(c.get_evidence(&string(a, "evidence_id")?).await?),
+        Operation::GetEvidenceJwks => reply(c.get_evidence_jwks().await?),
     }
 }
 
@@ -508,7 +478,10 @@ impl ClientHandle {
         // A request without a subject is for the client's tenant, in every language (the
         // guarded lifecycle's rule: core's `GuardSpec::default_subject`, the same error text
         // when there is no tenant). An explicit `null` is left for the decoder to refuse.
-        let has_subject = matches!(op, Op::CreateReservation | Op::Decide | Op::CreateEvent);
+        let has_subject = matches!(
+            op,
+            Op::Runtime(Operation::CreateReservation | Operation::Decide | Operation::CreateEvent)
+        );
         if has_subject && !args.has("subject") {
             let subject = GuardSpec::default_subject(self.config.tenant.as_deref())?;
             let subject = serde_json::to_string(&subject)
@@ -560,7 +533,8 @@ mod tests {
 
     #[test]
     fn op_names_round_trip() {
-        for op in Op::ALL {
+        assert_eq!(Op::all().count(), Operation::ALL.len() + 1);
+        for op in Op::all() {
             assert_eq!(Op::parse(op.name()).unwrap(), op);
         }
         let e = Op::parse("createReservation").unwrap_err();

@@ -474,9 +474,9 @@ enum cycles_status cycles_client_from_env(const char *options_json,
 
 /**
  * Runs one operation of the runtime plane (blocking): `op` is its name
- * (`create_reservation`, `commit_reservation`, `release_reservation`, `extend_reservation`,
- * `decide`, `create_event`, `get_balances`, `list_reservations`, `list_reservations_all`,
- * `get_reservation`, `get_evidence`, `get_evidence_jwks`) and `args_json` its arguments
+ * (`decide`, `create_reservation`, `list_reservations`, `get_reservation`, `commit_reservation`,
+ * `release_reservation`, `extend_reservation`, `create_event`, `get_balances`, `get_evidence`,
+ * `get_evidence_jwks`, `list_reservations_all`) and `args_json` its arguments
  * (docs/bindings.md, "Operations"). On success `*out_json` (NULL: not wanted) is
  * `{"status", "request_id", "trace_id", "rtt_us", "body"}` with the response body as a JSON
  * value; the caller frees it with `cycles_string_free`. Honours the client's timeouts.

@@ -17,13 +17,13 @@ pub type Metadata = serde_json::Map<String, serde_json::Value>;
 /// do not know yet must survive decoding and re-encoding unchanged instead of failing.
 macro_rules! open_string_enum {
     (
-        $(#[$meta:meta])*
-        $name:ident { $( $(#[$vmeta:meta])* $variant:ident => $wire:literal ),+ $(,)? }
+        $(#[doc = $doc:literal])*
+        $name:ident { $( $(#[doc = $vdoc:literal])* $variant:ident => $wire:literal ),+ $(,)? }
     ) => {
-        $(#[$meta])*
+        $(#[doc = $doc])*
         #[derive(Clone, Debug, PartialEq, Eq, Hash)]
         pub enum $name {
-            $( $(#[$vmeta])* $variant, )+
+            $( $(#[doc = $vdoc])* $variant, )+
             /// A value this version of the client does not know; carried through unchanged.
             Other(String),
         }
@@ -77,6 +77,23 @@ macro_rules! open_string_enum {
             fn deserialize<D: ::serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
                 let s = <String as ::serde::Deserialize>::deserialize(deserializer)?;
                 Ok($name::from(s))
+            }
+        }
+
+        // An open enum is a string on the wire; the generator reads the known values (with
+        // their docs) from `x-open-enum` to write each host's constants.
+        #[cfg(feature = "schema")]
+        impl ::schemars::JsonSchema for $name {
+            fn schema_name() -> ::std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+
+            fn json_schema(_: &mut ::schemars::SchemaGenerator) -> ::schemars::Schema {
+                ::schemars::json_schema!({
+                    "type": "string",
+                    "description": concat!($($doc, "\n"),*),
+                    "x-open-enum": [ $( {"value": $wire, "description": concat!($($vdoc, "\n"),*)} ),+ ]
+                })
             }
         }
     };
@@ -147,6 +164,7 @@ open_string_enum! {
 /// Non-negative integer amount in a unit (`Amount`). The amount is int64 on the wire;
 /// the `minimum: 0` rule is checked by the success predicates, not by decoding.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Amount {
     /// Unit of the amount.
     pub unit: Unit,
@@ -163,6 +181,7 @@ impl Amount {
 
 /// Like [`Amount`] but may be negative (`SignedAmount`, e.g. `Balance.remaining` in overdraft).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SignedAmount {
     /// Unit of the amount.
     pub unit: Unit,
@@ -180,6 +199,7 @@ impl SignedAmount {
 /// Hierarchical budget subject (`Subject`). At least one standard field must be set; a
 /// subject with only `dimensions` is rejected by the server with 400.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Subject {
     /// Tenant (must equal the effective tenant of the API key when set).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -254,6 +274,7 @@ impl Subject {
 
 /// The guarded action (`Action`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Action {
     /// Action type, e.g. `llm.completion`.
     pub kind: String,
@@ -277,6 +298,7 @@ impl Action {
 
 /// Soft-landing constraints returned with `ALLOW_WITH_CAPS` (`Caps`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Caps {
     /// Maximum tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -297,6 +319,7 @@ pub struct Caps {
 
 /// Standard metrics for commit and event (`StandardMetrics`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct StandardMetrics {
     /// Input tokens consumed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -318,6 +341,7 @@ pub struct StandardMetrics {
 
 /// Ledger state of one (scope, unit) pair (`Balance`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Balance {
     /// Canonical scope identifier.
     pub scope: String,
@@ -347,6 +371,7 @@ pub struct Balance {
 
 /// Reference to a signed CyclesEvidence envelope (`CyclesEvidenceRef`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct EvidenceRef {
     /// sha256 content id of the envelope (64 lowercase hex).
     pub evidence_id: String,
@@ -356,6 +381,7 @@ pub struct EvidenceRef {
 
 /// Evidence references of one reservation keyed by artifact type (`ReservationEvidence`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ReservationEvidence {
     /// Evidence of the reserve operation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -372,6 +398,7 @@ pub struct ReservationEvidence {
 /// string: clients MUST NOT reject unknown values, so it is a newtype with known constants
 /// rather than an enum.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(transparent)]
 pub struct ReasonCode(pub String);
 

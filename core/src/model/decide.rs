@@ -7,6 +7,7 @@ use super::json_object::JsonObject;
 
 /// Body of `POST /v1/decide` (`DecisionRequest`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct DecisionRequest {
     /// Idempotency key (also sent as `X-Idempotency-Key`).
     pub idempotency_key: String,
@@ -41,6 +42,7 @@ impl DecisionRequest {
 
 /// Success body of `decide` (`DecisionResponse`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct DecisionResponse {
     /// The decision.
     pub decision: Decision,

@@ -8,6 +8,7 @@ use super::common::{EvidenceRef, Metadata};
 /// Body of a 4xx/5xx response. Every field is optional here so that a partial or
 /// extended envelope still yields whatever it carries.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ErrorResponse {
     /// Server `ErrorCode` (open: unknown codes are kept verbatim).
     #[serde(default)]

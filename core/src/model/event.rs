@@ -10,6 +10,7 @@ use super::json_object::JsonObject;
 
 /// Body of `POST /v1/events` (`EventCreateRequest`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct EventCreateRequest {
     /// Idempotency key (also sent as `X-Idempotency-Key`).
     pub idempotency_key: String,
@@ -56,6 +57,7 @@ impl EventCreateRequest {
 
 /// Success (201) body of `createEvent` (`EventCreateResponse`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct EventCreateResponse {
     /// Always APPLIED on a schema-valid success.
     pub status: EventStatus,

@@ -8,6 +8,7 @@ use super::common::Metadata;
 
 /// A signed CyclesEvidence envelope (`CyclesEvidenceEnvelope`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct EvidenceEnvelope {
     /// Schema version, `cycles-evidence/v0.1`.
     pub schema_version: String,
@@ -35,6 +36,7 @@ pub struct EvidenceEnvelope {
 
 /// The signer key set (`CyclesEvidenceJwks`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct EvidenceJwks {
     /// The keys, including retired ones.
     pub keys: Vec<EvidenceJwk>,
@@ -45,6 +47,7 @@ pub struct EvidenceJwks {
 
 /// One Ed25519 key with a validity window (`CyclesEvidenceJwk`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct EvidenceJwk {
     /// `OKP`.
     pub kty: String,

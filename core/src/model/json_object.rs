@@ -18,6 +18,22 @@ use crate::rawjson;
 #[derive(Clone)]
 pub struct JsonObject(Box<RawValue>);
 
+// Any JSON object, carried verbatim: the generator gives hosts their free-form map type.
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for JsonObject {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "JsonObject".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({"type": "object", "additionalProperties": true})
+    }
+}
+
 impl JsonObject {
     /// Parses JSON text that must be one object (`InvalidArgument` otherwise, e.g. `NaN`).
     pub fn parse(text: &str) -> Result<JsonObject, Error> {

@@ -8,6 +8,7 @@ use super::reservation::ReservationListResponse;
 
 /// Query of `GET /v1/balances`. At least one subject filter is required by the server.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct BalanceQuery {
     /// Tenant (validation-only; must match the effective tenant).
     pub tenant: Option<String>,
@@ -60,6 +61,7 @@ impl BalanceQuery {
 
 /// Success body of `getBalances` (`BalanceResponse`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct BalanceResponse {
     /// Balances of the matching scopes.
     pub balances: Vec<Balance>,
@@ -107,6 +109,7 @@ open_string_enum! {
 /// `finalized_from`/`finalized_to`) are ISO 8601 date-time strings passed through as given;
 /// blank strings are omitted because the spec treats them as unset anyway.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema), schemars(default))]
 pub struct ListReservationsQuery {
     /// Recover a reservation by its creation idempotency key.
     pub idempotency_key: Option<String>,

@@ -10,6 +10,7 @@ use super::json_object::JsonObject;
 
 /// Body of `POST /v1/reservations` (`ReservationCreateRequest`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ReservationCreateRequest {
     /// Idempotency key (also sent as `X-Idempotency-Key`).
     pub idempotency_key: String,
@@ -60,6 +61,7 @@ impl ReservationCreateRequest {
 
 /// Success body of `createReservation` (`ReservationCreateResponse`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ReservationCreateResponse {
     /// ALLOW, ALLOW_WITH_CAPS or (dry run only) DENY.
     pub decision: Decision,
@@ -99,6 +101,7 @@ pub struct ReservationCreateResponse {
 
 /// Body of `POST /v1/reservations/{id}/commit` (`CommitRequest`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CommitRequest {
     /// Idempotency key (also sent as `X-Idempotency-Key`).
     pub idempotency_key: String,
@@ -126,6 +129,7 @@ impl CommitRequest {
 
 /// Success body of `commitReservation` (`CommitResponse`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CommitResponse {
     /// Always COMMITTED on a schema-valid success.
     pub status: ReservationStatus,
@@ -144,6 +148,7 @@ pub struct CommitResponse {
 
 /// Body of `POST /v1/reservations/{id}/release` (`ReleaseRequest`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ReleaseRequest {
     /// Idempotency key (also sent as `X-Idempotency-Key`).
     pub idempotency_key: String,
@@ -164,6 +169,7 @@ impl ReleaseRequest {
 
 /// Success body of `releaseReservation` (`ReleaseResponse`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ReleaseResponse {
     /// Always RELEASED on a schema-valid success.
     pub status: ReservationStatus,
@@ -179,6 +185,7 @@ pub struct ReleaseResponse {
 
 /// Body of `POST /v1/reservations/{id}/extend` (`ReservationExtendRequest`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ReservationExtendRequest {
     /// Idempotency key (also sent as `X-Idempotency-Key`).
     pub idempotency_key: String,
@@ -202,6 +209,7 @@ impl ReservationExtendRequest {
 
 /// Success body of `extendReservation` (`ReservationExtendResponse`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ReservationExtendResponse {
     /// Always ACTIVE on a schema-valid success.
     pub status: ReservationStatus,
@@ -217,6 +225,7 @@ pub struct ReservationExtendResponse {
 
 /// One reservation as returned by `getReservation` (`ReservationDetail`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ReservationDetail {
     /// Reservation id.
     pub reservation_id: String,
@@ -262,6 +271,7 @@ pub type ReservationSummary = ReservationDetail;
 
 /// Success body of `listReservations` (`ReservationListResponse`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ReservationListResponse {
     /// The page of rows.
     pub reservations: Vec<ReservationSummary>,

@@ -79,6 +79,66 @@ impl Operation {
         }
     }
 
+    /// The method name every host gives the operation (the operationId in snake_case), and
+    /// the bridge's name for it.
+    pub fn method_name(self) -> &'static str {
+        match self {
+            Operation::Decide => "decide",
+            Operation::CreateReservation => "create_reservation",
+            Operation::ListReservations => "list_reservations",
+            Operation::GetReservation => "get_reservation",
+            Operation::CommitReservation => "commit_reservation",
+            Operation::ReleaseReservation => "release_reservation",
+            Operation::ExtendReservation => "extend_reservation",
+            Operation::CreateEvent => "create_event",
+            Operation::GetBalances => "get_balances",
+            Operation::GetEvidence => "get_evidence",
+            Operation::GetEvidenceJwks => "get_evidence_jwks",
+        }
+    }
+
+    /// The JSON Schemas of the operation's request (its body, or its query; `None`: its only
+    /// argument is in the path) and of its success body, as core's serde types
+    /// define them. The host-model generator (`bindings/codegen`) writes every host's models
+    /// from these, so a new operation cannot reach a host without them.
+    #[cfg(feature = "schema")]
+    pub fn schemas(
+        self,
+        g: &mut schemars::SchemaGenerator,
+    ) -> (Option<schemars::Schema>, schemars::Schema) {
+        use schemars::JsonSchema;
+        fn s<T: JsonSchema>(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+            g.subschema_for::<T>()
+        }
+        match self {
+            Operation::Decide => (Some(s::<DecisionRequest>(g)), s::<DecisionResponse>(g)),
+            Operation::CreateReservation => (
+                Some(s::<ReservationCreateRequest>(g)),
+                s::<ReservationCreateResponse>(g),
+            ),
+            Operation::ListReservations => (
+                Some(s::<ListReservationsQuery>(g)),
+                s::<ReservationListResponse>(g),
+            ),
+            Operation::GetReservation => (None, s::<ReservationDetail>(g)),
+            Operation::CommitReservation => (Some(s::<CommitRequest>(g)), s::<CommitResponse>(g)),
+            Operation::ReleaseReservation => {
+                (Some(s::<ReleaseRequest>(g)), s::<ReleaseResponse>(g))
+            }
+            Operation::ExtendReservation => (
+                Some(s::<ReservationExtendRequest>(g)),
+                s::<ReservationExtendResponse>(g),
+            ),
+            Operation::CreateEvent => (
+                Some(s::<EventCreateRequest>(g)),
+                s::<EventCreateResponse>(g),
+            ),
+            Operation::GetBalances => (Some(s::<BalanceQuery>(g)), s::<BalanceResponse>(g)),
+            Operation::GetEvidence => (None, s::<EvidenceEnvelope>(g)),
+            Operation::GetEvidenceJwks => (None, s::<EvidenceJwks>(g)),
+        }
+    }
+
     /// The operation of a spec operationId (exact spelling).
     pub fn from_operation_id(id: &str) -> Option<Operation> {
         Operation::ALL.into_iter().find(|o| o.operation_id() == id)

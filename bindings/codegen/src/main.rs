@@ -1,0 +1,127 @@
+//! `cycles-codegen`: writes the host models from core's wire types (schemars reflection of
+//! core's serde models, feature `schema`), so no host keeps a hand-written copy of a shape core
+//! defines. `--check` writes nothing and fails when a committed file differs (CI runs it).
+
+mod c_docs;
+mod ir;
+mod python;
+mod table;
+mod text;
+mod typescript;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Every generated file, relative to the repository root, and its text.
+fn outputs() -> Result<Vec<(&'static str, String)>, String> {
+    let ir = ir::load()?;
+    let c_client = "bindings/c/src/client.rs";
+    let c_source = std::fs::read_to_string(root().join(c_client))
+        .map_err(|e| format!("cannot read {c_client}: {e}"))?;
+    Ok(vec![
+        ("python/cycles/models.py", python::emit(&ir)?),
+        ("node/src/models.ts", typescript::emit(&ir)?),
+        (c_client, c_docs::rewrite(&c_source, &ir)?),
+    ])
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn main() -> ExitCode {
+    let check = match std::env::args().nth(1).as_deref() {
+        None => false,
+        Some("--check") => true,
+        Some(other) => {
+            eprintln!("usage: cycles-codegen [--check] (unknown argument {other:?})");
+            return ExitCode::from(2);
+        }
+    };
+    let outputs = match outputs() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("cycles-codegen: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut drift = 0;
+    for (rel, text) in outputs {
+        let path = root().join(rel);
+        let old = std::fs::read_to_string(&path).unwrap_or_default();
+        if old == text {
+            continue;
+        }
+        if check {
+            eprintln!("{rel}: differs from what core's types generate");
+            drift += 1;
+        } else if let Err(e) = std::fs::write(&path, text) {
+            eprintln!("cycles-codegen: cannot write {rel}: {e}");
+            return ExitCode::FAILURE;
+        } else {
+            println!("wrote {rel}");
+        }
+    }
+    if drift > 0 {
+        eprintln!(
+            "{drift} generated file(s) drifted: run `cargo run -p cycles-codegen` and commit"
+        );
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_operation_has_its_result_in_every_host() {
+        let ir = ir::load().unwrap();
+        let py = python::emit(&ir).unwrap();
+        let ts = typescript::emit(&ir).unwrap();
+        assert_eq!(ir.ops.len(), 11);
+        for op in &ir.ops {
+            let name = table::host_name(&op.response);
+            assert!(py.contains(&format!("class {name}(_Model):")), "{name}");
+            assert!(py.contains(&format!("\"{}\": {name},", op.operation_id)));
+            assert!(
+                ts.contains(&format!("export interface {name} extends WithMeta {{"))
+                    || ts.contains(&format!("export interface {name}Result extends {name}")),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn free_form_members_are_never_renamed() {
+        let ts = typescript::emit(&ir::load().unwrap()).unwrap();
+        let set = &ts[ts.find("OPAQUE_MEMBERS").unwrap()..];
+        for m in [
+            "metadata",
+            "committed_metadata",
+            "committedMetadata",
+            "custom",
+            "dimensions",
+            "details",
+            "payload",
+            "keys",
+        ] {
+            assert!(set.contains(&format!("\"{m}\",")), "{m}");
+        }
+        assert!(!set.contains("\"tenant\""));
+    }
+
+    #[test]
+    fn optional_members_are_optional_and_int64_is_exact() {
+        let ir = ir::load().unwrap();
+        let py = python::emit(&ir).unwrap();
+        let ts = typescript::emit(&ir).unwrap();
+        assert!(py.contains("    remaining_ttl_ms: int | None = None\n"));
+        assert!(ts.contains("  remainingTtlMs?: Int64;\n"));
+        assert!(ts.contains("  expiresAtMs: Int64;\n"));
+        assert!(ts.contains("  limit?: number;\n"));
+        // A request's subject defaults to the client's tenant.
+        assert!(ts.contains("  subject?: Subject;\n"));
+    }
+}

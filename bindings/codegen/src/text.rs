@@ -1,0 +1,105 @@
+//! Doc-comment text: rustdoc's Markdown to each host's markup, and word wrapping.
+
+/// Rustdoc Markdown to reStructuredText: intra-doc links and `code` become ``code``.
+pub fn rst(s: &str) -> String {
+    code_spans(&links(s), "``")
+}
+
+/// Rustdoc Markdown to JSDoc / Javadoc-neutral text: intra-doc links become `code`.
+pub fn md(s: &str) -> String {
+    links(s)
+}
+
+/// `[`X`](path)` and `[`X`]` to `` `X` ``.
+fn links(s: &str) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(i) = rest.find("[`") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 1..];
+        let Some(end) = after.find("`]") else {
+            out.push_str(&rest[i..]);
+            return out;
+        };
+        out.push_str(&after[..end + 1]);
+        rest = &after[end + 2..];
+        if rest.starts_with('(') {
+            if let Some(close) = rest.find(')') {
+                rest = &rest[close + 1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Every `code` span delimited by `mark` instead of one backtick.
+fn code_spans(s: &str, mark: &str) -> String {
+    let mut out = String::new();
+    for (i, part) in s.split('`').enumerate() {
+        if i > 0 {
+            out.push_str(mark);
+        }
+        out.push_str(part);
+    }
+    out
+}
+
+/// The words of a paragraph, a `code span` with spaces counted as one word.
+fn words(p: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut open = false;
+    for w in p.split_whitespace() {
+        if open {
+            let last = out.last_mut().expect("an open span has a word");
+            last.push(' ');
+            last.push_str(w);
+        } else {
+            out.push(w.to_string());
+        }
+        if w.matches('`').count() % 2 == 1 {
+            open = !open;
+        }
+    }
+    out
+}
+
+/// One paragraph re-wrapped to `width` columns.
+pub fn wrap(p: &str, width: usize) -> String {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for w in words(p) {
+        let w = w.as_str();
+        if !line.is_empty() && line.len() + 1 + w.len() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(w);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_and_code_spans_become_rst_literals() {
+        assert_eq!(
+            rst("see [`JsonObject`](super::JsonObject) and [`X`], `a`"),
+            "see ``JsonObject`` and ``X``, ``a``"
+        );
+    }
+
+    #[test]
+    fn wrap_keeps_words_whole() {
+        assert_eq!(wrap("aa bb\ncc dd", 5), "aa bb\ncc dd");
+        assert_eq!(wrap("aaaaaa b", 3), "aaaaaa\nb");
+        assert_eq!(wrap("a `b c` d", 3), "a\n`b c`\nd");
+    }
+}
