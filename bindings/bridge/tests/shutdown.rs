@@ -54,7 +54,7 @@ fn shutdown_drains_then_every_call_fails_with_runtime() {
         serde_json::from_str(&process::shutdown(Duration::from_secs(10)).unwrap()).unwrap();
     assert_eq!(
         report,
-        json!({"already_shut_down": false, "settled": 1, "remaining": []})
+        json!({"already_shut_down": false, "settled": 1, "remaining": [], "unjournaled": []})
     );
 
     let e = task::start(async {}).err().unwrap();
