@@ -18,6 +18,7 @@ from ._model_base import ResponseMeta, _Model
 __all__ = [
     "Unit",
     "Decision",
+    "ReasonCode",
     "OveragePolicy",
     "ReservationStatus",
     "SortBy",
@@ -81,6 +82,43 @@ class Decision:
 
     DENY = "DENY"
     """Denied; see ``reason_code``."""
+
+
+class ReasonCode:
+    """Machine-readable reason of a DENY (``DecisionReasonCode``).
+
+    Known values; any other string is passed through unchanged.
+    """
+
+    BUDGET_EXCEEDED = "BUDGET_EXCEEDED"
+    """Remaining amount insufficient on at least one derived scope."""
+
+    BUDGET_FROZEN = "BUDGET_FROZEN"
+    """A derived scope's budget is FROZEN."""
+
+    BUDGET_CLOSED = "BUDGET_CLOSED"
+    """A derived scope's budget is CLOSED."""
+
+    BUDGET_NOT_FOUND = "BUDGET_NOT_FOUND"
+    """No budget at any derived scope in the requested unit."""
+
+    OVERDRAFT_LIMIT_EXCEEDED = "OVERDRAFT_LIMIT_EXCEEDED"
+    """Overdraft limit exceeded or the scope is over limit."""
+
+    DEBT_OUTSTANDING = "DEBT_OUTSTANDING"
+    """Debt outstanding and no overdraft permitted."""
+
+    TENANT_CLOSED = "TENANT_CLOSED"
+    """The owning tenant is CLOSED."""
+
+    ACTION_QUOTA_EXCEEDED = "ACTION_QUOTA_EXCEEDED"
+    """v0.1.26 extension: action quota exceeded."""
+
+    ACTION_KIND_DENIED = "ACTION_KIND_DENIED"
+    """v0.1.26 extension: action kind denied."""
+
+    ACTION_KIND_NOT_ALLOWED = "ACTION_KIND_NOT_ALLOWED"
+    """v0.1.26 extension: action kind not in the allowlist."""
 
 
 class OveragePolicy:

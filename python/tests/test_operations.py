@@ -106,7 +106,8 @@ def test_decide_event_balances(api, server) -> None:
     d = api.decide(idempotency_key="k-d", action=ACTION, estimate=usd(10))
     assert isinstance(d, cycles.DecisionResult) and d.decision == "ALLOW"
     denied = api.decide(idempotency_key="k-d2", action=ACTION, estimate=usd(10**15))
-    assert denied.decision == "DENY" and denied.reason_code == "BUDGET_EXCEEDED"
+    assert denied.decision == cycles.Decision.DENY
+    assert denied.reason_code == cycles.ReasonCode.BUDGET_EXCEEDED == "BUDGET_EXCEEDED"
 
     ev = api.create_event(
         idempotency_key="k-e",

@@ -398,52 +398,69 @@ pub struct ReservationEvidence {
 /// string: clients MUST NOT reject unknown values, so it is a newtype with known constants
 /// rather than an enum.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(transparent)]
 pub struct ReasonCode(pub String);
 
-impl ReasonCode {
-    /// Remaining amount insufficient on at least one derived scope.
-    pub const BUDGET_EXCEEDED: &'static str = "BUDGET_EXCEEDED";
-    /// A derived scope's budget is FROZEN.
-    pub const BUDGET_FROZEN: &'static str = "BUDGET_FROZEN";
-    /// A derived scope's budget is CLOSED.
-    pub const BUDGET_CLOSED: &'static str = "BUDGET_CLOSED";
-    /// No budget at any derived scope in the requested unit.
-    pub const BUDGET_NOT_FOUND: &'static str = "BUDGET_NOT_FOUND";
-    /// Overdraft limit exceeded or the scope is over limit.
-    pub const OVERDRAFT_LIMIT_EXCEEDED: &'static str = "OVERDRAFT_LIMIT_EXCEEDED";
-    /// Debt outstanding and no overdraft permitted.
-    pub const DEBT_OUTSTANDING: &'static str = "DEBT_OUTSTANDING";
-    /// The owning tenant is CLOSED.
-    pub const TENANT_CLOSED: &'static str = "TENANT_CLOSED";
-    /// v0.1.26 extension: action quota exceeded.
-    pub const ACTION_QUOTA_EXCEEDED: &'static str = "ACTION_QUOTA_EXCEEDED";
-    /// v0.1.26 extension: action kind denied.
-    pub const ACTION_KIND_DENIED: &'static str = "ACTION_KIND_DENIED";
-    /// v0.1.26 extension: action kind not in the allowlist.
-    pub const ACTION_KIND_NOT_ALLOWED: &'static str = "ACTION_KIND_NOT_ALLOWED";
+/// The known reason codes, written once: each becomes a constant, a member of
+/// [`ReasonCode::KNOWN`] and, for the host-model generator, a documented value.
+macro_rules! reason_codes {
+    ($( $(#[doc = $doc:literal])* $name:ident, )+) => {
+        impl ReasonCode {
+            $( $(#[doc = $doc])* pub const $name: &'static str = stringify!($name); )+
 
+            /// Every code this version knows.
+            pub const KNOWN: &'static [&'static str] = &[$(stringify!($name)),+];
+        }
+
+        #[cfg(feature = "schema")]
+        impl schemars::JsonSchema for ReasonCode {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                "ReasonCode".into()
+            }
+
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                schemars::json_schema!({
+                    "type": "string",
+                    "description": "Machine-readable reason of a DENY (`DecisionReasonCode`).",
+                    "x-open-enum": [ $( {"value": stringify!($name), "description": concat!($($doc, "\n"),*)} ),+ ]
+                })
+            }
+        }
+    };
+}
+
+reason_codes! {
+    /// Remaining amount insufficient on at least one derived scope.
+    BUDGET_EXCEEDED,
+    /// A derived scope's budget is FROZEN.
+    BUDGET_FROZEN,
+    /// A derived scope's budget is CLOSED.
+    BUDGET_CLOSED,
+    /// No budget at any derived scope in the requested unit.
+    BUDGET_NOT_FOUND,
+    /// Overdraft limit exceeded or the scope is over limit.
+    OVERDRAFT_LIMIT_EXCEEDED,
+    /// Debt outstanding and no overdraft permitted.
+    DEBT_OUTSTANDING,
+    /// The owning tenant is CLOSED.
+    TENANT_CLOSED,
+    /// v0.1.26 extension: action quota exceeded.
+    ACTION_QUOTA_EXCEEDED,
+    /// v0.1.26 extension: action kind denied.
+    ACTION_KIND_DENIED,
+    /// v0.1.26 extension: action kind not in the allowlist.
+    ACTION_KIND_NOT_ALLOWED,
+}
+
+impl ReasonCode {
     /// The wire string.
     pub fn as_str(&self) -> &str {
         &self.0
     }
 
-    /// True when the code is one of the constants above.
+    /// True when the code is one of [`ReasonCode::KNOWN`].
     pub fn is_known(&self) -> bool {
-        [
-            Self::BUDGET_EXCEEDED,
-            Self::BUDGET_FROZEN,
-            Self::BUDGET_CLOSED,
-            Self::BUDGET_NOT_FOUND,
-            Self::OVERDRAFT_LIMIT_EXCEEDED,
-            Self::DEBT_OUTSTANDING,
-            Self::TENANT_CLOSED,
-            Self::ACTION_QUOTA_EXCEEDED,
-            Self::ACTION_KIND_DENIED,
-            Self::ACTION_KIND_NOT_ALLOWED,
-        ]
-        .contains(&self.0.as_str())
+        Self::KNOWN.contains(&self.0.as_str())
     }
 }
 
