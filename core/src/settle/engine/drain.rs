@@ -1,0 +1,158 @@
+//! What drives replay passes: the continuous background replayer ([`Settler::start_replay`],
+//! stopped through its [`ReplayHandle`]), and the explicit [`Settler::flush`] and
+//! [`Settler::drain`], which settle what they can (before a deadline, for `drain`) and report
+//! what is left in place, with [`Settler::pending`].
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::Settler;
+use crate::journal::fsio::now_ms;
+use crate::settle::{DrainReport, PendingRecord};
+
+/// The background replayer; stops when [`ReplayHandle::stop`] is called or it is dropped.
+#[derive(Debug)]
+pub struct ReplayHandle {
+    token: CancellationToken,
+    task: Option<tokio::task::JoinHandle<()>>,
+    file_work: TaskTracker,
+}
+
+impl ReplayHandle {
+    /// Stops replaying (an in-flight attempt is abandoned; its record stays) and waits, also
+    /// for journal file work the pass had started: a quarantine that began is finished and
+    /// reported before this returns.
+    pub async fn stop(mut self) {
+        self.token.cancel();
+        if let Some(t) = self.task.take() {
+            let _ = t.await;
+        }
+        self.file_work.close();
+        self.file_work.wait().await;
+        self.file_work.reopen();
+    }
+}
+
+impl Drop for ReplayHandle {
+    fn drop(&mut self) {
+        self.token.cancel();
+    }
+}
+
+impl Settler {
+    /// The records of this engine's server still in the journal.
+    pub async fn pending(&self) -> Vec<PendingRecord> {
+        let Some(journal) = self.inner.journal.clone() else {
+            return Vec::new();
+        };
+        let j = journal.clone();
+        match self.blocking(move || j.scan()).await {
+            Ok(scan) => scan
+                .records
+                .into_iter()
+                .filter(|s| journal.owns(&s.record))
+                .map(|s| PendingRecord {
+                    reservation_id: s.record.reservation_id,
+                    mode: s.record.mode,
+                    recorded_at_ms: s.record.recorded_at_ms,
+                    not_before_ms: s.record.not_before_ms,
+                    file: s.file,
+                })
+                .collect(),
+            Err(e) => {
+                self.io_failed(None, "scan", &e);
+                Vec::new()
+            }
+        }
+    }
+
+    /// Replays every pending record once now (ignoring replay backoff, honouring
+    /// `not_before_ms`) and reports what is left in place.
+    pub async fn flush(&self) -> DrainReport {
+        let since = self.resolved_seq();
+        let (outcomes, quarantined) = self.pass(true, None).await;
+        let mut report = DrainReport {
+            outcomes,
+            remaining: self.pending().await,
+            quarantined,
+            unjournaled: self.unjournaled_ids(),
+        };
+        self.add_resolved_since(since, &mut report);
+        report
+    }
+
+    /// Replays until the journal is empty or `timeout` has passed, whichever is first.
+    /// Unresolved records stay in place; in-flight attempts are abandoned at the deadline. The
+    /// report includes what another pass of this engine (the background replayer) settled or
+    /// quarantined while the drain ran.
+    pub async fn drain(&self, timeout: Duration) -> DrainReport {
+        let since = self.resolved_seq();
+        let deadline = Instant::now() + timeout;
+        let mut report = DrainReport::default();
+        let mut pause = Duration::from_millis(50);
+        loop {
+            let (outcomes, quarantined) = self.pass(true, Some(deadline)).await;
+            for (id, o) in outcomes {
+                report.outcomes.retain(|(i, _)| *i != id);
+                report.outcomes.push((id, o));
+            }
+            report.quarantined.extend(quarantined);
+            let remaining = self.pending().await;
+            let unjournaled = self.unjournaled_ids();
+            let now = Instant::now();
+            if (remaining.is_empty() && unjournaled.is_empty()) || now >= deadline {
+                report.remaining = remaining;
+                report.unjournaled = unjournaled;
+                self.add_resolved_since(since, &mut report);
+                return report;
+            }
+            // Wake for the earliest rate-limit floor among what is left, not a backoff step
+            // later: a record parked by a 429 is due exactly at its `not_before_ms`.
+            let now_wall = now_ms();
+            let floor = remaining
+                .iter()
+                .filter_map(|r| r.not_before_ms)
+                .filter(|nb| *nb > now_wall)
+                .min()
+                .map(|nb| Duration::from_millis(nb - now_wall));
+            let wait = floor.map_or(pause, |f| f.min(pause));
+            tokio::time::sleep(wait.min(deadline - now)).await;
+            pause = (pause * 2).min(Duration::from_secs(1));
+        }
+    }
+
+    /// Starts the continuous background replayer on the current tokio runtime (core's own
+    /// outside one, or when the call is driven on a blocking host's thread). It also stops
+    /// when [`crate::runtime::shutdown`] begins.
+    ///
+    /// # Panics
+    /// Outside a tokio runtime when core's runtime is unusable (shut down, a forked child).
+    pub fn start_replay(&self) -> ReplayHandle {
+        let token = crate::runtime::stop_token();
+        let t = token.clone();
+        let me = self.clone();
+        let interval = self.inner.cfg.replay_interval;
+        let task = crate::runtime::spawn_target()
+            .expect("start_replay needs a tokio runtime")
+            .spawn(async move {
+                loop {
+                    tokio::select! {
+                        _ = t.cancelled() => break,
+                        _ = me.pass(false, None) => {}
+                    }
+                    tokio::select! {
+                        _ = t.cancelled() => break,
+                        _ = tokio::time::sleep(interval) => {}
+                    }
+                }
+            });
+        ReplayHandle {
+            token,
+            task: Some(task),
+            file_work: self.inner.file_work.clone(),
+        }
+    }
+}
