@@ -9,12 +9,9 @@ import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
 import java.util.function.Function;
 import java.util.function.ToLongFunction;
@@ -39,150 +36,28 @@ import java.util.function.ToLongFunction;
  * {@link Cleaner} without a drain (the journal keeps its settlements for the next process).
  */
 public final class CyclesClient implements AutoCloseable {
+    /** One daemon thread frees the native handles of clients and reservations dropped unclosed. */
     static final Cleaner CLEANER = Cleaner.create();
-    private static final Set<State> OPEN = ConcurrentHashMap.newKeySet();
-    private static final System.Logger LOG = System.getLogger("dev.cycles");
 
     static {
         Native.ensureLoaded();
-        long bound = Long.getLong("cycles.shutdown.drain.ms", 5000L);
-        if (bound > 0) {
-            Runtime.getRuntime().addShutdownHook(new Thread(() -> closeAll(bound), "cycles-shutdown-drain"));
-        }
+        ClientHandle.installShutdownDrain();
     }
 
-    private final State state;
-    private final Cleaner.Cleanable cleanable;
+    private final ClientHandle handle;
     private final String baseUrl;
     private final String tenant;
     private final long closeTimeoutMs;
-    private final Events events;
-
-    /** The native client; closed by {@link #close}, the shutdown hook or the Cleaner. */
-    private static final class State implements Runnable {
-        final long id;
-        final AtomicBoolean closed = new AtomicBoolean();
-
-        State(long id) {
-            this.id = id;
-        }
-
-        String close(long timeoutMs) {
-            if (!closed.compareAndSet(false, true)) {
-                return null;
-            }
-            OPEN.remove(this);
-            try {
-                return Native.clientClose(id, timeoutMs);
-            } finally {
-                Native.free(id);
-            }
-        }
-
-        @Override
-        public void run() {
-            close(0);
-        }
-    }
-
-    /** Listeners and the daemon thread that delivers this client's events in order. */
-    private static final class Events {
-        final List<Consumer<CyclesEvent>> listeners = new CopyOnWriteArrayList<>();
-        volatile boolean started;
-        /** The lifecycle handle once started (0 before). */
-        private volatile long life;
-        /** The floor last given to core (see {@link #floor}); -2: none yet. */
-        private int sentFloor = -2;
-
-        synchronized void start(long clientId) {
-            if (started) {
-                return;
-            }
-            long handle = Native.clientLifecycle(clientId);
-            life = handle;
-            refreshFloor();
-            Thread t = new Thread(() -> run(handle), "cycles-events");
-            t.setDaemon(true);
-            t.start();
-            started = true;
-        }
-
-        /**
-         * The least event level anyone looks at, as core's rank (0 debug .. 3 error), or -1 for
-         * none: with a listener every event, else what the {@code dev.cycles} logger would print.
-         * Core builds no event below it.
-         */
-        int floor() {
-            if (!listeners.isEmpty() || LOG.isLoggable(System.Logger.Level.DEBUG)) {
-                return 0;
-            }
-            if (LOG.isLoggable(System.Logger.Level.INFO)) {
-                return 1;
-            }
-            if (LOG.isLoggable(System.Logger.Level.WARNING)) {
-                return 2;
-            }
-            return LOG.isLoggable(System.Logger.Level.ERROR) ? 3 : -1;
-        }
-
-        /**
-         * Tells core the current floor when it changed. Called on start, when a listener is
-         * added, and before every wait of the event thread, so a logger level changed at run
-         * time takes effect within one wait (500 ms).
-         */
-        synchronized void refreshFloor() {
-            long handle = life;
-            if (handle == 0) {
-                return;
-            }
-            int floor = floor();
-            if (floor != sentFloor) {
-                Native.lifeSetEventFloor(handle, floor);
-                sentFloor = floor;
-            }
-        }
-
-        @SuppressWarnings("unchecked")
-        void run(long life) {
-            try {
-                while (true) {
-                    refreshFloor();
-                    String batch = Native.lifeNextEvents(life, 500);
-                    if (batch == null) {
-                        return;
-                    }
-                    for (Object o : (List<Object>) Json.parse(batch)) {
-                        deliver(CyclesEvent.from((Map<String, Object>) o));
-                    }
-                }
-            } finally {
-                Native.free(life);
-            }
-        }
-
-        void deliver(CyclesEvent e) {
-            LOG.log(e.loggerLevel(), "{0}: {1}", e.kind(), e.message());
-            for (Consumer<CyclesEvent> l : listeners) {
-                try {
-                    l.accept(e);
-                } catch (RuntimeException ex) {
-                    LOG.log(System.Logger.Level.WARNING, "cycles event listener failed", ex);
-                }
-            }
-        }
-    }
+    private final EventDispatcher events;
 
     private CyclesClient(long id, List<Consumer<CyclesEvent>> listeners) {
-        this.state = new State(id);
-        this.events = new Events();
-        this.events.listeners.addAll(listeners);
+        this.events = new EventDispatcher(listeners);
         Map<String, Object> info = Json.object(Native.clientInfo(id));
         // The bridge's: the builder's closeTimeout, else its default (5 s in every language).
         this.closeTimeoutMs = Json.lng(info, "close_timeout_ms");
         this.baseUrl = Json.str(info, "base_url");
         this.tenant = Json.str(info, "tenant");
-        OPEN.add(state);
-        this.cleanable = CLEANER.register(this, state);
+        this.handle = ClientHandle.open(this, id);
     }
 
     /** @return a builder of a client with explicit settings */
@@ -214,7 +89,7 @@ public final class CyclesClient implements AutoCloseable {
 
     /** @return whether {@link #close} was called */
     public boolean isClosed() {
-        return state.closed.get();
+        return handle.isClosed();
     }
 
     /**
@@ -224,8 +99,7 @@ public final class CyclesClient implements AutoCloseable {
      * @param listener the listener
      */
     public void addListener(Consumer<CyclesEvent> listener) {
-        events.listeners.add(listener);
-        events.refreshFloor();
+        events.add(listener);
     }
 
     // ---- operations ----
@@ -246,19 +120,11 @@ public final class CyclesClient implements AutoCloseable {
     }
 
     private <T> Response<T> call(String op, String args, Function<Map<String, Object>, T> body) {
-        return response(Native.clientCall(state.id, op, args), body);
+        return response(Native.clientCall(handle.id, op, args), body);
     }
 
     private <T> CompletableFuture<T> async(String op, String args, Function<String, T> decode) {
-        CompletableFuture<String> f = new CompletableFuture<>();
-        long fid = Completions.register(f);
-        try {
-            Native.clientCallAsync(state.id, op, args, fid);
-        } catch (RuntimeException e) {
-            Completions.forget(fid);
-            return CompletableFuture.failedFuture(e);
-        }
-        return f.thenApply(decode);
+        return Completions.submit(f -> Native.clientCallAsync(handle.id, op, args, f)).thenApply(decode);
     }
 
     private static String withId(String reservationId, Map<String, Object> request) {
@@ -487,7 +353,7 @@ public final class CyclesClient implements AutoCloseable {
      *     {@code rttMicros} 0
      */
     public Response<List<ReservationDetail>> listAllReservations(ReservationQuery query, int maxPages) {
-        return rows(Native.clientCall(state.id, "list_reservations_all", allArgs(query, maxPages)));
+        return rows(Native.clientCall(handle.id, "list_reservations_all", allArgs(query, maxPages)));
     }
 
     /**
@@ -549,7 +415,7 @@ public final class CyclesClient implements AutoCloseable {
      * @return the response, its body as JSON text
      */
     public Response<String> call(String operation, String argsJson) {
-        return rawResponse(Native.clientCall(state.id, operation, argsJson));
+        return rawResponse(Native.clientCall(handle.id, operation, argsJson));
     }
 
     /**
@@ -585,9 +451,7 @@ public final class CyclesClient implements AutoCloseable {
     // ---- guarded lifecycle ----
 
     private String spec(GuardSpec spec) {
-        if (!events.started) { // every guarded call passes here: no lock once started
-            events.start(state.id);
-        }
+        events.start(handle.id);
         return spec.toJson();
     }
 
@@ -598,7 +462,7 @@ public final class CyclesClient implements AutoCloseable {
      * @return the running guarded action
      */
     public Reservation reserve(GuardSpec spec) {
-        Reservation r = new Reservation(Native.guardBegin(state.id, spec(spec)));
+        Reservation r = new Reservation(Native.guardBegin(handle.id, spec(spec)));
         r.enter();
         return r;
     }
@@ -610,15 +474,9 @@ public final class CyclesClient implements AutoCloseable {
      * @return the running guarded action
      */
     public CompletableFuture<Reservation> reserveAsync(GuardSpec spec) {
-        CompletableFuture<String> f = new CompletableFuture<>();
-        long fid = Completions.register(f);
-        try {
-            Native.guardBeginAsync(state.id, spec(spec), fid);
-        } catch (RuntimeException e) {
-            Completions.forget(fid);
-            return CompletableFuture.failedFuture(e);
-        }
-        return f.thenApply(id -> new Reservation(Long.parseLong(id)));
+        // spec(...) inside the call: what it throws (a closed client) fails the future, as elsewhere.
+        return Completions.submit(f -> Native.guardBeginAsync(handle.id, spec(spec), f))
+                .thenApply(id -> new Reservation(Long.parseLong(id)));
     }
 
     /**
@@ -752,8 +610,8 @@ public final class CyclesClient implements AutoCloseable {
      * @return what was replayed
      */
     public DrainReport flush() {
-        events.start(state.id);
-        return DrainReport.parse(Native.clientFlush(state.id));
+        events.start(handle.id);
+        return DrainReport.parse(Native.clientFlush(handle.id));
     }
 
     /**
@@ -763,8 +621,8 @@ public final class CyclesClient implements AutoCloseable {
      * @return what was replayed and what remains
      */
     public DrainReport drain(Duration timeout) {
-        events.start(state.id);
-        return DrainReport.parse(Native.clientDrain(state.id, timeout.toMillis()));
+        events.start(handle.id);
+        return DrainReport.parse(Native.clientDrain(handle.id, timeout.toMillis()));
     }
 
     /** Closes within the builder's close timeout (default 5 s); see {@link #close(Duration)}. */
@@ -783,21 +641,7 @@ public final class CyclesClient implements AutoCloseable {
      * @return what the drain did
      */
     public DrainReport close(Duration timeout) {
-        DrainReport r = DrainReport.parse(state.close(timeout.toMillis()));
-        cleanable.clean();
-        return r;
-    }
-
-    private static void closeAll(long boundMs) {
-        long deadline = System.nanoTime() + boundMs * 1_000_000L;
-        for (State s : OPEN) {
-            long left = Math.max(0, (deadline - System.nanoTime()) / 1_000_000L);
-            try {
-                s.close(left);
-            } catch (RuntimeException e) {
-                // The journal keeps what could not be settled; exit goes on.
-            }
-        }
+        return DrainReport.parse(handle.close(timeout.toMillis()));
     }
 
     /** Settings of a new client. */

@@ -305,15 +305,7 @@ public final class Reservation implements AutoCloseable {
      */
     public CompletableFuture<Outcome> finishAsync(boolean workSucceeded) {
         exit();
-        CompletableFuture<String> f = new CompletableFuture<>();
-        long fid = Completions.register(f);
-        try {
-            Native.activeFinishAsync(state.id, workSucceeded, fid);
-        } catch (RuntimeException e) {
-            Completions.forget(fid);
-            return CompletableFuture.failedFuture(e);
-        }
-        return f.thenApply(json -> {
+        return Completions.submit(f -> Native.activeFinishAsync(state.id, workSucceeded, f)).thenApply(json -> {
             Outcome o = Outcome.parse(json);
             outcome = o;
             cleanable.clean();

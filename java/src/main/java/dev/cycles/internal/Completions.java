@@ -7,6 +7,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongConsumer;
 
 /**
  * Completes the futures of asynchronous native calls. Native work runs on core's runtime and
@@ -31,9 +32,30 @@ public final class Completions {
         return id;
     }
 
-    /** Forgets a registered future whose native call failed before it was queued. */
+    /** Forgets a registered future whose native call failed before it was queued ({@link #submit} does). */
     public static void forget(long id) {
         PENDING.remove(id);
+    }
+
+    /**
+     * Starts one asynchronous native call: registers a future, gives its id to {@code call}
+     * (which passes it to a {@code *Async} native method), and returns the future. When
+     * {@code call} throws, nothing was queued: the future is forgotten and the exception comes
+     * back as a failed future, so an async method reports every failure the same way.
+     *
+     * @param call starts the native call with the future's id
+     * @return completed with the native call's result text, off the native threads
+     */
+    public static CompletableFuture<String> submit(LongConsumer call) {
+        CompletableFuture<String> f = new CompletableFuture<>();
+        long id = register(f);
+        try {
+            call.accept(id);
+        } catch (RuntimeException e) {
+            forget(id);
+            return CompletableFuture.failedFuture(e);
+        }
+        return f;
     }
 
     private static void start() {
