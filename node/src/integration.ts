@@ -216,7 +216,11 @@ async function runCall(
   let got: WithResponse<unknown>;
   try {
     sent = applyCaps(r, api, request);
-    sent = { ...sent, ...pricing.streamRequest(api, sent) };
+    // Core's rule sets nothing on a request that does not stream: skip the crossing then.
+    const streams = (sent as { stream?: unknown }).stream;
+    if (streams !== undefined && streams !== null && streams !== false) {
+      sent = { ...sent, ...pricing.streamRequest(api, sent) };
+    }
   } catch (e) {
     const o = await r.fail();
     if (e instanceof CallNotSentError) e.released = o.released;
