@@ -174,11 +174,13 @@ async fn a_drain_reports_what_the_background_replay_settled_while_it_ran() {
     server.add_fault(fault(
         Operation::CommitReservation,
         1,
-        Fault::Delay { ms: 400 },
+        // Long enough that the drain surely starts while the commit is held, even on a
+        // loaded machine (seen failing at 400 ms with other builds running).
+        Fault::Delay { ms: 1500 },
     ));
     let s = Settler::new(&cfg, SettleConfig::default()).unwrap();
     let replay = s.start_replay();
-    // The replayer has sent the commit (held 400 ms) before the drain starts.
+    // The replayer has sent the commit (held 1.5 s) before the drain starts.
     let t = std::time::Instant::now();
     while commits(&server).is_empty() {
         assert!(
