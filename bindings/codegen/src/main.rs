@@ -4,6 +4,7 @@
 
 mod c_docs;
 mod ir;
+mod java;
 mod python;
 mod table;
 mod text;
@@ -13,16 +14,18 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// Every generated file, relative to the repository root, and its text.
-fn outputs() -> Result<Vec<(&'static str, String)>, String> {
+fn outputs() -> Result<Vec<(String, String)>, String> {
     let ir = ir::load()?;
     let c_client = "bindings/c/src/client.rs";
     let c_source = std::fs::read_to_string(root().join(c_client))
         .map_err(|e| format!("cannot read {c_client}: {e}"))?;
-    Ok(vec![
-        ("python/cycles/models.py", python::emit(&ir)?),
-        ("node/src/models.ts", typescript::emit(&ir)?),
-        (c_client, c_docs::rewrite(&c_source, &ir)?),
-    ])
+    let mut out = vec![
+        ("python/cycles/models.py".to_string(), python::emit(&ir)?),
+        ("node/src/models.ts".to_string(), typescript::emit(&ir)?),
+        (c_client.to_string(), c_docs::rewrite(&c_source, &ir)?),
+    ];
+    out.extend(java::emit(&ir)?);
+    Ok(out)
 }
 
 fn root() -> PathBuf {
@@ -47,7 +50,7 @@ fn main() -> ExitCode {
     };
     let mut drift = 0;
     for (rel, text) in outputs {
-        let path = root().join(rel);
+        let path = root().join(&rel);
         let old = std::fs::read_to_string(&path).unwrap_or_default();
         if old == text {
             continue;
@@ -123,5 +126,33 @@ mod tests {
         assert!(ts.contains("  limit?: number;\n"));
         // A request's subject defaults to the client's tenant.
         assert!(ts.contains("  subject?: Subject;\n"));
+    }
+
+    #[test]
+    fn every_operation_has_its_jvm_record_and_hand_written_ones_are_left() {
+        let ir = ir::load().unwrap();
+        let files = java::emit(&ir).unwrap();
+        for op in &ir.ops {
+            let name = java::java_name(&op.response);
+            assert!(
+                files
+                    .iter()
+                    .any(|(p, t)| p.ends_with(&format!("/{name}.java"))
+                        && t.contains(&format!("public record {name}("))),
+                "{name}"
+            );
+        }
+        for hand in table::JAVA_HAND_WRITTEN {
+            assert!(!files
+                .iter()
+                .any(|(p, _)| p.ends_with(&format!("/{hand}.java"))));
+        }
+        let commit = &files
+            .iter()
+            .find(|(p, _)| p.ends_with("/CommitResult.java"))
+            .unwrap()
+            .1;
+        assert!(commit.contains("EvidenceRef cyclesEvidence)"));
+        assert!(commit.contains("@Deprecated\n    public EvidenceRef evidence()"));
     }
 }

@@ -52,3 +52,20 @@ pub const TS_OPAQUE_LISTS: &[(&str, &str)] = &[("EvidenceJwks", "keys")];
 /// TypeScript: a request's `subject` may be left out; the client fills in its tenant.
 pub const TS_SUBJECT_DOC: &str =
     "Who spends; default: the client's tenant (`INVALID_ARGUMENT` when it has none).";
+
+/// The JVM: records written by hand because they carry request-side idioms (factories such as
+/// `Amount.usdMicrocents`, `Subject.tenant(...).withAgent(...)`, `toJson`); they decode with the
+/// same `from` the generated ones call.
+pub const JAVA_HAND_WRITTEN: &[&str] = &["Amount", "Subject", "Action", "Caps", "StandardMetrics"];
+
+/// The JVM: `(core model, former accessor, core member)` for accessors that had a name of
+/// their own before the records were generated; the old name stays as a deprecated alias.
+pub const JAVA_ALIASES: &[(&str, &str, &str)] = &[
+    ("DecisionResponse", "evidence", "cycles_evidence"),
+    ("ReservationCreateResponse", "evidence", "cycles_evidence"),
+    ("CommitResponse", "evidence", "cycles_evidence"),
+    ("ReleaseResponse", "evidence", "cycles_evidence"),
+    ("EvidenceRef", "url", "cycles_evidence_url"),
+    ("EvidenceJwk", "notBeforeMs", "cycles_nbf_ms"),
+    ("EvidenceJwk", "expiresMs", "cycles_exp_ms"),
+];

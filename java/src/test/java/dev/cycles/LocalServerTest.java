@@ -65,7 +65,7 @@ class LocalServerTest {
                 CreateReservationRequest req = CreateReservationRequest.of("lst-1", Subject.tenant("t1"), ACTION,
                         new Amount("TOKENS", 40)).withTtlMs(60_000);
                 ReservationResult r = t1.createReservation(req).body();
-                assertNull(r.evidence(), "evidence(false)");
+                assertNull(r.cyclesEvidence(), "evidence(false)");
                 // initialTtlCapMs(30 000) capped the 60 s asked for; emitRemainingTtl(false) left it out.
                 assertNull(r.remainingTtlMs());
                 long ttl = r.expiresAtMs() - System.currentTimeMillis();

@@ -54,8 +54,8 @@ class OperationsTest {
         assertNotNull(ok.requestId());
         assertEquals("ALLOW", ok.body().decision());
         assertNull(ok.body().reasonCode());
-        assertNotNull(ok.body().evidence(), "evidence ref on decide");
-        assertEquals(64, ok.body().evidence().evidenceId().length());
+        assertNotNull(ok.body().cyclesEvidence(), "evidence ref on decide");
+        assertEquals(64, ok.body().cyclesEvidence().evidenceId().length());
 
         DecisionResult deny = client.decideAsync(new DecisionRequest("java-dec-2", ACME, ACTION, Amount.usdMicrocents(TOO_MUCH),
                 "{\"why\":\"deny\"}")).get().body();
@@ -185,7 +185,7 @@ class OperationsTest {
 
     @Test
     void evidenceOfADecisionAndTheSignerKeys() throws Exception {
-        EvidenceRef ref = client.decide(DecisionRequest.of("java-evd-1", ACME, ACTION, Amount.usdMicrocents(9))).body().evidence();
+        EvidenceRef ref = client.decide(DecisionRequest.of("java-evd-1", ACME, ACTION, Amount.usdMicrocents(9))).body().cyclesEvidence();
         Response<EvidenceEnvelope> r = client.getEvidence(ref.evidenceId());
         assertEquals(200, r.status());
         EvidenceEnvelope env = r.body();
@@ -212,14 +212,14 @@ class OperationsTest {
     void reserveCommitAndReleaseResultsCarryTheirEvidence() {
         ReservationResult r = client.createReservation(CreateReservationRequest.of("java-evd-3", ACME, ACTION,
                 Amount.usdMicrocents(20))).body();
-        assertEquals("reserve", client.getEvidence(r.evidence().evidenceId()).body().artifactType());
+        assertEquals("reserve", client.getEvidence(r.cyclesEvidence().evidenceId()).body().artifactType());
         CommitResult c = client.commitReservation(r.reservationId(), CommitRequest.of("java-evd-3-c", Amount.usdMicrocents(5)))
                 .body();
-        assertEquals("commit", client.getEvidence(c.evidence().evidenceId()).body().artifactType());
+        assertEquals("commit", client.getEvidence(c.cyclesEvidence().evidenceId()).body().artifactType());
         ReservationResult r2 = client.createReservation(CreateReservationRequest.of("java-evd-4", ACME, ACTION,
                 Amount.usdMicrocents(20))).body();
         ReleaseResult rel = client.releaseReservation(r2.reservationId(), ReleaseRequest.of("java-evd-4-r")).body();
-        assertEquals("release", client.getEvidence(rel.evidence().evidenceId()).body().artifactType());
+        assertEquals("release", client.getEvidence(rel.cyclesEvidence().evidenceId()).body().artifactType());
     }
 
     @Test

@@ -319,6 +319,29 @@ public final class Json {
         return (Map<String, Object>) m.get(k);
     }
 
+    /** A member as JSON text (objects and arrays as written by {@link #write}); null when absent. */
+    public static String text(Map<String, Object> m, String k) {
+        Object v = m.get(k);
+        return v == null ? null : write(v);
+    }
+
+    /** A member as a read-only list of strings; empty when absent. */
+    public static List<String> strings(Map<String, Object> m, String k) {
+        return each(list(m, k), Object::toString);
+    }
+
+    /** Each row converted, as a read-only list; empty when {@code rows} is null. */
+    public static <T> List<T> each(List<Object> rows, java.util.function.Function<Object, T> f) {
+        if (rows == null) {
+            return List.of();
+        }
+        List<T> out = new java.util.ArrayList<>(rows.size());
+        for (Object o : rows) {
+            out.add(f.apply(o));
+        }
+        return java.util.Collections.unmodifiableList(out);
+    }
+
     /** A member as a list. */
     @SuppressWarnings("unchecked")
     public static List<Object> list(Map<String, Object> m, String k) {
