@@ -1,5 +1,5 @@
 //! The one definition of `dev.cycles.internal.Native`: every JNI native of this library is
-//! written once, in a [`natives!`] block, and `Native.java` is generated from those blocks.
+//! written once, in a `natives!` block, and `Native.java` is generated from those blocks.
 //!
 //! A block holds items that read like Rust functions whose first parameter is the env only:
 //!
@@ -21,8 +21,8 @@
 //!    an error as the SDK's Java exception;
 //! 3. in test builds, a row of the module's `NATIVES` table: the Java name, the parameters
 //!    (Java names are the Rust ones in camelCase: `args_json` is `argsJson`) and the Java
-//!    types. [`java_source`] renders `Native.java` from the tables of every module
-//!    ([`MODULES`]).
+//!    types. `java_source` renders `Native.java` from the tables of every module
+//!    (`MODULES`).
 //!
 //! The parameter and return types are the JNI types by name, each with one Java type:
 //! `JString` String, `JByteArray` byte[], `jlong` long, `jint` int, `jboolean` boolean; the
