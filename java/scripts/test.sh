@@ -11,7 +11,8 @@
 # where (JDK 24+, JEP 472) the quick start must print no restricted-method warning with
 # --enable-native-access=ALL-UNNAMED, nor as an executable fat jar keeping the SDK's manifest
 # (its Enable-Native-Access entry). Before the suite: the committed dev.cycles.errors classes
-# against core's table (gen-errors.sh --check), after it the jar's manifest.
+# against core's table (gen-errors.sh --check) and the committed internal/Native.java against
+# the natives! blocks of bindings/jvm/src (gen-native.sh --check); after it the jar's manifest.
 # Also the journal interop with the Rust CLI and the Python wheel (JournalInteropCheck, which
 # needs python/scripts/test.sh's venv). The recovery conformance adapter
 # (conformance/adapters/jvm) runs on the java/target this script leaves.
@@ -60,6 +61,8 @@ TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 log "error classes: dev.cycles.errors against core's table"
 (cd "$ROOT" && cargo build -q -p cycles-jvm --locked)
 bash "$J/scripts/gen-errors.sh" --check "$TARGET/debug/libcycles_jvm.so"
+log "Native.java: generated from the natives! blocks of bindings/jvm/src"
+bash "$J/scripts/gen-native.sh" --check
 
 log "package (debug profile): cargo build, mvn package with the JUnit suite"
 rm -rf "$J/target/surefire-reports"

@@ -140,10 +140,17 @@ pub fn panic_message(payload: &(dyn Any + Send)) -> String {
 
 /// Runs `f`, turning a panic into an INTERNAL error: a panic never crosses into a host.
 pub fn catch<T>(f: impl FnOnce() -> Result<T, ErrorFields>) -> Result<T, ErrorFields> {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(r) => r,
-        Err(payload) => Err(ErrorFields::internal(panic_message(payload.as_ref()))),
-    }
+    catch_panic(f).and_then(|r| r)
+}
+
+/// The panic boundary itself, for a host whose export does not return an `ErrorFields`
+/// result: `f`'s value, or the INTERNAL error of its panic. Each host adapts it to its own
+/// return shape (an exception, a status code, a default for an accessor, nothing for a free)
+/// instead of calling `catch_unwind` again; [`catch`] and `task`'s polling use it too, so this
+/// is the one `catch_unwind` of the bindings.
+pub fn catch_panic<R>(f: impl FnOnce() -> R) -> Result<R, ErrorFields> {
+    catch_unwind(AssertUnwindSafe(f))
+        .map_err(|payload| ErrorFields::internal(panic_message(payload.as_ref())))
 }
 
 #[cfg(test)]
@@ -226,5 +233,17 @@ mod tests {
         assert!(f.message.ends_with(": boom"), "{}", f.message);
         let owned: Result<(), ErrorFields> = catch(|| panic!("{}", String::from("owned")));
         assert!(owned.unwrap_err().message.ends_with(": owned"));
+        let err: Result<(), ErrorFields> = catch(|| Err(ErrorFields::invalid("bad")));
+        assert_eq!(err.unwrap_err().message, "bad");
+    }
+
+    #[test]
+    fn catch_panic_keeps_any_value() {
+        assert_eq!(catch_panic(|| 7).unwrap(), 7);
+        let nested: Result<Result<u8, String>, ErrorFields> = catch_panic(|| Err("host".into()));
+        assert_eq!(nested.unwrap(), Err("host".to_string()));
+        let f = catch_panic(|| -> u8 { panic!("in an accessor") }).unwrap_err();
+        assert_eq!((f.code, f.name.as_str()), (INTERNAL_CODE, INTERNAL_NAME));
+        assert!(f.message.ends_with(": in an accessor"), "{}", f.message);
     }
 }

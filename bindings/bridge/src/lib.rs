@@ -40,7 +40,9 @@ pub mod task;
 pub mod timing;
 pub mod timing_json;
 
-pub use error::{error_codes, panic_message, ErrorFields, INTERNAL_CODE, INTERNAL_NAME};
+pub use error::{
+    catch, catch_panic, error_codes, panic_message, ErrorFields, INTERNAL_CODE, INTERNAL_NAME,
+};
 pub use guard::SpecDefaults;
 pub use lifecycle::{Active, EventPump, Lifecycle, SettleOverrides};
 pub use ops::{

@@ -12,7 +12,6 @@
 use std::cell::Cell;
 use std::future::Future;
 use std::marker::PhantomData;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::{pin, Pin};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::task::Poll;
@@ -22,7 +21,7 @@ use std::time::Duration;
 use cycles_core::runtime::{self, caller};
 use tokio::task::JoinHandle;
 
-use crate::error::{panic_message, ErrorFields};
+use crate::error::{catch_panic, panic_message, ErrorFields};
 
 /// Work the bridge hands a host, boxed. Hosts wrap it in their own async glue (event-loop
 /// adapters, [`joined`]), and an `async` block that awaits a captured future keeps room for it
@@ -133,7 +132,7 @@ impl<T> Blocking<T> {
                         "the operation ended without a result",
                     ));
                 };
-                match catch_unwind(AssertUnwindSafe(|| caller::drive(w.as_mut(), slice))) {
+                match catch_panic(|| caller::drive(w.as_mut(), slice)) {
                     Ok(Ok(Some(v))) => {
                         caller::drop_here(work.take());
                         Wait::Ready(v)
@@ -143,11 +142,11 @@ impl<T> Blocking<T> {
                         caller::drop_here(work.take());
                         Wait::Failed(ErrorFields::from(e))
                     }
-                    Err(panic) => {
+                    Err(internal) => {
                         // Never polled again; dropping it may panic too, which is ignored.
                         let w = work.take();
-                        let _ = catch_unwind(AssertUnwindSafe(|| caller::drop_here(w)));
-                        Wait::Failed(ErrorFields::internal(panic_message(panic.as_ref())))
+                        let _ = catch_panic(|| caller::drop_here(w));
+                        Wait::Failed(internal)
                     }
                 }
             }
@@ -230,15 +229,11 @@ pub fn spawn_then<T: Send + 'static>(
     let mut once = Deliver(Some(deliver), PhantomData);
     rt.spawn(async move {
         let mut fut = pin!(fut);
-        // Polled under catch_unwind, in this task: a panic ends the work with INTERNAL and
-        // the future is never polled again.
+        // Polled inside the panic boundary, in this task: a panic ends the work with INTERNAL
+        // and the future is never polled again.
         let r = std::future::poll_fn(|cx| {
-            match catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
-                Ok(p) => p,
-                Err(panic) => {
-                    Poll::Ready(Err(ErrorFields::internal(panic_message(panic.as_ref()))))
-                }
-            }
+            catch_panic(|| fut.as_mut().poll(cx))
+                .unwrap_or_else(|internal| Poll::Ready(Err(internal)))
         })
         .await;
         once.send(r);

@@ -16,7 +16,8 @@ use cycles_core::events::Level;
 use crate::completion;
 use crate::error::cycles_error;
 use crate::events::{self, cycles_event_cb, Callback, Pump, Slot};
-use crate::panic::{abort_free, block, guard, or_default};
+use crate::handle::{clear_opt, free_with, set_opt, try_callback, try_out, try_ref, with_ref};
+use crate::panic::{block, guard};
 use crate::status::cycles_status;
 use crate::strings::{arg, into_raw, opt_arg};
 
@@ -93,10 +94,7 @@ unsafe fn out_client(
     out: *mut *mut cycles_client,
     make: impl FnOnce() -> Result<cycles_client, ErrorFields>,
 ) -> Result<(), ErrorFields> {
-    if out.is_null() {
-        return Err(ErrorFields::invalid("out is NULL"));
-    }
-    *out = ptr::null_mut();
+    let out = try_out(out, "out")?;
     *out = Box::into_raw(Box::new(make()?));
     Ok(())
 }
@@ -153,21 +151,8 @@ pub unsafe extern "C" fn cycles_client_from_env(
     })
 }
 
-unsafe fn client<'a>(c: *const cycles_client) -> Result<&'a cycles_client, ErrorFields> {
-    c.as_ref()
-        .ok_or_else(|| ErrorFields::invalid("client is NULL"))
-}
-
 unsafe fn out_string(out: *mut *mut c_char, s: &str) {
-    if !out.is_null() {
-        *out = into_raw(s);
-    }
-}
-
-unsafe fn clear(out: *mut *mut c_char) {
-    if !out.is_null() {
-        *out = ptr::null_mut();
-    }
+    set_opt(out, || into_raw(s));
 }
 
 /// Runs one operation of the runtime plane (blocking): `op` is its name
@@ -186,9 +171,9 @@ pub unsafe extern "C" fn cycles_client_call(
     out_json: *mut *mut c_char,
     err: *mut *mut cycles_error,
 ) -> cycles_status {
-    clear(out_json);
+    clear_opt(out_json);
     guard(err, || {
-        let c = client(c)?;
+        let c = try_ref(c)?;
         let call = c
             .handle
             .prepare(arg(op, "op")?, arg(args_json, "args_json")?)?;
@@ -231,8 +216,8 @@ pub unsafe extern "C" fn cycles_client_call_async(
     err: *mut *mut cycles_error,
 ) -> cycles_status {
     guard(err, || {
-        let c = client(c)?;
-        let f = cb.ok_or_else(|| ErrorFields::invalid("cb is NULL"))?;
+        let c = try_ref(c)?;
+        let f = try_callback(cb, "cb")?;
         let call = c
             .handle
             .prepare(arg(op, "op")?, arg(args_json, "args_json")?)?;
@@ -266,7 +251,7 @@ pub unsafe extern "C" fn cycles_client_set_event_callback(
     err: *mut *mut cycles_error,
 ) -> cycles_status {
     guard(err, || {
-        let c = client(c)?;
+        let c = try_ref(c)?;
         *c.callback.lock().unwrap_or_else(|p| p.into_inner()) = Callback::new(cb, user_data);
         let life = c.life()?;
         c.sync_event_floor(&life);
@@ -283,9 +268,9 @@ pub unsafe extern "C" fn cycles_client_flush(
     out_json: *mut *mut c_char,
     err: *mut *mut cycles_error,
 ) -> cycles_status {
-    clear(out_json);
+    clear_opt(out_json);
     guard(err, || {
-        let l = client(c)?.life()?;
+        let l = try_ref(c)?.life()?;
         let report = block(l.lifecycle.flush())?;
         out_string(out_json, &report);
         Ok(())
@@ -301,9 +286,9 @@ pub unsafe extern "C" fn cycles_client_drain(
     out_json: *mut *mut c_char,
     err: *mut *mut cycles_error,
 ) -> cycles_status {
-    clear(out_json);
+    clear_opt(out_json);
     guard(err, || {
-        let l = client(c)?.life()?;
+        let l = try_ref(c)?.life()?;
         let report = block(l.lifecycle.drain(Duration::from_millis(timeout_ms)))?;
         out_string(out_json, &report);
         Ok(())
@@ -342,9 +327,9 @@ pub unsafe extern "C" fn cycles_client_close(
     out_json: *mut *mut c_char,
     err: *mut *mut cycles_error,
 ) -> cycles_status {
-    clear(out_json);
+    clear_opt(out_json);
     guard(err, || {
-        let c = client(c)?;
+        let c = try_ref(c)?;
         crate::panic::may_block()?;
         let report = close_now(c, Duration::from_millis(timeout_ms), true)?;
         out_string(out_json, &report);
@@ -355,10 +340,7 @@ pub unsafe extern "C" fn cycles_client_close(
 /// Whether the client is closed; false for NULL.
 #[no_mangle]
 pub unsafe extern "C" fn cycles_client_is_closed(c: *const cycles_client) -> bool {
-    match c.as_ref() {
-        Some(c) => or_default(|| c.handle.is_closed()),
-        None => false,
-    }
+    with_ref(c, |c| c.handle.is_closed())
 }
 
 /// Frees a client (NULL: no-op). Closes it first without a drain when it is open (pending
@@ -366,10 +348,7 @@ pub unsafe extern "C" fn cycles_client_is_closed(c: *const cycles_client) -> boo
 /// must be freed on their own. Not concurrently with other calls on the same client.
 #[no_mangle]
 pub unsafe extern "C" fn cycles_client_free(c: *mut cycles_client) {
-    if c.is_null() {
-        return;
-    }
-    abort_free(|| {
+    free_with(c, |c| {
         let b = Box::from_raw(c);
         let wait = crate::panic::may_block().is_ok() && cycles_core::runtime::handle().is_ok();
         let _ = close_now(&b, Duration::ZERO, wait);

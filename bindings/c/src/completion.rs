@@ -48,7 +48,7 @@ fn sender() -> Result<Sender<Job>, ErrorFields> {
             let _ctx = rt.enter();
             for job in rx {
                 // A callback must not unwind; if it does, the next one still runs.
-                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+                let _ = cycles_bridge::catch_panic(job);
             }
         })
         .map_err(|e| ErrorFields::internal(format!("cannot start the completion thread: {e}")))?;

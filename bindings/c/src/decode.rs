@@ -3,11 +3,11 @@
 //! through it in C; users can check their own captures the same way. Pure and thread-safe.
 
 use std::ffi::c_char;
-use std::ptr;
 
-use cycles_bridge::{decode_captured, headers_from_json, ErrorFields};
+use cycles_bridge::{decode_captured, headers_from_json};
 
 use crate::error::cycles_error;
+use crate::handle::{bytes, clear_opt, set_opt};
 use crate::panic::guard;
 use crate::status::cycles_status;
 use crate::strings::{into_raw, opt_arg};
@@ -30,18 +30,9 @@ pub unsafe extern "C" fn cycles_decode_captured(
     out_json: *mut *mut c_char,
     err: *mut *mut cycles_error,
 ) -> cycles_status {
-    if !out_json.is_null() {
-        *out_json = ptr::null_mut();
-    }
+    clear_opt(out_json);
     guard(err, || {
-        if body.is_null() && len > 0 {
-            return Err(ErrorFields::invalid("body is NULL"));
-        }
-        let bytes: &[u8] = if len == 0 {
-            &[]
-        } else {
-            std::slice::from_raw_parts(body, len)
-        };
+        let bytes = bytes(body, len, "body")?;
         let owned = headers_from_json(opt_arg(headers_json, "headers_json")?, "headers_json")?;
         let pairs: Vec<(&str, &str)> = owned
             .iter()
@@ -49,9 +40,7 @@ pub unsafe extern "C" fn cycles_decode_captured(
             .collect();
         let operation = opt_arg(operation, "operation")?;
         let reply = decode_captured(operation, status, &pairs, bytes)?;
-        if !out_json.is_null() {
-            *out_json = into_raw(&reply.to_json());
-        }
+        set_opt(out_json, || into_raw(&reply.to_json()));
         Ok(())
     })
 }

@@ -7,7 +7,8 @@ use std::ptr;
 
 use cycles_bridge::ErrorFields;
 
-use crate::panic::{abort_free, or_default};
+use crate::handle::{free_box, set_opt, try_ref, with_ref, with_ref_out};
+use crate::panic::or_default;
 use crate::status::{cycles_status, of_code};
 use crate::strings::c_string;
 
@@ -61,22 +62,12 @@ impl cycles_error {
 /// `err` is NULL or valid for a write.
 pub unsafe fn report(err: *mut *mut cycles_error, fields: ErrorFields) -> cycles_status {
     let status = of_code(fields.code);
-    if !err.is_null() {
-        *err = Box::into_raw(Box::new(cycles_error::new(fields)));
-    }
+    set_opt(err, || Box::into_raw(Box::new(cycles_error::new(fields))));
     status
 }
 
 fn text(s: &Option<CString>) -> *const c_char {
     s.as_ref().map_or(ptr::null(), |c| c.as_ptr())
-}
-
-/// Runs `f` with the error when it is not NULL, else returns the default.
-unsafe fn with<T: Default>(e: *const cycles_error, f: impl FnOnce(&cycles_error) -> T) -> T {
-    if e.is_null() {
-        return T::default();
-    }
-    or_default(|| f(&*e))
 }
 
 /// The status of the failure (core's stable code); `CYCLES_INVALID_ARGUMENT` for NULL.
@@ -85,10 +76,10 @@ unsafe fn with<T: Default>(e: *const cycles_error, f: impl FnOnce(&cycles_error)
 /// `e` is NULL or an error from this library, not yet freed.
 #[no_mangle]
 pub unsafe extern "C" fn cycles_error_status(e: *const cycles_error) -> cycles_status {
-    if e.is_null() {
-        return cycles_status::CYCLES_INVALID_ARGUMENT;
+    match try_ref(e) {
+        Ok(e) => or_default(|| of_code(e.fields.code)),
+        Err(_) => cycles_status::CYCLES_INVALID_ARGUMENT,
     }
-    or_default(|| of_code((*e).fields.code))
 }
 
 /// Core's stable numeric code (the `cycles_status` value); 0 for NULL.
@@ -97,7 +88,7 @@ pub unsafe extern "C" fn cycles_error_status(e: *const cycles_error) -> cycles_s
 /// As `cycles_error_status`.
 #[no_mangle]
 pub unsafe extern "C" fn cycles_error_code(e: *const cycles_error) -> u32 {
-    with(e, |e| e.fields.code)
+    with_ref(e, |e| e.fields.code)
 }
 
 /// Core's stable kind name (`"NOT_FOUND"`). Owned by the error: valid until
@@ -107,7 +98,7 @@ pub unsafe extern "C" fn cycles_error_code(e: *const cycles_error) -> u32 {
 /// As `cycles_error_status`.
 #[no_mangle]
 pub unsafe extern "C" fn cycles_error_name(e: *const cycles_error) -> *const c_char {
-    with(e, |e| e.name.as_ptr())
+    with_ref(e, |e| e.name.as_ptr())
 }
 
 /// The human-readable message (never contains the API key). Owned by the error.
@@ -116,7 +107,7 @@ pub unsafe extern "C" fn cycles_error_name(e: *const cycles_error) -> *const c_c
 /// As `cycles_error_status`.
 #[no_mangle]
 pub unsafe extern "C" fn cycles_error_message(e: *const cycles_error) -> *const c_char {
-    with(e, |e| e.message.as_ptr())
+    with_ref(e, |e| e.message.as_ptr())
 }
 
 /// The HTTP status, or 0 when no response was received.
@@ -125,7 +116,7 @@ pub unsafe extern "C" fn cycles_error_message(e: *const cycles_error) -> *const 
 /// As `cycles_error_status`.
 #[no_mangle]
 pub unsafe extern "C" fn cycles_error_http_status(e: *const cycles_error) -> u16 {
-    with(e, |e| e.fields.http_status.unwrap_or(0))
+    with_ref(e, |e| e.fields.http_status.unwrap_or(0))
 }
 
 /// The server's `error` code (`"BUDGET_EXCEEDED"`), or NULL. Owned by the error.
@@ -134,7 +125,7 @@ pub unsafe extern "C" fn cycles_error_http_status(e: *const cycles_error) -> u16
 /// As `cycles_error_status`.
 #[no_mangle]
 pub unsafe extern "C" fn cycles_error_server_code(e: *const cycles_error) -> *const c_char {
-    with(e, |e| text(&e.error_code))
+    with_ref(e, |e| text(&e.error_code))
 }
 
 /// The server's `X-Request-Id`, or NULL. Owned by the error.
@@ -143,7 +134,7 @@ pub unsafe extern "C" fn cycles_error_server_code(e: *const cycles_error) -> *co
 /// As `cycles_error_status`.
 #[no_mangle]
 pub unsafe extern "C" fn cycles_error_request_id(e: *const cycles_error) -> *const c_char {
-    with(e, |e| text(&e.request_id))
+    with_ref(e, |e| text(&e.request_id))
 }
 
 /// The server's trace id, or NULL. Owned by the error.
@@ -152,7 +143,7 @@ pub unsafe extern "C" fn cycles_error_request_id(e: *const cycles_error) -> *con
 /// As `cycles_error_status`.
 #[no_mangle]
 pub unsafe extern "C" fn cycles_error_trace_id(e: *const cycles_error) -> *const c_char {
-    with(e, |e| text(&e.trace_id))
+    with_ref(e, |e| text(&e.trace_id))
 }
 
 /// Whether core classifies the failure as retryable.
@@ -161,7 +152,7 @@ pub unsafe extern "C" fn cycles_error_trace_id(e: *const cycles_error) -> *const
 /// As `cycles_error_status`.
 #[no_mangle]
 pub unsafe extern "C" fn cycles_error_retryable(e: *const cycles_error) -> bool {
-    with(e, |e| e.fields.retryable)
+    with_ref(e, |e| e.fields.retryable)
 }
 
 /// `Retry-After` exactly as received, or NULL. Owned by the error.
@@ -170,7 +161,7 @@ pub unsafe extern "C" fn cycles_error_retryable(e: *const cycles_error) -> bool 
 /// As `cycles_error_status`.
 #[no_mangle]
 pub unsafe extern "C" fn cycles_error_retry_after_raw(e: *const cycles_error) -> *const c_char {
-    with(e, |e| text(&e.retry_after_raw))
+    with_ref(e, |e| text(&e.retry_after_raw))
 }
 
 /// `Retry-After` in seconds when it was a delta: returns true and writes `*out_seconds`;
@@ -183,15 +174,14 @@ pub unsafe extern "C" fn cycles_error_retry_after_seconds(
     e: *const cycles_error,
     out_seconds: *mut u64,
 ) -> bool {
-    if out_seconds.is_null() {
-        return false;
-    }
-    with(e, |e| match e.fields.retry_after_seconds {
-        Some(s) => {
-            *out_seconds = s;
-            true
+    with_ref_out(e, out_seconds, |e, out| {
+        match e.fields.retry_after_seconds {
+            Some(s) => {
+                *out = s;
+                true
+            }
+            None => false,
         }
-        None => false,
     })
 }
 
@@ -201,7 +191,7 @@ pub unsafe extern "C" fn cycles_error_retry_after_seconds(
 /// As `cycles_error_status`.
 #[no_mangle]
 pub unsafe extern "C" fn cycles_error_details_json(e: *const cycles_error) -> *const c_char {
-    with(e, |e| text(&e.details_json))
+    with_ref(e, |e| text(&e.details_json))
 }
 
 /// The `evidence_id` (the signed envelope's sha256 content hash) of the server's
@@ -213,7 +203,7 @@ pub unsafe extern "C" fn cycles_error_details_json(e: *const cycles_error) -> *c
 /// As `cycles_error_status`.
 #[no_mangle]
 pub unsafe extern "C" fn cycles_error_evidence_id(e: *const cycles_error) -> *const c_char {
-    with(e, |e| text(&e.evidence_id))
+    with_ref(e, |e| text(&e.evidence_id))
 }
 
 /// The `cycles_evidence_url` of the server's `cycles_evidence` reference on the error body,
@@ -224,7 +214,7 @@ pub unsafe extern "C" fn cycles_error_evidence_id(e: *const cycles_error) -> *co
 /// As `cycles_error_status`.
 #[no_mangle]
 pub unsafe extern "C" fn cycles_error_evidence_url(e: *const cycles_error) -> *const c_char {
-    with(e, |e| text(&e.evidence_url))
+    with_ref(e, |e| text(&e.evidence_url))
 }
 
 /// A binding-level refinement of the kind (`"closed"`: a call on a closed client), or NULL.
@@ -234,7 +224,7 @@ pub unsafe extern "C" fn cycles_error_evidence_url(e: *const cycles_error) -> *c
 /// As `cycles_error_status`.
 #[no_mangle]
 pub unsafe extern "C" fn cycles_error_variant(e: *const cycles_error) -> *const c_char {
-    with(e, |e| text(&e.variant))
+    with_ref(e, |e| text(&e.variant))
 }
 
 /// Every field as one JSON object (docs/bindings.md, "Errors"). Owned by the error.
@@ -243,7 +233,7 @@ pub unsafe extern "C" fn cycles_error_variant(e: *const cycles_error) -> *const 
 /// As `cycles_error_status`.
 #[no_mangle]
 pub unsafe extern "C" fn cycles_error_json(e: *const cycles_error) -> *const c_char {
-    with(e, |e| e.json.as_ptr())
+    with_ref(e, |e| e.json.as_ptr())
 }
 
 /// Frees an error. NULL is a no-op. Any thread; once per error.
@@ -252,7 +242,5 @@ pub unsafe extern "C" fn cycles_error_json(e: *const cycles_error) -> *const c_c
 /// `e` is NULL or an error from this library, not yet freed.
 #[no_mangle]
 pub unsafe extern "C" fn cycles_error_free(e: *mut cycles_error) {
-    if !e.is_null() {
-        abort_free(|| drop(Box::from_raw(e)));
-    }
+    free_box(e);
 }

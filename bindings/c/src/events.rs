@@ -6,12 +6,11 @@
 //! the client is closed and the queue is empty; `cycles_client_close` / `_free` join it.
 
 use std::ffi::{c_char, c_void};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle, ThreadId};
 use std::time::Duration;
 
-use cycles_bridge::{ErrorFields, Lifecycle};
+use cycles_bridge::{catch_panic, ErrorFields, Lifecycle};
 use cycles_core::runtime;
 
 use crate::strings::c_string;
@@ -50,9 +49,7 @@ impl Callback {
             let text = c_string(event);
             let len = text.as_bytes().len();
             // SAFETY: the callback's contract; `text` lives across the call.
-            let _ = catch_unwind(AssertUnwindSafe(|| unsafe {
-                f(self.user_data, text.as_ptr(), len)
-            }));
+            let _ = catch_panic(|| unsafe { f(self.user_data, text.as_ptr(), len) });
         }
     }
 }

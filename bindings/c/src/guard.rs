@@ -10,7 +10,11 @@ use serde_json::{json, Map, Value};
 use crate::client::cycles_client;
 use crate::completion;
 use crate::error::cycles_error;
-use crate::panic::{abort_free, block, guard, or_default};
+use crate::handle::{
+    clear_opt, free_box, set_opt, try_callback, try_out, try_ref, try_set_opt, with_ref,
+    with_ref_out,
+};
+use crate::panic::{block, guard, or_default};
 use crate::status::cycles_status;
 use crate::strings::{arg, c_string, into_raw, opt_arg};
 
@@ -337,13 +341,8 @@ unsafe fn begin(
     spec: impl FnOnce(&cycles_client) -> Result<String, ErrorFields>,
     out: *mut *mut cycles_guard,
 ) -> Result<(), ErrorFields> {
-    if out.is_null() {
-        return Err(ErrorFields::invalid("out is NULL"));
-    }
-    *out = ptr::null_mut();
-    let c = c
-        .as_ref()
-        .ok_or_else(|| ErrorFields::invalid("client is NULL"))?;
+    let out = try_out(out, "out")?;
+    let c = try_ref(c)?;
     let spec = spec(c)?;
     crate::panic::may_block()?;
     let life = c.life()?;
@@ -366,9 +365,7 @@ pub unsafe extern "C" fn cycles_guard_begin(
     err: *mut *mut cycles_error,
 ) -> cycles_status {
     guard(err, || {
-        let r = r
-            .as_ref()
-            .ok_or_else(|| ErrorFields::invalid("reserve is NULL"))?;
+        let r = try_ref(r)?;
         begin(c, |_| spec_json(r), out)
     })
 }
@@ -414,13 +411,9 @@ pub unsafe extern "C" fn cycles_guard_begin_async(
     err: *mut *mut cycles_error,
 ) -> cycles_status {
     guard(err, || {
-        let r = r
-            .as_ref()
-            .ok_or_else(|| ErrorFields::invalid("reserve is NULL"))?;
-        let f = cb.ok_or_else(|| ErrorFields::invalid("cb is NULL"))?;
-        let c = c
-            .as_ref()
-            .ok_or_else(|| ErrorFields::invalid("client is NULL"))?;
+        let r = try_ref(r)?;
+        let f = try_callback(cb, "cb")?;
+        let c = try_ref(c)?;
         let spec = spec_json(r)?;
         let work = c.life()?.lifecycle.begin(&spec)?;
         let ud = completion::UserData(user_data);
@@ -464,8 +457,8 @@ pub unsafe extern "C" fn cycles_guard_finish_async(
     err: *mut *mut cycles_error,
 ) -> cycles_status {
     guard(err, || {
-        let f = cb.ok_or_else(|| ErrorFields::invalid("cb is NULL"))?;
-        let g = active(g)?;
+        let f = try_callback(cb, "cb")?;
+        let g = try_ref(g)?;
         let work = g.active.finish(work_succeeded)?;
         let ud = completion::UserData(user_data);
         completion::submit(async move { Ok(work.await) }, move |res| {
@@ -486,18 +479,10 @@ pub unsafe extern "C" fn cycles_guard_finish_async(
     })
 }
 
-unsafe fn active<'a>(g: *const cycles_guard) -> Result<&'a cycles_guard, ErrorFields> {
-    g.as_ref()
-        .ok_or_else(|| ErrorFields::invalid("guard is NULL"))
-}
-
 /// The reservation id; owned by the guard (valid until `cycles_guard_free`). NULL for NULL.
 #[no_mangle]
 pub unsafe extern "C" fn cycles_guard_reservation_id(g: *const cycles_guard) -> *const c_char {
-    match g.as_ref() {
-        Some(g) => or_default(|| g.reservation_id.as_ptr()),
-        None => ptr::null(),
-    }
+    with_ref(g, |g| g.reservation_id.as_ptr())
 }
 
 /// The server's decision on the reservation: `"ALLOW"` or `"ALLOW_WITH_CAPS"` (then honour
@@ -505,10 +490,7 @@ pub unsafe extern "C" fn cycles_guard_reservation_id(g: *const cycles_guard) -> 
 /// NULL for NULL.
 #[no_mangle]
 pub unsafe extern "C" fn cycles_guard_decision(g: *const cycles_guard) -> *const c_char {
-    match g.as_ref() {
-        Some(g) => or_default(|| g.decision.as_ptr()),
-        None => ptr::null(),
-    }
+    with_ref(g, |g| g.decision.as_ptr())
 }
 
 /// The guard's facts as JSON: `{"reservation_id", "decision", "caps"}`, `caps` null under
@@ -517,10 +499,7 @@ pub unsafe extern "C" fn cycles_guard_decision(g: *const cycles_guard) -> *const
 /// guard (valid until `cycles_guard_free`). NULL for NULL.
 #[no_mangle]
 pub unsafe extern "C" fn cycles_guard_info_json(g: *const cycles_guard) -> *const c_char {
-    match g.as_ref() {
-        Some(g) => or_default(|| g.info.as_ptr()),
-        None => ptr::null(),
-    }
+    with_ref(g, |g| g.info.as_ptr())
 }
 
 /// Ends the action early (blocking): releases the reservation (`<key>:release`, `reason` or
@@ -537,11 +516,9 @@ pub unsafe extern "C" fn cycles_guard_release(
     out_json: *mut *mut c_char,
     err: *mut *mut cycles_error,
 ) -> cycles_status {
-    if !out_json.is_null() {
-        *out_json = ptr::null_mut();
-    }
+    clear_opt(out_json);
     guard(err, || {
-        let g = active(g)?;
+        let g = try_ref(g)?;
         let reason = opt_arg(reason, "reason")?.map(str::to_string);
         crate::panic::may_block()?;
         let work = g.active.release(reason)?;
@@ -555,14 +532,12 @@ unsafe fn write_outcome(
     out: *mut cycles_outcome,
     out_json: *mut *mut c_char,
 ) -> Result<(), ErrorFields> {
-    if !out.is_null() {
+    try_set_opt(out, || {
         let v: Value = serde_json::from_str(text)
             .map_err(|e| ErrorFields::internal(format!("cannot read the outcome: {e}")))?;
-        *out = outcome_of(&v);
-    }
-    if !out_json.is_null() {
-        *out_json = into_raw(text);
-    }
+        Ok(outcome_of(&v))
+    })?;
+    set_opt(out_json, || into_raw(text));
     Ok(())
 }
 
@@ -574,7 +549,7 @@ pub unsafe extern "C" fn cycles_guard_set_actual(
     amount: i64,
     err: *mut *mut cycles_error,
 ) -> cycles_status {
-    guard(err, || Ok(active(g)?.active.usage().set_actual(amount)?))
+    guard(err, || Ok(try_ref(g)?.active.usage().set_actual(amount)?))
 }
 
 /// Adds to the actual amount (streaming usage). Any thread; does not block.
@@ -585,22 +560,19 @@ pub unsafe extern "C" fn cycles_guard_add(
     amount: i64,
     err: *mut *mut cycles_error,
 ) -> cycles_status {
-    guard(err, || Ok(active(g)?.active.usage().add(amount)?))
+    guard(err, || Ok(try_ref(g)?.active.usage().add(amount)?))
 }
 
 /// The actual reported so far: true and `*out` when one was reported.
 #[no_mangle]
 pub unsafe extern "C" fn cycles_guard_actual(g: *const cycles_guard, out: *mut i64) -> bool {
-    match (g.as_ref(), out.is_null()) {
-        (Some(g), false) => or_default(|| match g.active.usage().actual() {
-            Some(a) => {
-                *out = a;
-                true
-            }
-            None => false,
-        }),
-        _ => false,
-    }
+    with_ref_out(g, out, |g, out| match g.active.usage().actual() {
+        Some(a) => {
+            *out = a;
+            true
+        }
+        None => false,
+    })
 }
 
 /// Sets the commit's `metrics` (JSON object, kept exactly as written).
@@ -611,7 +583,7 @@ pub unsafe extern "C" fn cycles_guard_set_metrics_json(
     err: *mut *mut cycles_error,
 ) -> cycles_status {
     guard(err, || {
-        let g = active(g)?;
+        let g = try_ref(g)?;
         Ok(g.active.usage().set_metrics_json(arg(json, "json")?)?)
     })
 }
@@ -624,7 +596,7 @@ pub unsafe extern "C" fn cycles_guard_set_metadata_json(
     err: *mut *mut cycles_error,
 ) -> cycles_status {
     guard(err, || {
-        let g = active(g)?;
+        let g = try_ref(g)?;
         Ok(g.active.usage().set_metadata_json(arg(json, "json")?)?)
     })
 }
@@ -633,10 +605,7 @@ pub unsafe extern "C" fn cycles_guard_set_metadata_json(
 /// work. False for NULL.
 #[no_mangle]
 pub unsafe extern "C" fn cycles_guard_cancelled(g: *const cycles_guard) -> bool {
-    match g.as_ref() {
-        Some(g) => or_default(|| g.active.usage().cancellation().is_cancelled()),
-        None => false,
-    }
+    with_ref(g, |g| g.active.usage().cancellation().is_cancelled())
 }
 
 /// Ends the action (blocking): stops the heartbeat, then commits the actual (journaled first;
@@ -659,11 +628,9 @@ pub unsafe extern "C" fn cycles_guard_finish(
     out_json: *mut *mut c_char,
     err: *mut *mut cycles_error,
 ) -> cycles_status {
-    if !out_json.is_null() {
-        *out_json = ptr::null_mut();
-    }
+    clear_opt(out_json);
     guard(err, || {
-        let g = active(g)?;
+        let g = try_ref(g)?;
         crate::panic::may_block()?;
         let work = g.active.finish(work_succeeded)?;
         let text = block(work)?;
@@ -675,9 +642,7 @@ pub unsafe extern "C" fn cycles_guard_finish(
 /// settles it as its drop does (docs/lifecycle.md). Not concurrently with other calls on it.
 #[no_mangle]
 pub unsafe extern "C" fn cycles_guard_free(g: *mut cycles_guard) {
-    if !g.is_null() {
-        abort_free(|| drop(Box::from_raw(g)));
-    }
+    free_box(g);
 }
 
 #[cfg(test)]

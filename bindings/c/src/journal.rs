@@ -3,22 +3,19 @@
 //! the file system (it reads).
 
 use std::ffi::c_char;
-use std::ptr;
 
 use cycles_bridge::journal_json;
 use cycles_bridge::ErrorFields;
 use cycles_core::journal::{identity, names};
 
 use crate::error::cycles_error;
+use crate::handle::{bytes, try_out};
 use crate::panic::guard;
 use crate::status::cycles_status;
 use crate::strings::{arg, into_raw, opt_arg};
 
 unsafe fn put(out: *mut *mut c_char, s: Result<String, ErrorFields>) -> Result<(), ErrorFields> {
-    if out.is_null() {
-        return Err(ErrorFields::invalid("out is NULL"));
-    }
-    *out = ptr::null_mut();
+    let out = try_out(out, "out")?;
     *out = into_raw(&s?);
     Ok(())
 }
@@ -92,15 +89,10 @@ pub unsafe extern "C" fn cycles_journal_parse_record(
     err: *mut *mut cycles_error,
 ) -> cycles_status {
     guard(err, || {
-        if data.is_null() && len > 0 {
-            return Err(ErrorFields::invalid("data is NULL"));
-        }
-        let bytes: &[u8] = if len == 0 {
-            &[]
-        } else {
-            std::slice::from_raw_parts(data, len)
-        };
-        put(out_json, journal_json::parse_record(bytes))
+        put(
+            out_json,
+            journal_json::parse_record(bytes(data, len, "data")?),
+        )
     })
 }
 

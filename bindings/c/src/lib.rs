@@ -6,8 +6,9 @@
 //! - Every fallible export returns a [`status::cycles_status`] (core's stable error code, or
 //!   `CYCLES_OK`) and hands its details out through a `cycles_error **err` argument (NULL:
 //!   not wanted). No globals or thread-locals hold errors.
-//! - Every export catches panics ([`panic`]): a panic is `CYCLES_INTERNAL`, never an unwind
-//!   into C. NULL pointers are `CYCLES_INVALID_ARGUMENT`.
+//! - Every export catches panics ([`panic`], adapters of the bridge's `catch_panic`): a panic
+//!   is `CYCLES_INTERNAL`, never an unwind into C. NULL pointers are
+//!   `CYCLES_INVALID_ARGUMENT`, checked by [`handle`]'s helpers only.
 //! - Every constructor has a matching `*_free` (NULL is a no-op); returned strings are freed
 //!   with `cycles_string_free`; strings owned by a handle live as long as the handle.
 //! - Handles are thread-safe. Blocking calls refuse with `CYCLES_RUNTIME` on a runtime
@@ -26,6 +27,7 @@ pub mod decode;
 pub mod error;
 pub mod events;
 pub mod guard;
+pub mod handle;
 pub mod journal;
 pub mod panic;
 pub mod pricing;

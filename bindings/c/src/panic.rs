@@ -1,11 +1,10 @@
 //! The panic boundary: every export runs its body through one of these, so a panic never
-//! unwinds into C (that would be undefined behaviour). A fallible export returns
-//! `CYCLES_INTERNAL` with the panic's message in its error; an accessor returns its default
-//! (NULL, 0, false).
+//! unwinds into C (that would be undefined behaviour). Each is a thin adapter of the bridge's
+//! `catch_panic` (the bindings' one `catch_unwind`) to a C return shape: a fallible export
+//! returns `CYCLES_INTERNAL` with the panic's message in its error; an accessor returns its
+//! default (NULL, 0, false); a free returns nothing.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
-
-use cycles_bridge::{panic_message, ErrorFields};
+use cycles_bridge::{catch, catch_panic, ErrorFields};
 
 use cycles_bridge::task;
 
@@ -21,14 +20,8 @@ pub unsafe fn guard(
     err: *mut *mut cycles_error,
     f: impl FnOnce() -> Result<(), ErrorFields>,
 ) -> cycles_status {
-    if !err.is_null() {
-        *err = std::ptr::null_mut();
-    }
-    let r = match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(r) => r,
-        Err(payload) => Err(ErrorFields::internal(panic_message(payload.as_ref()))),
-    };
-    match r {
+    crate::handle::clear_opt(err);
+    match catch(f) {
         Ok(()) => cycles_status::CYCLES_OK,
         Err(fields) => report(err, fields),
     }
@@ -36,12 +29,12 @@ pub unsafe fn guard(
 
 /// Runs an infallible export body; a panic gives `T::default()`.
 pub fn or_default<T: Default>(f: impl FnOnce() -> T) -> T {
-    catch_unwind(AssertUnwindSafe(f)).unwrap_or_default()
+    catch_panic(f).unwrap_or_default()
 }
 
 /// Runs a free: a panic in a destructor is swallowed (the memory may leak, the process lives).
 pub fn abort_free(f: impl FnOnce()) {
-    let _ = catch_unwind(AssertUnwindSafe(f));
+    let _ = catch_panic(f);
 }
 
 /// RUNTIME unless the caller may block: a blocking export called on a runtime thread or in an

@@ -4,10 +4,10 @@
 use cycles_bridge::server::Server;
 use cycles_bridge::ErrorFields;
 use std::ffi::{c_char, CString};
-use std::ptr;
 
 use crate::error::cycles_error;
-use crate::panic::{abort_free, guard, or_default};
+use crate::handle::{free_with, try_out, try_ref, with_ref};
+use crate::panic::guard;
 use crate::status::cycles_status;
 use crate::strings::{arg, c_string, into_raw, opt_arg};
 
@@ -32,10 +32,7 @@ pub unsafe extern "C" fn cycles_local_server_start(
     err: *mut *mut cycles_error,
 ) -> cycles_status {
     guard(err, || {
-        if out.is_null() {
-            return Err(ErrorFields::invalid("out is NULL"));
-        }
-        *out = ptr::null_mut();
+        let out = try_out(out, "out")?;
         let start = Server::start(opt_arg(config_json, "config_json")?)?;
         // On core's runtime, where the server's tasks live: a call driven on a busy caller
         // thread (the bridge's blocking path) would leave them without a driver.
@@ -51,20 +48,10 @@ pub unsafe extern "C" fn cycles_local_server_start(
     })
 }
 
-unsafe fn text(
-    s: *const cycles_local_server,
-    f: impl FnOnce(&cycles_local_server) -> *const c_char,
-) -> *const c_char {
-    match s.as_ref() {
-        Some(s) => or_default(|| f(s)),
-        None => ptr::null(),
-    }
-}
-
 /// `http://127.0.0.1:PORT` (no trailing slash); owned by the server. NULL for NULL.
 #[no_mangle]
 pub unsafe extern "C" fn cycles_local_server_url(s: *const cycles_local_server) -> *const c_char {
-    text(s, |s| s.url.as_ptr())
+    with_ref(s, |s| s.url.as_ptr())
 }
 
 /// The API key of the first configured tenant; owned by the server.
@@ -72,7 +59,7 @@ pub unsafe extern "C" fn cycles_local_server_url(s: *const cycles_local_server) 
 pub unsafe extern "C" fn cycles_local_server_api_key(
     s: *const cycles_local_server,
 ) -> *const c_char {
-    text(s, |s| s.api_key.as_ptr())
+    with_ref(s, |s| s.api_key.as_ptr())
 }
 
 /// The first configured tenant; owned by the server.
@@ -80,17 +67,14 @@ pub unsafe extern "C" fn cycles_local_server_api_key(
 pub unsafe extern "C" fn cycles_local_server_tenant(
     s: *const cycles_local_server,
 ) -> *const c_char {
-    text(s, |s| s.tenant.as_ptr())
+    with_ref(s, |s| s.tenant.as_ptr())
 }
 
 unsafe fn with<T>(
     s: *const cycles_local_server,
     f: impl FnOnce(&Server) -> Result<T, ErrorFields>,
 ) -> Result<T, ErrorFields> {
-    let s = s
-        .as_ref()
-        .ok_or_else(|| ErrorFields::invalid("server is NULL"))?;
-    f(&s.inner)
+    f(&try_ref(s)?.inner)
 }
 
 /// The server's ledger (every applied mutation, `LedgerEntry[]`) as JSON; `*out_json` is
@@ -102,9 +86,7 @@ pub unsafe extern "C" fn cycles_local_server_ledger(
     err: *mut *mut cycles_error,
 ) -> cycles_status {
     guard(err, || {
-        if out_json.is_null() {
-            return Err(ErrorFields::invalid("out_json is NULL"));
-        }
+        let out_json = try_out(out_json, "out_json")?;
         let text = with(s, Server::ledger_json)?;
         *out_json = into_raw(&text);
         Ok(())
@@ -119,9 +101,7 @@ pub unsafe extern "C" fn cycles_local_server_requests(
     err: *mut *mut cycles_error,
 ) -> cycles_status {
     guard(err, || {
-        if out_json.is_null() {
-            return Err(ErrorFields::invalid("out_json is NULL"));
-        }
+        let out_json = try_out(out_json, "out_json")?;
         let text = with(s, Server::requests_json)?;
         *out_json = into_raw(&text);
         Ok(())
@@ -178,22 +158,15 @@ pub unsafe extern "C" fn cycles_local_server_stop(
     s: *const cycles_local_server,
     err: *mut *mut cycles_error,
 ) -> cycles_status {
-    guard(err, || {
-        let s = s
-            .as_ref()
-            .ok_or_else(|| ErrorFields::invalid("server is NULL"))?;
-        stop(s, true)
-    })
+    guard(err, || stop(try_ref(s)?, true))
 }
 
 /// Frees the server (NULL: no-op), stopping it first when it still runs.
 #[no_mangle]
 pub unsafe extern "C" fn cycles_local_server_free(s: *mut cycles_local_server) {
-    if !s.is_null() {
-        abort_free(|| {
-            let b = Box::from_raw(s);
-            let wait = crate::panic::may_block().is_ok() && cycles_core::runtime::handle().is_ok();
-            let _ = stop(&b, wait);
-        });
-    }
+    free_with(s, |s| {
+        let b = Box::from_raw(s);
+        let wait = crate::panic::may_block().is_ok() && cycles_core::runtime::handle().is_ok();
+        let _ = stop(&b, wait);
+    });
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 use cycles_bridge::process;
 
 use crate::error::cycles_error;
+use crate::handle::{clear_opt, set_opt};
 use crate::panic::{block, guard};
 use crate::status::cycles_status;
 use crate::strings::into_raw;
@@ -26,17 +27,13 @@ pub unsafe extern "C" fn cycles_shutdown(
     out_json: *mut *mut c_char,
     err: *mut *mut cycles_error,
 ) -> cycles_status {
-    if !out_json.is_null() {
-        *out_json = std::ptr::null_mut();
-    }
+    clear_opt(out_json);
     guard(err, || {
         crate::panic::may_block()?;
         let report = process::shutdown(Duration::from_millis(timeout_ms))?;
         // After the runtime: abandoned async work has queued its RUNTIME completions.
         crate::completion::stop();
-        if !out_json.is_null() {
-            *out_json = into_raw(&report);
-        }
+        set_opt(out_json, || into_raw(&report));
         Ok(())
     })
 }

@@ -11,7 +11,7 @@ use cycles_bridge::ErrorFields;
 /// `p` is NULL or a NUL-terminated string valid for the call.
 pub unsafe fn arg<'a>(p: *const c_char, name: &str) -> Result<&'a str, ErrorFields> {
     if p.is_null() {
-        return Err(ErrorFields::invalid(format!("{name} is NULL")));
+        return Err(crate::handle::null(name));
     }
     CStr::from_ptr(p)
         .to_str()
@@ -48,7 +48,5 @@ pub fn into_raw(s: &str) -> *mut c_char {
 /// `s` is NULL or a string returned by this library and not yet freed.
 #[no_mangle]
 pub unsafe extern "C" fn cycles_string_free(s: *mut c_char) {
-    if !s.is_null() {
-        crate::panic::abort_free(|| drop(CString::from_raw(s)));
-    }
+    crate::handle::free_with(s, |s| drop(CString::from_raw(s)));
 }

@@ -4,14 +4,14 @@
 //! thread-safe (a planner is used by one thread at a time).
 
 use std::ffi::c_char;
-use std::ptr;
 use std::sync::Mutex;
 
 use cycles_bridge::timing_json::{self, FallbackJson, PrimaryJson};
 use cycles_bridge::ErrorFields;
 
 use crate::error::cycles_error;
-use crate::panic::{abort_free, guard, or_default};
+use crate::handle::{free_box, try_out, try_ref, with_ref, with_ref_out};
+use crate::panic::guard;
 use crate::status::cycles_status;
 use crate::strings::{arg, into_raw};
 
@@ -20,10 +20,7 @@ pub(crate) unsafe fn put(
     out: *mut *mut c_char,
     s: Result<String, cycles_core::Error>,
 ) -> Result<(), ErrorFields> {
-    if out.is_null() {
-        return Err(ErrorFields::invalid("out_json is NULL"));
-    }
-    *out = ptr::null_mut();
+    let out = try_out(out, "out_json")?;
     *out = into_raw(&s?);
     Ok(())
 }
@@ -61,10 +58,7 @@ pub unsafe extern "C" fn cycles_primary_planner_new(
     err: *mut *mut cycles_error,
 ) -> cycles_status {
     guard(err, || {
-        if out.is_null() {
-            return Err(ErrorFields::invalid("out is NULL"));
-        }
-        *out = ptr::null_mut();
+        let out = try_out(out, "out")?;
         let p = PrimaryJson::new(
             arg(request_timeout_json, "request_timeout_json")?,
             derive_timeout,
@@ -86,9 +80,7 @@ pub unsafe extern "C" fn cycles_primary_planner_step(
     err: *mut *mut cycles_error,
 ) -> cycles_status {
     guard(err, || {
-        let p = p
-            .as_ref()
-            .ok_or_else(|| ErrorFields::invalid("planner is NULL"))?;
+        let p = try_ref(p)?;
         let step = arg(step_json, "step_json")?;
         let r = p.0.lock().unwrap_or_else(|e| e.into_inner()).step(step);
         put(out_json, r)
@@ -103,9 +95,7 @@ pub unsafe extern "C" fn cycles_primary_planner_attempt_timeout(
     err: *mut *mut cycles_error,
 ) -> cycles_status {
     guard(err, || {
-        let p = p
-            .as_ref()
-            .ok_or_else(|| ErrorFields::invalid("planner is NULL"))?;
+        let p = try_ref(p)?;
         let t =
             p.0.lock()
                 .unwrap_or_else(|e| e.into_inner())
@@ -117,9 +107,7 @@ pub unsafe extern "C" fn cycles_primary_planner_attempt_timeout(
 /// Frees a primary planner (NULL: no-op).
 #[no_mangle]
 pub unsafe extern "C" fn cycles_primary_planner_free(p: *mut cycles_primary_planner) {
-    if !p.is_null() {
-        abort_free(|| drop(Box::from_raw(p)));
-    }
+    free_box(p);
 }
 
 /// The fallback planner for servers without `remaining_ttl_ms` (opaque; `FallbackPlanner`).
@@ -136,20 +124,11 @@ pub unsafe extern "C" fn cycles_fallback_planner_new(
     err: *mut *mut cycles_error,
 ) -> cycles_status {
     guard(err, || {
-        if out.is_null() {
-            return Err(ErrorFields::invalid("out is NULL"));
-        }
+        let out = try_out(out, "out")?;
         let p = FallbackJson::new(requested_ttl_ms, reserve_received_us, expires_at_ms);
         *out = Box::into_raw(Box::new(cycles_fallback_planner(Mutex::new(p))));
         Ok(())
     })
-}
-
-unsafe fn fallback<'a>(
-    p: *const cycles_fallback_planner,
-) -> Result<&'a cycles_fallback_planner, ErrorFields> {
-    p.as_ref()
-        .ok_or_else(|| ErrorFields::invalid("planner is NULL"))
 }
 
 /// The first beat's decision JSON (`prime`: extend at once).
@@ -161,7 +140,7 @@ pub unsafe extern "C" fn cycles_fallback_planner_first_beat(
     err: *mut *mut cycles_error,
 ) -> cycles_status {
     guard(err, || {
-        let d = fallback(p)?
+        let d = try_ref(p)?
             .0
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -180,7 +159,7 @@ pub unsafe extern "C" fn cycles_fallback_planner_step(
     err: *mut *mut cycles_error,
 ) -> cycles_status {
     guard(err, || {
-        let p = fallback(p)?;
+        let p = try_ref(p)?;
         let step = arg(step_json, "step_json")?;
         let r = p.0.lock().unwrap_or_else(|e| e.into_inner()).step(step);
         put(out_json, r)
@@ -193,18 +172,15 @@ pub unsafe extern "C" fn cycles_fallback_planner_step(
 pub unsafe extern "C" fn cycles_fallback_planner_regime(
     p: *const cycles_fallback_planner,
 ) -> *const c_char {
-    match p.as_ref() {
-        Some(p) => or_default(|| {
-            let name = p.0.lock().unwrap_or_else(|e| e.into_inner()).regime();
-            match name {
-                "unknown" => c"unknown".as_ptr(),
-                "normal" => c"normal".as_ptr(),
-                "grant_clamped" => c"grant_clamped".as_ptr(),
-                _ => c"max_lead_clamped".as_ptr(),
-            }
-        }),
-        None => ptr::null(),
-    }
+    with_ref(p, |p| {
+        let name = p.0.lock().unwrap_or_else(|e| e.into_inner()).regime();
+        match name {
+            "unknown" => c"unknown".as_ptr(),
+            "normal" => c"normal".as_ptr(),
+            "grant_clamped" => c"grant_clamped".as_ptr(),
+            _ => c"max_lead_clamped".as_ptr(),
+        }
+    })
 }
 
 /// The lower bound of the lead at `now_us`: true and `*out` when it fits an `int64_t`.
@@ -214,28 +190,23 @@ pub unsafe extern "C" fn cycles_fallback_planner_lead_min_ms(
     now_us: u64,
     out: *mut i64,
 ) -> bool {
-    match (p.as_ref(), out.is_null()) {
-        (Some(p), false) => or_default(|| {
-            let v =
-                p.0.lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .lead_min_ms(now_us);
-            match i64::try_from(v) {
-                Ok(v) => {
-                    *out = v;
-                    true
-                }
-                Err(_) => false,
+    with_ref_out(p, out, |p, out| {
+        let v =
+            p.0.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .lead_min_ms(now_us);
+        match i64::try_from(v) {
+            Ok(v) => {
+                *out = v;
+                true
             }
-        }),
-        _ => false,
-    }
+            Err(_) => false,
+        }
+    })
 }
 
 /// Frees a fallback planner (NULL: no-op).
 #[no_mangle]
 pub unsafe extern "C" fn cycles_fallback_planner_free(p: *mut cycles_fallback_planner) {
-    if !p.is_null() {
-        abort_free(|| drop(Box::from_raw(p)));
-    }
+    free_box(p);
 }

@@ -3,25 +3,20 @@
 //! corpus runs through it in Java; users can check their own captures the same way.
 
 use cycles_bridge::{decode_captured, headers_from_json, ErrorFields};
-use jni::objects::{JByteArray, JClass, JString};
-use jni::sys::{jint, jstring};
-use jni::JNIEnv;
 
-use crate::entry::{entry, jni_err, jstr, opt_string};
+use crate::entry::{jni_err, jstr, opt_string};
 
-/// Decodes one captured response as the client would: the reply JSON of a schema-valid
-/// success, else the client's exception is thrown. `operation` null: the response matched
-/// no operation (only valid for a non-2xx status).
-#[no_mangle]
-pub extern "system" fn Java_dev_cycles_internal_Native_decodeCaptured<'l>(
-    mut env: JNIEnv<'l>,
-    _c: JClass<'l>,
-    operation: JString<'l>,
-    status: jint,
-    headers_json: JString<'l>,
-    body: JByteArray<'l>,
-) -> jstring {
-    entry(&mut env, std::ptr::null_mut(), |env| {
+natives! {
+    /// Decodes one captured response as the client would: the reply JSON of a schema-valid
+    /// success, else the client's exception is thrown. `operation` null: the response matched
+    /// no operation (only valid for a non-2xx status).
+    fn decodeCaptured(
+        env,
+        operation: JString,
+        status: jint,
+        headers_json: JString,
+        body: JByteArray,
+    ) -> jstring {
         let op = opt_string(env, &operation)?;
         let status = u16::try_from(status)
             .map_err(|_| ErrorFields::invalid(format!("status {status} is not an HTTP status")))?;
@@ -37,5 +32,5 @@ pub extern "system" fn Java_dev_cycles_internal_Native_decodeCaptured<'l>(
         };
         let reply = decode_captured(op.as_deref(), status, &pairs, &bytes)?;
         jstr(env, &reply.to_json())
-    })
+    }
 }

@@ -1,30 +1,61 @@
-//! The boundary of every export: panics caught, errors thrown as the Java exception that
-//! `dev.cycles.CyclesException.fromNative(String)` builds from the bridge's error fields.
+//! The boundary of every export: panics caught (the bridge's `catch`), errors thrown as the
+//! Java exception that `dev.cycles.CyclesException.fromNative(String)` builds from the
+//! bridge's error fields. Every export reaches it through the `natives!` macro
+//! ([`crate::native`]).
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
-
+use cycles_bridge::error::catch;
 use cycles_bridge::task::{self, Work};
-use cycles_bridge::{panic_message, ErrorFields};
+use cycles_bridge::ErrorFields;
 use jni::objects::{JString, JThrowable, JValue};
-use jni::sys::jstring;
+use jni::sys::{jboolean, jint, jlong, jstring, JNI_FALSE};
 use jni::JNIEnv;
 
-/// Runs `f`; on an error or a panic throws the Java exception and returns `default` (which
-/// the JVM ignores while the exception is pending).
-pub fn entry<'l, T>(
+/// What an export returns while its exception is pending (the JVM ignores it).
+pub trait Pending {
+    /// The placeholder value: null, 0, false, nothing.
+    fn pending() -> Self;
+}
+
+impl Pending for () {
+    fn pending() {}
+}
+
+impl Pending for jstring {
+    fn pending() -> Self {
+        std::ptr::null_mut()
+    }
+}
+
+impl Pending for jlong {
+    fn pending() -> Self {
+        0
+    }
+}
+
+impl Pending for jint {
+    fn pending() -> Self {
+        0
+    }
+}
+
+impl Pending for jboolean {
+    fn pending() -> Self {
+        JNI_FALSE
+    }
+}
+
+/// Runs `f` inside the bridge's panic boundary; on an error or a panic throws the Java
+/// exception and returns [`Pending::pending`] (which the JVM ignores while the exception is
+/// pending).
+pub fn entry<'l, T: Pending>(
     env: &mut JNIEnv<'l>,
-    default: T,
     f: impl FnOnce(&mut JNIEnv<'l>) -> Result<T, ErrorFields>,
 ) -> T {
-    let r = match catch_unwind(AssertUnwindSafe(|| f(env))) {
-        Ok(r) => r,
-        Err(p) => Err(ErrorFields::internal(panic_message(p.as_ref()))),
-    };
-    match r {
+    match catch(|| f(env)) {
         Ok(v) => v,
         Err(e) => {
             throw(env, &e);
-            default
+            T::pending()
         }
     }
 }

@@ -5,11 +5,11 @@ use std::sync::Mutex;
 
 use cycles_bridge::timing_json::{self, FallbackJson, PrimaryJson};
 use cycles_bridge::ErrorFields;
-use jni::objects::{JClass, JString};
-use jni::sys::{jboolean, jlong, jstring, JNI_TRUE};
+use jni::objects::JString;
+use jni::sys::{jlong, JNI_TRUE};
 use jni::JNIEnv;
 
-use crate::entry::{entry, jstr, string};
+use crate::entry::{jstr, string};
 use crate::handles;
 
 struct Primary(Mutex<PrimaryJson>);
@@ -38,160 +38,97 @@ fn u64_text(env: &mut JNIEnv<'_>, v: &JString<'_>, name: &str) -> Result<u64, Er
     })
 }
 
-/// One pure timing function by name, arguments and result as JSON.
-#[no_mangle]
-pub extern "system" fn Java_dev_cycles_internal_Native_timingCall<'l>(
-    mut env: JNIEnv<'l>,
-    _c: JClass<'l>,
-    name: JString<'l>,
-    args: JString<'l>,
-) -> jstring {
-    entry(&mut env, std::ptr::null_mut(), |env| {
-        let out = timing_json::call(&string(env, &name, "name")?, &string(env, &args, "args")?)?;
+natives! {
+    /// One pure timing function by name, arguments and result as JSON.
+    fn timingCall(env, name: JString, args_json: JString) -> jstring {
+        let name = string(env, &name, "name")?;
+        let out = timing_json::call(&name, &string(env, &args_json, "args")?)?;
         jstr(env, &out)
-    })
-}
+    }
 
-/// A primary planner (`request_timeout` a JSON duration; `derive`: derive from short leases).
-#[no_mangle]
-pub extern "system" fn Java_dev_cycles_internal_Native_primaryNew<'l>(
-    mut env: JNIEnv<'l>,
-    _c: JClass<'l>,
-    request_timeout: JString<'l>,
-    derive: jboolean,
-) -> jlong {
-    entry(&mut env, 0, |env| {
-        let t = string(env, &request_timeout, "request_timeout")?;
+    /// A primary planner (`request_timeout` a JSON duration; `derive`: derive from short leases).
+    fn primaryNew(env, request_timeout_json: JString, derive: jboolean) -> jlong {
+        let t = string(env, &request_timeout_json, "request_timeout")?;
         let p = PrimaryJson::new(&t, derive == JNI_TRUE)?;
         Ok(handles::put(Primary(Mutex::new(p))))
-    })
-}
+    }
 
-/// One primary step (JSON in, the decision JSON out).
-#[no_mangle]
-pub extern "system" fn Java_dev_cycles_internal_Native_primaryStep<'l>(
-    mut env: JNIEnv<'l>,
-    _c: JClass<'l>,
-    id: jlong,
-    step: JString<'l>,
-) -> jstring {
-    entry(&mut env, std::ptr::null_mut(), |env| {
-        let s = string(env, &step, "step")?;
-        let out = primary(id)?
+    /// One primary step (JSON in, the decision JSON out).
+    fn primaryStep(env, planner: jlong, step_json: JString) -> jstring {
+        let s = string(env, &step_json, "step")?;
+        let out = primary(planner)?
             .0
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .step(&s)?;
         jstr(env, &out)
-    })
-}
+    }
 
-/// The cut-off the primary planner's next attempt must use (JSON duration).
-#[no_mangle]
-pub extern "system" fn Java_dev_cycles_internal_Native_primaryAttemptTimeout<'l>(
-    mut env: JNIEnv<'l>,
-    _c: JClass<'l>,
-    id: jlong,
-) -> jstring {
-    entry(&mut env, std::ptr::null_mut(), |env| {
-        let out = primary(id)?
+    /// The cut-off the primary planner's next attempt must use (JSON duration).
+    fn primaryAttemptTimeout(env, planner: jlong) -> jstring {
+        let out = primary(planner)?
             .0
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .attempt_timeout();
         jstr(env, &out)
-    })
-}
+    }
 
-/// A fallback planner of a reservation requested with `requested_ttl_ms`, received at
-/// `received_us` (both u64 as decimal text), expiring at `expires_at_ms`.
-#[no_mangle]
-pub extern "system" fn Java_dev_cycles_internal_Native_fallbackNew<'l>(
-    mut env: JNIEnv<'l>,
-    _c: JClass<'l>,
-    requested_ttl_ms: JString<'l>,
-    received_us: JString<'l>,
-    expires_at_ms: jlong,
-) -> jlong {
-    entry(&mut env, 0, |env| {
+    /// A fallback planner of a reservation requested with `requested_ttl_ms`, received at
+    /// `received_us` (both u64 as decimal text), expiring at `expires_at_ms`.
+    fn fallbackNew(
+        env,
+        requested_ttl_ms: JString,
+        received_us: JString,
+        expires_at_ms: jlong,
+    ) -> jlong {
         let p = FallbackJson::new(
             u64_text(env, &requested_ttl_ms, "requested_ttl_ms")?,
             u64_text(env, &received_us, "received_us")?,
             expires_at_ms,
         );
         Ok(handles::put(Fallback(Mutex::new(p))))
-    })
-}
+    }
 
-/// The fallback planner's first beat (`prime`: the lead is primed).
-#[no_mangle]
-pub extern "system" fn Java_dev_cycles_internal_Native_fallbackFirstBeat<'l>(
-    mut env: JNIEnv<'l>,
-    _c: JClass<'l>,
-    id: jlong,
-    prime: jboolean,
-) -> jstring {
-    entry(&mut env, std::ptr::null_mut(), |env| {
-        let out = fallback(id)?
+    /// The fallback planner's first beat (`prime`: the lead is primed).
+    fn fallbackFirstBeat(env, planner: jlong, prime: jboolean) -> jstring {
+        let out = fallback(planner)?
             .0
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .first_beat(prime == JNI_TRUE);
         jstr(env, &out)
-    })
-}
+    }
 
-/// One fallback step (JSON in, the decision JSON out).
-#[no_mangle]
-pub extern "system" fn Java_dev_cycles_internal_Native_fallbackStep<'l>(
-    mut env: JNIEnv<'l>,
-    _c: JClass<'l>,
-    id: jlong,
-    step: JString<'l>,
-) -> jstring {
-    entry(&mut env, std::ptr::null_mut(), |env| {
-        let s = string(env, &step, "step")?;
-        let out = fallback(id)?
+    /// One fallback step (JSON in, the decision JSON out).
+    fn fallbackStep(env, planner: jlong, step_json: JString) -> jstring {
+        let s = string(env, &step_json, "step")?;
+        let out = fallback(planner)?
             .0
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .step(&s)?;
         jstr(env, &out)
-    })
-}
+    }
 
-/// The fallback planner's regime name.
-#[no_mangle]
-pub extern "system" fn Java_dev_cycles_internal_Native_fallbackRegime<'l>(
-    mut env: JNIEnv<'l>,
-    _c: JClass<'l>,
-    id: jlong,
-) -> jstring {
-    entry(&mut env, std::ptr::null_mut(), |env| {
-        let r = fallback(id)?
+    /// The fallback planner's regime name.
+    fn fallbackRegime(env, planner: jlong) -> jstring {
+        let r = fallback(planner)?
             .0
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .regime();
         jstr(env, r)
-    })
-}
+    }
 
-/// The lower bound of the lead at `now_us` as a decimal string (it may exceed a long).
-#[no_mangle]
-pub extern "system" fn Java_dev_cycles_internal_Native_fallbackLeadMinMs<'l>(
-    mut env: JNIEnv<'l>,
-    _c: JClass<'l>,
-    id: jlong,
-    now_us: jlong,
-) -> jstring {
-    entry(&mut env, std::ptr::null_mut(), |env| {
+    /// The lower bound of the lead at `now_us` as a decimal string (it may exceed a long).
+    fn fallbackLeadMinMs(env, planner: jlong, now_us: jlong) -> jstring {
         let now = u64_arg(now_us, "now_us")?;
-        let v = fallback(id)?
+        let v = fallback(planner)?
             .0
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .lead_min_ms(now);
         jstr(env, &v.to_string())
-    })
+    }
 }

@@ -2,9 +2,7 @@
 //! [`MARKER`] followed by the bridge's `ErrorFields` JSON; `node/src/errors.ts` rebuilds the
 //! `CyclesError` subclass from it (napi's own error keeps only a `Status` string).
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
-
-use cycles_bridge::{panic_message, ErrorFields};
+use cycles_bridge::{catch_panic, ErrorFields};
 use napi::{Error, Status};
 
 /// Prefix of every error message this module produces (the TypeScript layer parses the rest).
@@ -29,12 +27,8 @@ pub fn invalid(message: impl Into<String>) -> Error {
 }
 
 /// Runs `f`, turning a panic into an INTERNAL error: a panic in a sync export would otherwise
-/// abort the process. Every export goes through this.
+/// abort the process. Every export goes through this: the bridge's panic boundary
+/// (`catch_panic`), adapted to napi's result.
 pub fn guard<T>(f: impl FnOnce() -> napi::Result<T>) -> napi::Result<T> {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(r) => r,
-        Err(payload) => Err(to_js(ErrorFields::internal(panic_message(
-            payload.as_ref(),
-        )))),
-    }
+    catch_panic(f).unwrap_or_else(|internal| Err(to_js(internal)))
 }

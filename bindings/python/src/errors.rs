@@ -2,9 +2,7 @@
 //! becomes an instance of the `cycles.errors` hierarchy, built by
 //! `cycles.errors._from_native` from the bridge's error fields (core's stable code and name).
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
-
-use cycles_bridge::{panic_message, ErrorFields};
+use cycles_bridge::{catch_panic, ErrorFields};
 use cycles_core::Error;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
@@ -55,21 +53,14 @@ pub fn core_err(e: &Error) -> PyErr {
     to_pyerr(ErrorFields::from(e))
 }
 
-/// The Python exception of a panic caught at the boundary.
-pub fn internal(message: impl Into<String>) -> PyErr {
-    to_pyerr(ErrorFields::internal(message))
-}
-
 /// An invalid-argument error (core kind, so Python sees code 2 / INVALID_ARGUMENT).
 pub fn invalid(message: impl Into<String>) -> PyErr {
     to_pyerr(ErrorFields::invalid(message))
 }
 
 /// Runs `f`, turning a panic into `InternalError` instead of letting pyo3 raise its
-/// `PanicException` (a `BaseException`). Every exported function goes through this.
+/// `PanicException` (a `BaseException`). Every exported function goes through this: the
+/// bridge's panic boundary (`catch_panic`), adapted to pyo3's result.
 pub fn guard<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(r) => r,
-        Err(payload) => Err(internal(panic_message(payload.as_ref()))),
-    }
+    catch_panic(f).unwrap_or_else(|internal| Err(to_pyerr(internal)))
 }

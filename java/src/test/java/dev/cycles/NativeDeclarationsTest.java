@@ -1,6 +1,7 @@
 package dev.cycles;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -23,7 +24,9 @@ import org.junit.jupiter.api.Test;
  * The JNI exports of bindings/jvm/src and the {@code native} methods of {@link Native} are the
  * same set, each pair with the same name, the same parameter types and the same return type
  * (the JNI types of the Rust signature mapped to Java's). A mismatch would otherwise surface
- * only as an {@code UnsatisfiedLinkError}, or as a crash, at the first call.
+ * only as an {@code UnsatisfiedLinkError}, or as a crash, at the first call. Native.java is
+ * generated from the same sources (java/scripts/gen-native.sh); this reads them independently,
+ * with its own JNI-to-Java type table, and checks the compiled class.
  */
 class NativeDeclarationsTest {
     /** Where the Rust sources are, from java/ (Maven's working directory). */
@@ -37,12 +40,14 @@ class NativeDeclarationsTest {
             Map.entry("jdouble", "double"), Map.entry("jfloat", "float"), Map.entry("JByteArray", "byte[]"),
             Map.entry("jbyteArray", "byte[]"), Map.entry("JObject", "Object"), Map.entry("jobject", "Object"));
 
-    // `pub extern "system" fn Java_..._name<'l>(params) -> ret {`, over several lines as rustfmt
-    // writes it; a parameter's type has no parentheses, so `[^)]*` is the whole list.
-    static final Pattern EXPORT = Pattern.compile(
-            "extern\\s+\"system\"\\s+fn\\s+" + PREFIX + "(\\w+)\\s*(?:<[^>]*>)?\\s*\\(([^)]*)\\)\\s*(?:->\\s*([\\w:]+))?\\s*\\{");
-    static final Pattern ANY_EXPORT = Pattern.compile("\\bfn\\s+" + PREFIX + "\\w*");
-    static final Pattern NO_MANGLE = Pattern.compile("#\\[(?:unsafe\\()?no_mangle\\)?\\]\\s*(?:#\\[[^\\]]*\\]\\s*)*pub\\s+(?:unsafe\\s+)?$");
+    /** The start of a {@code natives!} block of bindings/jvm/src (the macro is bindings/jvm/src/native.rs). */
+    static final Pattern BLOCK = Pattern.compile("(?m)^natives!\\s*\\{");
+    // One item's head, the text before its body: `fn name(env, a: jlong, b: JString) -> jstring`
+    // (the env parameter has no type: the macro gives it), after its doc comments.
+    static final Pattern ITEM = Pattern.compile(
+            "^(?:#\\[[^\\]]*\\]\\s*)*fn\\s+(\\w+)\\s*\\(\\s*(\\w+)\\s*((?:,\\s*\\w+\\s*:\\s*\\w+\\s*)*),?\\s*\\)\\s*(?:->\\s*(\\w+))?$");
+    // How the macro names each export: without it the JVM would not find the symbol.
+    static final String EXPORT_NAME = "#[export_name = concat!(\"" + PREFIX + "\", stringify!($name))]";
 
     /** One signature, in the declaration's terms: {@code static String clientCall(long, String, String)}. */
     record Signature(boolean isStatic, String ret, String name, List<String> params) {
@@ -52,6 +57,56 @@ class NativeDeclarationsTest {
         }
     }
 
+    /**
+     * The heads of the items of the {@code natives!} block opening at {@code from}: the text at
+     * the block's own brace depth before each body, comments dropped (string and char literals
+     * are skipped, so a brace in one does not count).
+     */
+    static List<String> itemHeads(String text, int from, String where) {
+        List<String> heads = new ArrayList<>();
+        StringBuilder head = new StringBuilder();
+        int depth = 0;
+        for (int i = from; i < text.length(); i++) {
+            char c = text.charAt(i);
+            if (c == '/' && i + 1 < text.length() && text.charAt(i + 1) == '/') {
+                i = text.indexOf('\n', i);
+                if (i < 0) {
+                    break;
+                }
+                continue;
+            }
+            if (c == '"') {
+                for (i++; i < text.length() && text.charAt(i) != '"'; i++) {
+                    if (text.charAt(i) == '\\') {
+                        i++;
+                    }
+                }
+                continue;
+            }
+            if (c == '\'' && i + 2 < text.length() && (text.charAt(i + 2) == '\'' || text.charAt(i + 1) == '\\')) {
+                i = text.indexOf('\'', i + 2);
+                continue;
+            }
+            if (c == '{') {
+                if (depth == 0) {
+                    heads.add(head.toString().trim().replaceAll("\\s+", " "));
+                    head.setLength(0);
+                }
+                depth++;
+            } else if (c == '}') {
+                if (depth == 0) {
+                    assertTrue(head.toString().isBlank(), where + ": text after the last item: " + head);
+                    return heads;
+                }
+                depth--;
+            } else if (depth == 0) {
+                head.append(c);
+            }
+        }
+        fail(where + ": a natives! block without its closing brace");
+        return heads;
+    }
+
     /** Every export of the Rust sources under {@code dir}, by Java method name. */
     static Map<String, Signature> exports(Path dir) throws IOException {
         Map<String, Signature> out = new TreeMap<>();
@@ -59,40 +114,32 @@ class NativeDeclarationsTest {
         try (Stream<Path> s = Files.walk(dir)) {
             files = s.filter(p -> p.toString().endsWith(".rs")).sorted().toList();
         }
+        String macro = Files.readString(dir.resolve("native.rs"));
+        assertTrue(macro.contains(EXPORT_NAME), "native.rs: the natives! macro does not name exports " + PREFIX + "<name>");
+        assertTrue(macro.contains("_class: jni::objects::JClass<'l>"), "native.rs: the natives! exports are not static (JClass)");
         for (Path f : files) {
             String text = Files.readString(f);
-            int found = 0;
-            Matcher m = EXPORT.matcher(text);
-            while (m.find()) {
-                found++;
-                String where = f.getFileName() + ": " + PREFIX + m.group(1);
-                // Without it the symbol is mangled: the JVM would not find it.
-                String head = text.substring(Math.max(0, m.start() - 200), m.start());
-                assertTrue(NO_MANGLE.matcher(head).find(), where + " is not #[no_mangle] pub");
-                String name = jniName(m.group(1), where);
-                List<String> params = new ArrayList<>();
-                for (String p : m.group(2).split(",")) {
-                    if (!p.isBlank()) {
-                        params.add(javaType(p.substring(p.indexOf(':') + 1), where));
+            assertFalse(Pattern.compile("\\bfn\\s+" + PREFIX).matcher(text).find(),
+                    f.getFileName() + ": an export written by hand (use natives!)");
+            Matcher block = BLOCK.matcher(text);
+            while (block.find()) {
+                for (String head : itemHeads(text, block.end(), f.getFileName().toString())) {
+                    Matcher m = ITEM.matcher(head);
+                    // An item this parser could not read must not go unchecked.
+                    assertTrue(m.matches(), f.getFileName() + ": a natives! item whose signature the test cannot read: " + head);
+                    String where = f.getFileName() + ": " + m.group(1);
+                    String name = jniName(m.group(1), where);
+                    List<String> params = new ArrayList<>();
+                    for (String p : m.group(3).split(",")) {
+                        if (!p.isBlank()) {
+                            params.add(javaType(p.substring(p.indexOf(':') + 1), where));
+                        }
                     }
+                    String ret = m.group(4) == null ? "void" : javaType(m.group(4), where);
+                    Signature prev = out.put(name, new Signature(true, ret, name, List.copyOf(params)));
+                    assertEquals(null, prev, where + " is exported twice");
                 }
-                // JNIEnv, then the class (a static method) or the object (an instance method).
-                if (params.size() < 2 || !params.get(0).equals("JNIEnv") || !(params.get(1).equals("JClass")
-                        || params.get(1).equals("Object"))) {
-                    fail(where + " does not start with (JNIEnv, JClass | JObject)");
-                }
-                boolean isStatic = params.get(1).equals("JClass");
-                String ret = m.group(3) == null ? "void" : javaType(m.group(3), where);
-                Signature prev = out.put(name, new Signature(isStatic, ret, name, List.copyOf(params.subList(2, params.size()))));
-                assertEquals(null, prev, where + " is exported twice");
             }
-            // An export this parser could not read must not go unchecked.
-            Matcher any = ANY_EXPORT.matcher(text);
-            int all = 0;
-            while (any.find()) {
-                all++;
-            }
-            assertEquals(all, found, f + ": an export whose signature the test cannot read");
         }
         return out;
     }
@@ -160,8 +207,8 @@ class NativeDeclarationsTest {
         Map<String, Signature> exported = exports(SOURCES);
         Map<String, Signature> declared = declarations(Native.class);
         assertEquals(List.of(), mismatches(exported, declared));
-        // Not vacuous: the surface is what Native.java declares today (45 methods).
-        assertTrue(exported.size() >= 45, "only " + exported.size() + " exports found under " + SOURCES.toAbsolutePath());
+        // Not vacuous: the surface is what Native.java declares today (49 methods).
+        assertTrue(exported.size() >= 49, "only " + exported.size() + " exports found under " + SOURCES.toAbsolutePath());
         assertEquals(declared.keySet(), exported.keySet());
     }
 
