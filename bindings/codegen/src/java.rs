@@ -9,6 +9,7 @@ use std::fmt::Write;
 
 use crate::ir::{Field, Ir, Model, Ty};
 use crate::table::{JAVA_ALIASES, JAVA_HAND_WRITTEN};
+use crate::text::camel;
 
 /// The JVM name of a core model.
 pub fn java_name(core: &str) -> &str {
@@ -53,22 +54,6 @@ pub fn emit(ir: &Ir) -> Result<Vec<(String, String)>, String> {
             ))
         })
         .collect()
-}
-
-fn camel(s: &str) -> String {
-    let mut out = String::new();
-    let mut up = false;
-    for c in s.chars() {
-        if c == '_' {
-            up = true;
-        } else if up {
-            out.extend(c.to_uppercase());
-            up = false;
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// A component: its name, type and decoding expression.

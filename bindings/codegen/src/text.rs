@@ -64,6 +64,23 @@ fn words(p: &str) -> Vec<String> {
     out
 }
 
+/// A wire (snake_case) name in camelCase, as TypeScript and Java spell members.
+pub fn camel(s: &str) -> String {
+    let mut out = String::new();
+    let mut up = false;
+    for c in s.chars() {
+        if c == '_' {
+            up = true;
+        } else if up {
+            out.extend(c.to_uppercase());
+            up = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// One paragraph re-wrapped to `width` columns.
 pub fn wrap(p: &str, width: usize) -> String {
     let mut lines = Vec::new();
