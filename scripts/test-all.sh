@@ -9,7 +9,8 @@ cd "$root"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/cycles-target}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each step prints the seconds since the start, so a slow step shows in any CI log.
+step() { printf '\n==> [%ds] %s\n' "$SECONDS" "$*"; }
 
 step "toolchain components"
 rustup component add rustfmt clippy >/dev/null 2>&1 || true

@@ -5,7 +5,7 @@
 #
 # The root has its own python3 (with venv), OpenJDK 17, gcc and Node.js from Debian. Commands run
 # inside it with `chroot DIR ...`; the kernel hands aarch64 binaries to qemu-aarch64-static
-# through binfmt_misc (registered by Debian's qemu-user-static package). Needs root.
+# through binfmt_misc (registered here from qemu-user-static's binfmt.d entry). Needs root.
 set -euo pipefail
 DIR="${1:-${CYCLES_ARM64_ROOT:-$HOME/.cache/cycles-verify/arm64-root}}"
 PACKAGES="python3,python3-venv,python3-pip,openjdk-17-jre-headless,gcc,libc6-dev,nodejs,ca-certificates"
@@ -21,7 +21,14 @@ if [[ ${#need[@]} -gt 0 ]]; then
 fi
 if [[ ! -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]]; then
     mountpoint -q /proc/sys/fs/binfmt_misc || mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
-    update-binfmts --enable qemu-aarch64 >&2 || true
+    # Register straight from the package's binfmt.d entry: no systemd-binfmt or binfmt-support
+    # (update-binfmts) runs in a container, and neither is needed for one write.
+    conf=/usr/lib/binfmt.d/qemu-aarch64.conf
+    if [[ -r $conf ]]; then
+        cat "$conf" >/proc/sys/fs/binfmt_misc/register || true
+    elif command -v update-binfmts >/dev/null; then
+        update-binfmts --enable qemu-aarch64 >&2 || true
+    fi
 fi
 [[ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]] ||
     { echo "binfmt_misc has no qemu-aarch64 entry: aarch64 binaries cannot run here" >&2; exit 1; }
