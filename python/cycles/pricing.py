@@ -131,8 +131,22 @@ def _dumps(value: Any, what: str) -> str:
         raise InvalidArgumentError(f"{what} is not JSON-serialisable: {e}") from None
 
 
+class _Json(str):
+    """JSON text that crosses verbatim as one argument: a guard's pricing (encoded once, not
+    on every call) or a response body as the provider sent it (never decoded and re-encoded
+    in Python). Core parses it like any other argument and says what is wrong with it."""
+
+
 def _call(name: str, args: Mapping[str, Any]) -> Any:
-    return json.loads(_native.pricing_call(name, _dumps(args, f"an argument of {name}")))
+    what = f"an argument of {name}"
+    verbatim = [(k, v) for k, v in args.items() if isinstance(v, _Json)]
+    if not verbatim:
+        text = _dumps(args, what)
+    else:
+        rest = _dumps({k: v for k, v in args.items() if not isinstance(v, _Json)}, what)
+        head = ",".join(f'"{k}":{v}' for k, v in verbatim)  # the keys are this module's
+        text = "{" + head + ("}" if rest == "{}" else "," + rest[1:])
+    return json.loads(_native.pricing_call(name, text))
 
 
 def _caps(caps: CapsLike) -> Any:

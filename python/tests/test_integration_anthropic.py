@@ -64,6 +64,18 @@ def test_create_whole_and_streamed(provider: FakeProvider, local: LocalServer) -
     assert reserve_bodies(local)[0]["action"] == {"kind": "llm.completion", "name": "claude-fake"}
 
 
+def test_the_callers_own_raw_response_is_guarded(
+    provider: FakeProvider, local: LocalServer
+) -> None:
+    with local.client() as c:
+        llm = guard(ant(provider), cycles=c)
+        raw = llm.messages.with_raw_response.create(
+            model="claude-fake", max_tokens=50, messages=MSGS
+        )
+        assert raw.parse().usage.output_tokens == REPLY_TOKENS
+    assert ledger(local) == [("reserve", RESERVED), ("commit", COMMITTED)]
+
+
 def test_messages_stream_helper(provider: FakeProvider, local: LocalServer) -> None:
     with local.client() as c:
         llm = guard(ant(provider), cycles=c)

@@ -101,6 +101,57 @@ def test_chat_stream_without_usage_commits_the_estimate(
     ]
 
 
+def test_the_callers_own_raw_response_is_guarded_and_returned_raw(
+    provider: FakeProvider, local: LocalServer
+) -> None:
+    # A call that does not stream goes out through the library's raw sender (core reads the
+    # body as sent); the caller's own with_raw_response on the guarded copy is guarded too,
+    # and gets the raw response back, its usage read from its body.
+    with local.client() as c:
+        llm = guard(oai(provider), cycles=c)
+        raw = llm.chat.completions.with_raw_response.create(
+            model="gpt-fake", max_tokens=50, messages=CHAT
+        )
+        assert not isinstance(raw, openai.types.chat.ChatCompletion)
+        reply = raw.parse()
+        assert reply.usage is not None and reply.usage.completion_tokens == REPLY_TOKENS
+        r = llm.responses.with_raw_response.create(
+            model="gpt-fake", instructions="Be terse.", input="say hello", max_output_tokens=20
+        )
+        assert r.parse().output_text.startswith("This is")
+    assert ledger(local) == [
+        ("reserve", RESERVED),
+        ("commit", COMMITTED),
+        ("reserve", 34),
+        ("commit", 13),
+    ]
+
+
+async def test_async_raw_responses_are_guarded(provider: FakeProvider, local: LocalServer) -> None:
+    c = local.async_client()
+    try:
+        llm = guard(aoai(provider), cycles=c)
+        reply = await llm.chat.completions.create(model="gpt-fake", max_tokens=50, messages=CHAT)
+        assert isinstance(reply, openai.types.chat.ChatCompletion)
+        raw = await llm.chat.completions.with_raw_response.create(
+            model="gpt-fake", max_tokens=50, messages=CHAT
+        )
+        usage = raw.parse().usage
+        assert usage is not None and usage.completion_tokens == REPLY_TOKENS
+    finally:
+        await c.aclose()
+    assert ledger(local) == [("reserve", RESERVED), ("commit", COMMITTED)] * 2
+
+
+def test_a_pricing_that_is_not_json_is_refused_when_guarding(provider: FakeProvider) -> None:
+    # The pricing is encoded once, when the client is guarded.
+    bad: Any = {"unit": "USD_MICROCENTS", "models": {"gpt-fake": object()}}
+    with LocalServer() as local, local.client() as c:
+        with pytest.raises(cycles.InvalidArgumentError, match="pricing="):
+            guard(oai(provider), cycles=c, pricing=bad)
+    assert provider.requests() == []
+
+
 def test_responses_whole_and_streamed(provider: FakeProvider, local: LocalServer) -> None:
     # Core's estimate: instructions 4 + ceil(9/4) = 7, input 4 + ceil(9/4) = 7, bound 20.
     # The provider: 4 words in, 9 out.

@@ -25,6 +25,7 @@ or the estimate when it reported none (the provider may have produced up to the 
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -39,6 +40,8 @@ from ..pricing import (
     CapsPlan,
     Pricing,
     Usage,
+    _dumps,
+    _Json,
     actual,
     estimate,
     estimate_request,
@@ -63,6 +66,15 @@ CyclesClient = Union[Client, AsyncClient]
 # The client libraries' own keywords (the Stainless-generated openai and anthropic share
 # them): not part of the request body. ``extra_body`` is merged into the body.
 _NOT_BODY = ("extra_headers", "extra_query", "extra_body", "timeout")
+
+# The header those libraries' ``with_raw_response`` sets: such a call returns the raw
+# response to its caller, so the guard must not parse it.
+_RAW_HEADER = "X-Stainless-Raw-Response"
+
+
+def _caller_wants_raw(kw: Mapping[str, Any]) -> bool:
+    headers = kw.get("extra_headers")
+    return isinstance(headers, Mapping) and headers.get(_RAW_HEADER) is not None
 
 
 @dataclass(frozen=True)
@@ -127,7 +139,21 @@ def _body(obj: Any) -> Mapping[str, Any] | None:
     if callable(dump):
         d = dump(mode="json", exclude_unset=True)
         return d if isinstance(d, Mapping) else None
-    return None  # e.g. a raw response: no usage can be read from it
+    return None
+
+
+def _raw_body(response: Any) -> _Json | None:
+    """The body of a raw response (the libraries' ``LegacyAPIResponse``, what
+    ``with_raw_response`` returns) of a call that did not stream, as the provider sent it;
+    ``None`` for anything else or a body not yet read."""
+    http = getattr(response, "http_response", None)
+    if http is None or not callable(getattr(response, "parse", None)):
+        return None
+    try:
+        content = http.content  # read already unless the response streams
+        return _Json(content.decode("utf-8")) if isinstance(content, bytes) else None
+    except Exception:  # not read (a stream), not UTF-8: no usage from it
+        return None
 
 
 @dataclass(frozen=True)
@@ -144,6 +170,9 @@ class Settings:
     omitted: tuple[type, ...]
     #: Counts the prompt's texts (:mod:`cycles.integrations.tokenizer`).
     tokenizer: Tokenizer = "auto"
+    #: ``pricing`` as JSON, encoded once here instead of on every crossing into core: the
+    #: pricing is read when the client is guarded (a later change to the mapping is not seen).
+    pricing_json: Any = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.cycles, (Client, AsyncClient)):
@@ -157,6 +186,7 @@ class Settings:
         if self.prompt_tokens is not None and not callable(self.prompt_tokens):
             raise InvalidArgumentError("prompt_tokens= must be a function of the request")
         check_tokenizer(self.tokenizer)
+        object.__setattr__(self, "pricing_json", _Json(_dumps(self.pricing, "pricing=")))
 
     def call(self, api: Api, kw: dict[str, Any]) -> Call:
         """A call of ``api`` with the library keywords ``kw`` (the options popped)."""
@@ -217,10 +247,11 @@ class Call:
             bound = output_bound(self.request, default)
             if bound is not None:
                 n = self.s.prompt_tokens(self.request)
-                return estimate(self.s.pricing, self.model, n, bound)
+                return estimate(self.s.pricing_json, self.model, n, bound)
             # No bound: core's estimate_request says why it cannot reserve.
         counts = text_tokens(self.s.tokenizer, self.model, self.request)
-        return estimate_request(self.s.pricing, self.model, self.request, default, counts).amount
+        p = self.s.pricing_json
+        return estimate_request(p, self.model, self.request, default, counts).amount
 
     @property
     def r(self) -> GuardedReservation:
@@ -276,13 +307,32 @@ class Call:
 
     # --- usage ---
 
+    @property
+    def streams(self) -> bool:
+        """Whether the request asks for a stream (its body is events, not one JSON body)."""
+        return self.request.get("stream") not in (None, False)
+
     def observe(self, obj: Any) -> None:
         """Folds one response or stream event into the usage; reports a grown actual."""
         body = _body(obj)
+        if body is not None:
+            self._fold(body)
+
+    def observe_raw(self, response: Any) -> bool:
+        """Folds a raw response's body as the provider sent it (not decoded and re-encoded
+        in Python); False when there is none or core cannot read it (e.g. not JSON)."""
+        body = None if self.streams else _raw_body(response)
         if body is None:
-            return
+            return False
+        try:
+            self._fold(body)
+        except InvalidArgumentError:
+            return False
+        return True
+
+    def _fold(self, body: Any) -> None:
         # One crossing for usage, failure and actual: every stream event comes through here.
-        o = observe(self.s.pricing, self.model, self.api, body, self.usage)
+        o = observe(self.s.pricing_json, self.model, self.api, body, self.usage)
         if o.failed:
             self.failed = True
         self._took(o.usage, o.actual)
@@ -290,7 +340,7 @@ class Call:
     def observe_usage(self, u: Usage) -> None:
         """Takes ``u`` as the usage so far; reports its actual when it changed."""
         if u != self.usage:
-            self._took(u, actual(self.s.pricing, self.model, u))
+            self._took(u, actual(self.s.pricing_json, self.model, u))
 
     def _took(self, u: Usage, a: Amount | None) -> None:
         if u != self.usage:
@@ -412,19 +462,56 @@ def install(resource: Any, method: str, fn: Callable[..., Any]) -> None:
     setattr(resource, method, fn)
 
 
-def run(call: Call, kw: dict[str, Any], send: Callable[..., Any], stream_cls: type) -> Any:
-    """The sync guarded call: reserve, caps, send, then settle or hand the stream over."""
+def _fold_result(call: Call, result: Any) -> None:
+    """Folds what a call returned (not a stream): the library's model, or a raw response
+    (the caller's own ``with_raw_response``), read as sent."""
+    if not call.observe_raw(result):
+        call.observe(result)
+
+
+def _fold_raw(call: Call, raw: Any) -> Any:
+    """Folds the guard's own raw response, then returns the library's parse of it (the usage
+    is folded first: a parse that fails still settles what the provider reported)."""
+    folded = call.observe_raw(raw)
+    result = raw.parse()
+    if not folded:
+        call.observe(result)
+    return result
+
+
+async def _afold_raw(call: Call, raw: Any) -> Any:
+    """:func:`_fold_raw` for the async clients (anthropic's async raw response parses in a
+    coroutine, openai's does not)."""
+    folded = call.observe_raw(raw)
+    result = raw.parse()
+    if inspect.isawaitable(result):
+        result = await result
+    if not folded:
+        call.observe(result)
+    return result
+
+
+def run(
+    call: Call,
+    kw: dict[str, Any],
+    send: Callable[..., Any],
+    stream_cls: type,
+    send_raw: Callable[..., Any] | None = None,
+) -> Any:
+    """The sync guarded call: reserve, caps, send, then settle or hand the stream over.
+    ``send_raw``: the library's ``with_raw_response`` of ``send``; a call that does not
+    stream goes through it, so core reads the body as the provider sent it and the caller
+    gets the library's parse of it, as from ``send``."""
     call.enter()
     try:
         kw = call.caps(kw)
-        result = send(**kw)
-    except BaseException as e:
-        call.end(e)
-        raise
-    if isinstance(result, stream_cls):
-        return call.wrap_stream(result)
-    try:
-        call.observe(result)
+        if send_raw is not None and not call.streams and not _caller_wants_raw(kw):
+            result = _fold_raw(call, send_raw(**kw))
+        else:
+            result = send(**kw)
+            if isinstance(result, stream_cls):
+                return call.wrap_stream(result)
+            _fold_result(call, result)
     except BaseException as e:
         call.end(e)
         raise
@@ -432,19 +519,24 @@ def run(call: Call, kw: dict[str, Any], send: Callable[..., Any], stream_cls: ty
     return result
 
 
-async def arun(call: Call, kw: dict[str, Any], send: Callable[..., Any], stream_cls: type) -> Any:
+async def arun(
+    call: Call,
+    kw: dict[str, Any],
+    send: Callable[..., Any],
+    stream_cls: type,
+    send_raw: Callable[..., Any] | None = None,
+) -> Any:
     """:func:`run` for the async clients."""
     await call.aenter()
     try:
         kw = await call.acaps(kw)
-        result = await send(**kw)
-    except BaseException as e:
-        await call.aend(e)
-        raise
-    if isinstance(result, stream_cls):
-        return call.wrap_async_stream(result)
-    try:
-        call.observe(result)
+        if send_raw is not None and not call.streams and not _caller_wants_raw(kw):
+            result = await _afold_raw(call, await send_raw(**kw))
+        else:
+            result = await send(**kw)
+            if isinstance(result, stream_cls):
+                return call.wrap_async_stream(result)
+            _fold_result(call, result)
     except BaseException as e:
         await call.aend(e)
         raise

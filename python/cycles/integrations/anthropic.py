@@ -14,8 +14,8 @@ passed in stays unguarded. ``messages.stream`` reserves when its ``with`` block 
 (that is when the request is sent) and settles when the stream ends, is closed or breaks, or
 the block exits. Messages streams report the input tokens first (``message_start``), so a
 stream cut after it commits those. Everything else is as in
-:mod:`cycles.integrations.openai` (docs/integrations.md, "Python"). Not guarded:
-``with_raw_response`` / ``with_streaming_response``, ``messages.parse``, ``count_tokens``,
+:mod:`cycles.integrations.openai` (docs/integrations.md, "Python"), ``with_raw_response``
+included. Not guarded: ``with_streaming_response``, ``messages.parse``, ``count_tokens``,
 batches and the ``beta`` resources.
 """
 
@@ -31,6 +31,8 @@ except ImportError as e:  # pragma: no cover - exercised by a subprocess test
         "cycles.integrations.anthropic needs the anthropic package: "
         "pip install 'cycles-sdk[anthropic]'"
     ) from e
+
+from anthropic.resources.messages import AsyncMessagesWithRawResponse, MessagesWithRawResponse
 
 from ..models import SubjectLike
 from ..pricing import TOKENS, Pricing
@@ -142,10 +144,14 @@ def guard(
     guarded = client.with_options()
     messages = guarded.messages
     create, stream = messages.create, messages.stream
+    # As in the openai guard: a call that does not stream goes through the library's raw
+    # sender (taken before ``create`` is shadowed), so core reads the body as sent.
     if isinstance(guarded, anthropic.AsyncAnthropic):
+        araw = AsyncMessagesWithRawResponse(messages).create
 
         async def acreate(**kw: Any) -> Any:
-            return await arun(s.call("messages", kw), kw, create, anthropic.AsyncStream)
+            call = s.call("messages", kw)
+            return await arun(call, kw, create, anthropic.AsyncStream, araw)
 
         def astream(**kw: Any) -> _AsyncStreamManager:
             return _AsyncStreamManager(s, stream, kw)
@@ -153,9 +159,10 @@ def guard(
         install(messages, "create", acreate)
         install(messages, "stream", astream)
     else:
+        raw = MessagesWithRawResponse(messages).create
 
         def screate(**kw: Any) -> Any:
-            return run(s.call("messages", kw), kw, create, anthropic.Stream)
+            return run(s.call("messages", kw), kw, create, anthropic.Stream, raw)
 
         def sstream(**kw: Any) -> _StreamManager:
             return _StreamManager(s, stream, kw)

@@ -19,9 +19,12 @@ the guard asks unless the caller set ``include_usage`` itself (``include_usage=F
 is EMPTY and which carries ``usage``: code reading ``chunk.choices[0]`` must skip it. A
 stream without usage commits its estimate; one cut before its usage chunk is released.
 
-Not guarded: ``with_raw_response`` / ``with_streaming_response`` (their results carry no
-parsed usage: a call through them commits its estimate), the ``.parse()`` and ``.stream()``
-helpers, and every other endpoint.
+A call that does not stream is sent through the library's ``with_raw_response`` and parsed
+by it as usual: core reads the usage from the body as the provider sent it, and what you
+get back is what ``create`` returns. Your own ``with_raw_response`` calls on the guarded
+client are guarded too (the raw response is returned as it is, its usage read from its
+body). Not guarded: ``with_streaming_response`` (a call through it commits its estimate),
+the ``.parse()`` and ``.stream()`` helpers, and every other endpoint.
 """
 
 from __future__ import annotations
@@ -34,6 +37,9 @@ except ImportError as e:  # pragma: no cover - exercised by a subprocess test
     raise ImportError(
         "cycles.integrations.openai needs the openai package: pip install 'cycles-sdk[openai]'"
     ) from e
+
+from openai.resources.chat import AsyncCompletionsWithRawResponse, CompletionsWithRawResponse
+from openai.resources.responses import AsyncResponsesWithRawResponse, ResponsesWithRawResponse
 
 from ..models import SubjectLike
 from ..pricing import TOKENS, Api, Pricing, stream_request
@@ -56,25 +62,33 @@ def _with_usage(call: Call, kw: dict[str, Any]) -> None:
 
 
 def _sync(
-    s: Settings, api: Api, send: Callable[..., Any], include_usage: bool
+    s: Settings,
+    api: Api,
+    send: Callable[..., Any],
+    send_raw: Callable[..., Any],
+    include_usage: bool,
 ) -> Callable[..., Any]:
     def create(**kw: Any) -> Any:
         call = s.call(api, kw)
         if include_usage:
             _with_usage(call, kw)
-        return run(call, kw, send, openai.Stream)
+        return run(call, kw, send, openai.Stream, send_raw)
 
     return create
 
 
 def _async(
-    s: Settings, api: Api, send: Callable[..., Any], include_usage: bool
+    s: Settings,
+    api: Api,
+    send: Callable[..., Any],
+    send_raw: Callable[..., Any],
+    include_usage: bool,
 ) -> Callable[..., Any]:
     async def create(**kw: Any) -> Any:
         call = s.call(api, kw)
         if include_usage:
             _with_usage(call, kw)
-        return await arun(call, kw, send, openai.AsyncStream)
+        return await arun(call, kw, send, openai.AsyncStream, send_raw)
 
     return create
 
@@ -118,9 +132,18 @@ def guard(
         omitted=_OMITTED,
     )
     guarded = client.with_options()
-    wrap = _async if isinstance(guarded, openai.AsyncOpenAI) else _sync
-    completions = guarded.chat.completions
-    install(completions, "create", wrap(s, "chat_completions", completions.create, include_usage))
-    responses = guarded.responses
-    install(responses, "create", wrap(s, "responses", responses.create, False))
+    completions, responses = guarded.chat.completions, guarded.responses
+    # The raw senders wrap the library's own methods, taken before they are shadowed (the
+    # guarded copy's own ``with_raw_response``, built later, wraps the guarded ones).
+    if isinstance(guarded, openai.AsyncOpenAI):
+        wrap = _async
+        raw_create = AsyncCompletionsWithRawResponse(completions).create
+        raw_respond = AsyncResponsesWithRawResponse(responses).create
+    else:
+        wrap = _sync
+        raw_create = CompletionsWithRawResponse(completions).create
+        raw_respond = ResponsesWithRawResponse(responses).create
+    chat = wrap(s, "chat_completions", completions.create, raw_create, include_usage)
+    install(completions, "create", chat)
+    install(responses, "create", wrap(s, "responses", responses.create, raw_respond, False))
     return guarded
