@@ -10,10 +10,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # node --test passes silently when nothing matches: the suite must run exactly this many.
-EXPECTED_TESTS=107
+EXPECTED_TESTS=108
 # The client and lifecycle suites again against the local server's reference mode.
 REFERENCE_SUITES=(test/operations.test.mjs test/lifecycle.test.mjs)
-EXPECTED_REFERENCE_TESTS=40
+EXPECTED_REFERENCE_TESTS=41
 # The fake model provider with the real model client libraries, the integrations guarding them (openai, anthropic, ai, langchain, express), the tokenizers and their quick starts (test/integrations).
 EXPECTED_INTEGRATION_TESTS=48
 

@@ -8,7 +8,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 
 import { HeartbeatLapsedError, InvalidActualError, InvalidArgumentError, MissingActualError, awaitNative, call } from "./errors";
 import { parseJson, stringifyJson } from "./json";
-import type { Amount, Caps, Int64, StandardMetrics } from "./models";
+import type { Amount, Caps, Decision, Int64, StandardMetrics } from "./models";
 import { fromWire } from "./wire";
 import type { NativeActive } from "./native";
 import { type Api, type CapsPlan, capsPlanOf } from "./pricing";
@@ -119,8 +119,11 @@ export interface LeaseInfo {
 /** How a guarded reservation ended: core's `Finished` kinds. */
 export type OutcomeKind = "settled" | "work_failed" | "missing_actual" | "invalid_actual" | "released" | "heartbeat_lapsed";
 
-/** The server's decision on a guarded reservation: `ALLOW`, or `ALLOW_WITH_CAPS` (see {@link GuardedReservation.caps}). */
-export type Decision = "ALLOW" | "ALLOW_WITH_CAPS";
+/**
+ * The server's decision on a guarded reservation: `ALLOW`, or `ALLOW_WITH_CAPS` (see
+ * {@link GuardedReservation.caps}); a denial never makes one.
+ */
+export type GuardedDecision = typeof Decision.ALLOW | typeof Decision.ALLOW_WITH_CAPS;
 
 /** How a guarded reservation ended (core's `Finished`), as `finish()` and `fail()` resolve. */
 export interface Outcome {
@@ -380,8 +383,8 @@ export class GuardedReservation implements AsyncDisposable {
   }
 
   /** The server's decision: `ALLOW`, or `ALLOW_WITH_CAPS` when {@link caps} limit the work. */
-  get decision(): Decision {
-    return this.native.decision as Decision;
+  get decision(): GuardedDecision {
+    return this.native.decision as GuardedDecision;
   }
 
   /**

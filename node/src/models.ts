@@ -28,6 +28,160 @@ export interface WithMeta {
 }
 
 /**
+ * Budget unit (`UnitEnum`). Unknown future units round-trip unchanged via `Other`.
+ *
+ * Known values; any other string is passed through unchanged.
+ */
+export const Unit = {
+  /** 10^-6 cents (10^8 per USD). */
+  USD_MICROCENTS: "USD_MICROCENTS",
+  /** Integer token counts. */
+  TOKENS: "TOKENS",
+  /** Generic integer credits. */
+  CREDITS: "CREDITS",
+  /** Generic integer risk points. */
+  RISK_POINTS: "RISK_POINTS",
+} as const;
+/** A `Unit`: one of {@link Unit}'s values, or another string a newer server sends. */
+export type Unit = (typeof Unit)[keyof typeof Unit] | (string & {});
+
+/**
+ * Outcome of a decision or reservation (`DecisionEnum`).
+ *
+ * Known values; any other string is passed through unchanged.
+ */
+export const Decision = {
+  /** Sufficient budget. */
+  ALLOW: "ALLOW",
+  /** Budget exists but soft constraints (`caps`) apply. */
+  ALLOW_WITH_CAPS: "ALLOW_WITH_CAPS",
+  /** Denied; see `reason_code`. */
+  DENY: "DENY",
+} as const;
+/** A `Decision`: one of {@link Decision}'s values, or another string a newer server sends. */
+export type Decision = (typeof Decision)[keyof typeof Decision] | (string & {});
+
+/**
+ * Machine-readable reason of a DENY (`DecisionReasonCode`).
+ *
+ * Known values; any other string is passed through unchanged.
+ */
+export const ReasonCode = {
+  /** Remaining amount insufficient on at least one derived scope. */
+  BUDGET_EXCEEDED: "BUDGET_EXCEEDED",
+  /** A derived scope's budget is FROZEN. */
+  BUDGET_FROZEN: "BUDGET_FROZEN",
+  /** A derived scope's budget is CLOSED. */
+  BUDGET_CLOSED: "BUDGET_CLOSED",
+  /** No budget at any derived scope in the requested unit. */
+  BUDGET_NOT_FOUND: "BUDGET_NOT_FOUND",
+  /** Overdraft limit exceeded or the scope is over limit. */
+  OVERDRAFT_LIMIT_EXCEEDED: "OVERDRAFT_LIMIT_EXCEEDED",
+  /** Debt outstanding and no overdraft permitted. */
+  DEBT_OUTSTANDING: "DEBT_OUTSTANDING",
+  /** The owning tenant is CLOSED. */
+  TENANT_CLOSED: "TENANT_CLOSED",
+  /** v0.1.26 extension: action quota exceeded. */
+  ACTION_QUOTA_EXCEEDED: "ACTION_QUOTA_EXCEEDED",
+  /** v0.1.26 extension: action kind denied. */
+  ACTION_KIND_DENIED: "ACTION_KIND_DENIED",
+  /** v0.1.26 extension: action kind not in the allowlist. */
+  ACTION_KIND_NOT_ALLOWED: "ACTION_KIND_NOT_ALLOWED",
+} as const;
+/** A `ReasonCode`: one of {@link ReasonCode}'s values, or another string a newer server sends. */
+export type ReasonCode = (typeof ReasonCode)[keyof typeof ReasonCode] | (string & {});
+
+/**
+ * How the server handles actual > reserved (`CommitOveragePolicy`).
+ *
+ * Known values; any other string is passed through unchanged.
+ */
+export const OveragePolicy = {
+  /** Reject the overage. */
+  REJECT: "REJECT",
+  /** Charge what is available, never create debt (server default). */
+  ALLOW_IF_AVAILABLE: "ALLOW_IF_AVAILABLE",
+  /** Allow debt up to the scope's overdraft limit. */
+  ALLOW_WITH_OVERDRAFT: "ALLOW_WITH_OVERDRAFT",
+} as const;
+/**
+ * A `OveragePolicy`: one of {@link OveragePolicy}'s values, or another string a newer server sends.
+ */
+export type OveragePolicy = (typeof OveragePolicy)[keyof typeof OveragePolicy] | (string & {});
+
+/**
+ * Reservation lifecycle state. The spec says v1+ may add terminal states, so unknown values are
+ * tolerated.
+ *
+ * Known values; any other string is passed through unchanged.
+ */
+export const ReservationStatus = {
+  /** Live; may be committed, released or extended. */
+  ACTIVE: "ACTIVE",
+  /** Settled by commit. */
+  COMMITTED: "COMMITTED",
+  /** Returned by release. */
+  RELEASED: "RELEASED",
+  /** Expired without settlement. */
+  EXPIRED: "EXPIRED",
+} as const;
+/**
+ * A `ReservationStatus`: one of {@link ReservationStatus}'s values, or another string a newer
+ * server sends.
+ */
+export type ReservationStatus = (typeof ReservationStatus)[keyof typeof ReservationStatus] | (string & {});
+
+/**
+ * `sort_by` of `listReservations`. Servers ignore keys they do not know.
+ *
+ * Known values; any other string is passed through unchanged.
+ */
+export const SortBy = {
+  /** By reservation id. */
+  RESERVATION_ID: "reservation_id",
+  /** By subject tenant. */
+  TENANT: "tenant",
+  /** By canonical scope path. */
+  SCOPE_PATH: "scope_path",
+  /** By status. */
+  STATUS: "status",
+  /** By reserved amount. */
+  RESERVED: "reserved",
+  /** By creation time. */
+  CREATED_AT_MS: "created_at_ms",
+  /** By expiry. */
+  EXPIRES_AT_MS: "expires_at_ms",
+} as const;
+/** A `SortBy`: one of {@link SortBy}'s values, or another string a newer server sends. */
+export type SortBy = (typeof SortBy)[keyof typeof SortBy] | (string & {});
+
+/**
+ * Sort direction (`SortDirection`); servers default to `desc`.
+ *
+ * Known values; any other string is passed through unchanged.
+ */
+export const SortDir = {
+  /** Ascending. */
+  ASC: "asc",
+  /** Descending. */
+  DESC: "desc",
+} as const;
+/** A `SortDir`: one of {@link SortDir}'s values, or another string a newer server sends. */
+export type SortDir = (typeof SortDir)[keyof typeof SortDir] | (string & {});
+
+/**
+ * Status of a created event (`EventCreateResponse.status`).
+ *
+ * Known values; any other string is passed through unchanged.
+ */
+export const EventStatus = {
+  /** The event was applied atomically across all derived scopes. */
+  APPLIED: "APPLIED",
+} as const;
+/** A `EventStatus`: one of {@link EventStatus}'s values, or another string a newer server sends. */
+export type EventStatus = (typeof EventStatus)[keyof typeof EventStatus] | (string & {});
+
+/**
  * Non-negative integer amount in a unit (`Amount`). The amount is int64 on the wire; the
  * `minimum: 0` rule is checked by the success predicates, not by decoding.
  */

@@ -9,10 +9,14 @@ import {
   ClientClosedError,
   ConfigError,
   CyclesError,
+  Decision,
+  EventStatus,
   InvalidArgumentError,
   NotFoundError,
+  ReasonCode,
   ReservationFinalizedError,
   TransportConnectError,
+  Unit,
   UnauthorizedError,
 } from "cycles-sdk";
 import { ACTION, journalDir, startServer } from "./support.mjs";
@@ -75,6 +79,16 @@ test("decide and createEvent", async () => {
   assert.equal(ev.status, "APPLIED");
   assert.match(ev.eventId, /.+/);
   assert.ok(server.ledger().some((e) => e.kind === "event" && e.amount === 77));
+});
+
+test("open-enum constants (generated from core's types) match what the server sends", async () => {
+  assert.equal(Unit.USD_MICROCENTS, "USD_MICROCENTS");
+  assert.equal(ReasonCode.BUDGET_EXCEEDED, "BUDGET_EXCEEDED");
+  const d = await client.decide({ idempotencyKey: key("d"), subject: SUBJECT, action: ACTION, estimate: { unit: Unit.USD_MICROCENTS, amount: 1 } });
+  assert.equal(d.decision, Decision.ALLOW);
+  const ev = await client.createEvent({ idempotencyKey: key("ev"), subject: SUBJECT, action: ACTION, actual: { unit: Unit.USD_MICROCENTS, amount: 1 } });
+  assert.equal(ev.status, EventStatus.APPLIED);
+  assert.deepEqual(Object.keys(Decision).sort(), ["ALLOW", "ALLOW_WITH_CAPS", "DENY"]);
 });
 
 test("a request without a subject is for the client's tenant (the bridge's rule, as a guard's)", async () => {

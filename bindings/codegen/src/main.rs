@@ -32,6 +32,33 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// The folders the generator writes one file per model into: a file there that carries the
+/// generated header but is no longer generated (its model was removed or renamed) is stale.
+const ONE_FILE_PER_MODEL: &[&str] = &["java/src/main/java/dev/cycles"];
+
+/// Generated files (by their header) under [`ONE_FILE_PER_MODEL`] that `outputs` no longer
+/// writes, relative to the repository root.
+fn stale(outputs: &[(String, String)]) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    for dir in ONE_FILE_PER_MODEL {
+        let entries =
+            std::fs::read_dir(root().join(dir)).map_err(|e| format!("cannot list {dir}: {e}"))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| format!("cannot list {dir}: {e}"))?;
+            let rel = format!("{dir}/{}", entry.file_name().to_string_lossy());
+            if outputs.iter().any(|(p, _)| *p == rel) {
+                continue;
+            }
+            let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+            if text.starts_with(java::HEADER) {
+                out.push(rel);
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
 fn main() -> ExitCode {
     let check = match std::env::args().nth(1).as_deref() {
         None => false,
@@ -48,7 +75,25 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let stale = match stale(&outputs) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("cycles-codegen: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let mut drift = 0;
+    for rel in stale {
+        if check {
+            eprintln!("{rel}: generated, but core has no such model any more");
+            drift += 1;
+        } else if let Err(e) = std::fs::remove_file(root().join(&rel)) {
+            eprintln!("cycles-codegen: cannot remove {rel}: {e}");
+            return ExitCode::FAILURE;
+        } else {
+            println!("removed {rel}");
+        }
+    }
     for (rel, text) in outputs {
         let path = root().join(&rel);
         let old = std::fs::read_to_string(&path).unwrap_or_default();
@@ -97,9 +142,25 @@ mod tests {
     }
 
     #[test]
+    fn a_generated_file_no_longer_generated_is_stale() {
+        let mut outs = outputs().unwrap();
+        assert!(
+            stale(&outs).unwrap().is_empty(),
+            "the committed tree has a stale file"
+        );
+        let gone = outs
+            .iter()
+            .position(|(p, _)| p.ends_with("/CommitResult.java"))
+            .unwrap();
+        let (rel, _) = outs.remove(gone);
+        // Only files with the generated header: the hand-written ones beside them are not.
+        assert_eq!(stale(&outs).unwrap(), vec![rel]);
+    }
+
+    #[test]
     fn free_form_members_are_never_renamed() {
         let ts = typescript::emit(&ir::load().unwrap()).unwrap();
-        let set = &ts[ts.find("OPAQUE_MEMBERS").unwrap()..];
+        let set = &ts[ts.find("export const OPAQUE_MEMBERS").unwrap()..];
         for m in [
             "metadata",
             "committed_metadata",

@@ -1,11 +1,12 @@
-//! `node/src/models.ts`: camelCase interfaces (64-bit integers as `Int64`), each operation's
-//! request and result (results extend `WithMeta`), and the members the wire conversion must
-//! never rename (`OPAQUE_MEMBERS`).
+//! `node/src/models.ts`: open enums as a `const` of their known values plus a type of the same
+//! name that takes any other string too, camelCase interfaces (64-bit integers as `Int64`),
+//! each operation's request and result (results extend `WithMeta`), and the members the wire
+//! conversion must never rename (`OPAQUE_MEMBERS`).
 
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
-use crate::ir::{Field, Ir, Model, Ty};
+use crate::ir::{Field, Ir, Model, OpenEnum, Ty};
 use crate::table::{host_name, PARTS, TS_OPAQUE_LISTS, TS_SUBJECT_DOC};
 use crate::text::{camel, md, wrap};
 
@@ -60,6 +61,9 @@ fn ts_ty(t: &Ty) -> String {
 /// The module's text.
 pub fn emit(ir: &Ir) -> Result<String, String> {
     let mut out = String::from(HEAD);
+    for e in &ir.enums {
+        open_enum(&mut out, e);
+    }
     // A result that is also another model's member (a reservation is a page's row) is
     // written plain, and its result as `<Name>Result extends <Name>, WithMeta`.
     let members: BTreeSet<String> = ir
@@ -121,6 +125,42 @@ enum Kind {
     Part,
     Request,
     Result,
+}
+
+/// `export const X = {...} as const` and `export type X`: a value of X is one of the known
+/// ones or any other string (a newer server's value passes through, as core keeps it).
+fn open_enum(out: &mut String, e: &OpenEnum) {
+    out.push('\n');
+    let doc = format!(
+        "{}\n\nKnown values; any other string is passed through unchanged.",
+        md(&e.doc)
+    );
+    jsdoc(out, "", &doc);
+    writeln!(out, "export const {} = {{", e.name).unwrap();
+    for (value, vdoc) in &e.values {
+        let vdoc = md(vdoc);
+        if !vdoc.is_empty() {
+            jsdoc(out, "  ", &vdoc);
+        }
+        writeln!(out, "  {}: \"{value}\",", value.to_uppercase()).unwrap();
+    }
+    out.push_str(
+        "} as const;
+",
+    );
+    let name = &e.name;
+    jsdoc(
+        out,
+        "",
+        &format!(
+            "A `{name}`: one of {{@link {name}}}'s values, or another string a newer server sends."
+        ),
+    );
+    writeln!(
+        out,
+        "export type {name} = (typeof {name})[keyof typeof {name}] | (string & {{}});"
+    )
+    .unwrap();
 }
 
 fn interface(out: &mut String, m: &Model, kind: Kind, written: &mut BTreeSet<String>) {
