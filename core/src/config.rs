@@ -74,6 +74,9 @@ pub struct JournalConfig {
     pub enabled: bool,
     /// Journal directory; default `$HOME/.runcycles/commit-journal`.
     pub dir: PathBuf,
+    /// A Redis journal instead of the directory (`redis://host[:port][/db]`, with
+    /// `?durability=aof|replicas:N|none`; docs/journal.md, "Stores"); `None`: the directory.
+    pub url: Option<String>,
 }
 
 impl JournalConfig {
@@ -92,6 +95,7 @@ impl Default for JournalConfig {
         JournalConfig {
             enabled: true,
             dir: JournalConfig::default_dir(std::env::var("HOME").ok().as_deref()),
+            url: None,
         }
     }
 }
@@ -191,6 +195,13 @@ impl Config {
         self
     }
 
+    /// Journals to Redis at `url` instead of the directory (checked when the settlement
+    /// engine starts: docs/journal.md, "Stores").
+    pub fn with_journal_url(mut self, url: impl Into<String>) -> Config {
+        self.journal.url = Some(url.into());
+        self
+    }
+
     /// Enables or disables the journal.
     pub fn with_journal_enabled(mut self, enabled: bool) -> Config {
         self.journal.enabled = enabled;
@@ -211,6 +222,9 @@ impl Config {
         }
         if self.max_response_bytes == 0 {
             return Err(Error::config("max_response_bytes must be at least 1"));
+        }
+        if let Some(url) = &self.journal.url {
+            crate::journal::redis_store::RedisTarget::parse(url).map_err(Error::config)?;
         }
         if let Some(u) = self.default_unit.as_ref().filter(|u| !u.is_known()) {
             // A misspelt unit would otherwise reach the server on every guarded call.
@@ -242,6 +256,7 @@ impl Config {
     /// | `CYCLES_MAX_RESPONSE_BYTES` | response body bound, integer > 0 | 1048576 |
     /// | `CYCLES_JOURNAL_DIR` | journal directory | `$HOME/.runcycles/commit-journal` |
     /// | `CYCLES_JOURNAL_ENABLED` | `true`/`false`/`1`/`0` | `true` |
+    /// | `CYCLES_JOURNAL_URL` | a Redis journal instead of the directory (`redis://...`) | none |
     ///
     /// Empty values count as unset. Errors name the variable; the API key value is never
     /// included in any error.
@@ -289,6 +304,7 @@ impl Config {
             Some(d) => PathBuf::from(d),
             None => JournalConfig::default_dir(lookup("HOME").as_deref()),
         };
+        cfg.journal.url = get("CYCLES_JOURNAL_URL").map(|u| u.trim().to_string());
         if let Some(v) = get("CYCLES_JOURNAL_ENABLED") {
             cfg.journal.enabled = match v.trim().to_ascii_lowercase().as_str() {
                 "1" | "true" | "yes" | "on" => true,

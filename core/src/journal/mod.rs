@@ -10,17 +10,22 @@
 //! - [`fsio`]: atomic durable writes (0600 temp, fsync, rename, fsync dir), 0700 directories,
 //!   never-overwriting quarantine, temp reaping;
 //! - [`lock`]: advisory per-record locks (a byte of the partition's lock table each);
-//! - [`store`]: [`Journal`], one partition and the locked record operations on it.
+//! - [`store`]: [`Journal`], one partition and the locked record operations on it;
+//! - [`redis_store`]: the same records in Redis, under per-record leases with fencing tokens;
+//! - [`backend`]: [`Store`], the one the settlement engine uses (file or Redis).
 //!
 //! Everything here blocks; the settlement engine calls it on the blocking pool.
 
+pub mod backend;
 pub mod fsio;
 pub mod identity;
 pub mod lock;
 pub mod names;
 pub mod record;
+pub mod redis_store;
 pub mod store;
 
+pub use backend::{RedisJournal, Store, StoreLock};
 pub use lock::RecordLock;
 pub use names::QuarantineKind;
 pub use record::{Mode, ParseError, Record};

@@ -87,9 +87,21 @@ fn mtime_ms(path: &Path) -> Option<u64> {
 }
 
 /// The quarantine time our names carry (`<file>.<category>-<ms>-<n>`).
-fn quarantined_at(file: &str, category: &str) -> Option<u64> {
+pub(crate) fn quarantined_at(file: &str, category: &str) -> Option<u64> {
     let rest = file.rsplit_once(&format!(".{category}-"))?.1;
     rest.split('-').next()?.parse().ok()
+}
+
+/// Parses a record's bytes; a standard name must match the stored id's hash (both stores).
+pub(crate) fn parse_named(file: &str, bytes: &[u8]) -> Result<Record, ParseError> {
+    let rec = Record::parse(bytes)?;
+    if names::is_record_file_name(file) && names::record_file_name(&rec.reservation_id) != file {
+        return Err(ParseError::Corrupt(format!(
+            "file name does not match reservation_id {:?}",
+            rec.reservation_id
+        )));
+    }
+    Ok(rec)
 }
 
 impl Journal {
@@ -238,7 +250,7 @@ impl Journal {
         let Some(bytes) = not_found_is_none(fs::read(self.dir.join(file)))? else {
             return Ok(None);
         };
-        let error = match self.parse_named(file, &bytes) {
+        let error = match parse_named(file, &bytes) {
             Ok(_) => return Ok(None),
             Err(e) => e,
         };
@@ -247,19 +259,6 @@ impl Journal {
             ParseError::Corrupt(_) => QuarantineKind::Corrupt,
         };
         Ok(Some((fsio::quarantine(&self.dir, file, kind)?, error)))
-    }
-
-    /// Parses a file's bytes; a standard name must match the stored id's hash.
-    fn parse_named(&self, file: &str, bytes: &[u8]) -> Result<Record, ParseError> {
-        let rec = Record::parse(bytes)?;
-        if names::is_record_file_name(file) && names::record_file_name(&rec.reservation_id) != file
-        {
-            return Err(ParseError::Corrupt(format!(
-                "file name does not match reservation_id {:?}",
-                rec.reservation_id
-            )));
-        }
-        Ok(rec)
     }
 
     /// Lists the partition: valid records, invalid files, quarantined files; reaps temp files
@@ -287,7 +286,7 @@ impl Journal {
                             continue;
                         }
                     };
-                    match self.parse_named(&file, &bytes) {
+                    match parse_named(&file, &bytes) {
                         Ok(record) => scan.records.push(Scanned {
                             legacy: !names::is_record_file_name(&file),
                             file,

@@ -97,7 +97,7 @@ impl Settler {
                         match journal.quarantine_record(&lock, &id, kind) {
                             Ok(new) => me.emit(Event::JournalQuarantined {
                                 reservation_id: Some(id.clone()),
-                                file: journal.path_of(&id).display().to_string(),
+                                file: journal.locate(&id),
                                 quarantined_as: new,
                                 reason: pe.to_string(),
                             }),

@@ -5,12 +5,12 @@
 
 use super::Settler;
 use crate::events::Event;
-use crate::journal::{Journal, QuarantineKind, Record, RecordLock};
+use crate::journal::{QuarantineKind, Record, Store, StoreLock};
 
 /// A record this worker holds the lock of.
 pub(super) struct Held {
-    pub(super) journal: Journal,
-    pub(super) lock: RecordLock,
+    pub(super) journal: Store,
+    pub(super) lock: StoreLock,
 }
 
 impl Settler {
@@ -74,7 +74,7 @@ impl Settler {
             match res {
                 Ok(Some(new_name)) => me.emit(Event::JournalQuarantined {
                     reservation_id: Some(rid.clone()),
-                    file: h.journal.path_of(&rid).display().to_string(),
+                    file: h.journal.locate(&rid),
                     quarantined_as: new_name,
                     reason: "the reservation expired and the record has no event_fallback_body"
                         .into(),

@@ -31,7 +31,7 @@ use super::SettleConfig;
 use crate::config::Config;
 use crate::error::Error;
 use crate::events::Event;
-use crate::journal::{Journal, Record};
+use crate::journal::{Record, Store};
 
 mod drain;
 mod episode;
@@ -70,7 +70,7 @@ pub struct Settler {
 struct Inner {
     wire: Wire,
     base_url: String,
-    journal: Option<Journal>,
+    journal: Option<Store>,
     cfg: SettleConfig,
     permits: Arc<Semaphore>,
     /// In-memory replay backoff per reservation: (failed episodes, next eligible time).
@@ -92,27 +92,31 @@ impl std::fmt::Debug for Settler {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Settler")
             .field("base_url", &self.inner.base_url)
-            .field("journal", &self.inner.journal.as_ref().map(Journal::dir))
+            .field("journal", &self.inner.journal.as_ref().map(Store::location))
             .finish_non_exhaustive()
     }
 }
 
 impl Settler {
     /// An engine for `config`'s server and credential, journaling under
-    /// `config.journal.dir` when `config.journal.enabled`. Computes the identity partition
-    /// (PBKDF2, ~15 ms once per identity per process): build it at startup, not per call.
-    /// CONFIG when `settings` fail [`SettleConfig::validate`].
+    /// `config.journal.dir` (or to Redis at `config.journal.url`) when
+    /// `config.journal.enabled`. Computes the identity partition (PBKDF2, ~15 ms once per
+    /// identity per process): build it at startup, not per call. CONFIG when `settings` fail
+    /// [`SettleConfig::validate`], or when a Redis journal cannot be reached or does not make
+    /// writes as durable as its URL asks ([`Store::open`]).
     pub fn new(config: &Config, settings: SettleConfig) -> Result<Settler, Error> {
         settings.validate()?;
         let wire = Wire::new(config)?;
-        let journal = config.journal.enabled.then(|| {
-            Journal::new(
-                config.journal.dir.clone(),
+        let journal = if config.journal.enabled {
+            Some(Store::open(
+                &config.journal,
                 &config.base_url,
                 config.api_key.expose(),
                 config.tenant.as_deref(),
-            )
-        });
+            )?)
+        } else {
+            None
+        };
         let permits = Arc::new(Semaphore::new(settings.replay_concurrency.max(1)));
         let inner = Arc::new(Inner {
             wire,
@@ -130,7 +134,7 @@ impl Settler {
     }
 
     /// The journal partition in use, when journaling is enabled.
-    pub fn journal(&self) -> Option<&Journal> {
+    pub fn journal(&self) -> Option<&Store> {
         self.inner.journal.as_ref()
     }
 

@@ -13,7 +13,7 @@ use super::resolved::Resolution;
 use super::Settler;
 use crate::events::Event;
 use crate::journal::fsio::now_ms;
-use crate::journal::{Journal, ParseError, QuarantineKind};
+use crate::journal::{ParseError, QuarantineKind, Store};
 use crate::settle::SettleOutcome;
 use crate::timing::backoff::backoff_delay;
 
@@ -24,7 +24,7 @@ impl Settler {
     /// Replays one journaled record if it is free, still present and ours.
     async fn replay_one(
         &self,
-        journal: Journal,
+        journal: Store,
         id: String,
         deadline: Option<Instant>,
     ) -> Option<SettleOutcome> {
@@ -35,7 +35,7 @@ impl Settler {
                 let Some(lock) = j.try_lock(&rid)? else {
                     return Ok(None);
                 };
-                let had_standard = j.path_of(&rid).exists();
+                let had_standard = j.has_standard(&rid);
                 let rec = j.load(&lock, &rid)?;
                 Ok(Some((lock, rec, !had_standard)))
             })
@@ -72,7 +72,7 @@ impl Settler {
                         match h.journal.quarantine_record(&h.lock, &id, kind) {
                             Ok(new) => me.emit(Event::JournalQuarantined {
                                 reservation_id: Some(id.clone()),
-                                file: h.journal.path_of(&id).display().to_string(),
+                                file: h.journal.locate(&id),
                                 quarantined_as: new,
                                 reason: pe.to_string(),
                             }),
@@ -157,7 +157,7 @@ impl Settler {
             self.emit(Event::JournalIoFailed {
                 reservation_id: None,
                 operation: "read",
-                error: format!("{}: {error}", journal.dir().join(file).display()),
+                error: format!("{}: {error}", journal.locate_file(file)),
             });
         }
         for inv in scan.invalid {
@@ -170,7 +170,7 @@ impl Settler {
                     Ok(Some((new, err))) => {
                         me.emit(Event::JournalQuarantined {
                             reservation_id: None,
-                            file: j.dir().join(&inv.file).display().to_string(),
+                            file: j.locate_file(&inv.file),
                             quarantined_as: new.clone(),
                             reason: err.to_string(),
                         });

@@ -8,7 +8,7 @@ use tokio::time::Instant;
 
 use super::resolved::Resolution;
 use super::{Inner, Settler};
-use crate::journal::{Journal, Record};
+use crate::journal::{Record, Store};
 use crate::settle::SettleOutcome;
 
 /// Reports a settlement that was neither journaled nor settled and is given up now. The last
@@ -77,7 +77,7 @@ impl Settler {
     /// record), else settled directly (an episode re-spills it if it stays pending).
     pub(super) async fn retry_unjournaled(
         &self,
-        journal: &Journal,
+        journal: &Store,
         deadline: Option<Instant>,
     ) -> Vec<(String, SettleOutcome)> {
         let ids: Vec<String> = {

@@ -1,0 +1,443 @@
+//! The Redis journal store against a real `redis-server` (Debian's package; scripts/test-all.sh
+//! installs it) on loopback and the local Cycles server over real HTTP: a settlement journaled
+//! by one engine is drained by another that shares nothing with it but Redis (the first one's
+//! machine "lost"), leases exclude and fence, the durability the URL asks for is checked at
+//! startup, a restart with AOF keeps the records, a corrupt record is quarantined in the store,
+//! and an unreachable Redis is a journal I/O failure while the settlement still runs.
+
+mod common;
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::*;
+use cycles_core::events::{Event, EventSink};
+use cycles_core::journal::{names, QuarantineKind, Record, Store};
+use cycles_core::*;
+use cycles_local_server::{Fault, FaultRule, LocalServer, Operation};
+
+type Seen = Arc<Mutex<Vec<Event>>>;
+
+/// One `redis-server` process on a free loopback port, its data in `dir`.
+struct Redis {
+    child: Child,
+    port: u16,
+    dir: PathBuf,
+    aof: bool,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Redis {
+    /// Starts one: with `aof`, `appendonly yes` + `appendfsync always` (what the store asks
+    /// for by default); without, Redis's own defaults (no AOF).
+    fn start(dir: &Path, aof: bool) -> Redis {
+        Redis::start_on(free_port(), dir, aof)
+    }
+
+    fn start_on(port: u16, dir: &Path, aof: bool) -> Redis {
+        let mut cmd = Command::new("redis-server");
+        cmd.args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+        ])
+        .arg("--dir")
+        .arg(dir)
+        .args(["--daemonize", "no", "--protected-mode", "no"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+        if aof {
+            cmd.args(["--appendonly", "yes", "--appendfsync", "always"]);
+        }
+        let child = cmd.spawn().unwrap_or_else(|e| {
+            panic!(
+                "cannot start redis-server ({e}): install it (apt-get install redis-server; \
+                 scripts/test-all.sh does)"
+            )
+        });
+        let r = Redis {
+            child,
+            port,
+            dir: dir.to_path_buf(),
+            aof,
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while r.conn().is_err() {
+            assert!(Instant::now() < deadline, "redis-server did not come up");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        r
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/0", self.port)
+    }
+
+    fn conn(&self) -> redis::RedisResult<redis::Connection> {
+        let mut c = redis::Client::open(self.url())?.get_connection()?;
+        redis::cmd("PING").query::<String>(&mut c)?;
+        Ok(c)
+    }
+
+    fn cmd<T: redis::FromRedisValue>(&self, args: &[&str]) -> T {
+        let mut c = self.conn().unwrap();
+        let mut cmd = redis::cmd(args[0]);
+        for a in &args[1..] {
+            cmd.arg(*a);
+        }
+        cmd.query(&mut c).unwrap()
+    }
+
+    /// SIGKILLs it (nothing flushed beyond what was already durable).
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Kills it and starts it again on the same port and data directory.
+    fn restart(&mut self) {
+        self.kill();
+        let again = Redis::start_on(self.port, &self.dir.clone(), self.aof);
+        *self = again;
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn settings(seen: &Seen, max_attempts: u32) -> SettleConfig {
+    let s = seen.clone();
+    SettleConfig {
+        max_attempts,
+        backoff_base: Duration::from_millis(10),
+        backoff_cap: Duration::from_millis(50),
+        events: EventSink::with_callback(move |e| s.lock().unwrap().push(e.clone())),
+        ..SettleConfig::default()
+    }
+}
+
+/// An engine journaling to `journal_url`; its journal directory exists only to prove it is
+/// not used.
+fn settler(server: &LocalServer, journal_url: &str, seen: &Seen, attempts: u32) -> Settler {
+    let config = Config::new(server.url(), KEY)
+        .with_journal_dir(std::env::temp_dir().join("cycles-journal-redis-never-used"))
+        .with_journal_url(journal_url)
+        .with_request_timeout(Duration::from_secs(5));
+    Settler::new(&config, settings(seen, attempts)).unwrap()
+}
+
+fn settlement(id: &str, key: &str, amount: i64) -> Settlement {
+    Settlement {
+        reservation_id: id.to_string(),
+        commit: CommitRequest::new(key, usd(amount)),
+        fallback: Some(EventFallback {
+            subject: subject(),
+            action: action(),
+            overage_policy: None,
+        }),
+    }
+}
+
+fn server_errors(times: u32) -> FaultRule {
+    FaultRule {
+        operation: Operation::CommitReservation,
+        reservation_id: None,
+        skip: 0,
+        times,
+        every: 1,
+        fault: Fault::ServerError { status: 503 },
+    }
+}
+
+fn applied_commits(server: &LocalServer) -> usize {
+    server
+        .ledger()
+        .iter()
+        .filter(|e| e.kind == "commit")
+        .count()
+}
+
+fn record_keys(r: &Redis) -> Vec<String> {
+    let mut keys: Vec<String> = r.cmd(&["KEYS", "cycles:journal:*:r:*"]);
+    keys.sort();
+    keys
+}
+
+#[tokio::test]
+async fn a_record_journaled_by_a_lost_worker_is_drained_by_another_once() {
+    let data = tempfile::tempdir().unwrap();
+    let redis = Redis::start(data.path(), true);
+    let server = server().await;
+    let id = reserve(&client(&server), 1000).await;
+    server.add_fault(server_errors(2));
+    let seen = Seen::default();
+    let first = settler(&server, &redis.url(), &seen, 2);
+    let out = first.settle(settlement(&id, &key("commit"), 400)).await;
+    let SettleOutcome::Pending { journaled, .. } = out else {
+        panic!("expected pending, got {out:?}");
+    };
+    assert!(journaled, "the record is in Redis");
+    // The worker and its machine are gone: nothing of it is left but what Redis holds.
+    drop(first);
+    let keys = record_keys(&redis);
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    let file = names::record_file_name(&id);
+    assert!(
+        keys[0].ends_with(&format!(":r:{file}")),
+        "same record name: {}",
+        keys[0]
+    );
+    let bytes: Vec<u8> = redis.cmd(&["GET", &keys[0]]);
+    let rec = Record::parse(&bytes).unwrap();
+    assert_eq!(rec.reservation_id, id);
+    assert_eq!(
+        rec.to_json(),
+        bytes,
+        "stored byte for byte as the file store writes it"
+    );
+    assert_eq!(applied_commits(&server), 0);
+
+    let other = settler(&server, &redis.url(), &Seen::default(), 3);
+    let report = other.flush().await;
+    assert_eq!(report.outcomes.len(), 1, "{report:?}");
+    assert!(
+        matches!(report.outcomes[0].1, SettleOutcome::Committed(_)),
+        "{report:?}"
+    );
+    assert_eq!(applied_commits(&server), 1);
+    assert!(
+        record_keys(&redis).is_empty(),
+        "settled records leave the store"
+    );
+    // A second drain finds nothing: applied once.
+    assert!(other.flush().await.outcomes.is_empty());
+    assert_eq!(applied_commits(&server), 1);
+}
+
+#[tokio::test]
+async fn two_replicas_draining_at_once_apply_each_record_once() {
+    let data = tempfile::tempdir().unwrap();
+    let redis = Redis::start(data.path(), true);
+    let server = server().await;
+    let c = client(&server);
+    let mut ids = Vec::new();
+    for _ in 0..12 {
+        ids.push(reserve(&c, 100).await);
+    }
+    server.add_fault(server_errors(12));
+    let writer = settler(&server, &redis.url(), &Seen::default(), 1);
+    for id in &ids {
+        let out = writer.settle(settlement(id, &key("commit"), 50)).await;
+        assert!(out.is_pending(), "{out:?}");
+    }
+    drop(writer);
+    assert_eq!(record_keys(&redis).len(), 12);
+    let a = settler(&server, &redis.url(), &Seen::default(), 3);
+    let b = settler(&server, &redis.url(), &Seen::default(), 3);
+    let (ra, rb) = tokio::join!(a.flush(), b.flush());
+    let committed = ra
+        .outcomes
+        .iter()
+        .chain(rb.outcomes.iter())
+        .filter(|(_, o)| matches!(o, SettleOutcome::Committed(_)))
+        .count();
+    assert!(
+        committed >= 12,
+        "every record settled by one of them: {ra:?} {rb:?}"
+    );
+    assert_eq!(applied_commits(&server), 12, "each applied once");
+    assert!(record_keys(&redis).is_empty());
+}
+
+#[test]
+fn the_durability_asked_for_is_checked_at_startup() {
+    let data = tempfile::tempdir().unwrap();
+    let plain = Redis::start(data.path(), false);
+    let cfg = |url: String| {
+        Config::new("http://127.0.0.1:9", KEY)
+            .with_journal_url(url)
+            .with_journal_dir(data.path().join("unused"))
+    };
+    let refused = Settler::new(&cfg(plain.url()), SettleConfig::default()).unwrap_err();
+    assert_eq!(*refused.kind(), ErrorKind::Config);
+    let msg = refused.message().to_string();
+    assert!(msg.contains("appendonly no"), "{msg}");
+    assert!(msg.contains("appendfsync always"), "{msg}");
+    assert!(
+        msg.contains("durability=none"),
+        "says how to opt out: {msg}"
+    );
+    // Explicit opt-out, and WAIT for replicas this server does not have.
+    Settler::new(
+        &cfg(format!("{}?durability=none", plain.url())),
+        SettleConfig::default(),
+    )
+    .unwrap();
+    let replicas = Settler::new(
+        &cfg(format!("{}?durability=replicas:1", plain.url())),
+        SettleConfig::default(),
+    )
+    .unwrap_err();
+    assert!(
+        replicas.message().contains("0 connected replica"),
+        "{}",
+        replicas.message()
+    );
+    // Unreachable at startup: the check cannot be made.
+    let port = free_port();
+    let down = Settler::new(
+        &cfg(format!("redis://127.0.0.1:{port}/0")),
+        SettleConfig::default(),
+    )
+    .unwrap_err();
+    assert_eq!(*down.kind(), ErrorKind::Config);
+    // A bad URL is refused by Config::validate already, naming what is wrong.
+    for (url, says) in [
+        ("rediss://127.0.0.1/0", "TLS"),
+        ("http://127.0.0.1/0", "unknown scheme"),
+        ("redis://127.0.0.1/0?durability=sometimes", "durability"),
+        ("redis://127.0.0.1/0?durability=replicas:0", "replicas:N"),
+    ] {
+        let e = cfg(url.into()).validate().unwrap_err();
+        assert!(e.message().contains(says), "{url}: {}", e.message());
+    }
+}
+
+fn store(redis: &Redis) -> Store {
+    let config = JournalConfig {
+        enabled: true,
+        dir: PathBuf::from("/nonexistent"),
+        url: Some(redis.url()),
+    };
+    Store::open(&config, "http://127.0.0.1:9", KEY, Some("acme")).unwrap()
+}
+
+fn record(id: &str) -> Record {
+    let body = serde_json::value::RawValue::from_string(
+        r#"{"idempotency_key":"k","actual":{"unit":"USD_MICROCENTS","amount":7}}"#.into(),
+    )
+    .unwrap();
+    Record::new_commit(id, "http://127.0.0.1:9", body, None)
+}
+
+#[test]
+fn leases_exclude_and_a_stale_holder_is_fenced_off() {
+    let data = tempfile::tempdir().unwrap();
+    let redis = Redis::start(data.path(), true);
+    let (a, b) = (store(&redis), store(&redis));
+    let la = a.try_lock("rsv-1").unwrap().expect("free");
+    assert!(b.try_lock("rsv-1").unwrap().is_none(), "held by a");
+    let mut rec = record("rsv-1");
+    a.save(&la, &mut rec).unwrap();
+    // a's lease expires (a paused past it): b takes the record over.
+    let lease_keys: Vec<String> = redis.cmd(&["KEYS", "cycles:journal:*:l:*"]);
+    assert_eq!(lease_keys.len(), 1);
+    let _: i64 = redis.cmd(&["DEL", &lease_keys[0]]);
+    let lb = b.try_lock("rsv-1").unwrap().expect("expired: free");
+    let cycles_core::journal::StoreLock::Redis(lease_a) = &la else {
+        panic!("a Redis lease")
+    };
+    let cycles_core::journal::StoreLock::Redis(lease_b) = &lb else {
+        panic!("a Redis lease")
+    };
+    assert!(lease_b.fence() > lease_a.fence(), "fencing tokens increase");
+    // a wakes up: its writes and removals are refused, b's record stands.
+    let e = a.save(&la, &mut record("rsv-1")).unwrap_err();
+    assert!(e.to_string().contains("expired"), "{e}");
+    assert!(a.remove(&la, "rsv-1").is_err());
+    assert!(a
+        .quarantine_record(&la, "rsv-1", QuarantineKind::Corrupt)
+        .is_err());
+    assert!(b.load(&lb, "rsv-1").unwrap().unwrap().is_ok());
+    drop(la); // releasing a lease that is not ours any more leaves b's alone
+    assert!(a.try_lock("rsv-1").unwrap().is_none(), "still b's");
+    assert!(b.remove(&lb, "rsv-1").unwrap());
+    drop(lb);
+    assert!(a.try_lock("rsv-1").unwrap().is_some(), "released on drop");
+}
+
+#[test]
+fn a_restart_with_aof_keeps_every_record() {
+    let data = tempfile::tempdir().unwrap();
+    let mut redis = Redis::start(data.path(), true);
+    let s = store(&redis);
+    for i in 0..5 {
+        let id = format!("rsv-{i}");
+        let l = s.try_lock(&id).unwrap().unwrap();
+        s.save(&l, &mut record(&id)).unwrap();
+    }
+    redis.restart(); // SIGKILL: only what was fsynced before each answer survives
+    let after = store(&redis).scan().unwrap();
+    let mut ids: Vec<_> = after
+        .records
+        .iter()
+        .map(|r| r.record.reservation_id.clone())
+        .collect();
+    ids.sort();
+    assert_eq!(ids, ["rsv-0", "rsv-1", "rsv-2", "rsv-3", "rsv-4"]);
+}
+
+#[tokio::test]
+async fn a_corrupt_record_is_quarantined_in_the_store() {
+    let data = tempfile::tempdir().unwrap();
+    let redis = Redis::start(data.path(), true);
+    let server = server().await;
+    let seen = Seen::default();
+    let s = settler(&server, &redis.url(), &seen, 2);
+    let partition = s.journal().unwrap().partition().to_string();
+    let file = names::record_file_name("rsv-broken");
+    let prefix = format!("cycles:journal:{{{partition}}}");
+    let _: () = redis.cmd(&["SET", &format!("{prefix}:r:{file}"), "{\"version\":1,"]);
+    let _: i64 = redis.cmd(&["SADD", &format!("{prefix}:records"), &file]);
+    let report = s.flush().await;
+    assert_eq!(report.quarantined.len(), 1, "{report:?}");
+    let scan = s.journal().unwrap().scan().unwrap();
+    assert!(scan.records.is_empty() && scan.invalid.is_empty());
+    assert_eq!(scan.quarantined.len(), 1);
+    assert_eq!(scan.quarantined[0].category, "corrupt");
+    assert!(scan.quarantined[0].file.starts_with(&file));
+    let events = seen.lock().unwrap();
+    let q = events
+        .iter()
+        .find_map(|e| match e {
+            Event::JournalQuarantined { file, .. } => Some(file.clone()),
+            _ => None,
+        })
+        .expect("a journal_quarantined event");
+    assert!(q.contains(&redis.url()) && q.contains(&file), "{q}");
+}
+
+#[tokio::test]
+async fn redis_unreachable_at_write_time_is_a_journal_failure_and_the_commit_still_runs() {
+    let data = tempfile::tempdir().unwrap();
+    let mut redis = Redis::start(data.path(), true);
+    let server = server().await;
+    let id = reserve(&client(&server), 1000).await;
+    let seen = Seen::default();
+    let s = settler(&server, &redis.url(), &seen, 2);
+    redis.kill();
+    let out = s.settle(settlement(&id, &key("commit"), 300)).await;
+    assert!(matches!(out, SettleOutcome::Committed(_)), "{out:?}");
+    assert_eq!(applied_commits(&server), 1);
+    assert!(seen
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|e| matches!(e, Event::JournalIoFailed { error, .. } if error.contains("redis"))));
+}
