@@ -2,7 +2,8 @@
 # Runs every test of every language in this repository, the same way CI does.
 # Usage: scripts/test-all.sh            (from anywhere inside the clone)
 # Needs: the language toolchains (Rust, python3, Node 20, cc + CMake + valgrind, JDK 17+ with
-# Maven); installs the rest (rustfmt, clippy, pinned pip/npm/cargo tools, schemathesis) itself.
+# Maven); installs the rest (rustfmt, clippy, redis-server, pinned pip/npm/cargo tools,
+# schemathesis) itself.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -14,6 +15,14 @@ step() { printf '\n==> [%ds] %s\n' "$SECONDS" "$*"; }
 
 step "toolchain components"
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
+
+# The Redis journal store's tests (core/tests/journal_redis.rs) start their own redis-server.
+if ! command -v redis-server >/dev/null; then
+    echo "installing redis-server (Debian's package) for the Redis journal tests"
+    SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends redis-server >/dev/null
+fi
 
 step "cargo fmt --check"
 cargo fmt --all -- --check

@@ -55,6 +55,14 @@ export interface ClientOptions {
   journalDir?: string;
   /** Whether settlements are journaled before they are sent (default true). */
   journalEnabled?: boolean;
+  /**
+   * Keep the settlement journal in Redis instead of `journalDir` (`redis://host:6379/0`,
+   * `CYCLES_JOURNAL_URL`), so another machine's client drains what this one could not settle
+   * (docs/journal.md, "Stores"). A malformed URL is a `ConfigError` when the client is made;
+   * a Redis that cannot be reached, or does not make writes as durable as the URL asks, is one
+   * when the settlement engine starts (the first guarded action, `flush` or `drain`).
+   */
+  journalUrl?: string;
   /** Bound on concurrent requests. */
   maxConcurrentRequests?: number;
   /**

@@ -78,6 +78,7 @@ class _Base(_Requests):
         max_concurrent_requests: int | None = None,
         default_unit: str | None = None,
         max_response_bytes: int | None = None,
+        journal_url: str | None = None,
     ) -> None:
         options = {
             "base_url": base_url,
@@ -88,6 +89,7 @@ class _Base(_Requests):
             "connect_timeout": connect_timeout,
             "journal_dir": journal_dir,
             "journal_enabled": journal_enabled,
+            "journal_url": journal_url,
             "max_concurrent_requests": max_concurrent_requests,
             "max_response_bytes": max_response_bytes,
             "settle_max_attempts": settle_max_attempts,

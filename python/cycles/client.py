@@ -71,7 +71,13 @@ class Client(_Base):
     is not the operation's (``AmbiguousSuccessError`` for a write: a settlement stays journaled
     and is retried). ``default_unit`` (e.g. ``"TOKENS"``; ``CYCLES_UNIT`` for
     :meth:`from_env`) is the unit of a bare ``int`` estimate, else ``USD_MICROCENTS``; an
-    unknown unit raises :class:`~cycles.errors.ConfigError`.
+    unknown unit raises :class:`~cycles.errors.ConfigError`. ``journal_url``
+    (``CYCLES_JOURNAL_URL``; e.g. ``"redis://journal:6379/0"``) keeps the settlement journal in
+    Redis instead of ``journal_dir``, so another machine's client drains what this one could
+    not settle (docs/journal.md, "Stores"). A malformed URL raises
+    :class:`~cycles.errors.ConfigError` here; a Redis that cannot be reached, or does not make
+    writes as durable as the URL asks, raises it when the settlement engine starts (the first
+    guarded action, :meth:`flush` or :meth:`drain`).
     """
 
     @classmethod
@@ -80,6 +86,7 @@ class Client(_Base):
         *,
         journal_dir: str | os.PathLike[str] | None = None,
         journal_enabled: bool | None = None,
+        journal_url: str | None = None,
         on_event: Callable[[LifecycleEvent], None] | None = None,
         close_timeout: float | None = None,
         settle_max_attempts: int | None = None,
@@ -87,11 +94,13 @@ class Client(_Base):
     ) -> Client:
         """A client from ``CYCLES_BASE_URL``, ``CYCLES_API_KEY`` (required),
         ``CYCLES_TENANT``, ``CYCLES_REQUEST_TIMEOUT_MS``, ``CYCLES_CONNECT_TIMEOUT_MS``,
-        ``CYCLES_JOURNAL_DIR``, ``CYCLES_JOURNAL_ENABLED`` (arguments win) and ``CYCLES_UNIT``
+        ``CYCLES_JOURNAL_DIR``, ``CYCLES_JOURNAL_ENABLED``, ``CYCLES_JOURNAL_URL`` (arguments
+        win) and ``CYCLES_UNIT``
         (the default unit of a bare estimate; an unknown one is a ConfigError)."""
         options = {
             "journal_dir": journal_dir,
             "journal_enabled": journal_enabled,
+            "journal_url": journal_url,
             "settle_max_attempts": settle_max_attempts,
             "replay_interval": replay_interval,
             "close_timeout": close_timeout,
@@ -314,6 +323,7 @@ class AsyncClient(_Base):
         *,
         journal_dir: str | os.PathLike[str] | None = None,
         journal_enabled: bool | None = None,
+        journal_url: str | None = None,
         on_event: Callable[[LifecycleEvent], None] | None = None,
         close_timeout: float | None = None,
         settle_max_attempts: int | None = None,
@@ -323,6 +333,7 @@ class AsyncClient(_Base):
         options = {
             "journal_dir": journal_dir,
             "journal_enabled": journal_enabled,
+            "journal_url": journal_url,
             "settle_max_attempts": settle_max_attempts,
             "replay_interval": replay_interval,
             "close_timeout": close_timeout,

@@ -328,6 +328,8 @@ pub struct ClientOptions {
     pub journal_dir: Option<PathBuf>,
     /// Whether settlements are journaled.
     pub journal_enabled: Option<bool>,
+    /// A Redis journal instead of the directory (`redis://...`).
+    pub journal_url: Option<String>,
     /// Bound on concurrent requests.
     pub max_concurrent_requests: Option<usize>,
     /// Bound on one response body, in bytes.
@@ -351,6 +353,9 @@ impl ClientOptions {
             config = config.with_max_response_bytes(n);
         }
         config = with_journal(config, self.journal_dir, self.journal_enabled);
+        if let Some(u) = self.journal_url {
+            config = config.with_journal_url(u);
+        }
         if let Some(t) = self.tenant {
             config = config.with_tenant(t);
         }

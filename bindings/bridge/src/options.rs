@@ -152,6 +152,7 @@ pub const CLIENT_OPTION_TABLE: &[ClientOption] = &[
         MS0,
     ),
     opt("journal_dir", "journalDir", "journal_dir", Kind::Text),
+    opt("journal_url", "journalUrl", "journal_url", Kind::Text),
     opt(
         "journal_enabled",
         "journalEnabled",
@@ -347,6 +348,7 @@ pub fn host_client(
         request_timeout_ms: ms("request_timeout_ms"),
         connect_timeout_ms: ms("connect_timeout_ms"),
         journal_dir: text("journal_dir").map(PathBuf::from),
+        journal_url: text("journal_url"),
         journal_enabled: match take("journal_enabled") {
             Some(Checked::Flag(b)) => Some(*b),
             _ => None,

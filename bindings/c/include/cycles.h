@@ -445,7 +445,9 @@ extern "C" {
  * Creates a client of `base_url` with `api_key`; `tenant` (NULL: none) is the default
  * subject tenant. `options_json` (NULL: none) is a JSON object of optional settings:
  * `default_unit` (the unit of estimates given as bare numbers), `request_timeout_ms`,
- * `connect_timeout_ms`, `journal_dir`, `journal_enabled`, `max_concurrent_requests`,
+ * `connect_timeout_ms`, `journal_dir`, `journal_enabled`, `journal_url` (a Redis journal,
+ * `redis://host:6379/0`, instead of `journal_dir`: docs/journal.md, "Stores"; connected and
+ * checked when the settlement engine starts), `max_concurrent_requests`,
  * `max_response_bytes` (default 1 MiB; a longer response body fails the call as a response
  * that is not the operation's), `settle_max_attempts`, `replay_interval_ms`; any other
  * member (a typo) is

@@ -700,6 +700,22 @@ public final class CyclesClient implements AutoCloseable {
             return this;
         }
 
+        /**
+         * Keeps the settlement journal in Redis instead of {@link #journalDir}
+         * ({@code redis://host:6379/0}, {@code CYCLES_JOURNAL_URL}), so another machine's client
+         * drains what this one could not settle (docs/journal.md, "Stores"). A malformed URL is a
+         * {@link dev.cycles.errors.ConfigException} at {@link #build}; a Redis that cannot be
+         * reached, or does not make writes as durable as the URL asks, is one when the
+         * settlement engine starts (the first guarded action, flush or drain).
+         *
+         * @param url the Redis journal's URL
+         * @return this
+         */
+        public Builder journalUrl(String url) {
+            options.put("journal_url", url);
+            return this;
+        }
+
         /** @param on whether settlements are journaled before they are sent (default true) @return this */
         public Builder journalEnabled(boolean on) {
             options.put("journal_enabled", on);
