@@ -236,6 +236,9 @@ test("bad options are an InvalidArgumentError naming them, in the bridge's one w
   assert.throws(() => new Client({ ...base, maxResponseBytes: 0 }), (e) => e instanceof ConfigError && /max_response_bytes must be at least 1/.test(e.message));
   assert.throws(() => new Client({ ...base, maxAttempts: 0 }), (e) => e instanceof ConfigError && /settle max_attempts must be at least 1/.test(e.message));
   assert.throws(() => new Client({ ...base, replayIntervalMs: 0 }), ConfigError);
+  // A Redis journal URL core cannot use: refused when the client is made, saying why.
+  assert.throws(() => new Client({ ...base, journalUrl: "rediss://127.0.0.1/0" }), (e) => e instanceof ConfigError && /TLS/.test(e.message));
+  assert.throws(() => new Client({ ...base, journalUrl: 5 }), (e) => e instanceof InvalidArgumentError && /journalUrl must be a string/.test(e.message));
   // Accepted at the edges: 0 ms is "no drain" for closeTimeoutMs.
   const ok = new Client({ ...base, closeTimeoutMs: 0, maxAttempts: 1, replayIntervalMs: 1, maxConcurrentRequests: 1, maxResponseBytes: 1 });
   // A bad drain bound is an InvalidArgumentError, and leaves the client open.

@@ -180,6 +180,11 @@ class ClientTest {
         InvalidArgumentException nb = assertThrows(InvalidArgumentException.class,
                 () -> CyclesClient.builder().baseUrl("http://127.0.0.1:1").apiKey("k").maxResponseBytes(-1).build());
         assertEquals("max_response_bytes must be an integer from 0 to 4294967295, not -1", nb.getMessage());
+        // A Redis journal URL core cannot use is refused at build(), with what is wrong.
+        dev.cycles.errors.ConfigException j = assertThrows(dev.cycles.errors.ConfigException.class,
+                () -> CyclesClient.builder().baseUrl("http://127.0.0.1:1").apiKey("k")
+                        .journalUrl("redis://127.0.0.1:6379/0?durability=sometimes").build());
+        assertTrue(j.getMessage().contains("durability \"sometimes\""), j.getMessage());
     }
 
     @Test
