@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 import cycles
 from cycles import journal, pricing, timing
+from cycles._model_base import _Model
 from cycles.models import Amount
 from protocol import Op, Refused, serve, unfaithful
 from work import op_work
@@ -305,7 +306,7 @@ def op_parse_record(req: dict[str, Any]) -> Any:
 def to_wire(v: Any) -> Any:
     """A decoded result back to wire JSON: ``None`` omitted, ``meta`` dropped, the unknown
     members a model keeps in ``extra`` flattened back in."""
-    if isinstance(v, cycles.models._Model):
+    if isinstance(v, _Model):
         out: dict[str, Any] = {}
         for f in dataclasses.fields(v):  # type: ignore[arg-type]
             value = getattr(v, f.name)
