@@ -441,3 +441,89 @@ async fn redis_unreachable_at_write_time_is_a_journal_failure_and_the_commit_sti
         .iter()
         .any(|e| matches!(e, Event::JournalIoFailed { error, .. } if error.contains("redis"))));
 }
+
+/// Every record file under a journal directory's partitions: (partition, file, bytes).
+fn dir_records(dir: &Path) -> Vec<(String, String, Vec<u8>)> {
+    let mut out = Vec::new();
+    for p in std::fs::read_dir(dir).unwrap().flatten() {
+        let partition = p.file_name().to_string_lossy().to_string();
+        for f in std::fs::read_dir(p.path()).unwrap().flatten() {
+            let name = f.file_name().to_string_lossy().to_string();
+            if names::is_record_file_name(&name) {
+                out.push((partition.clone(), name, std::fs::read(f.path()).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn records_move_between_a_directory_and_redis_unchanged() {
+    use cycles_core::journal::transfer::{copy, Copy, Place};
+    let data = tempfile::tempdir().unwrap();
+    let redis = Redis::start(data.path(), true);
+    let src = tempfile::tempdir().unwrap();
+    // Two partitions, written by the file store; one record pretty-printed, as an official
+    // SDK may write it: its bytes must survive exactly.
+    for (tenant, id) in [("acme", "rsv-a"), ("acme", "rsv-b"), ("globex", "rsv-c")] {
+        let j =
+            cycles_core::journal::Journal::new(src.path(), "http://127.0.0.1:9", KEY, Some(tenant));
+        let l = j.try_lock(id).unwrap().unwrap();
+        j.save(&l, &mut record(id)).unwrap();
+    }
+    let mut before = dir_records(src.path());
+    let pretty = serde_json::to_vec_pretty(
+        &serde_json::from_slice::<serde_json::Value>(&before[0].2).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(src.path().join(&before[0].0).join(&before[0].1), &pretty).unwrap();
+    before[0].2 = pretty;
+    assert_eq!(before.len(), 3);
+
+    let to_redis = copy(
+        &Place::Dir(src.path().to_path_buf()),
+        &Place::parse(&redis.url()).unwrap(),
+        false,
+    )
+    .unwrap();
+    assert_eq!(to_redis.records.len(), 3);
+    assert!(to_redis.records.iter().all(|r| r.outcome == Copy::Copied));
+    assert_eq!(record_keys(&redis).len(), 3);
+    assert_eq!(dir_records(src.path()), before, "a copy leaves the source");
+    // Again: the destination holds them already, and keeps its own.
+    let again = copy(
+        &Place::Dir(src.path().to_path_buf()),
+        &Place::parse(&redis.url()).unwrap(),
+        false,
+    )
+    .unwrap();
+    assert!(again.records.iter().all(|r| r.outcome == Copy::Exists));
+
+    // Back to a fresh directory, moving: the same partitions, names and bytes.
+    let back = tempfile::tempdir().unwrap();
+    let moved = copy(
+        &Place::parse(&redis.url()).unwrap(),
+        &Place::Dir(back.path().to_path_buf()),
+        true,
+    )
+    .unwrap();
+    assert_eq!(moved.records.len(), 3);
+    assert_eq!(dir_records(back.path()), before, "byte for byte");
+    assert!(record_keys(&redis).is_empty(), "moved out of Redis");
+    // A corrupt source record is reported and left where it is.
+    std::fs::write(
+        src.path().join(&before[1].0).join(&before[1].1),
+        b"{\"version\":",
+    )
+    .unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let report = copy(
+        &Place::Dir(src.path().to_path_buf()),
+        &Place::Dir(elsewhere.path().to_path_buf()),
+        false,
+    )
+    .unwrap();
+    assert_eq!(report.skipped.len(), 1, "{report:?}");
+    assert!(report.skipped[0].0.ends_with(&before[1].1));
+}

@@ -1,4 +1,5 @@
-//! `cycles journal`: operator tools over a durable settlement journal directory.
+//! `cycles journal`: operator tools over a durable settlement journal directory (`copy` also
+//! over a Redis journal: records move between the stores unchanged).
 //!
 //! `list`, `show` and `quarantine` only read (no credentials needed; every identity
 //! partition is shown). `replay` and `drain` settle the records of ONE identity (base URL +
@@ -66,6 +67,25 @@ enum JournalCommand {
         #[command(flatten)]
         id: IdentityArgs,
     },
+    /// Copy (or move) every record between stores, bytes unchanged: a directory or a Redis
+    /// URL (`redis://...`) each way. A record the destination already holds stays as it is
+    /// there. Exit 0 when every record is in the destination, 1 when some were busy (being
+    /// settled) or unreadable: run it again, or drain or quarantine those.
+    Copy {
+        /// The source: a journal directory or a Redis URL.
+        #[arg(long)]
+        from: String,
+        /// The destination: a journal directory or a Redis URL (`?durability=...` as for
+        /// `journal_url`).
+        #[arg(long)]
+        to: String,
+        /// Remove each record from the source once the destination holds it durably.
+        #[arg(long = "move")]
+        remove_source: bool,
+        /// Machine-readable JSON output.
+        #[arg(long)]
+        json: bool,
+    },
     /// Replay until the identity's journal is empty or the deadline passes.
     Drain {
         #[command(flatten)]
@@ -131,6 +151,69 @@ fn scan_all(root: &Path) -> Result<Vec<(String, Scan)>, String> {
                 .map_err(|e| format!("cannot scan {}: {e}", j.dir().display()))
         })
         .collect()
+}
+
+fn copy(from: &str, to: &str, remove_source: bool, as_json: bool) -> Result<(), Failure> {
+    use cycles_core::journal::transfer::{self, Copy, Place};
+    let (src, dst) = (Place::parse(from)?, Place::parse(to)?);
+    let report = transfer::copy(&src, &dst, remove_source)?;
+    let word = |c: &Copy| match c {
+        Copy::Copied if remove_source => "moved",
+        Copy::Copied => "copied",
+        Copy::Exists => "exists",
+        Copy::Busy => "busy",
+    };
+    let left = report
+        .records
+        .iter()
+        .filter(|r| r.outcome == Copy::Busy)
+        .count()
+        + report.skipped.len();
+    if as_json {
+        print_json(&json!({
+            "from": from,
+            "to": to,
+            "records": report.records.iter().map(|r| json!({
+                "partition": r.partition,
+                "reservation_id": r.reservation_id,
+                "file": r.file,
+                "outcome": word(&r.outcome),
+            })).collect::<Vec<_>>(),
+            "skipped": report.skipped.iter().map(|(f, e)| json!({"file": f, "error": e})).collect::<Vec<_>>(),
+        }));
+    } else {
+        let done = report.records.len() - (left - report.skipped.len());
+        println!(
+            "{} of {} record(s) {} from {from} to {to}; {left} left in the source",
+            done,
+            report.records.len(),
+            if remove_source {
+                "moved or present"
+            } else {
+                "copied or present"
+            },
+        );
+        for r in &report.records {
+            println!(
+                "  {}/{}  {}",
+                r.partition,
+                r.reservation_id,
+                word(&r.outcome)
+            );
+        }
+        for (f, e) in &report.skipped {
+            println!("  skipped {f}: {e}");
+        }
+    }
+    if left > 0 {
+        return Err(Failure {
+            code: 1,
+            message: format!(
+                "{left} record(s) not copied: run the copy again, or drain or quarantine them"
+            ),
+        });
+    }
+    Ok(())
 }
 
 fn print_json(v: &Value) {
@@ -436,6 +519,12 @@ pub async fn run(args: JournalArgs) -> Result<(), Failure> {
         JournalCommand::Show { target, dir } => show(target, dir).map_err(Failure::from),
         JournalCommand::Quarantine(d) => quarantine(d).map_err(Failure::from),
         JournalCommand::Replay { dir, id } => settle(dir, id, None).await,
+        JournalCommand::Copy {
+            from,
+            to,
+            remove_source,
+            json,
+        } => copy(from, to, *remove_source, *json),
         JournalCommand::Drain {
             dir,
             id,

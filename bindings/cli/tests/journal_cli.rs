@@ -274,3 +274,112 @@ async fn a_lone_surrogate_record_is_listed_and_drained() {
         case["expect"]["commit_body_wire"].as_str()
     );
 }
+
+/// A `redis-server` with AOF on a free loopback port (killed on drop).
+struct Redis(std::process::Child, u16);
+
+impl Redis {
+    fn start(dir: &std::path::Path) -> Redis {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+            ])
+            .args(["--appendonly", "yes", "--appendfsync", "always", "--dir"])
+            .arg(dir)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server (apt-get install redis-server; scripts/test-all.sh does)");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "redis-server did not come up"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        Redis(child, port)
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copy_moves_a_journal_into_redis_and_back() {
+    let data = tempfile::tempdir().unwrap();
+    let redis = Redis::start(data.path());
+    let url = format!("redis://127.0.0.1:{}/0", redis.1);
+    let src = tempfile::tempdir().unwrap();
+    let j = cycles_core::journal::Journal::new(src.path(), "http://127.0.0.1:9", KEY, None);
+    let lock = j.try_lock("rsv-ops").unwrap().unwrap();
+    let body = serde_json::value::RawValue::from_string(
+        r#"{"idempotency_key":"k","actual":{"unit":"USD_MICROCENTS","amount":5}}"#.into(),
+    )
+    .unwrap();
+    let mut rec =
+        cycles_core::journal::Record::new_commit("rsv-ops", "http://127.0.0.1:9", body, None);
+    j.save(&lock, &mut rec).unwrap();
+    drop(lock);
+    let bytes = std::fs::read(j.path_of("rsv-ops")).unwrap();
+    let s = src.path().to_string_lossy().to_string();
+
+    let (code, json, text) = cycles(
+        [
+            "journal", "copy", "--from", &s, "--to", &url, "--move", "--json",
+        ]
+        .map(String::from)
+        .to_vec(),
+    )
+    .await;
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(json["records"][0]["reservation_id"], "rsv-ops", "{json}");
+    assert_eq!(json["records"][0]["outcome"], "moved", "{json}");
+    assert!(!j.path_of("rsv-ops").exists(), "moved out of the directory");
+
+    let back = tempfile::tempdir().unwrap();
+    let b = back.path().to_string_lossy().to_string();
+    let (code, _, text) = cycles(
+        ["journal", "copy", "--from", &url, "--to", &b]
+            .map(String::from)
+            .to_vec(),
+    )
+    .await;
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("1 of 1 record(s) copied"), "{text}");
+    let again = cycles_core::journal::Journal::for_partition(back.path(), j.partition(), "");
+    assert_eq!(
+        std::fs::read(again.path_of("rsv-ops")).unwrap(),
+        bytes,
+        "byte for byte"
+    );
+
+    let (code, _, text) = cycles(
+        [
+            "journal",
+            "copy",
+            "--from",
+            &b,
+            "--to",
+            "rediss://127.0.0.1/0",
+        ]
+        .map(String::from)
+        .to_vec(),
+    )
+    .await;
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("TLS"), "{text}");
+}

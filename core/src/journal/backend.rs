@@ -30,6 +30,23 @@ pub struct RedisJournal {
     base_url: String,
 }
 
+impl RedisJournal {
+    /// A known partition at `target` (for operator tools: its records' base URL unknown),
+    /// connected and checked for durability ([`RedisStore::open`]).
+    pub fn open(target: &RedisTarget, partition: &str) -> Result<RedisJournal, String> {
+        Ok(RedisJournal {
+            store: RedisStore::open(target, partition)?,
+            partition: partition.to_string(),
+            base_url: String::new(),
+        })
+    }
+
+    /// The store.
+    pub fn store(&self) -> &RedisStore {
+        &self.store
+    }
+}
+
 /// A record held by one worker: a file lock or a Redis lease (with its fencing token).
 #[derive(Debug)]
 pub enum StoreLock {
@@ -66,12 +83,9 @@ impl Store {
             ))),
             Some(url) => {
                 let target = RedisTarget::parse(url).map_err(Error::config)?;
-                let store = RedisStore::open(&target, &partition).map_err(Error::config)?;
-                Ok(Store::Redis(RedisJournal {
-                    store,
-                    partition,
-                    base_url: base_url.to_string(),
-                }))
+                let mut r = RedisJournal::open(&target, &partition).map_err(Error::config)?;
+                r.base_url = base_url.to_string();
+                Ok(Store::Redis(r))
             }
         }
     }

@@ -12,7 +12,8 @@
 //! - [`lock`]: advisory per-record locks (a byte of the partition's lock table each);
 //! - [`store`]: [`Journal`], one partition and the locked record operations on it;
 //! - [`redis_store`]: the same records in Redis, under per-record leases with fencing tokens;
-//! - [`backend`]: [`Store`], the one the settlement engine uses (file or Redis).
+//! - [`backend`]: [`Store`], the one the settlement engine uses (file or Redis);
+//! - [`transfer`]: copying records between stores, bytes unchanged.
 //!
 //! Everything here blocks; the settlement engine calls it on the blocking pool.
 
@@ -24,6 +25,7 @@ pub mod names;
 pub mod record;
 pub mod redis_store;
 pub mod store;
+pub mod transfer;
 
 pub use backend::{RedisJournal, Store, StoreLock};
 pub use lock::RecordLock;

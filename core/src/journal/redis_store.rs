@@ -321,6 +321,40 @@ impl RedisStore {
         }
     }
 
+    /// The partitions that have records at `target` (a `SCAN` of their record sets).
+    pub fn partitions(target: &RedisTarget) -> io::Result<Vec<String>> {
+        let client = redis::Client::open(target.url.as_str()).map_err(io_err)?;
+        let mut c = client
+            .get_connection_with_timeout(IO_TIMEOUT)
+            .map_err(io_err)?;
+        c.set_read_timeout(Some(IO_TIMEOUT)).map_err(io_err)?;
+        let mut out = Vec::new();
+        let mut cursor: u64 = 0;
+        loop {
+            let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg("cycles:journal:{*}:records")
+                .arg("COUNT")
+                .arg(1000)
+                .query(&mut c)
+                .map_err(io_err)?;
+            out.extend(keys.iter().filter_map(|k| {
+                let inner = k
+                    .strip_prefix("cycles:journal:{")?
+                    .strip_suffix("}:records")?;
+                Some(inner.to_string())
+            }));
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        out.sort();
+        out.dedup();
+        Ok(out)
+    }
+
     /// The URL as shown in messages (no password).
     pub fn shown(&self) -> &str {
         &self.inner.target.shown
