@@ -205,10 +205,13 @@ for py in "${PYTHONS[@]}"; do
         continue
     fi
     (cd "$WORK" && "$VENV/bin/python" -m pytest -q "$WORK/tests") || status=1
-    log "CPython $v: client and lifecycle suites again, against the server's reference mode"
-    (cd "$WORK" && CYCLES_TEST_SERVER_MODE=reference "$VENV/bin/python" -m pytest -q \
-        "$WORK/tests/test_operations.py" "$WORK/tests/test_lifecycle.py" \
-        "$WORK/tests/test_lifecycle_outcomes.py") || status=1
+    # The reference mode is the server's dialect, not the interpreter's: once, on the newest.
+    if [[ "$py" == "${PYTHONS[-1]}" ]]; then
+        log "CPython $v: client and lifecycle suites again, against the server's reference mode"
+        (cd "$WORK" && CYCLES_TEST_SERVER_MODE=reference "$VENV/bin/python" -m pytest -q \
+            "$WORK/tests/test_operations.py" "$WORK/tests/test_lifecycle.py" \
+            "$WORK/tests/test_lifecycle_outcomes.py") || status=1
+    fi
     # The newest interpreter's venv (wheel + pytest installed) stays for the recovery
     # conformance adapter (conformance/adapters/python), which scripts/test-all.sh runs next.
     ln -sfn "$VENV" "$CACHE/test-venv"
