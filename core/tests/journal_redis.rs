@@ -142,18 +142,6 @@ fn settler(server: &LocalServer, journal_url: &str, seen: &Seen, attempts: u32) 
     Settler::new(&config, settings(seen, attempts)).unwrap()
 }
 
-fn settlement(id: &str, key: &str, amount: i64) -> Settlement {
-    Settlement {
-        reservation_id: id.to_string(),
-        commit: CommitRequest::new(key, usd(amount)),
-        fallback: Some(EventFallback {
-            subject: subject(),
-            action: action(),
-            overage_policy: None,
-        }),
-    }
-}
-
 fn server_errors(times: u32) -> FaultRule {
     FaultRule {
         operation: Operation::CommitReservation,

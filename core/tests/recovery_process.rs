@@ -118,18 +118,6 @@ async fn run_child(spec: &Value) -> Value {
     }
 }
 
-fn settlement(id: &str, key: &str, amount: i64) -> Settlement {
-    Settlement {
-        reservation_id: id.to_string(),
-        commit: CommitRequest::new(key, usd(amount)),
-        fallback: Some(EventFallback {
-            subject: subject(),
-            action: action(),
-            overage_policy: None,
-        }),
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // The driver side.
 

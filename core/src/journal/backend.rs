@@ -223,10 +223,7 @@ impl Store {
                     Ok(_) => return Ok(None),
                     Err(e) => e,
                 };
-                let kind = match error {
-                    ParseError::Unsupported(_) => QuarantineKind::Unsupported,
-                    ParseError::Corrupt(_) => QuarantineKind::Corrupt,
-                };
+                let kind = error.quarantine_kind();
                 Ok(Some((r.store.quarantine(&lease, file, kind)?, error)))
             }
         }

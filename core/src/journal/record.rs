@@ -85,6 +85,16 @@ pub enum ParseError {
     Unsupported(String),
 }
 
+impl ParseError {
+    /// The quarantine category of a record that fails to parse this way.
+    pub fn quarantine_kind(&self) -> super::names::QuarantineKind {
+        match self {
+            ParseError::Unsupported(_) => super::names::QuarantineKind::Unsupported,
+            ParseError::Corrupt(_) => super::names::QuarantineKind::Corrupt,
+        }
+    }
+}
+
 impl fmt::Display for ParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -254,10 +254,7 @@ impl Journal {
             Ok(_) => return Ok(None),
             Err(e) => e,
         };
-        let kind = match error {
-            ParseError::Unsupported(_) => QuarantineKind::Unsupported,
-            ParseError::Corrupt(_) => QuarantineKind::Corrupt,
-        };
+        let kind = error.quarantine_kind();
         Ok(Some((fsio::quarantine(&self.dir, file, kind)?, error)))
     }
 

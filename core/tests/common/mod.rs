@@ -75,6 +75,19 @@ pub fn reserve_req(amount: i64) -> ReservationCreateRequest {
     r
 }
 
+/// A settlement of `amount` for `id` with an event fallback (the test subject and action).
+pub fn settlement(id: &str, key: &str, amount: i64) -> Settlement {
+    Settlement {
+        reservation_id: id.to_string(),
+        commit: CommitRequest::new(key, usd(amount)),
+        fallback: Some(EventFallback {
+            subject: subject(),
+            action: action(),
+            overage_policy: None,
+        }),
+    }
+}
+
 /// Creates a live reservation and returns its id.
 pub async fn reserve(c: &CyclesClient, amount: i64) -> String {
     let r = c

@@ -14,7 +14,7 @@ use super::Settler;
 use crate::error::{Error, ErrorKind};
 use crate::events::{Event, SettleDisposition};
 use crate::journal::fsio::now_ms;
-use crate::journal::{Mode, ParseError, QuarantineKind, Record};
+use crate::journal::{Mode, QuarantineKind, Record};
 use crate::model::CommitRequest;
 use crate::settle::bodies::{commit_body, event_fallback_body, EventFallback};
 use crate::settle::classify::{classify, Verdict};
@@ -88,10 +88,7 @@ impl Settler {
                     Ok(Some(Ok(existing))) => existing,
                     Ok(Some(Err(pe))) => {
                         // An unusable file where our record goes: keep it as evidence.
-                        let kind = match pe {
-                            ParseError::Unsupported(_) => QuarantineKind::Unsupported,
-                            ParseError::Corrupt(_) => QuarantineKind::Corrupt,
-                        };
+                        let kind = pe.quarantine_kind();
                         // Reported here, in the same blocking task as the rename, so a dropped
                         // settle() future cannot leave a quarantine unreported.
                         match journal.quarantine_record(&lock, &id, kind) {

@@ -13,7 +13,7 @@ use super::resolved::Resolution;
 use super::Settler;
 use crate::events::Event;
 use crate::journal::fsio::now_ms;
-use crate::journal::{ParseError, QuarantineKind, Store};
+use crate::journal::Store;
 use crate::settle::SettleOutcome;
 use crate::timing::backoff::backoff_delay;
 
@@ -59,10 +59,7 @@ impl Settler {
                 Some(self.episode(rec, held, true, deadline, None, None).await)
             }
             Some(Err(pe)) => {
-                let kind = match pe {
-                    ParseError::Unsupported(_) => QuarantineKind::Unsupported,
-                    ParseError::Corrupt(_) => QuarantineKind::Corrupt,
-                };
+                let kind = pe.quarantine_kind();
                 if let Some(h) = held.take() {
                     let me = self.clone();
                     // The rename and its report happen in one blocking task, which runs to
