@@ -43,10 +43,7 @@ CYCLES_FUZZ_BUILD=dev bash scripts/fuzz.sh all 5   # the dev build: a fraction o
 step "core client and lifecycle suites again, against the local server's reference mode"
 # The reference server writes explicit nulls, null last-page cursors, 500s on routing errors...
 # (conformance/server/README.md); these suites must pass against that dialect too.
-# --workspace (these four test targets are core's only), so the build of the step above is
-# reused: with -p cycles-core alone cargo resolves other features and rebuilt ring, rustls and
-# reqwest here in every run.
-CYCLES_TEST_SERVER_MODE=reference cargo test --locked --workspace \
+CYCLES_TEST_SERVER_MODE=reference cargo test --locked -p cycles-core \
     --test operations --test errors --test guard --test lease
 
 step "Python: lint, type-check, build the wheel, install it into clean venvs, pytest"
