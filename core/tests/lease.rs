@@ -885,10 +885,13 @@ async fn a_lease_parked_after_a_later_one_still_beats_on_time() {
     let first_beat = extend_requests(&server, &id)[0].received_mono_us;
     let report = hb.finish().await;
     assert!(report.extensions >= 1, "{report:?}");
+    // Scheduled 500 ms after the create's exchange, measured here between two server
+    // arrival stamps: the create's own transit can make that a little less (seen: 499 ms on
+    // an idle machine). What matters is that it is not the long lease's ~20 s, nor at once.
     let gap_ms = (first_beat - create_arrival) / 1000;
     assert!(
-        (500..=900).contains(&gap_ms),
-        "first beat {gap_ms} ms after the create arrived (scheduled 500 ms after its receipt)"
+        (400..=900).contains(&gap_ms),
+        "first beat {gap_ms} ms after the create arrived (scheduled 500 ms after its exchange)"
     );
     let long = long_hb.finish().await;
     assert_eq!((long.extensions, long.end), (0, HeartbeatEnd::Finished));
