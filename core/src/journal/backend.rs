@@ -56,7 +56,7 @@ pub enum StoreLock {
     Redis(Lease),
 }
 
-fn wrong_lock() -> io::Error {
+pub(super) fn wrong_lock() -> io::Error {
     io::Error::new(
         io::ErrorKind::InvalidInput,
         "the lock held is not of this journal's store",

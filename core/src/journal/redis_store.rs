@@ -24,7 +24,10 @@ use super::names::{self, QuarantineKind};
 /// How long a lease lasts unless renewed: longer than a settlement attempt holds a record
 /// (request timeout x attempts), short enough that a crashed worker's records are taken over
 /// by another replica soon after.
-pub const LEASE: Duration = Duration::from_secs(60);
+pub const LEASE: Duration = Duration::from_millis(LEASE_MS);
+
+/// [`LEASE`] in the milliseconds `SET ... PX` and `PEXPIRE` take.
+const LEASE_MS: u64 = 60_000;
 
 /// How long one Redis command may take (connect, read, write) before it is an I/O failure.
 const IO_TIMEOUT: Duration = Duration::from_secs(5);
@@ -149,8 +152,9 @@ fn lease_lost(file: &str) -> io::Error {
     ))
 }
 
-// KEYS[1] lease, ARGV[1] token, ARGV[2] lease ms; then the change. Each returns 0 when the
-// lease is not ours (nothing changed).
+// Every script: KEYS[1] the lease, ARGV[1] the holder's token, then the change's own keys and
+// arguments (SAVE: ARGV[2] the lease ms it renews to). Each returns 0 when the lease is not
+// ours (nothing changed).
 const SAVE: &str = r"
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
@@ -161,10 +165,10 @@ return 1";
 const REMOVE: &str = r"
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 local n = redis.call('DEL', KEYS[2])
-redis.call('SREM', KEYS[3], ARGV[3])
+redis.call('SREM', KEYS[3], ARGV[2])
 return 1 + n";
 
-// KEYS[4] the quarantine key, ARGV[4] its name. Refuses (-1) a name already taken, so
+// KEYS[4] the quarantine key, ARGV[3] its name. Refuses (-1) a name already taken, so
 // evidence is never overwritten; -2 when there is no record to move.
 const QUARANTINE: &str = r"
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
@@ -173,8 +177,8 @@ local bytes = redis.call('GET', KEYS[2])
 if not bytes then return -2 end
 redis.call('SET', KEYS[4], bytes)
 redis.call('DEL', KEYS[2])
-redis.call('SREM', KEYS[3], ARGV[3])
-redis.call('SADD', KEYS[5], ARGV[4])
+redis.call('SREM', KEYS[3], ARGV[2])
+redis.call('SADD', KEYS[5], ARGV[3])
 return 1";
 
 // Releases a lease that is still ours.
@@ -428,14 +432,13 @@ impl RedisStore {
     pub fn try_lease(&self, file: &str) -> io::Result<Option<Lease>> {
         let fence: u64 = self.with(|c| redis::cmd("INCR").arg(self.set_key("fence")).query(c))?;
         let token = fence.to_string();
-        let ms = u64::try_from(LEASE.as_millis()).unwrap_or(u64::MAX);
         let taken: Option<String> = self.with(|c| {
             redis::cmd("SET")
                 .arg(self.key("l", file))
                 .arg(&token)
                 .arg("NX")
                 .arg("PX")
-                .arg(ms)
+                .arg(LEASE_MS)
                 .query(c)
         })?;
         Ok(taken.map(|_| Lease {
@@ -459,7 +462,6 @@ impl RedisStore {
     /// asked for.
     pub fn save(&self, lease: &Lease, file: &str, bytes: &[u8]) -> io::Result<()> {
         let token = self.owned(lease, file)?;
-        let ms = u64::try_from(LEASE.as_millis()).unwrap_or(u64::MAX);
         let done: i64 = self.with(|c| {
             self.inner
                 .save
@@ -467,7 +469,7 @@ impl RedisStore {
                 .key(self.key("r", file))
                 .key(self.set_key("records"))
                 .arg(token)
-                .arg(ms)
+                .arg(LEASE_MS)
                 .arg(bytes)
                 .arg(file)
                 .invoke(c)
@@ -495,7 +497,6 @@ impl RedisStore {
                 .key(self.key("r", file))
                 .key(self.set_key("records"))
                 .arg(token)
-                .arg(0)
                 .arg(file)
                 .invoke(c)
         })?;
@@ -525,7 +526,6 @@ impl RedisStore {
                     .key(self.key("q", &name))
                     .key(self.set_key("quarantined"))
                     .arg(token)
-                    .arg(0)
                     .arg(file)
                     .arg(&name)
                     .invoke(c)

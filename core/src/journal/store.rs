@@ -72,7 +72,7 @@ pub struct Scan {
     pub unreadable: Vec<(String, String)>,
 }
 
-fn not_found_is_none<T>(r: io::Result<T>) -> io::Result<Option<T>> {
+pub(super) fn not_found_is_none<T>(r: io::Result<T>) -> io::Result<Option<T>> {
     match r {
         Ok(v) => Ok(Some(v)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),

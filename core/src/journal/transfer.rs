@@ -8,10 +8,10 @@
 use std::io;
 use std::path::PathBuf;
 
-use super::backend::{RedisJournal, Store, StoreLock};
+use super::backend::{wrong_lock, RedisJournal, Store, StoreLock};
 use super::names;
 use super::redis_store::{RedisStore, RedisTarget};
-use super::store::Journal;
+use super::store::{not_found_is_none, Journal};
 
 /// A journal's place: a directory, or a Redis URL.
 #[derive(Clone, Debug)]
@@ -157,15 +157,11 @@ impl Store {
     /// The bytes of a record file (or key), read under `lock`.
     pub(crate) fn read_raw(&self, lock: &StoreLock, file: &str) -> io::Result<Option<Vec<u8>>> {
         match (self, lock) {
-            (Store::File(j), StoreLock::File(_)) => match std::fs::read(j.dir().join(file)) {
-                Ok(b) => Ok(Some(b)),
-                Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-                Err(e) => Err(e),
-            },
+            (Store::File(j), StoreLock::File(_)) => {
+                not_found_is_none(std::fs::read(j.dir().join(file)))
+            }
             (Store::Redis(r), StoreLock::Redis(l)) => r.store().load(l, file),
-            _ => Err(io::Error::other(
-                "the lock held is not of this journal's store",
-            )),
+            _ => Err(wrong_lock()),
         }
     }
 
@@ -183,9 +179,7 @@ impl Store {
                 super::fsio::write_durable(j.dir(), &file, bytes)
             }
             (Store::Redis(r), StoreLock::Redis(l)) => r.store().save(l, &file, bytes),
-            _ => Err(io::Error::other(
-                "the lock held is not of this journal's store",
-            )),
+            _ => Err(wrong_lock()),
         }
     }
 
@@ -194,9 +188,7 @@ impl Store {
         match (self, lock) {
             (Store::File(j), StoreLock::File(_)) => super::fsio::remove_durable(j.dir(), file),
             (Store::Redis(r), StoreLock::Redis(l)) => r.store().remove(l, file),
-            _ => Err(io::Error::other(
-                "the lock held is not of this journal's store",
-            )),
+            _ => Err(wrong_lock()),
         }
     }
 }
