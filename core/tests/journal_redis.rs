@@ -2,8 +2,9 @@
 //! installs it) on loopback and the local Cycles server over real HTTP: a settlement journaled
 //! by one engine is drained by another that shares nothing with it but Redis (the first one's
 //! machine "lost"), leases exclude and fence, the durability the URL asks for is checked at
-//! startup, a restart with AOF keeps the records, a corrupt record is quarantined in the store,
-//! and an unreachable Redis is a journal I/O failure while the settlement still runs.
+//! startup, a restart with AOF keeps the records (also one in the middle of a drain), a dead
+//! holder's lease lapses after `lease_ms`, a corrupt record is quarantined in the store, and an
+//! unreachable Redis is a journal I/O failure while the settlement still runs.
 
 mod common;
 
@@ -308,10 +309,14 @@ fn the_durability_asked_for_is_checked_at_startup() {
 }
 
 fn store(redis: &Redis) -> Store {
+    store_at(&redis.url())
+}
+
+fn store_at(url: &str) -> Store {
     let config = JournalConfig {
         enabled: true,
         dir: PathBuf::from("/nonexistent"),
-        url: Some(redis.url()),
+        url: Some(url.to_string()),
     };
     Store::open(&config, "http://127.0.0.1:9", KEY, Some("acme")).unwrap()
 }
@@ -428,6 +433,82 @@ async fn redis_unreachable_at_write_time_is_a_journal_failure_and_the_commit_sti
         .unwrap()
         .iter()
         .any(|e| matches!(e, Event::JournalIoFailed { error, .. } if error.contains("redis"))));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_restarting_mid_drain_is_waited_out_and_the_record_settled_once() {
+    let data = tempfile::tempdir().unwrap();
+    let mut redis = Redis::start(data.path(), true);
+    let server = server().await;
+    let id = reserve(&client(&server), 1000).await;
+    server.add_fault(server_errors(1));
+    let writer = settler(&server, &redis.url(), &Seen::default(), 1);
+    let out = writer.settle(settlement(&id, &key("commit"), 250)).await;
+    assert!(
+        matches!(
+            out,
+            SettleOutcome::Pending {
+                journaled: true,
+                ..
+            }
+        ),
+        "{out:?}"
+    );
+    drop(writer);
+    server.clear_faults();
+    let seen = Seen::default();
+    let drainer = settler(&server, &redis.url(), &seen, 3);
+    // Redis goes down as the drain starts and comes back 600 ms later, AOF intact.
+    redis.kill();
+    let drain = tokio::spawn({
+        let d = drainer.clone();
+        async move { d.drain(Duration::from_secs(20)).await }
+    });
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let redis = tokio::task::spawn_blocking(move || {
+        redis.restart();
+        redis
+    })
+    .await
+    .unwrap();
+    let report = drain.await.unwrap();
+    assert!(report.remaining.is_empty(), "{report:?}");
+    assert_eq!(report.settled(), 1, "{report:?}");
+    assert_eq!(applied_commits(&server), 1);
+    assert!(record_keys(&redis).is_empty());
+    assert!(
+        seen.lock()
+            .unwrap()
+            .iter()
+            .any(|e| matches!(e, Event::JournalIoFailed { .. })),
+        "the outage was reported"
+    );
+}
+
+#[test]
+fn a_lease_left_by_a_dead_holder_lapses_after_lease_ms() {
+    let data = tempfile::tempdir().unwrap();
+    let redis = Redis::start(data.path(), true);
+    let url = format!("{}?lease_ms=300", redis.url());
+    let (a, b) = (store_at(&url), store_at(&url));
+    let held = a.try_lock("rsv-1").unwrap().unwrap();
+    // The holder dies without letting go (its Drop never runs).
+    std::mem::forget(held);
+    assert!(b.try_lock("rsv-1").unwrap().is_none(), "still held");
+    let started = Instant::now();
+    let taken = loop {
+        if let Some(l) = b.try_lock("rsv-1").unwrap() {
+            break l;
+        }
+        assert!(started.elapsed() < Duration::from_secs(5), "never lapsed");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(
+        started.elapsed() <= Duration::from_millis(400),
+        "{:?}",
+        started.elapsed()
+    );
+    drop(taken);
 }
 
 /// Every record file under a journal directory's partitions: (partition, file, bytes).

@@ -21,13 +21,17 @@ use std::time::Duration;
 
 use super::names::{self, QuarantineKind};
 
-/// How long a lease lasts unless renewed: longer than a settlement attempt holds a record
-/// (request timeout x attempts), short enough that a crashed worker's records are taken over
-/// by another replica soon after.
+/// How long a lease lasts unless renewed (the URL's `lease_ms` sets another): longer than a
+/// settlement attempt holds a record (request timeout x attempts), short enough that a
+/// crashed worker's records are taken over by another replica soon after.
 pub const LEASE: Duration = Duration::from_millis(LEASE_MS);
 
 /// [`LEASE`] in the milliseconds `SET ... PX` and `PEXPIRE` take.
 const LEASE_MS: u64 = 60_000;
+
+/// The shortest `lease_ms` accepted: below it a lease would lapse between a worker's own
+/// round trips to Redis.
+const MIN_LEASE_MS: u64 = 100;
 
 /// How long one Redis command may take (connect, read, write) before it is an I/O failure.
 const IO_TIMEOUT: Duration = Duration::from_secs(5);
@@ -64,6 +68,11 @@ pub struct RedisTarget {
     pub shown: String,
     /// The durability required of every write.
     pub durability: Durability,
+    /// How long a lease lasts unless renewed, in milliseconds ([`LEASE`] unless the URL's
+    /// `lease_ms` says otherwise). A worker that dies holding one delays the takeover of
+    /// that record by at most this; one shorter than a settlement attempt lets a second worker
+    /// send the same settlement meanwhile (harmless: same idempotency key).
+    pub lease_ms: u64,
 }
 
 fn bad(url: &str, why: impl std::fmt::Display) -> String {
@@ -71,7 +80,7 @@ fn bad(url: &str, why: impl std::fmt::Display) -> String {
 }
 
 impl RedisTarget {
-    /// Parses `redis://[user:password@]host[:port][/db][?durability=aof|none|replicas:N][&wait_timeout_ms=T]`
+    /// Parses `redis://[user:password@]host[:port][/db][?durability=aof|none|replicas:N][&wait_timeout_ms=T][&lease_ms=L]`
     /// (`rediss://` for TLS is refused: this build has no TLS for Redis). The error names
     /// what is wrong.
     pub fn parse(raw: &str) -> Result<RedisTarget, String> {
@@ -86,6 +95,7 @@ impl RedisTarget {
         }
         let mut durability = None;
         let mut wait_timeout_ms = 1000;
+        let mut lease_ms = LEASE_MS;
         let mut kept = Vec::new();
         for (k, v) in u.query_pairs() {
             match k.as_ref() {
@@ -94,6 +104,18 @@ impl RedisTarget {
                     wait_timeout_ms =
                         v.parse::<u64>().ok().filter(|t| *t > 0).ok_or_else(|| {
                             bad(raw, "wait_timeout_ms must be a positive integer")
+                        })?;
+                }
+                "lease_ms" => {
+                    lease_ms = v
+                        .parse::<u64>()
+                        .ok()
+                        .filter(|l| *l >= MIN_LEASE_MS)
+                        .ok_or_else(|| {
+                            bad(
+                                raw,
+                                format!("lease_ms must be an integer >= {MIN_LEASE_MS}"),
+                            )
                         })?;
                 }
                 _ => kept.push((k.into_owned(), v.into_owned())),
@@ -128,6 +150,7 @@ impl RedisTarget {
             url: u.to_string(),
             shown: shown.to_string(),
             durability,
+            lease_ms,
         })
     }
 }
@@ -181,6 +204,13 @@ redis.call('SREM', KEYS[3], ARGV[2])
 redis.call('SADD', KEYS[5], ARGV[3])
 return 1";
 
+// KEYS[1] the lease, KEYS[2] the fencing counter, ARGV[1] the lease ms: a new token when the
+// lease was free (now ours), else false.
+const TAKE: &str = r"
+local token = redis.call('INCR', KEYS[2])
+if redis.call('SET', KEYS[1], token, 'NX', 'PX', ARGV[1]) then return token end
+return false";
+
 // Releases a lease that is still ours.
 const RELEASE: &str = r"
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
@@ -200,6 +230,7 @@ struct Inner {
     save: redis::Script,
     remove: redis::Script,
     quarantine: redis::Script,
+    take: redis::Script,
     release: redis::Script,
 }
 
@@ -268,6 +299,7 @@ impl RedisStore {
                 save: redis::Script::new(SAVE),
                 remove: redis::Script::new(REMOVE),
                 quarantine: redis::Script::new(QUARANTINE),
+                take: redis::Script::new(TAKE),
                 release: redis::Script::new(RELEASE),
             }),
         };
@@ -428,23 +460,20 @@ impl RedisStore {
         Ok(())
     }
 
-    /// Takes the lease of `file`; `Ok(None)` when another worker holds it.
+    /// Takes the lease of `file` (one round trip); `Ok(None)` when another worker holds it.
     pub fn try_lease(&self, file: &str) -> io::Result<Option<Lease>> {
-        let fence: u64 = self.with(|c| redis::cmd("INCR").arg(self.set_key("fence")).query(c))?;
-        let token = fence.to_string();
-        let taken: Option<String> = self.with(|c| {
-            redis::cmd("SET")
-                .arg(self.key("l", file))
-                .arg(&token)
-                .arg("NX")
-                .arg("PX")
-                .arg(LEASE_MS)
-                .query(c)
+        let token: Option<u64> = self.with(|c| {
+            self.inner
+                .take
+                .key(self.key("l", file))
+                .key(self.set_key("fence"))
+                .arg(self.inner.target.lease_ms)
+                .invoke(c)
         })?;
-        Ok(taken.map(|_| Lease {
+        Ok(token.map(|t| Lease {
             store: self.clone(),
             file: file.to_string(),
-            token,
+            token: t.to_string(),
         }))
     }
 
@@ -469,7 +498,7 @@ impl RedisStore {
                 .key(self.key("r", file))
                 .key(self.set_key("records"))
                 .arg(token)
-                .arg(LEASE_MS)
+                .arg(self.inner.target.lease_ms)
                 .arg(bytes)
                 .arg(file)
                 .invoke(c)
@@ -583,5 +612,61 @@ impl RedisStore {
             }
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plain_url_is_aof_with_the_default_lease() {
+        let t = RedisTarget::parse("redis://127.0.0.1:6379/2").unwrap();
+        assert_eq!(t.durability, Durability::Aof);
+        assert_eq!(t.lease_ms, LEASE_MS);
+        assert_eq!(t.url, "redis://127.0.0.1:6379/2");
+    }
+
+    #[test]
+    fn our_parameters_are_taken_out_and_the_password_hidden() {
+        let t = RedisTarget::parse(
+            "redis://u:secret@h:1/0?durability=replicas:2&wait_timeout_ms=250&lease_ms=1500&protocol=resp2",
+        )
+        .unwrap();
+        assert_eq!(
+            t.durability,
+            Durability::Replicas {
+                n: 2,
+                timeout_ms: 250
+            }
+        );
+        assert_eq!(t.lease_ms, 1500);
+        assert_eq!(t.url, "redis://u:secret@h:1/0?protocol=resp2");
+        assert!(!t.shown.contains("secret"), "{}", t.shown);
+        assert_eq!(
+            RedisTarget::parse("redis://h?durability=none")
+                .unwrap()
+                .durability,
+            Durability::None
+        );
+    }
+
+    #[test]
+    fn bad_urls_name_what_is_wrong() {
+        for (url, says) in [
+            ("rediss://h", "TLS"),
+            ("http://h", "unknown scheme"),
+            ("redis://h?durability=replicas:0", "durability"),
+            ("redis://h?durability=fsync", "durability"),
+            ("redis://h?wait_timeout_ms=0", "wait_timeout_ms"),
+            (
+                "redis://h?lease_ms=99",
+                "lease_ms must be an integer >= 100",
+            ),
+            ("redis://h?lease_ms=soon", "lease_ms"),
+        ] {
+            let e = RedisTarget::parse(url).unwrap_err();
+            assert!(e.contains(says), "{url}: {e}");
+        }
     }
 }

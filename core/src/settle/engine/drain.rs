@@ -43,28 +43,36 @@ impl Drop for ReplayHandle {
 }
 
 impl Settler {
-    /// The records of this engine's server still in the journal.
+    /// The records of this engine's server still in the journal (none listed when the
+    /// journal cannot be read: a `journal_io_failed` event says so).
     pub async fn pending(&self) -> Vec<PendingRecord> {
+        self.scan_pending().await.unwrap_or_default()
+    }
+
+    /// The records of this engine's server still in the journal; `None` when it cannot be
+    /// read now (reported as `journal_io_failed`).
+    async fn scan_pending(&self) -> Option<Vec<PendingRecord>> {
         let Some(journal) = self.inner.journal.clone() else {
-            return Vec::new();
+            return Some(Vec::new());
         };
         let j = journal.clone();
         match self.blocking(move || j.scan()).await {
-            Ok(scan) => scan
-                .records
-                .into_iter()
-                .filter(|s| journal.owns(&s.record))
-                .map(|s| PendingRecord {
-                    reservation_id: s.record.reservation_id,
-                    mode: s.record.mode,
-                    recorded_at_ms: s.record.recorded_at_ms,
-                    not_before_ms: s.record.not_before_ms,
-                    file: s.file,
-                })
-                .collect(),
+            Ok(scan) => Some(
+                scan.records
+                    .into_iter()
+                    .filter(|s| journal.owns(&s.record))
+                    .map(|s| PendingRecord {
+                        reservation_id: s.record.reservation_id,
+                        mode: s.record.mode,
+                        recorded_at_ms: s.record.recorded_at_ms,
+                        not_before_ms: s.record.not_before_ms,
+                        file: s.file,
+                    })
+                    .collect(),
+            ),
             Err(e) => {
                 self.io_failed(None, "scan", &e);
-                Vec::new()
+                None
             }
         }
     }
@@ -87,12 +95,16 @@ impl Settler {
     /// Replays until the journal is empty or `timeout` has passed, whichever is first.
     /// Unresolved records stay in place; in-flight attempts are abandoned at the deadline. The
     /// report includes what another pass of this engine (the background replayer) settled or
-    /// quarantined while the drain ran.
+    /// quarantined while the drain ran. A journal that cannot be read (Redis restarting, a
+    /// directory gone) is never taken for an empty one: the drain keeps trying until the
+    /// deadline, and then reports the records its last successful look found, less those it
+    /// settled since.
     pub async fn drain(&self, timeout: Duration) -> DrainReport {
         let since = self.resolved_seq();
         let deadline = Instant::now() + timeout;
         let mut report = DrainReport::default();
         let mut pause = Duration::from_millis(50);
+        let mut known: Vec<PendingRecord> = Vec::new();
         loop {
             let (outcomes, quarantined) = self.pass(true, Some(deadline)).await;
             for (id, o) in outcomes {
@@ -100,10 +112,27 @@ impl Settler {
                 report.outcomes.push((id, o));
             }
             report.quarantined.extend(quarantined);
-            let remaining = self.pending().await;
+            let scanned = self.scan_pending().await;
+            let read = scanned.is_some();
+            let remaining = match scanned {
+                Some(r) => {
+                    known.clone_from(&r);
+                    r
+                }
+                None => {
+                    let settled = |id: &str| {
+                        report
+                            .outcomes
+                            .iter()
+                            .any(|(i, o)| i == id && o.is_settled())
+                    };
+                    known.retain(|r| !settled(&r.reservation_id));
+                    known.clone()
+                }
+            };
             let unjournaled = self.unjournaled_ids();
             let now = Instant::now();
-            if (remaining.is_empty() && unjournaled.is_empty()) || now >= deadline {
+            if (read && remaining.is_empty() && unjournaled.is_empty()) || now >= deadline {
                 report.remaining = remaining;
                 report.unjournaled = unjournaled;
                 self.add_resolved_since(since, &mut report);
