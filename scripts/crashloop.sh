@@ -7,12 +7,16 @@
 # Reproducible from the seed; the orchestrator is `cycles-matrix crashloop`
 # (conformance/matrix/src/crashloop.rs), the drivers the matrix faces (PROTOCOL.md, `work`).
 #
-# Usage: scripts/crashloop.sh SEED ITERATIONS
-# Every face is required: one that cannot be prepared fails the run. Honours CARGO_TARGET_DIR
+# Usage: scripts/crashloop.sh SEED ITERATIONS [--redis]
+# --redis: the journal is a Redis the orchestrator starts (redis-server on PATH; AOF,
+# appendfsync always); each writer's own directory is removed after its kill (its machine
+# "lost"), and Redis is SIGKILLed and restarted between kill and drain, or mid-drain, when an
+# iteration draws it. Every face is required: one that cannot be prepared fails the run. Honours CARGO_TARGET_DIR
 # and CYCLES_PY_CACHE like scripts/matrix.sh, and reuses what the language suites leave.
 set -euo pipefail
-[[ $# -eq 2 && "$1" =~ ^[0-9]+$ && "$2" =~ ^[0-9]+$ ]] ||
-    { echo "usage: scripts/crashloop.sh SEED ITERATIONS" >&2; exit 2; }
+[[ ($# -eq 2 || ($# -eq 3 && "${3-}" == --redis)) && "$1" =~ ^[0-9]+$ && "$2" =~ ^[0-9]+$ ]] ||
+    { echo "usage: scripts/crashloop.sh SEED ITERATIONS [--redis]" >&2; exit 2; }
+store=("${@:3}")
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/cycles-target}"
@@ -27,7 +31,7 @@ done
 crashloop() {
     "$CARGO_TARGET_DIR/debug/cycles-matrix" crashloop --face rust=builtin \
         --face "python=$faces/python/run.sh" --face "node=$faces/node/run.sh" \
-        --face "jvm=$faces/jvm/run.sh" --face "c=$faces/c/run.sh" "$@"
+        --face "jvm=$faces/jvm/run.sh" --face "c=$faces/c/run.sh" ${store[@]+"${store[@]}"} "$@"
 }
 
 echo "==> crash loop: self-test: with the drain skipped, the loop must fail" >&2
@@ -41,5 +45,5 @@ fi
 grep -q "was never applied" "$out" || { cat "$out" >&2; echo "crash loop: the self-test did not name an unapplied actual" >&2; exit 1; }
 echo "caught: $(grep -m1 "was never applied" "$out" | cut -c1-160)" >&2
 
-echo "==> crash loop: seed $1, $2 iterations" >&2
+echo "==> crash loop: seed $1, $2 iterations${3:+ (journal: Redis)}" >&2
 crashloop --seed "$1" --iterations "$2"

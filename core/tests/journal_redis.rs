@@ -8,9 +8,7 @@
 
 mod common;
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -19,82 +17,29 @@ use cycles_core::events::{Event, EventSink};
 use cycles_core::journal::{names, QuarantineKind, Record, Store};
 use cycles_core::*;
 use cycles_local_server::{Fault, FaultRule, LocalServer, Operation};
+use cycles_test_redis::{free_port, RedisServer};
 
 type Seen = Arc<Mutex<Vec<Event>>>;
 
-/// One `redis-server` process on a free loopback port, its data in `dir`.
-struct Redis {
-    child: Child,
-    port: u16,
-    dir: PathBuf,
-    aof: bool,
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+/// A `redis-server` (cycles-test-redis) and a few commands to look inside it.
+struct Redis(RedisServer);
 
 impl Redis {
     /// Starts one: with `aof`, `appendonly yes` + `appendfsync always` (what the store asks
     /// for by default); without, Redis's own defaults (no AOF).
     fn start(dir: &Path, aof: bool) -> Redis {
-        Redis::start_on(free_port(), dir, aof)
-    }
-
-    fn start_on(port: u16, dir: &Path, aof: bool) -> Redis {
-        let mut cmd = Command::new("redis-server");
-        cmd.args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-        ])
-        .arg("--dir")
-        .arg(dir)
-        .args(["--daemonize", "no", "--protected-mode", "no"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-        if aof {
-            cmd.args(["--appendonly", "yes", "--appendfsync", "always"]);
-        }
-        let child = cmd.spawn().unwrap_or_else(|e| {
-            panic!(
-                "cannot start redis-server ({e}): install it (apt-get install redis-server; \
-                 scripts/test-all.sh does)"
-            )
-        });
-        let r = Redis {
-            child,
-            port,
-            dir: dir.to_path_buf(),
-            aof,
-        };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while r.conn().is_err() {
-            assert!(Instant::now() < deadline, "redis-server did not come up");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        r
+        Redis(RedisServer::start(dir, aof).unwrap())
     }
 
     fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/0", self.port)
-    }
-
-    fn conn(&self) -> redis::RedisResult<redis::Connection> {
-        let mut c = redis::Client::open(self.url())?.get_connection()?;
-        redis::cmd("PING").query::<String>(&mut c)?;
-        Ok(c)
+        self.0.url()
     }
 
     fn cmd<T: redis::FromRedisValue>(&self, args: &[&str]) -> T {
-        let mut c = self.conn().unwrap();
+        let mut c = redis::Client::open(self.url())
+            .unwrap()
+            .get_connection()
+            .unwrap();
         let mut cmd = redis::cmd(args[0]);
         for a in &args[1..] {
             cmd.arg(*a);
@@ -104,21 +49,12 @@ impl Redis {
 
     /// SIGKILLs it (nothing flushed beyond what was already durable).
     fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.0.kill();
     }
 
     /// Kills it and starts it again on the same port and data directory.
     fn restart(&mut self) {
-        self.kill();
-        let again = Redis::start_on(self.port, &self.dir.clone(), self.aof);
-        *self = again;
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        self.kill();
+        self.0.restart().unwrap();
     }
 }
 

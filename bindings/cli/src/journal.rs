@@ -1,5 +1,5 @@
-//! `cycles journal`: operator tools over a durable settlement journal directory (`copy` also
-//! over a Redis journal: records move between the stores unchanged).
+//! `cycles journal`: operator tools over a durable settlement journal, a directory or a Redis
+//! journal (`--url redis://...`); `copy` moves records between the stores unchanged.
 //!
 //! `list`, `show` and `quarantine` only read (no credentials needed; every identity
 //! partition is shown). `replay` and `drain` settle the records of ONE identity (base URL +
@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
-use cycles_core::journal::{names, Journal, Record, Scan};
+use cycles_core::journal::backend::RedisJournal;
+use cycles_core::journal::redis_store::{RedisStore, RedisTarget};
+use cycles_core::journal::{names, Journal, Record, Scan, Store};
 use cycles_core::{Config, JournalConfig, SettleConfig, SettleOutcome, Settler};
 use serde_json::{json, Value};
 
@@ -29,6 +31,10 @@ struct DirArgs {
     /// Journal directory (default `$HOME/.runcycles/commit-journal`).
     #[arg(long, env = "CYCLES_JOURNAL_DIR")]
     dir: Option<PathBuf>,
+    /// A Redis journal instead of the directory (`redis://...`, as the applications'
+    /// `journal_url`, durability checked the same way).
+    #[arg(long, env = "CYCLES_JOURNAL_URL")]
+    url: Option<String>,
     /// Machine-readable JSON output.
     #[arg(long)]
     json: bool,
@@ -104,6 +110,27 @@ fn root(d: &DirArgs) -> PathBuf {
         .unwrap_or_else(|| JournalConfig::default().dir)
 }
 
+/// The Redis journal `--url` names, if any (an error for a malformed URL).
+fn redis_target(d: &DirArgs) -> Result<Option<RedisTarget>, String> {
+    d.url.as_deref().map(RedisTarget::parse).transpose()
+}
+
+/// What the journal is, for headings: the directory or the URL (no password).
+fn label(d: &DirArgs) -> Result<String, String> {
+    Ok(match redis_target(d)? {
+        Some(t) => t.shown,
+        None => root(d).display().to_string(),
+    })
+}
+
+/// The key naming the journal in JSON output, and its value.
+fn where_json(d: &DirArgs) -> Result<(&'static str, Value), String> {
+    Ok(match redis_target(d)? {
+        Some(t) => ("journal_url", json!(t.shown)),
+        None => ("journal_dir", json!(root(d))),
+    })
+}
+
 fn now_ms() -> u64 {
     cycles_core::journal::fsio::now_ms()
 }
@@ -138,14 +165,29 @@ fn record_json(partition: &str, file: &str, r: &Record) -> Value {
     })
 }
 
-/// Scans every partition under `root` (read-only apart from reaping stale temp files).
-fn scan_all(root: &Path) -> Result<Vec<(String, Scan)>, String> {
+/// Scans every partition of the journal (read-only apart from reaping stale temp files).
+fn scan_all(d: &DirArgs) -> Result<Vec<(String, Scan)>, String> {
+    if let Some(target) = redis_target(d)? {
+        let parts = RedisStore::partitions(&target)
+            .map_err(|e| format!("cannot read {}: {e}", target.shown))?;
+        return parts
+            .into_iter()
+            .map(|p| {
+                let store = Store::Redis(RedisJournal::open(&target, &p)?);
+                store
+                    .scan()
+                    .map(|s| (p, s))
+                    .map_err(|e| format!("cannot scan {}: {e}", store.location()))
+            })
+            .collect();
+    }
+    let root = root(d);
     let parts =
-        Journal::partitions(root).map_err(|e| format!("cannot read {}: {e}", root.display()))?;
+        Journal::partitions(&root).map_err(|e| format!("cannot read {}: {e}", root.display()))?;
     parts
         .into_iter()
         .map(|p| {
-            let j = Journal::for_partition(root, &p, "");
+            let j = Journal::for_partition(&root, &p, "");
             j.scan()
                 .map(|s| (p, s))
                 .map_err(|e| format!("cannot scan {}: {e}", j.dir().display()))
@@ -222,7 +264,7 @@ fn print_json(v: &Value) {
 
 fn list(d: &DirArgs) -> Result<(), String> {
     let root = root(d);
-    let scans = scan_all(&root)?;
+    let scans = scan_all(d)?;
     let mut rows = Vec::new();
     let mut invalid = Vec::new();
     let mut quarantined = 0;
@@ -235,11 +277,13 @@ fn list(d: &DirArgs) -> Result<(), String> {
         );
         quarantined += s.quarantined.len();
     }
-    // A mistyped --dir must not read as "nothing pending" without a word.
-    let exists = root.is_dir();
+    // A mistyped --dir must not read as "nothing pending" without a word (a Redis journal
+    // that cannot be reached is an error already).
+    let exists = d.url.is_some() || root.is_dir();
+    let (name, place) = where_json(d)?;
     if d.json {
         print_json(&json!({
-            "journal_dir": root,
+            name: place,
             "exists": exists,
             "pending": rows,
             "invalid": invalid,
@@ -249,7 +293,7 @@ fn list(d: &DirArgs) -> Result<(), String> {
     }
     println!(
         "journal {}: {} pending, {} invalid, {} quarantined{}",
-        root.display(),
+        label(d)?,
         rows.len(),
         invalid.len(),
         quarantined,
@@ -291,7 +335,32 @@ fn list(d: &DirArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// `show` on a Redis journal: the record of reservation `target` in any partition.
+fn show_redis(target: &str, d: &DirArgs) -> Result<(), String> {
+    let (partition, scanned) = scan_all(d)?
+        .into_iter()
+        .find_map(|(p, s)| {
+            s.records
+                .into_iter()
+                .find(|r| r.record.reservation_id == target)
+                .map(|r| (p, r))
+        })
+        .ok_or_else(|| {
+            format!(
+                "no pending record for reservation {target:?} in {}",
+                label(d).unwrap_or_default()
+            )
+        })?;
+    let bytes = scanned.record.to_json();
+    let key = format!("cycles:journal:{{{partition}}}:r:{}", scanned.file);
+    print_record(d, &partition, &scanned.file, &key, &scanned.record, &bytes);
+    Ok(())
+}
+
 fn show(target: &str, d: &DirArgs) -> Result<(), String> {
+    if d.url.is_some() {
+        return show_redis(target, d);
+    }
     let path = Path::new(target);
     let (file_path, partition) = if path.is_file() {
         let p = path
@@ -335,40 +404,55 @@ fn show(target: &str, d: &DirArgs) -> Result<(), String> {
         .unwrap_or_default();
     match Record::parse(&bytes) {
         Ok(r) => {
-            let mut v = record_json(&partition, &file, &r);
-            v["path"] = json!(file_path);
-            v["record"] = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-            if d.json {
-                print_json(&v);
-            } else {
-                println!("file          {}", file_path.display());
-                println!("reservation   {}", r.reservation_id);
-                println!(
-                    "server        {}",
-                    r.base_url.as_deref().unwrap_or("(unrecorded)")
-                );
-                println!("mode          {}", r.mode);
-                println!("key           {}", r.idempotency_key().unwrap_or_default());
-                println!(
-                    "recorded      {} ({})",
-                    r.recorded_at_ms.map_or("-".into(), |t| t.to_string()),
-                    age(r.recorded_at_ms)
-                );
-                println!(
-                    "not before    {}",
-                    r.not_before_ms.map_or("-".into(), |t| t.to_string())
-                );
-                println!("record        {}", String::from_utf8_lossy(&bytes));
-            }
+            print_record(
+                d,
+                &partition,
+                &file,
+                &file_path.display().to_string(),
+                &r,
+                &bytes,
+            );
             Ok(())
         }
         Err(e) => Err(format!("{}: {e}", file_path.display())),
     }
 }
 
+/// One record in full: `at` is its path, or its Redis key.
+fn print_record(d: &DirArgs, partition: &str, file: &str, at: &str, r: &Record, bytes: &[u8]) {
+    let mut v = record_json(partition, file, r);
+    v[if d.url.is_some() { "key" } else { "path" }] = json!(at);
+    v["record"] = serde_json::from_slice(bytes).unwrap_or(Value::Null);
+    if d.json {
+        print_json(&v);
+        return;
+    }
+    if d.url.is_some() {
+        println!("redis key     {at}");
+    } else {
+        println!("file          {at}");
+    }
+    println!("reservation   {}", r.reservation_id);
+    println!(
+        "server        {}",
+        r.base_url.as_deref().unwrap_or("(unrecorded)")
+    );
+    println!("mode          {}", r.mode);
+    println!("key           {}", r.idempotency_key().unwrap_or_default());
+    println!(
+        "recorded      {} ({})",
+        r.recorded_at_ms.map_or("-".into(), |t| t.to_string()),
+        age(r.recorded_at_ms)
+    );
+    println!(
+        "not before    {}",
+        r.not_before_ms.map_or("-".into(), |t| t.to_string())
+    );
+    println!("record        {}", String::from_utf8_lossy(bytes));
+}
+
 fn quarantine(d: &DirArgs) -> Result<(), String> {
-    let root = root(d);
-    let scans = scan_all(&root)?;
+    let scans = scan_all(d)?;
     let rows: Vec<Value> = scans
         .iter()
         .flat_map(|(p, s)| {
@@ -379,10 +463,11 @@ fn quarantine(d: &DirArgs) -> Result<(), String> {
         })
         .collect();
     if d.json {
-        print_json(&json!({"journal_dir": root, "quarantined": rows}));
+        let (name, place) = where_json(d)?;
+        print_json(&json!({name: place, "quarantined": rows}));
         return Ok(());
     }
-    println!("journal {}: {} quarantined", root.display(), rows.len());
+    println!("journal {}: {} quarantined", label(d)?, rows.len());
     for r in &rows {
         let why = match r["category"].as_str() {
             Some("unrecoverable") => {
@@ -426,6 +511,9 @@ async fn settle(d: &DirArgs, id: &IdentityArgs, deadline: Option<Duration>) -> R
     let mut config = Config::new(id.base_url.clone(), id.api_key.clone()).with_journal_dir(root(d));
     if let Some(t) = &id.tenant {
         config = config.with_tenant(t.clone());
+    }
+    if let Some(u) = &d.url {
+        config = config.with_journal_url(u.clone());
     }
     let settler = Settler::new(&config, SettleConfig::default()).map_err(|e| e.to_string())?;
     let report = match deadline {

@@ -275,54 +275,11 @@ async fn a_lone_surrogate_record_is_listed_and_drained() {
     );
 }
 
-/// A `redis-server` with AOF on a free loopback port (killed on drop).
-struct Redis(std::process::Child, u16);
-
-impl Redis {
-    fn start(dir: &std::path::Path) -> Redis {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-            ])
-            .args(["--appendonly", "yes", "--appendfsync", "always", "--dir"])
-            .arg(dir)
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .expect("redis-server (apt-get install redis-server; scripts/test-all.sh does)");
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "redis-server did not come up"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        Redis(child, port)
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn copy_moves_a_journal_into_redis_and_back() {
     let data = tempfile::tempdir().unwrap();
-    let redis = Redis::start(data.path());
-    let url = format!("redis://127.0.0.1:{}/0", redis.1);
+    let redis = cycles_test_redis::RedisServer::start(data.path(), true).unwrap();
+    let url = redis.url();
     let src = tempfile::tempdir().unwrap();
     let j = cycles_core::journal::Journal::new(src.path(), "http://127.0.0.1:9", KEY, None);
     let lock = j.try_lock("rsv-ops").unwrap().unwrap();
@@ -382,4 +339,166 @@ async fn copy_moves_a_journal_into_redis_and_back() {
     .await;
     assert_eq!(code, 1, "{text}");
     assert!(text.contains("TLS"), "{text}");
+}
+
+/// `list`, `show`, `drain` and `quarantine` on a Redis journal (`--url`): a settlement the
+/// engine left pending in Redis is seen, shown in full, drained once by the `cycles` process
+/// (a worker of its own, sharing nothing with the writer but Redis), and a corrupt record put
+/// beside it is quarantined inside Redis.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_show_drain_and_quarantine_a_redis_journal() {
+    let data = tempfile::tempdir().unwrap();
+    let redis = cycles_test_redis::RedisServer::start(data.path(), true).unwrap();
+    let url = redis.url();
+    let server = LocalServer::start(ServerConfig::default()).await.unwrap();
+    let config = Config::new(server.url(), KEY)
+        .with_journal_dir(data.path().join("writer-never-uses-this"))
+        .with_journal_url(&url);
+    let client = Arc::new(CyclesClient::new(config.clone()).unwrap());
+    let created = client
+        .create_reservation(&ReservationCreateRequest::new(
+            "ops-redis",
+            Subject::tenant("acme"),
+            Action::new("llm.completion", "m"),
+            Amount::new(Unit::UsdMicrocents, 1000),
+        ))
+        .await
+        .unwrap();
+    let id = created.body.reservation_id.clone().unwrap();
+    server.add_fault(FaultRule {
+        operation: Operation::CommitReservation,
+        reservation_id: None,
+        skip: 0,
+        times: 0,
+        every: 1,
+        fault: Fault::ServerError { status: 503 },
+    });
+    let settler = Settler::new(
+        &config,
+        SettleConfig {
+            max_attempts: 1,
+            ..SettleConfig::default()
+        },
+    )
+    .unwrap();
+    let outcome = settler
+        .settle(Settlement {
+            reservation_id: id.clone(),
+            commit: CommitRequest::new("ops-redis:commit", Amount::new(Unit::UsdMicrocents, 600)),
+            fallback: None,
+        })
+        .await;
+    assert!(
+        matches!(
+            outcome,
+            SettleOutcome::Pending {
+                journaled: true,
+                ..
+            }
+        ),
+        "{outcome:?}"
+    );
+    let partition = settler.journal().unwrap().partition().to_string();
+    drop(settler);
+    let run = |args: &[&str]| cycles(args.iter().map(|s| s.to_string()).collect());
+
+    let (code, json, text) = run(&["journal", "list", "--url", &url, "--json"]).await;
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(json["journal_url"], url.as_str(), "{json}");
+    let pending = json["pending"].as_array().expect("pending list");
+    assert_eq!(pending.len(), 1, "{json}");
+    assert_eq!(pending[0]["reservation_id"], id.as_str());
+    assert_eq!(pending[0]["partition"], partition.as_str());
+    assert_eq!(pending[0]["actual"]["amount"], 600);
+    let (code, _, text) = run(&["journal", "list", "--url", &url]).await;
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains("1 pending") && text.contains(&server.url()),
+        "{text}"
+    );
+
+    let (code, json, text) = run(&["journal", "show", &id, "--url", &url, "--json"]).await;
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(json["reservation_id"], id.as_str(), "{json}");
+    let key = json["key"].as_str().expect("the record's Redis key");
+    assert!(
+        key.starts_with(&format!("cycles:journal:{{{partition}}}:r:v2-")),
+        "{key}"
+    );
+    assert_eq!(
+        json["record"]["commit_body"]["idempotency_key"], "ops-redis:commit",
+        "{json}"
+    );
+    let (code, _, text) = run(&["journal", "show", "rsv-none", "--url", &url]).await;
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("no pending record"), "{text}");
+
+    // A corrupt record beside it, in the same partition: quarantined by the drain's pass.
+    let bad = format!("v2-{}.json", "0".repeat(64));
+    let prefix = format!("cycles:journal:{{{partition}}}");
+    redis_cmd(&url, &["SET", &format!("{prefix}:r:{bad}"), "{not json"]);
+    redis_cmd(&url, &["SADD", &format!("{prefix}:records"), &bad]);
+
+    server.clear_faults();
+    let (code, json, text) = run(&[
+        "journal",
+        "drain",
+        "--url",
+        &url,
+        "--base-url",
+        &server.url(),
+        "--api-key",
+        KEY,
+        "--deadline-ms",
+        "5000",
+        "--json",
+    ])
+    .await;
+    assert_eq!(code, 3, "settled, and a record quarantined: {text}");
+    assert_eq!(json["settled"], 1, "{json}");
+    let commits = server
+        .ledger()
+        .iter()
+        .filter(|e| e.kind == "commit")
+        .count();
+    assert_eq!(commits, 1);
+
+    let (code, json, text) = run(&["journal", "list", "--url", &url, "--json"]).await;
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(json["pending"].as_array().map(Vec::len), Some(0), "{json}");
+    assert_eq!(json["quarantined"], 1, "{json}");
+    let (code, json, text) = run(&["journal", "quarantine", "--url", &url, "--json"]).await;
+    assert_eq!(code, 0, "{text}");
+    let q = json["quarantined"].as_array().expect("quarantined");
+    assert_eq!(q.len(), 1, "{json}");
+    assert_eq!(q[0]["category"], "corrupt", "{json}");
+
+    // A Redis that is not there is an error naming it, never "0 pending".
+    let gone = format!("redis://127.0.0.1:{}/0", cycles_test_redis::free_port());
+    let (code, _, text) = run(&["journal", "list", "--url", &gone]).await;
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("127.0.0.1"), "{text}");
+}
+
+/// One command to the Redis at `url` (`redis-cli` is not needed: a raw RESP request).
+fn redis_cmd(url: &str, args: &[&str]) {
+    use std::io::{Read, Write};
+    let port: u16 = url
+        .trim_start_matches("redis://127.0.0.1:")
+        .trim_end_matches("/0")
+        .parse()
+        .unwrap();
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut req = format!("*{}\r\n", args.len());
+    for a in args {
+        req.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+    }
+    s.write_all(req.as_bytes()).unwrap();
+    let mut buf = [0u8; 64];
+    let n = s.read(&mut buf).unwrap();
+    assert!(
+        n > 0 && buf[0] != b'-',
+        "{}",
+        String::from_utf8_lossy(&buf[..n])
+    );
 }

@@ -8,8 +8,10 @@
 //! server (its own runtime, in this process); the journal lives in a temp directory on the
 //! disk of `--dir` (default: the system temp dir). Rounds alternate the paths so drift hits
 //! both; the report is the median rate per path and concurrency and the ratio ours /
-//! baseline. Run: `cargo run --release -p cycles-bench --bin settle-throughput` (see
-//! docs/benchmarks.md).
+//! baseline. With `--redis`, a fourth path: the same `Settler` journaling to a Redis this
+//! process starts (`redis-server` on PATH, AOF with `appendfsync always`, its data on the same
+//! disk), the journal store a fleet uses. Run: `cargo run --release -p cycles-bench --bin
+//! settle-throughput` (see docs/benchmarks.md).
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -44,10 +46,14 @@ struct Args {
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
-    /// Run only one path, `ours`, `baseline` or `none` (the commits with no journal), for a
-    /// profiler attached to this process; prints its rate per concurrency level.
+    /// Run only one path, `ours`, `baseline`, `none` (the commits with no journal) or `redis`,
+    /// for a profiler attached to this process; prints its rate per concurrency level.
     #[arg(long)]
     only: Option<String>,
+    /// Also time the Settler on a Redis journal (starts `redis-server`, AOF, `appendfsync
+    /// always`, data under the journal's parent directory).
+    #[arg(long)]
+    redis: bool,
 }
 
 const KEY: &str = "cycles-local-key";
@@ -163,13 +169,38 @@ enum Route {
     Baseline,
     /// The commit alone, no journal: the ceiling of any durable path.
     NoJournal,
+    /// Core's `Settler::settle` on the Redis store.
+    Redis,
 }
 
-/// What the three paths share.
+/// What the paths share.
 struct Paths {
     client: Arc<CyclesClient>,
     settler: Settler,
     base_dir: Arc<PathBuf>,
+    /// The Settler on the Redis store, with `--redis`.
+    redis: Option<Settler>,
+}
+
+/// Settles every id through `settler`; each must be committed.
+async fn settle_all(s: Settler, ids: Vec<String>, concurrency: usize) -> f64 {
+    run(ids, concurrency, move |id| {
+        let s = s.clone();
+        async move {
+            let outcome = s
+                .settle(Settlement {
+                    reservation_id: id,
+                    commit: commit_request(),
+                    fallback: None,
+                })
+                .await;
+            assert!(
+                matches!(outcome, cycles_core::settle::SettleOutcome::Committed(_)),
+                "{outcome:?}"
+            );
+        }
+    })
+    .await
 }
 
 impl Paths {
@@ -189,24 +220,10 @@ impl Paths {
                     }
                 }))
             }
-            Route::Ours => {
-                let s = self.settler.clone();
-                rt.block_on(run(ids, concurrency, move |id| {
-                    let s = s.clone();
-                    async move {
-                        let outcome = s
-                            .settle(Settlement {
-                                reservation_id: id,
-                                commit: commit_request(),
-                                fallback: None,
-                            })
-                            .await;
-                        assert!(
-                            matches!(outcome, cycles_core::settle::SettleOutcome::Committed(_)),
-                            "{outcome:?}"
-                        );
-                    }
-                }))
+            Route::Ours => rt.block_on(settle_all(self.settler.clone(), ids, concurrency)),
+            Route::Redis => {
+                let s = self.redis.clone().expect("--redis");
+                rt.block_on(settle_all(s, ids, concurrency))
             }
             Route::Baseline => {
                 let (cl, dir) = (self.client.clone(), self.base_dir.clone());
@@ -260,18 +277,32 @@ fn main() {
     let base_dir = root.join("baseline");
     fs::create_dir_all(&base_dir).expect("baseline dir");
     let base_dir = Arc::new(base_dir);
+    let want_redis = args.redis || args.only.as_deref() == Some("redis");
+    let redis_dir = root.join("redis");
+    let redis_server = want_redis.then(|| {
+        fs::create_dir_all(&redis_dir).expect("redis dir");
+        cycles_test_redis::RedisServer::start(&redis_dir, true).expect("redis-server")
+    });
+    let redis = redis_server.as_ref().map(|r| {
+        let cfg = Config::new(server.url(), KEY)
+            .with_journal_dir(root.join("unused"))
+            .with_journal_url(r.url());
+        Settler::new(&cfg, SettleConfig::default()).expect("settler on Redis")
+    });
 
     let paths = Paths {
         client,
         settler,
         base_dir,
+        redis,
     };
     if let Some(only) = args.only.as_deref() {
         let route = match only {
             "ours" => Route::Ours,
             "baseline" => Route::Baseline,
             "none" => Route::NoJournal,
-            other => panic!("--only takes ours, baseline or none, not {other}"),
+            "redis" => Route::Redis,
+            other => panic!("--only takes ours, baseline, none or redis, not {other}"),
         };
         for &c in &args.concurrency {
             let rates: Vec<f64> = (0..args.rounds)
@@ -289,25 +320,32 @@ fn main() {
 
     let mut rows = Vec::new();
     for &c in &args.concurrency {
-        let (mut ours, mut base, mut ceiling) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut ours, mut base, mut ceiling, mut on_redis) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for _ in 0..args.rounds {
             // The ceiling first: the same commits with no journal at all (what durability
             // costs on top of the commit itself).
             ceiling.push(paths.time(&rt, Route::NoJournal, c, args.settlements));
             ours.push(paths.time(&rt, Route::Ours, c, args.settlements));
             base.push(paths.time(&rt, Route::Baseline, c, args.settlements));
+            if paths.redis.is_some() {
+                on_redis.push(paths.time(&rt, Route::Redis, c, args.settlements));
+            }
         }
+        let r = (!on_redis.is_empty()).then(|| median(on_redis));
         let (o, b, n) = (median(ours), median(base), median(ceiling));
-        rows.push((c, o, b, n));
+        rows.push((c, o, b, n, r));
     }
+    drop(paths);
+    drop(redis_server);
     let _ = fs::remove_dir_all(&root);
 
     if args.json {
         let rows: Vec<_> = rows
             .iter()
-            .map(|(c, o, b, n)| {
+            .map(|(c, o, b, n, r)| {
                 serde_json::json!({"concurrency": c, "ours_per_s": o, "baseline_per_s": b,
-                    "no_journal_per_s": n, "ratio": o / b})
+                    "no_journal_per_s": n, "ratio": o / b, "redis_per_s": r})
             })
             .collect();
         println!(
@@ -324,12 +362,19 @@ fn main() {
         parent.display()
     );
     println!(
-        "| concurrency | Settler /s | per-record fsync baseline /s | ratio | no journal /s | Settler / no journal |"
+        "| concurrency | Settler /s | per-record fsync baseline /s | ratio | no journal /s | Settler / no journal |{}",
+        if args.redis { " Settler on Redis /s | Redis / file Settler | Redis / no journal |" } else { "" }
     );
-    println!("|---:|---:|---:|---:|---:|---:|");
-    for (c, o, b, n) in rows {
+    println!(
+        "|---:|---:|---:|---:|---:|---:|{}",
+        if args.redis { "---:|---:|---:|" } else { "" }
+    );
+    for (c, o, b, n, r) in rows {
+        let redis = r.map_or(String::new(), |r| {
+            format!(" {r:.0} | {:.2}x | {:.2}x |", r / o, r / n)
+        });
         println!(
-            "| {c} | {o:.0} | {b:.0} | {:.2}x | {n:.0} | {:.2}x |",
+            "| {c} | {o:.0} | {b:.0} | {:.2}x | {n:.0} | {:.2}x |{redis}",
             o / b,
             o / n
         );

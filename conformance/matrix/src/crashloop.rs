@@ -16,19 +16,18 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use cycles_core::journal::names::record_file_name;
 use cycles_core::{Config, CyclesClient, ErrorKind, ReservationStatus};
 use cycles_local_server::{
     BudgetSeed, Fault, FaultRule, LedgerEntry, LocalServer, Operation, ServerConfig,
 };
 use serde_json::{json, Value};
 
+use crate::crashloop_journal::{files, Place};
 use crate::face::Face;
 
 const KEY: &str = "cycles-local-key";
@@ -95,6 +94,8 @@ struct Stats {
     expired_held: usize,
     expired_before_drain: usize,
     drainers_killed: usize,
+    redis_restarts_before_drain: usize,
+    redis_restarts_mid_drain: usize,
 }
 
 /// One action of the writer's `work` request.
@@ -104,6 +105,16 @@ struct Action {
     actual: i64,
     ttl_ms: Option<i64>,
     sleep_ms: u64,
+}
+
+/// With a Redis journal: Redis SIGKILLed and started again on its AOF, drawn per iteration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RedisRestart {
+    /// Between the writer's kill and the drain.
+    BeforeDrain,
+    /// Down for `down_ms` from the moment the drain's first replay reaches the server (the
+    /// record's removal after it fails, so the drain must wait Redis out and replay again).
+    MidDrain { down_ms: u64 },
 }
 
 /// The plan of one iteration, all drawn from the seed.
@@ -126,6 +137,9 @@ struct Plan {
     kill_drainer: Option<(u64, bool)>,
     /// The third face.
     last_drainer: usize,
+    /// With a Redis journal, drawn from a stream of its own (a seed draws the same plans
+    /// either way).
+    redis_restart: Option<RedisRestart>,
 }
 
 fn rule(operation: Operation, skip: usize, times: u32, fault: Fault) -> FaultRule {
@@ -241,6 +255,19 @@ fn plan(
         expire_before_drain,
         kill_drainer,
         last_drainer,
+        redis_restart: None,
+    }
+}
+
+/// The Redis restart of one iteration (with a Redis journal): before the drain 1 in 3, in
+/// the middle of it 1 in 6 (only when the first drainer is not killed too).
+fn redis_restart(rng: &mut fastrand::Rng, p: &Plan) -> Option<RedisRestart> {
+    match rng.u32(0..6) {
+        0 | 1 => Some(RedisRestart::BeforeDrain),
+        2 if p.kill_drainer.is_none() => Some(RedisRestart::MidDrain {
+            down_ms: rng.u64(200..800),
+        }),
+        _ => None,
     }
 }
 
@@ -256,40 +283,6 @@ fn server_config() -> ServerConfig {
     }
 }
 
-/// Every file under `dir`, with its inode (a rename-replace gives a new one).
-fn files(dir: &Path) -> BTreeSet<(PathBuf, u64)> {
-    let mut out = BTreeSet::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if let Ok(m) = e.metadata() {
-                out.insert((p, m.ino()));
-            }
-        }
-    }
-    out
-}
-
-fn is_record(p: &Path) -> bool {
-    p.file_name()
-        .and_then(|n| n.to_str())
-        .is_some_and(|n| n.ends_with(".json"))
-}
-
-/// A record, or a record set aside (quarantined): what a drain must not leave. The lock
-/// file and a rename's `.tmp` a kill cut short are not records.
-fn is_left_record(p: &Path) -> bool {
-    p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
-        n.ends_with(".json")
-            || n.contains(".corrupt-")
-            || n.contains(".unsupported-")
-            || n.contains(".unrecoverable-")
-    })
-}
-
 /// The reservation id of the ledger's reserve under `key`, once applied.
 fn reserved(server: &LocalServer, from: usize, key: &str) -> Option<String> {
     server
@@ -298,18 +291,6 @@ fn reserved(server: &LocalServer, from: usize, key: &str) -> Option<String> {
         .skip(from)
         .find(|e| e.kind == "reserve" && e.idempotency_key == key)
         .and_then(|e| e.reservation_id)
-}
-
-/// The reservation ids of the journal's records.
-fn journaled(dir: &Path) -> BTreeSet<String> {
-    files(dir)
-        .into_iter()
-        .filter(|(p, _)| is_record(p))
-        .filter_map(|(p, _)| {
-            let v: Value = serde_json::from_slice(&std::fs::read(p).ok()?).ok()?;
-            Some(v.get("reservation_id")?.as_str()?.to_string())
-        })
-        .collect()
 }
 
 /// Whether `key` is the action's base key or derived from it (`{key}:commit`, ...).
@@ -396,6 +377,10 @@ pub struct Opts {
     /// Test-only: no face drains, so the known actuals a writer left journaled stay
     /// unapplied; the run must fail (scripts/crashloop.sh proves the loop can).
     pub skip_drain: bool,
+    /// Journal to a Redis the loop starts (`redis-server` on PATH, AOF, `appendfsync
+    /// always`) instead of a directory; each writer's own directory is removed after its
+    /// kill, and Redis is restarted when an iteration draws it.
+    pub redis: bool,
 }
 
 /// Runs the loop; Ok(false) when an iteration failed (each failure printed).
@@ -469,7 +454,13 @@ async fn run_loop(opts: &Opts, root: &Path) -> Result<bool, String> {
         .map_err(|e| format!("cannot start the local server: {e}"))?;
     let inspect = CyclesClient::new(Config::new(server.url(), KEY).with_tenant(TENANT))
         .map_err(|e| e.to_string())?;
+    let mut place = if opts.redis {
+        Place::redis(&root.join("redis"), &server.url(), KEY, TENANT)?
+    } else {
+        Place::Dir
+    };
     let mut rng = fastrand::Rng::with_seed(opts.seed);
+    let mut redis_rng = fastrand::Rng::with_seed(opts.seed ^ 0x5ed1_5000);
     let mut stats = Stats::default();
     let mut failures = Vec::new();
     let started = Instant::now();
@@ -491,7 +482,10 @@ async fn run_loop(opts: &Opts, root: &Path) -> Result<bool, String> {
             .map(|k| (drainer + k) % n)
             .find(|&f| f != writer)
             .unwrap_or(drainer);
-        let p = plan(&mut rng, opts.seed, i, (writer, drainer, last));
+        let mut p = plan(&mut rng, opts.seed, i, (writer, drainer, last));
+        if opts.redis {
+            p.redis_restart = redis_restart(&mut redis_rng, &p);
+        }
         let label = format!(
             "iteration {i}: {} -> {}, {} on action {} of {}{}",
             opts.faces[writer].0,
@@ -504,8 +498,12 @@ async fn run_loop(opts: &Opts, root: &Path) -> Result<bool, String> {
             } else {
                 ""
             }
-        );
-        match iteration(&server, &inspect, opts, root, i, &p, &mut stats).await {
+        ) + match p.redis_restart {
+            Some(RedisRestart::BeforeDrain) => ", Redis restarted before the drain",
+            Some(RedisRestart::MidDrain { .. }) => ", Redis restarted mid-drain",
+            None => "",
+        };
+        match iteration(&server, &inspect, &mut place, opts, root, i, &p, &mut stats).await {
             Ok(problems) if problems.is_empty() => {}
             Ok(problems) => {
                 for pr in problems {
@@ -566,7 +564,7 @@ fn print_stats(opts: &Opts, s: &Stats, took: Duration) {
          - actions started: {}; known actuals: {}; actuals lost in memory with the process: {}\n\
          - known actuals settled: by commit {}, by event {} (replayed from the journal by the last draining face: {}); expired before the drain: {} iterations\n\
          - first drainers killed mid-replay (a third face finished the drain): {}\n\
-         - estimates left held, expired at the server (never committed): {}",
+         - estimates left held, expired at the server (never committed): {}{}",
         opts.seed,
         s.iterations,
         took.as_secs_f64(),
@@ -584,20 +582,40 @@ fn print_stats(opts: &Opts, s: &Stats, took: Duration) {
         s.expired_before_drain,
         s.drainers_killed,
         s.expired_held,
+        if opts.redis {
+            format!(
+                "\n- journal: Redis (AOF, appendfsync always; each writer's own directory removed \
+                 after its kill); Redis SIGKILLed and restarted: before the drain {}, mid-drain {}",
+                s.redis_restarts_before_drain, s.redis_restarts_mid_drain
+            )
+        } else {
+            String::new()
+        },
     );
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn iteration(
     server: &LocalServer,
     inspect: &CyclesClient,
+    place: &mut Place,
     opts: &Opts,
     root: &Path,
     i: usize,
     p: &Plan,
     stats: &mut Stats,
 ) -> Result<Vec<String>, String> {
+    // The writer's journal directory; with Redis, its "machine" (removed after the kill) and
+    // the drainers' own.
     let journal = root.join(format!("journal-{i}"));
-    std::fs::create_dir_all(&journal).map_err(|e| format!("{}: {e}", journal.display()))?;
+    let drain_dir = match place {
+        Place::Dir => journal.clone(),
+        Place::Redis { .. } => root.join(format!("journal-{i}-drainer")),
+    };
+    for d in [&journal, &drain_dir] {
+        std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+    }
+    let journal_url = place.url().map(str::to_string);
     let (wname, wprog) = &opts.faces[p.writer];
     let (dname, dprog) = &opts.faces[p.drainer];
     server.clear_faults();
@@ -616,7 +634,7 @@ async fn iteration(
         .collect();
     let request = json!({"id": 1, "op": "work", "url": server.url(), "api_key": KEY,
         "tenant": TENANT, "default_unit": UNIT, "journal_dir": journal.to_string_lossy(),
-        "actions": actions});
+        "journal_url": journal_url, "actions": actions});
     let log = root.join(format!("writer-{i}-{wname}.log"));
     let mut w = spawn_driver(wprog, &request, &log)?;
     *stats.written_by.entry(wname.clone()).or_default() += 1;
@@ -639,10 +657,7 @@ async fn iteration(
                 }
                 // The target action's own record (every commit is journaled first).
                 Point::AfterJournal => reserved(server, ledger_from, &p.actions[p.target].key)
-                    .is_some_and(|rid| {
-                        let name = record_file_name(&rid);
-                        files(&journal).iter().any(|(f, _)| f.ends_with(&name))
-                    }),
+                    .is_some_and(|rid| place.has_record(&journal, &rid)),
                 Point::MidRequest => {
                     count_ops(server, req_from, Operation::CommitReservation, false) > p.target
                 }
@@ -709,7 +724,24 @@ async fn iteration(
     };
 
     // What was durable or sent when the writer died.
-    let on_disk = journaled(&journal);
+    let on_disk = place.journaled(&journal)?;
+    let mut problems = Vec::new();
+    if let Place::Redis { .. } = place {
+        // The writer's machine is lost: nothing of it may be needed to drain.
+        let local: Vec<PathBuf> = files(&journal).into_iter().map(|(f, _)| f).collect();
+        if local
+            .iter()
+            .any(|f| f.extension().is_some_and(|e| e == "json"))
+        {
+            problems.push(format!("a Redis writer journaled locally: {local:?}"));
+        }
+        std::fs::remove_dir_all(&journal).map_err(|e| format!("{}: {e}", journal.display()))?;
+        if p.redis_restart == Some(RedisRestart::BeforeDrain) {
+            let r = place.server().expect("a Redis place");
+            tokio::task::block_in_place(|| r.restart())?;
+            stats.redis_restarts_before_drain += 1;
+        }
+    }
     let sent: Vec<(Option<String>, Option<String>)> = server
         .requests()
         .into_iter()
@@ -730,8 +762,8 @@ async fn iteration(
 
     let mut hold_until = killed_at + Duration::from_millis(p.hold_ms);
     let drain = json!({"id": 1, "op": "drain", "url": server.url(), "api_key": KEY,
-                       "tenant": TENANT, "journal_dir": journal.to_string_lossy(),
-                       "timeout_ms": 30_000});
+                       "tenant": TENANT, "journal_dir": drain_dir.to_string_lossy(),
+                       "journal_url": journal_url, "timeout_ms": 30_000});
     let (mut dname, mut dprog) = (dname, dprog);
     if let Some((ms, applied)) = p
         .kill_drainer
@@ -796,8 +828,43 @@ async fn iteration(
     } else {
         // Its diagnostics go to a log too, shown only when the iteration fails.
         let log = root.join(format!("drainer-{i}-{dname}-last.log"));
+        let from = server.requests().len();
         let mut d = spawn_driver(dprog, &drain, &log)?;
-        let answer = tokio::task::block_in_place(|| d.answer.recv_timeout(DRAIN_LIMIT));
+        let until = Instant::now() + DRAIN_LIMIT;
+        let mut restart = match p.redis_restart {
+            Some(RedisRestart::MidDrain { down_ms }) => Some(down_ms),
+            _ => None,
+        };
+        let answer = loop {
+            let got = tokio::task::block_in_place(|| {
+                d.answer
+                    .recv_timeout(Duration::from_millis(if restart.is_some() {
+                        1
+                    } else {
+                        50
+                    }))
+            });
+            match got {
+                Ok(a) => break Ok(a),
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    break Err(std::sync::mpsc::RecvTimeoutError::Disconnected)
+                }
+                Err(_) if Instant::now() >= until => {
+                    break Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+                }
+                Err(_) => {}
+            }
+            let replayed = count_ops(server, from, Operation::CommitReservation, false)
+                + count_ops(server, from, Operation::CreateEvent, false);
+            if let Some(down_ms) = restart.filter(|_| replayed > 0) {
+                restart = None;
+                let r = place.server().expect("a Redis place");
+                r.kill();
+                tokio::time::sleep(Duration::from_millis(down_ms)).await;
+                tokio::task::block_in_place(|| r.restart())?;
+                stats.redis_restarts_mid_drain += 1;
+            }
+        };
         let status = match answer {
             Ok(_) => d.child.wait().map_err(|e| e.to_string())?,
             Err(_) => {
@@ -822,7 +889,6 @@ async fn iteration(
         let _ = std::fs::remove_file(&log);
         vec![answer]
     };
-    let mut problems = Vec::new();
     let report = &answers[0]["ok"];
     if report.is_null() {
         problems.push(format!("the drain ({dname}) answered {}", answers[0]));
@@ -959,11 +1025,7 @@ async fn iteration(
             }
         }
     }
-    let left: Vec<String> = files(&journal)
-        .into_iter()
-        .filter(|(f, _)| is_left_record(f))
-        .map(|(f, _)| f.to_string_lossy().into_owned())
-        .collect();
+    let left = place.left(&drain_dir)?;
     if !left.is_empty() {
         problems.push(format!(
             "the journal is not empty after the drain: {left:?}"
@@ -971,6 +1033,7 @@ async fn iteration(
     }
     if problems.is_empty() {
         let _ = std::fs::remove_dir_all(&journal);
+        let _ = std::fs::remove_dir_all(&drain_dir);
         let _ = std::fs::remove_file(&log);
     }
     Ok(problems)

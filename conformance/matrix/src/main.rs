@@ -9,6 +9,7 @@
 mod checks;
 mod contract;
 mod crashloop;
+mod crashloop_journal;
 mod disks;
 mod face;
 mod gen;
@@ -78,6 +79,11 @@ struct Crashloop {
     /// Test-only: skip the drain (known actuals stay unapplied), so the run must fail.
     #[arg(long)]
     skip_drain: bool,
+    /// Journal to a Redis the loop starts itself (`redis-server` on PATH) instead of a
+    /// directory: writers' own directories are removed after their kill, Redis is restarted
+    /// between kill and drain or mid-drain when an iteration draws it.
+    #[arg(long)]
+    redis: bool,
 }
 
 #[derive(clap::Args)]
@@ -212,6 +218,7 @@ fn main() -> ExitCode {
             faces: c.faces,
             work: c.work,
             skip_drain: c.skip_drain,
+            redis: c.redis,
         }) {
             Ok(true) => ExitCode::SUCCESS,
             Ok(false) => ExitCode::FAILURE,

@@ -259,7 +259,15 @@ fn config(r: &Value) -> R<Config> {
     if let Some(t) = r.get("tenant").and_then(Value::as_str) {
         c = c.with_tenant(t);
     }
-    Ok(c)
+    Ok(with_journal_url(c, r))
+}
+
+/// The request's Redis journal (`journal_url`), when it names one.
+pub fn with_journal_url(c: Config, r: &Value) -> Config {
+    match r.get("journal_url").and_then(Value::as_str) {
+        Some(u) => c.with_journal_url(u),
+        None => c,
+    }
 }
 
 fn quick_settle() -> SettleConfig {

@@ -30,10 +30,13 @@ fn text<'a>(v: &'a Value, name: &str) -> R<&'a str> {
 /// and TTL whose work sleeps `sleep_ms`, sets the actual and returns. Answers the outcome
 /// name of each.
 pub async fn work(r: &Value) -> R<Value> {
-    let cfg = Config::new(text(r, "url")?, text(r, "api_key")?)
-        .with_journal_dir(text(r, "journal_dir")?)
-        .with_tenant(text(r, "tenant")?)
-        .with_default_unit(text(r, "default_unit")?);
+    let cfg = crate::rust_face::with_journal_url(
+        Config::new(text(r, "url")?, text(r, "api_key")?)
+            .with_journal_dir(text(r, "journal_dir")?)
+            .with_tenant(text(r, "tenant")?)
+            .with_default_unit(text(r, "default_unit")?),
+        r,
+    );
     let err = |e: Error| e.to_string();
     let client = Arc::new(CyclesClient::new(cfg.clone()).map_err(err)?);
     let guard = Guard::new(

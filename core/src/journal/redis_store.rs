@@ -357,7 +357,8 @@ impl RedisStore {
         }
     }
 
-    /// The partitions that have records at `target` (a `SCAN` of their record sets).
+    /// The partitions that have records or quarantined records at `target` (a `SCAN` of
+    /// their two sets; Redis deletes a set when it empties).
     pub fn partitions(target: &RedisTarget) -> io::Result<Vec<String>> {
         let client = redis::Client::open(target.url.as_str()).map_err(io_err)?;
         let mut c = client
@@ -365,26 +366,27 @@ impl RedisStore {
             .map_err(io_err)?;
         c.set_read_timeout(Some(IO_TIMEOUT)).map_err(io_err)?;
         let mut out = Vec::new();
-        let mut cursor: u64 = 0;
-        loop {
-            let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
-                .arg(cursor)
-                .arg("MATCH")
-                .arg("cycles:journal:{*}:records")
-                .arg("COUNT")
-                .arg(1000)
-                .query(&mut c)
-                .map_err(io_err)?;
-            out.extend(keys.iter().filter_map(|k| {
-                let inner = k
-                    .strip_prefix("cycles:journal:{")?
-                    .strip_suffix("}:records")?;
-                Some(inner.to_string())
-            }));
-            if next == 0 {
-                break;
+        for set in ["records", "quarantined"] {
+            let suffix = format!("}}:{set}");
+            let mut cursor: u64 = 0;
+            loop {
+                let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+                    .arg(cursor)
+                    .arg("MATCH")
+                    .arg(format!("cycles:journal:{{*}}:{set}"))
+                    .arg("COUNT")
+                    .arg(1000)
+                    .query(&mut c)
+                    .map_err(io_err)?;
+                out.extend(keys.iter().filter_map(|k| {
+                    let inner = k.strip_prefix("cycles:journal:{")?.strip_suffix(&suffix)?;
+                    Some(inner.to_string())
+                }));
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
             }
-            cursor = next;
         }
         out.sort();
         out.dedup();

@@ -348,6 +348,18 @@ static void op_decode(const jv *q, reply *r) {
 /* ---- journal ops (a client of the orchestrator's server) ------------------------------- */
 
 /* A client of the request's identity on its journal directory; `attempts` 0 keeps the default. */
+/* Appends the request's Redis journal (`journal_url`) to an options object being built,
+ * when it names one; false (the reply failed) when it is not a string. */
+static bool journal_url(reply *r, const jv *q, sb *opts) {
+    const char *u = NULL;
+    if (!opt_str(r, q, "journal_url", &u)) return false;
+    if (u) {
+        raw(opts, ",\"journal_url\":");
+        str(opts, u);
+    }
+    return true;
+}
+
 static cycles_client *client_of(const jv *q, reply *r, unsigned attempts) {
     const char *url = need_str(r, q, "url"), *key = url ? need_str(r, q, "api_key") : NULL, *tenant = NULL;
     const char *dir = key ? need_str(r, q, "journal_dir") : NULL;
@@ -355,6 +367,10 @@ static cycles_client *client_of(const jv *q, reply *r, unsigned attempts) {
     sb opts = { 0 };
     raw(&opts, "{\"journal_dir\":");
     str(&opts, dir);
+    if (!journal_url(r, q, &opts)) {
+        free(opts.b);
+        return NULL;
+    }
     char tail[96];
     snprintf(tail, sizeof tail, ",\"replay_interval_ms\":%d", REPLAY_INTERVAL_MS);
     raw(&opts, tail);
@@ -691,6 +707,10 @@ static void op_work(const jv *q, reply *r) {
     str(&opts, dir);
     raw(&opts, ",\"default_unit\":");
     str(&opts, unit);
+    if (!journal_url(r, q, &opts)) {
+        free(opts.b);
+        return;
+    }
     raw(&opts, "}");
     cycles_client *c = NULL;
     bool made = TRY(cycles_client_new(url, key, tenant, opts.b, &c, &r->err));

@@ -30,6 +30,7 @@ final class Work {
         CyclesClient.Builder b = CyclesClient.builder().baseUrl(Face.str(r.get("url"))).apiKey(Face.str(r.get("api_key")))
                 .tenant(Face.str(r.get("tenant"))).defaultUnit(Face.str(r.get("default_unit")))
                 .journalDir(Path.of(Face.str(r.get("journal_dir"))));
+        Face.journalUrl(b, r);
         try (CyclesClient client = b.build()) {
             for (Object o : Face.list(r.get("actions"))) {
                 Map<String, Object> a = Face.obj(o);

@@ -251,7 +251,12 @@ function rawMember(text, path) {
 const METRICS = { tokens_input: "tokensInput", tokens_output: "tokensOutput", latency_ms: "latencyMs", model_version: "modelVersion", custom: "custom" };
 
 function client(r, extra = {}) {
-  return new Client({ baseUrl: r.url, apiKey: r.api_key, ...(r.tenant == null ? {} : { tenant: r.tenant }), journalDir: r.journal_dir, ...extra });
+  return new Client({ baseUrl: r.url, apiKey: r.api_key, ...(r.tenant == null ? {} : { tenant: r.tenant }), journalDir: r.journal_dir, ...journalUrl(r), ...extra });
+}
+
+/** The request's Redis journal (`journal_url`), when it names one. */
+export function journalUrl(r) {
+  return r.journal_url == null ? {} : { journalUrl: r.journal_url };
 }
 
 async function write(r, line) {

@@ -3,6 +3,7 @@
 // so another op added to the face touches only the dispatch.
 import { setTimeout as sleep } from "node:timers/promises";
 import { Client } from "cycles-sdk";
+import { journalUrl } from "./face.mjs";
 
 /**
  * Every action in order through one client of the tenant, default unit and journal: a
@@ -10,7 +11,7 @@ import { Client } from "cycles-sdk";
  * work sleeps `sleep_ms`, sets the actual and returns. Answers each outcome.
  */
 export async function work(r) {
-  const cl = new Client({ baseUrl: r.url, apiKey: r.api_key, tenant: r.tenant, defaultUnit: r.default_unit, journalDir: r.journal_dir });
+  const cl = new Client({ baseUrl: r.url, apiKey: r.api_key, tenant: r.tenant, defaultUnit: r.default_unit, journalDir: r.journal_dir, ...journalUrl(r) });
   const outcomes = [];
   try {
     for (const a of r.actions) {

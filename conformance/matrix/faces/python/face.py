@@ -358,7 +358,12 @@ def check_faithful(v: Any, where: str) -> None:
 
 def _client(req: dict[str, Any], **kw: Any) -> cycles.Client:
     return cycles.Client(
-        req["url"], req["api_key"], tenant=req.get("tenant"), journal_dir=req["journal_dir"], **kw
+        req["url"],
+        req["api_key"],
+        tenant=req.get("tenant"),
+        journal_dir=req["journal_dir"],
+        journal_url=req.get("journal_url"),
+        **kw,
     )
 
 

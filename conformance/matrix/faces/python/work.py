@@ -20,6 +20,7 @@ def op_work(req: dict[str, Any]) -> Any:
         tenant=req["tenant"],
         default_unit=req["default_unit"],
         journal_dir=req["journal_dir"],
+        journal_url=req.get("journal_url"),
     )
     outcomes: list[str] = []
     try:
