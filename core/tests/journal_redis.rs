@@ -322,6 +322,30 @@ fn a_restart_with_aof_keeps_every_record() {
     assert_eq!(ids, ["rsv-0", "rsv-1", "rsv-2", "rsv-3", "rsv-4"]);
 }
 
+#[test]
+fn the_first_write_after_a_redis_restart_succeeds_on_stale_pooled_connections() {
+    let data = tempfile::tempdir().unwrap();
+    let mut redis = Redis::start(data.path(), true);
+    let s = store(&redis);
+    let l = s.try_lock("rsv-a").unwrap().unwrap();
+    s.save(&l, &mut record("rsv-a")).unwrap();
+    drop(l); // every connection used so far is back in the pool
+    redis.restart();
+    // Each of these is the first command on a connection Redis closed when it died.
+    let l = s.try_lock("rsv-b").expect("take after a restart").unwrap();
+    s.save(&l, &mut record("rsv-b"))
+        .expect("save after a restart");
+    drop(l);
+    let ids: Vec<String> = s
+        .scan()
+        .unwrap()
+        .records
+        .into_iter()
+        .map(|r| r.record.reservation_id)
+        .collect();
+    assert_eq!(ids.len(), 2, "{ids:?}");
+}
+
 #[tokio::test]
 async fn a_corrupt_record_is_quarantined_in_the_store() {
     let data = tempfile::tempdir().unwrap();

@@ -411,10 +411,28 @@ impl RedisStore {
         format!("{}:{name}", self.inner.prefix)
     }
 
+    fn connect(&self) -> io::Result<redis::Connection> {
+        let c = self
+            .inner
+            .client
+            .get_connection_with_timeout(IO_TIMEOUT)
+            .map_err(io_err)?;
+        c.set_read_timeout(Some(IO_TIMEOUT)).map_err(io_err)?;
+        c.set_write_timeout(Some(IO_TIMEOUT)).map_err(io_err)?;
+        Ok(c)
+    }
+
     /// Runs `f` on a pooled connection (opened on demand); a failed connection is dropped.
+    /// A pooled connection that Redis closed while it sat idle (Redis restarted, or its
+    /// `timeout` passed) fails its first command as dropped: then the whole pool is let go
+    /// (its other connections are as stale) and `f` runs once more on a fresh connection.
+    /// Sending again is safe for every command here: reads, and scripts that repeat
+    /// harmlessly (a save or removal under the same lease, a release), or that refuse the
+    /// second time (a lease already taken, a record already quarantined: an error, never a
+    /// second change). A timeout is never retried: the command may be running.
     fn with<T>(
         &self,
-        f: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>,
+        mut f: impl FnMut(&mut redis::Connection) -> redis::RedisResult<T>,
     ) -> io::Result<T> {
         let pooled = self
             .inner
@@ -422,20 +440,21 @@ impl RedisStore {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .pop();
+        let reused = pooled.is_some();
         let mut conn = match pooled {
             Some(c) => c,
-            None => {
-                let c = self
-                    .inner
-                    .client
-                    .get_connection_with_timeout(IO_TIMEOUT)
-                    .map_err(io_err)?;
-                c.set_read_timeout(Some(IO_TIMEOUT)).map_err(io_err)?;
-                c.set_write_timeout(Some(IO_TIMEOUT)).map_err(io_err)?;
-                c
-            }
+            None => self.connect()?,
         };
-        let out = f(&mut conn);
+        let mut out = f(&mut conn);
+        if reused && matches!(&out, Err(e) if e.is_connection_dropped()) {
+            self.inner
+                .pool
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clear();
+            conn = self.connect()?;
+            out = f(&mut conn);
+        }
         match &out {
             Err(e) if e.is_io_error() || e.is_connection_dropped() || e.is_timeout() => {}
             _ => {
