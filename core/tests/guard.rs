@@ -21,6 +21,7 @@ struct Setup {
     server: LocalServer,
     guard: Guard,
     events: Arc<Mutex<Vec<Event>>>,
+    _store: common::store::TestJournal,
     _journal: tempfile::TempDir,
 }
 
@@ -38,9 +39,10 @@ async fn setup(regime: Regime) -> Setup {
 async fn setup_with(server_config: ServerConfig) -> Setup {
     let server = LocalServer::start(server_config).await.unwrap();
     let journal = tempfile::tempdir().unwrap();
-    let config = Config::new(server.url(), KEY)
-        .with_request_timeout(Duration::from_millis(500))
-        .with_journal_dir(journal.path());
+    // The store under test (CYCLES_TEST_JOURNAL_STORE): the directory, or a Redis.
+    let store = common::store::TestJournal::new(journal.path().join("journal"));
+    let config = store
+        .configure(Config::new(server.url(), KEY).with_request_timeout(Duration::from_millis(500)));
     let events = Arc::new(Mutex::new(Vec::new()));
     let sink_events = events.clone();
     let sink = EventSink::with_callback(move |e| sink_events.lock().unwrap().push(e.clone()));
@@ -57,6 +59,7 @@ async fn setup_with(server_config: ServerConfig) -> Setup {
         server,
         guard: Guard::new(client, settler, sink),
         events,
+        _store: store,
         _journal: journal,
     }
 }

@@ -445,6 +445,51 @@ async fn redis_restarting_mid_drain_is_waited_out_and_the_record_settled_once() 
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_settlement_retrying_past_its_lease_renews_it_and_removes_its_record() {
+    let data = tempfile::tempdir().unwrap();
+    let redis = Redis::start(data.path(), true);
+    let server = server().await;
+    let id = reserve(&client(&server), 1000).await;
+    // Two attempts time out (500 ms each) before the third is answered: 1 s in all, past
+    // an 800 ms lease unless each retry renews it.
+    server.add_fault(FaultRule {
+        operation: Operation::CommitReservation,
+        reservation_id: None,
+        skip: 0,
+        times: 2,
+        every: 1,
+        fault: Fault::Delay { ms: 700 },
+    });
+    let config = Config::new(server.url(), KEY)
+        .with_journal_dir(data.path().join("unused"))
+        .with_journal_url(format!("{}?lease_ms=800", redis.url()))
+        .with_request_timeout(Duration::from_millis(500));
+    let seen = Seen::default();
+    let s = Settler::new(&config, settings(&seen, 5)).unwrap();
+    let out = s.settle(settlement(&id, &key("commit"), 250)).await;
+    assert!(matches!(out, SettleOutcome::Committed(_)), "{out:?}");
+    assert!(
+        record_keys(&redis).is_empty(),
+        "removed under a lease still ours"
+    );
+    let failures: Vec<String> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match e {
+            Event::JournalIoFailed {
+                operation, error, ..
+            } => Some(format!("{operation}: {error}")),
+            _ => None,
+        })
+        .collect();
+    assert!(failures.is_empty(), "{failures:?}");
+    // The held attempts finish at the server: applied once all the same.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(applied_commits(&server), 1);
+}
+
 #[test]
 fn a_lease_left_by_a_dead_holder_lapses_after_lease_ms() {
     let data = tempfile::tempdir().unwrap();

@@ -161,6 +161,22 @@ impl Store {
         }
     }
 
+    /// Extends the hold `lock` has on its record, for a settlement that retries for longer
+    /// than a Redis lease lasts; false when a Redis lease was already lost. A file lock lasts
+    /// as long as its holder, so there is nothing to extend.
+    pub fn renew(&self, lock: &StoreLock) -> io::Result<bool> {
+        match (self, lock) {
+            (Store::File(_), StoreLock::File(_)) => Ok(true),
+            (Store::Redis(r), StoreLock::Redis(l)) => r.store.renew(l),
+            _ => Err(wrong_lock()),
+        }
+    }
+
+    /// Whether holding a record can lapse (a Redis lease), so a long settlement renews it.
+    pub fn leases_expire(&self) -> bool {
+        matches!(self, Store::Redis(_))
+    }
+
     /// Reads `reservation_id`'s record (see [`Journal::load`]).
     pub fn load(
         &self,

@@ -118,7 +118,17 @@ impl RedisTarget {
                             )
                         })?;
                 }
-                _ => kept.push((k.into_owned(), v.into_owned())),
+                // The Redis client's own parameters pass through to it.
+                "protocol" | "db" | "user" | "pass" => kept.push((k.into_owned(), v.into_owned())),
+                other => {
+                    return Err(bad(
+                        raw,
+                        format!(
+                            "unknown parameter {other:?} (durability, wait_timeout_ms, lease_ms; \
+                             protocol, db, user, pass for the Redis client)"
+                        ),
+                    ))
+                }
             }
         }
         let durability = match durability.as_deref() {
@@ -211,6 +221,11 @@ local token = redis.call('INCR', KEYS[2])
 if redis.call('SET', KEYS[1], token, 'NX', 'PX', ARGV[1]) then return token end
 return false";
 
+// Renews a lease that is still ours to ARGV[2] ms; 0 when it is not.
+const RENEW: &str = r"
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+return redis.call('PEXPIRE', KEYS[1], ARGV[2])";
+
 // Releases a lease that is still ours.
 const RELEASE: &str = r"
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
@@ -231,6 +246,7 @@ struct Inner {
     remove: redis::Script,
     quarantine: redis::Script,
     take: redis::Script,
+    renew: redis::Script,
     release: redis::Script,
 }
 
@@ -300,6 +316,7 @@ impl RedisStore {
                 remove: redis::Script::new(REMOVE),
                 quarantine: redis::Script::new(QUARANTINE),
                 take: redis::Script::new(TAKE),
+                renew: redis::Script::new(RENEW),
                 release: redis::Script::new(RELEASE),
             }),
         };
@@ -498,6 +515,20 @@ impl RedisStore {
         }))
     }
 
+    /// Renews `lease` for another `lease_ms`; false when it was no longer ours.
+    pub fn renew(&self, lease: &Lease) -> io::Result<bool> {
+        let token = self.owned(lease, &lease.file)?;
+        let done: i64 = self.with(|c| {
+            self.inner
+                .renew
+                .key(self.key("l", &lease.file))
+                .arg(token)
+                .arg(self.inner.target.lease_ms)
+                .invoke(c)
+        })?;
+        Ok(done == 1)
+    }
+
     fn owned<'a>(&self, lease: &'a Lease, file: &str) -> io::Result<&'a str> {
         if lease.file != file || !Arc::ptr_eq(&lease.store.inner, &self.inner) {
             return Err(io::Error::new(
@@ -685,6 +716,11 @@ mod tests {
                 "lease_ms must be an integer >= 100",
             ),
             ("redis://h?lease_ms=soon", "lease_ms"),
+            (
+                "redis://h?lease_msx=1000",
+                "unknown parameter \"lease_msx\"",
+            ),
+            ("redis://h?durabilty=none", "unknown parameter"),
         ] {
             let e = RedisTarget::parse(url).unwrap_err();
             assert!(e.contains(says), "{url}: {e}");

@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+pub mod store;
+
 use cycles_core::*;
 use cycles_local_server::{LocalServer, ServerConfig, ServerMode};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -228,6 +228,9 @@ impl Settler {
                     tokio::time::sleep(wait).await;
                 }
             }
+            if attempts > 0 {
+                self.renew(&mut held, &id).await;
+            }
             attempts += 1;
             let mode = rec.mode;
             let Some(body) = rec.active_body().map(RawValue::to_owned) else {

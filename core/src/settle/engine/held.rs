@@ -47,6 +47,35 @@ impl Settler {
         }
     }
 
+    /// Before a retry: renews the hold on the record when it can lapse (a Redis lease), so a
+    /// settlement retrying for longer than a lease still removes its record at the end. A
+    /// lease already lost is reported (another worker may now be settling the same record:
+    /// harmless, same key); the attempt goes ahead either way.
+    pub(super) async fn renew(&self, held: &mut Option<Held>, id: &str) {
+        let Some(h) = held.take_if(|h| h.journal.leases_expire()) else {
+            return;
+        };
+        let (h, res) = self
+            .blocking(move || {
+                let res = h.journal.renew(&h.lock);
+                (h, res)
+            })
+            .await;
+        let at = h.journal.locate(id);
+        *held = Some(h);
+        match res {
+            Ok(true) => {}
+            Ok(false) => self.io_failed(
+                Some(id),
+                "renew",
+                &std::io::Error::other(format!(
+                    "redis: the lease on {at} expired (another worker may be settling it)"
+                )),
+            ),
+            Err(e) => self.io_failed(Some(id), "renew", &e),
+        }
+    }
+
     /// Removes (or quarantines) the held record, emits `then`, and releases the record's lock
     /// (the episode ends after it). The file operation, its report, `then` and the unlock run
     /// in one blocking task, so a cancelled replay pass can never remove or quarantine a record
