@@ -615,6 +615,7 @@ async fn iteration(
     for d in [&journal, &drain_dir] {
         std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
     }
+    place.begin(i)?;
     let journal_url = place.url().map(str::to_string);
     let (wname, wprog) = &opts.faces[p.writer];
     let (dname, dprog) = &opts.faces[p.drainer];
@@ -823,11 +824,12 @@ async fn iteration(
     }
 
     // A different face starts on the same journal and drains it.
+    let drain_log = root.join(format!("drainer-{i}-{dname}-last.log"));
     let answers = if opts.skip_drain {
         vec![json!({"ok": {"settled": 0, "pending": 0, "quarantined": 0}})]
     } else {
         // Its diagnostics go to a log too, shown only when the iteration fails.
-        let log = root.join(format!("drainer-{i}-{dname}-last.log"));
+        let log = drain_log.clone();
         let from = server.requests().len();
         let mut d = spawn_driver(dprog, &drain, &log)?;
         let until = Instant::now() + DRAIN_LIMIT;
@@ -886,7 +888,7 @@ async fn iteration(
                 log.display()
             ));
         }
-        let _ = std::fs::remove_file(&log);
+        // Kept until the iteration is checked: shown when it fails.
         vec![answer]
     };
     let report = &answers[0]["ok"];
@@ -1035,6 +1037,7 @@ async fn iteration(
         let _ = std::fs::remove_dir_all(&journal);
         let _ = std::fs::remove_dir_all(&drain_dir);
         let _ = std::fs::remove_file(&log);
+        let _ = std::fs::remove_file(&drain_log);
     }
     Ok(problems)
 }

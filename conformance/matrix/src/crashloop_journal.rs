@@ -51,7 +51,12 @@ fn is_left_record(p: &Path) -> bool {
     })
 }
 
-/// The loop's journal: a directory per iteration, or one Redis for all.
+/// Redis databases the iterations cycle through, so a record a failed iteration left is
+/// never taken for a later one's.
+const DATABASES: usize = 16;
+
+/// The loop's journal: a directory per iteration, or one Redis for all (a database per
+/// iteration, in turn).
 pub enum Place {
     /// `journal-<i>` under the loop's work directory.
     Dir,
@@ -59,10 +64,13 @@ pub enum Place {
     Redis {
         /// The process.
         server: RedisServer,
-        /// The URL every face is given.
-        url: String,
-        /// The partition the faces' identity maps to, read through core's store.
-        store: Store,
+        /// The URL of each database (what the faces are given).
+        urls: Vec<String>,
+        /// The partition the faces' identity maps to, in each database, read through core's
+        /// store.
+        stores: Vec<Store>,
+        /// The current iteration's database.
+        db: usize,
     },
 }
 
@@ -71,21 +79,48 @@ impl Place {
     pub fn redis(dir: &Path, base_url: &str, key: &str, tenant: &str) -> Result<Place, String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let server = RedisServer::start(dir, true)?;
-        let url = format!("{}?lease_ms={LEASE_MS}", server.url());
-        let config = JournalConfig {
-            enabled: true,
-            dir: dir.join("unused"),
-            url: Some(url.clone()),
-        };
-        let store = Store::open(&config, base_url, key, Some(tenant)).map_err(|e| e.to_string())?;
-        Ok(Place::Redis { server, url, store })
+        let urls: Vec<String> = (0..DATABASES)
+            .map(|db| {
+                format!(
+                    "redis://127.0.0.1:{}/{db}?lease_ms={LEASE_MS}",
+                    server.port()
+                )
+            })
+            .collect();
+        let stores = urls
+            .iter()
+            .map(|url| {
+                let config = JournalConfig {
+                    enabled: true,
+                    dir: dir.join("unused"),
+                    url: Some(url.clone()),
+                };
+                Store::open(&config, base_url, key, Some(tenant)).map_err(|e| e.to_string())
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Place::Redis {
+            server,
+            urls,
+            stores,
+            db: 0,
+        })
+    }
+
+    /// Starts iteration `i`: with Redis, its database, emptied of what an earlier failed
+    /// iteration left there (already reported).
+    pub fn begin(&mut self, i: usize) -> Result<(), String> {
+        if let Place::Redis { server, db, .. } = self {
+            *db = i % DATABASES;
+            server.commands(&[&["SELECT", &db.to_string()], &["FLUSHDB"]])?;
+        }
+        Ok(())
     }
 
     /// The `journal_url` the faces are given, if any.
     pub fn url(&self) -> Option<&str> {
         match self {
             Place::Dir => None,
-            Place::Redis { url, .. } => Some(url),
+            Place::Redis { urls, db, .. } => Some(&urls[*db]),
         }
     }
 
@@ -97,10 +132,17 @@ impl Place {
         }
     }
 
+    fn store(&self) -> Option<&Store> {
+        match self {
+            Place::Dir => None,
+            Place::Redis { stores, db, .. } => Some(&stores[*db]),
+        }
+    }
+
     /// The reservation ids the journal holds records of (`dir`: the iteration's directory).
     pub fn journaled(&self, dir: &Path) -> Result<BTreeSet<String>, String> {
-        match self {
-            Place::Dir => Ok(files(dir)
+        match self.store() {
+            None => Ok(files(dir)
                 .into_iter()
                 .filter(|(p, _)| is_record(p))
                 .filter_map(|(p, _)| {
@@ -108,7 +150,7 @@ impl Place {
                     Some(v.get("reservation_id")?.as_str()?.to_string())
                 })
                 .collect()),
-            Place::Redis { store, .. } => Ok(store
+            Some(store) => Ok(store
                 .scan()
                 .map_err(|e| format!("the journal's Redis: {e}"))?
                 .records
@@ -120,12 +162,12 @@ impl Place {
 
     /// Whether `reservation_id`'s record is in the journal now.
     pub fn has_record(&self, dir: &Path, reservation_id: &str) -> bool {
-        match self {
-            Place::Dir => {
+        match self.store() {
+            None => {
                 let name = record_file_name(reservation_id);
                 files(dir).iter().any(|(f, _)| f.ends_with(&name))
             }
-            Place::Redis { store, .. } => store.scan().is_ok_and(|s| {
+            Some(store) => store.scan().is_ok_and(|s| {
                 s.records
                     .iter()
                     .any(|r| r.record.reservation_id == reservation_id)
@@ -135,13 +177,13 @@ impl Place {
 
     /// What a drain left: records, invalid and quarantined ones (file names, or keys).
     pub fn left(&self, dir: &Path) -> Result<Vec<String>, String> {
-        match self {
-            Place::Dir => Ok(files(dir)
+        match self.store() {
+            None => Ok(files(dir)
                 .into_iter()
                 .filter(|(f, _)| is_left_record(f))
                 .map(|(f, _)| f.to_string_lossy().into_owned())
                 .collect()),
-            Place::Redis { store, .. } => {
+            Some(store) => {
                 let s = store
                     .scan()
                     .map_err(|e| format!("the journal's Redis: {e}"))?;

@@ -95,6 +95,34 @@ impl RedisServer {
         s.write_all(b"PING\r\n").is_ok() && s.read_exact(&mut buf).is_ok() && &buf == b"+PONG\r\n"
     }
 
+    /// Sends `commands` (RESP) in order on one connection (so a `SELECT` applies to those
+    /// after it) and returns the first line of each reply (`+OK`, `:3`, ...); an error reply
+    /// (`-ERR ...`) is an error.
+    pub fn commands(&self, commands: &[&[&str]]) -> Result<Vec<String>, String> {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).map_err(|e| e.to_string())?;
+        let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+        let mut out = Vec::new();
+        for args in commands {
+            let mut req = format!("*{}\r\n", args.len());
+            for a in *args {
+                req.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+            }
+            s.write_all(req.as_bytes()).map_err(|e| e.to_string())?;
+            let mut reply = Vec::new();
+            let mut byte = [0u8; 1];
+            while !reply.ends_with(b"\r\n") {
+                s.read_exact(&mut byte).map_err(|e| e.to_string())?;
+                reply.push(byte[0]);
+            }
+            let line = String::from_utf8_lossy(&reply[..reply.len() - 2]).into_owned();
+            if line.starts_with('-') {
+                return Err(line);
+            }
+            out.push(line);
+        }
+        Ok(out)
+    }
+
     /// SIGKILL: only what it had made durable before answering survives.
     pub fn kill(&mut self) {
         let _ = self.child.kill();
