@@ -60,6 +60,11 @@ adapter() { # name implementation report args...
 # building that package selection first makes each run a quick no-op build.
 cargo test -q --locked -p cycles-core --no-run
 adapter rust cycles-sdk/rust-core "$reports/recovery-conformance.json" --adapter conformance/adapters/rust
+# The same claim with the journal in Redis (issue 35): the mapped tests run on a Redis each
+# starts (core/tests/common/store.rs, CYCLES_TEST_JOURNAL_STORE=redis).
+CYCLES_TEST_JOURNAL_STORE=redis adapter rust-redis cycles-sdk/rust-core-redis-journal \
+    "$reports/recovery-conformance-rust-redis.json" \
+    --adapter conformance/adapters/rust --map conformance/adapters/rust-redis-map.json
 adapter python cycles-sdk/python "$reports/recovery-conformance-python.json" \
     --adapter conformance/adapters/python --python "$py_venv/bin/python"
 # This checkout's CTest tree, brought up to date with these sources first (incrementally): the

@@ -490,6 +490,43 @@ async fn a_settlement_retrying_past_its_lease_renews_it_and_removes_its_record()
     assert_eq!(applied_commits(&server), 1);
 }
 
+/// CR-DURABLE-007 on Redis: a record's key ends in the file store's name for the exact id
+/// (`v2-<sha256>.json`, the cross-language vectors' function), ids that differ only in ways a
+/// lossy scheme would erase never share a key, and each record reads back as its own.
+#[test]
+fn redis_record_keys_are_the_file_names_of_the_exact_ids() {
+    let data = tempfile::tempdir().unwrap();
+    let redis = Redis::start(data.path(), true);
+    let s = store(&redis);
+    let ids = tricky_ids();
+    for id in &ids {
+        let l = s.try_lock(id).unwrap().unwrap();
+        s.save(&l, &mut record(id)).unwrap();
+    }
+    let partition = s.partition().to_string();
+    let mut keys: Vec<String> = redis.cmd(&["KEYS", "cycles:journal:*:r:*"]);
+    keys.sort();
+    let mut want: Vec<String> = ids
+        .iter()
+        .map(|id| {
+            format!(
+                "cycles:journal:{{{partition}}}:r:{}",
+                names::record_file_name(id)
+            )
+        })
+        .collect();
+    want.sort();
+    assert_eq!(
+        keys, want,
+        "one key per id, named as the file store names it"
+    );
+    let scan = s.scan().unwrap();
+    assert_eq!(scan.records.len(), ids.len());
+    for r in &scan.records {
+        assert_eq!(r.file, names::record_file_name(&r.record.reservation_id));
+    }
+}
+
 #[test]
 fn a_lease_left_by_a_dead_holder_lapses_after_lease_ms() {
     let data = tempfile::tempdir().unwrap();

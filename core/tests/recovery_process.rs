@@ -13,8 +13,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::store::TestJournal;
 use common::*;
-use cycles_core::journal::{Journal, Record};
+use cycles_core::journal::Record;
 use cycles_core::*;
 use cycles_local_server::{
     Fault, FaultRule, LocalServer, Operation, RequestRecord, ServerConfig, TenantSeed,
@@ -76,6 +77,9 @@ async fn run_child(spec: &Value) -> Value {
     .with_request_timeout(Duration::from_secs(30));
     if let Some(t) = spec["tenant"].as_str() {
         cfg = cfg.with_tenant(t);
+    }
+    if let Some(u) = spec["journal_url"].as_str() {
+        cfg = cfg.with_journal_url(u);
     }
     let settings = SettleConfig {
         max_attempts: spec["max_attempts"].as_u64().unwrap_or(5) as u32,
@@ -194,17 +198,6 @@ fn fault(op: Operation, id: &str, times: u32, fault: Fault) -> FaultRule {
     }
 }
 
-fn journal_for(url: &str, dir: &Path, api_key: &str, tenant: Option<&str>) -> Journal {
-    let base = Config::new(url, api_key).base_url;
-    Journal::new(dir, &base, api_key, tenant)
-}
-
-fn read_record(path: &Path) -> Option<Record> {
-    std::fs::read(path)
-        .ok()
-        .map(|b| Record::parse(&b).expect("a valid record"))
-}
-
 /// Settlement requests (commit or event) that concern `id` / `key`, in arrival order.
 fn settlement_requests(server: &LocalServer, id: &str, key: &str) -> Vec<RequestRecord> {
     server
@@ -268,13 +261,17 @@ async fn first_commit_killed_in_flight(first: Fault, hold: Duration) {
     let server = server().await;
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("journal");
+    // The journal under test (the directory, or Redis: common::store).
+    let j = TestJournal::new(dir.clone());
     let url = server.url();
     let id = reserve(&client(&server), 1000).await;
     let key = key("commit");
-    let record_path = journal_for(&url, &dir, KEY, None).path_of(&id);
+    let record = || {
+        j.record_of(&url, KEY, None, &id)
+            .map(|b| Record::parse(&b).unwrap())
+    };
     server.add_fault(fault(Operation::CommitReservation, &id, 1, first));
-    let spec =
-        json!({"url": url, "dir": dir, "mode": "settle", "id": id, "key": key, "amount": 400});
+    let spec = j.spec(json!({"url": url, "mode": "settle", "id": id, "key": key, "amount": 400}));
 
     // Process 1: journals, sends the first commit; the server holds it; kill -9 in flight.
     let p1 = spawn(spec, tmp.path().join("p1.json"));
@@ -283,7 +280,7 @@ async fn first_commit_killed_in_flight(first: Fault, hold: Duration) {
     })
     .await;
     // At the moment the commit is at the server, its record is already on disk.
-    let rec = read_record(&record_path).expect("record on disk while the commit is in flight");
+    let rec = record().expect("record on disk while the commit is in flight");
     assert!(first_req.status.is_none(), "the commit is still in flight");
     kill9(p1);
     assert_eq!(rec.reservation_id, id);
@@ -298,31 +295,25 @@ async fn first_commit_killed_in_flight(first: Fault, hold: Duration) {
     );
 
     // The unresolved record survives the kill, byte for byte.
-    let survived = read_record(&record_path).expect("the record survives the kill");
+    let survived = record().expect("the record survives the kill");
     assert_eq!(survived.to_json(), rec.to_json());
     let killed_at = Instant::now();
 
     // Process 2: fresh process, journal only (Settler::new + drain).
     let p2 = spawn(
-        json!({"url": url, "dir": dir, "mode": "drain", "timeout_ms": 20_000}),
+        j.spec(json!({"url": url, "mode": "drain", "timeout_ms": 20_000})),
         tmp.path().join("p2.json"),
     );
     let restarted_mono_us = server.requests().last().map_or(0, |r| r.received_mono_us);
     let r2 = finish(p2, Duration::from_secs(30)).await;
     assert_eq!(r2["settled"], 1, "{r2}");
     assert_eq!(r2["remaining"], 0, "{r2}");
+    assert!(record().is_none(), "successful replay removes the record");
     assert!(
-        !record_path.exists(),
-        "successful replay removes the record"
-    );
-    assert!(
-        all_files(&dir).iter().all(|f| !f
-            .file_name()
-            .unwrap()
-            .to_string_lossy()
-            .starts_with("v2-")),
+        j.records().is_empty() && j.quarantined().is_empty(),
         "nothing left in the journal"
     );
+    assert!(j.dir_untouched_on_redis());
 
     // Let the held first request finish at the server, so a late apply would show.
     let rest = hold.saturating_sub(killed_at.elapsed()) + Duration::from_millis(200);
@@ -373,10 +364,15 @@ async fn replayed_expired_commit_switches_durably_to_event_mode_across_sigkill()
     let server = server().await;
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("journal");
+    // The journal under test (the directory, or Redis: common::store).
+    let j = TestJournal::new(dir.clone());
     let url = server.url();
     let id = reserve(&client(&server), 1000).await;
     let key = key("commit");
-    let record_path = journal_for(&url, &dir, KEY, None).path_of(&id);
+    let record = || {
+        j.record_of(&url, KEY, None, &id)
+            .map(|b| Record::parse(&b).unwrap())
+    };
 
     // Process 1 leaves a commit record (its only attempt fails with a 500).
     server.add_fault(fault(
@@ -387,15 +383,15 @@ async fn replayed_expired_commit_switches_durably_to_event_mode_across_sigkill()
     ));
     let r1 = finish(
         spawn(
-            json!({"url": url, "dir": dir, "mode": "settle", "id": id, "key": key,
-                   "amount": 400, "max_attempts": 1}),
+            j.spec(json!({"url": url, "mode": "settle", "id": id, "key": key,
+                   "amount": 400, "max_attempts": 1})),
             tmp.path().join("p1.json"),
         ),
         Duration::from_secs(30),
     )
     .await;
     assert_eq!(r1["outcome"], "pending");
-    let rec = read_record(&record_path).expect("journal contains the commit");
+    let rec = record().expect("journal contains the commit");
     assert_eq!(rec.mode, Mode::Commit);
     let before_restart = settlement_requests(&server, &id, &key).len();
     assert_eq!(before_restart, 1);
@@ -414,7 +410,7 @@ async fn replayed_expired_commit_switches_durably_to_event_mode_across_sigkill()
 
     // Process 2 (fresh): commit -> 410 -> event mode persisted -> event in flight -> kill -9.
     let p2 = spawn(
-        json!({"url": url, "dir": dir, "mode": "drain", "timeout_ms": 20_000}),
+        j.spec(json!({"url": url, "mode": "drain", "timeout_ms": 20_000})),
         tmp.path().join("p2.json"),
     );
     let event_req = wait_for(Duration::from_secs(20), "the event request", || {
@@ -423,7 +419,7 @@ async fn replayed_expired_commit_switches_durably_to_event_mode_across_sigkill()
             .find(|r| r.operation == Some(Operation::CreateEvent))
     })
     .await;
-    let switched = read_record(&record_path).expect("record present while the event is in flight");
+    let switched = record().expect("record present while the event is in flight");
     assert!(event_req.status.is_none(), "the event is in flight");
     kill9(p2);
     assert_eq!(
@@ -436,13 +432,13 @@ async fn replayed_expired_commit_switches_durably_to_event_mode_across_sigkill()
     assert_eq!(reqs.len(), 3, "{reqs:?}");
     assert_eq!(reqs[1].operation, Some(Operation::CommitReservation));
     assert_eq!(reqs[1].status, Some(410), "commit after restart: expired");
-    let after_kill = read_record(&record_path).expect("the record survives the kill");
+    let after_kill = record().expect("the record survives the kill");
     assert_eq!(after_kill.mode, Mode::Event);
 
     // Process 3 (fresh): sends the event only, same key; success removes the record.
     let r3 = finish(
         spawn(
-            json!({"url": url, "dir": dir, "mode": "drain", "timeout_ms": 20_000}),
+            j.spec(json!({"url": url, "mode": "drain", "timeout_ms": 20_000})),
             tmp.path().join("p3.json"),
         ),
         Duration::from_secs(30),
@@ -450,7 +446,7 @@ async fn replayed_expired_commit_switches_durably_to_event_mode_across_sigkill()
     .await;
     assert_eq!(r3["settled"], 1, "{r3}");
     assert_eq!(r3["outcomes"], json!(["event"]), "{r3}");
-    assert!(!record_path.exists(), "successful event removes the record");
+    assert!(record().is_none(), "successful event removes the record");
     tokio::time::sleep(Duration::from_millis(1200)).await;
     let reqs = settlement_requests(&server, &id, &key);
     assert!(
@@ -492,10 +488,15 @@ async fn rate_limit_floor_survives_sigkill_and_restart() {
     let server = server().await;
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("journal");
+    // The journal under test (the directory, or Redis: common::store).
+    let j = TestJournal::new(dir.clone());
     let url = server.url();
     let id = reserve(&client(&server), 1000).await;
     let key = key("commit");
-    let record_path = journal_for(&url, &dir, KEY, None).path_of(&id);
+    let record = || {
+        j.record_of(&url, KEY, None, &id)
+            .map(|b| Record::parse(&b).unwrap())
+    };
     server.add_fault(fault(
         Operation::CommitReservation,
         &id,
@@ -505,12 +506,12 @@ async fn rate_limit_floor_survives_sigkill_and_restart() {
         },
     ));
     let p1 = spawn(
-        json!({"url": url, "dir": dir, "mode": "settle", "id": id, "key": key, "amount": 400}),
+        j.spec(json!({"url": url, "mode": "settle", "id": id, "key": key, "amount": 400})),
         tmp.path().join("p1.json"),
     );
     // Kill as soon as the floor is on disk (the child is then waiting inline for it).
     let nb = wait_for(Duration::from_secs(20), "the persisted floor", || {
-        read_record(&record_path).and_then(|r| r.not_before_ms)
+        record().and_then(|r| r.not_before_ms)
     })
     .await;
     kill9(p1);
@@ -522,13 +523,13 @@ async fn rate_limit_floor_survives_sigkill_and_restart() {
         "floor {nb} honours Retry-After from {}",
         first[0].received_at_ms
     );
-    let rec = read_record(&record_path).expect("the record survives the kill");
+    let rec = record().expect("the record survives the kill");
     assert_eq!(rec.not_before_ms, Some(nb));
 
     // Restarted before Retry-After: a fresh process sends nothing.
     let r2 = finish(
         spawn(
-            json!({"url": url, "dir": dir, "mode": "flush"}),
+            j.spec(json!({"url": url, "mode": "flush"})),
             tmp.path().join("p2.json"),
         ),
         Duration::from_secs(30),
@@ -543,17 +544,14 @@ async fn rate_limit_floor_survives_sigkill_and_restart() {
     // Another fresh process drains: no retry before the floor, then success removes it.
     let r3 = finish(
         spawn(
-            json!({"url": url, "dir": dir, "mode": "drain", "timeout_ms": 20_000}),
+            j.spec(json!({"url": url, "mode": "drain", "timeout_ms": 20_000})),
             tmp.path().join("p3.json"),
         ),
         Duration::from_secs(30),
     )
     .await;
     assert_eq!(r3["settled"], 1, "{r3}");
-    assert!(
-        !record_path.exists(),
-        "successful replay removes the record"
-    );
+    assert!(record().is_none(), "successful replay removes the record");
     let reqs = settlement_requests(&server, &id, &key);
     assert_eq!(reqs.len(), 2, "{reqs:?}");
     assert!(
@@ -587,6 +585,8 @@ async fn tenant_journal_survives_api_key_rotation_across_processes() {
     let server = LocalServer::start(cfg).await.unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("journal");
+    // The journal under test (the directory, or Redis: common::store).
+    let j = TestJournal::new(dir.clone());
     let url = server.url();
     let c = CyclesClient::new(Config::new(&url, "old-key")).unwrap();
     let id = c
@@ -605,35 +605,45 @@ async fn tenant_journal_survives_api_key_rotation_across_processes() {
     ));
     let r1 = finish(
         spawn(
-            json!({"url": url, "dir": dir, "api_key": "old-key", "tenant": "acme",
-                   "mode": "settle", "id": id, "key": key, "amount": 400, "max_attempts": 1}),
+            j.spec(json!({"url": url, "api_key": "old-key", "tenant": "acme",
+                   "mode": "settle", "id": id, "key": key, "amount": 400, "max_attempts": 1})),
             tmp.path().join("p1.json"),
         ),
         Duration::from_secs(30),
     )
     .await;
     assert_eq!(r1["outcome"], "pending");
-    let files = all_files(&dir);
-    assert!(!files.is_empty());
-    for f in &files {
-        let bytes = std::fs::read(f).unwrap_or_default();
-        let text = String::from_utf8_lossy(&bytes);
+    let records = j.records();
+    assert!(!records.is_empty());
+    for (part, name, bytes) in &records {
+        let text = String::from_utf8_lossy(bytes);
         assert!(
             !text.contains("old-key") && !text.contains("new-key"),
-            "old API key is not stored: {}",
-            f.display()
+            "old API key is not stored: {part}/{name}"
         );
+        assert!(!part.contains("old-key") && !name.contains("old-key"));
     }
-    let tenant_path = journal_for(&url, &dir, "new-key", Some("acme")).path_of(&id);
+    if j.url().is_none() {
+        // Nor in any other file of the directory (its lock table, ...).
+        for f in all_files(&dir) {
+            let text = String::from_utf8_lossy(&std::fs::read(&f).unwrap_or_default()).into_owned();
+            assert!(
+                !text.contains("old-key") && !text.contains("new-key"),
+                "{}",
+                f.display()
+            );
+        }
+    }
+    let tenant_record = || j.record_of(&url, "new-key", Some("acme"), &id);
     assert!(
-        tenant_path.exists(),
+        tenant_record().is_some(),
         "the tenant partition is key-independent"
     );
 
     // The new key without the tenant is another partition: nothing to replay there.
     let r_other = finish(
         spawn(
-            json!({"url": url, "dir": dir, "api_key": "new-key", "mode": "flush"}),
+            j.spec(json!({"url": url, "api_key": "new-key", "mode": "flush"})),
             tmp.path().join("p-other.json"),
         ),
         Duration::from_secs(30),
@@ -645,8 +655,8 @@ async fn tenant_journal_survives_api_key_rotation_across_processes() {
     // Rotated: a fresh process with the new key and the same tenant finds and settles it.
     let r2 = finish(
         spawn(
-            json!({"url": url, "dir": dir, "api_key": "new-key", "tenant": "acme",
-                   "mode": "drain", "timeout_ms": 20_000}),
+            j.spec(json!({"url": url, "api_key": "new-key", "tenant": "acme",
+                   "mode": "drain", "timeout_ms": 20_000})),
             tmp.path().join("p2.json"),
         ),
         Duration::from_secs(30),
@@ -656,7 +666,7 @@ async fn tenant_journal_survives_api_key_rotation_across_processes() {
         r2["settled"], 1,
         "new tenant credential finds the record: {r2}"
     );
-    assert!(!tenant_path.exists());
+    assert!(tenant_record().is_none());
     let reqs = settlement_requests(&server, &id, &key);
     assert_eq!(reqs.len(), 2);
     assert!(reqs
@@ -682,20 +692,24 @@ async fn two_processes_with_copies_of_one_record_commit_concurrently_once() {
     let base = Config::new(&url, KEY).base_url;
     let id = reserve(&client(&server), 1000).await;
     let key = key("shared");
-    let dirs = [tmp.path().join("host-a"), tmp.path().join("host-b")];
-    for d in &dirs {
-        let j = journal_for(&url, d, KEY, None);
-        j.ensure_dir().unwrap();
+    // Two hosts' journals under test (two directories, or two Redis: common::store).
+    let hosts = [
+        TestJournal::new(tmp.path().join("host-a")),
+        TestJournal::new(tmp.path().join("host-b")),
+    ];
+    for j in &hosts {
         let body = serde_json::value::RawValue::from_string(format!(
             r#"{{"idempotency_key":"{key}","actual":{{"unit":"USD_MICROCENTS","amount":300}}}}"#
         ))
         .unwrap();
-        let lock = j.try_lock(&id).unwrap().unwrap();
-        j.save(
-            &lock,
-            &mut Record::new_commit(id.clone(), base.clone(), body, None),
-        )
-        .unwrap();
+        let rec = Record::new_commit(id.clone(), base.clone(), body, None);
+        j.put(
+            &url,
+            KEY,
+            None,
+            &cycles_core::journal::names::record_file_name(&id),
+            &rec.to_json(),
+        );
     }
     // The first commit to arrive is held 800 ms before it is applied.
     server.add_fault(fault(
@@ -705,13 +719,13 @@ async fn two_processes_with_copies_of_one_record_commit_concurrently_once() {
         Fault::Delay { ms: 800 },
     ));
     let go = tmp.path().join("go");
-    let children: Vec<Child> = dirs
+    let children: Vec<Child> = hosts
         .iter()
         .enumerate()
-        .map(|(i, d)| {
+        .map(|(i, j)| {
             let ready = tmp.path().join(format!("ready-{i}"));
             spawn(
-                json!({"url": url, "dir": d, "mode": "flush", "go": go, "ready": ready}),
+                j.spec(json!({"url": url, "mode": "flush", "go": go, "ready": ready})),
                 tmp.path().join(format!("worker-{i}.json")),
             )
         })
@@ -743,10 +757,7 @@ async fn two_processes_with_copies_of_one_record_commit_concurrently_once() {
     );
     assert_eq!(reqs.iter().filter(|r| r.replay).count(), 1);
     assert_eq!(settlements(&server, &id, &key), (1, 0), "applied once");
-    for d in &dirs {
-        assert!(
-            !journal_for(&url, d, KEY, None).path_of(&id).exists(),
-            "terminal record removed"
-        );
+    for j in &hosts {
+        assert!(j.records().is_empty(), "terminal record removed");
     }
 }

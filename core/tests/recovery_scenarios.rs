@@ -7,10 +7,10 @@ mod common;
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use common::store::TestJournal;
 use common::*;
 use cycles_core::journal::{names, Journal, Record};
 use cycles_core::*;
@@ -99,10 +99,9 @@ impl Tee {
     }
 }
 
-fn config(url: &str, dir: &Path) -> Config {
-    Config::new(url, KEY)
-        .with_journal_dir(dir)
-        .with_request_timeout(Duration::from_secs(5))
+/// A configuration on the journal under test (the directory, or Redis: `common::store`).
+fn config_on(url: &str, j: &TestJournal) -> Config {
+    j.configure(Config::new(url, KEY).with_request_timeout(Duration::from_secs(5)))
 }
 
 fn settings() -> SettleConfig {
@@ -127,21 +126,6 @@ fn settlement(id: &str, key: &str, amount: i64) -> Settlement {
             overage_policy: None,
         }),
     }
-}
-
-fn record_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let Ok(parts) = std::fs::read_dir(dir) else {
-        return out;
-    };
-    for p in parts.flatten() {
-        for f in std::fs::read_dir(p.path()).unwrap().flatten() {
-            if names::is_record_file_name(&f.file_name().to_string_lossy()) {
-                out.push(f.path());
-            }
-        }
-    }
-    out
 }
 
 fn settle_reqs(server: &LocalServer) -> Vec<cycles_local_server::RequestRecord> {
@@ -171,10 +155,11 @@ fn count(server: &LocalServer, kind: &str) -> usize {
 async fn expired_commit_falls_back_to_one_event_with_the_original_subject_action_and_actual() {
     let server = server().await;
     let tmp = tempfile::tempdir().unwrap();
+    let j = TestJournal::new(tmp.path().join("journal"));
     let id = reserve(&client(&server), 1000).await;
     server.advance_clock(200_000); // past expires_at + grace
     let tee = Tee::start(server.addr()).await;
-    let s = Settler::new(&config(&tee.url, tmp.path()), settings()).unwrap();
+    let s = Settler::new(&config_on(&tee.url, &j), settings()).unwrap();
     let key = key("commit");
     let out = s.settle(settlement(&id, &key, 400)).await;
     assert!(
@@ -238,7 +223,8 @@ async fn expired_commit_falls_back_to_one_event_with_the_original_subject_action
         (Some("USD_MICROCENTS"), Some(400))
     );
     assert_eq!(count(&server, "commit"), 0);
-    assert!(record_files(tmp.path()).is_empty());
+    assert!(j.records().is_empty());
+    assert!(j.dir_untouched_on_redis());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -260,6 +246,7 @@ async fn protocol_invalid_success_stays_ambiguous_with_its_record_and_key() {
             let what = format!("{shape:?} via_event={via_event}");
             let server = server().await;
             let tmp = tempfile::tempdir().unwrap();
+            let j = TestJournal::new(tmp.path().join("journal"));
             let id = reserve(&client(&server), 1000).await;
             let op = if via_event {
                 server.advance_clock(200_000);
@@ -277,7 +264,7 @@ async fn protocol_invalid_success_stays_ambiguous_with_its_record_and_key() {
             });
             let key = key("commit");
             let one_try = Settler::new(
-                &config(&server.url(), tmp.path()),
+                &config_on(&server.url(), &j),
                 SettleConfig {
                     max_attempts: if via_event { 2 } else { 1 },
                     ..settings()
@@ -290,9 +277,9 @@ async fn protocol_invalid_success_stays_ambiguous_with_its_record_and_key() {
             // Applied by the server, yet the record stays, with the original key.
             let kind = if via_event { "event" } else { "commit" };
             assert_eq!(count(&server, kind), 1, "{what}");
-            let files = record_files(tmp.path());
-            assert_eq!(files.len(), 1, "{what}: record retained");
-            let rec = Record::parse(&std::fs::read(&files[0]).unwrap()).unwrap();
+            let records = j.records();
+            assert_eq!(records.len(), 1, "{what}: record retained");
+            let rec = Record::parse(&records[0].2).unwrap();
             assert_eq!(
                 rec.idempotency_key().as_deref(),
                 Some(key.as_str()),
@@ -304,10 +291,10 @@ async fn protocol_invalid_success_stays_ambiguous_with_its_record_and_key() {
                 "{what}"
             );
 
-            let fresh = Settler::new(&config(&server.url(), tmp.path()), settings()).unwrap();
+            let fresh = Settler::new(&config_on(&server.url(), &j), settings()).unwrap();
             let report = fresh.flush().await;
             assert_eq!(report.settled(), 1, "{what}: {report:?}");
-            assert!(record_files(tmp.path()).is_empty(), "{what}");
+            assert!(j.records().is_empty(), "{what}");
             let reqs: Vec<_> = settle_reqs(&server)
                 .into_iter()
                 .filter(|r| r.operation == Some(op))
@@ -335,32 +322,6 @@ async fn protocol_invalid_success_stays_ambiguous_with_its_record_and_key() {
 
 // ---------------------------------------------------------------------------------------------
 // CR-DURABLE-007
-
-/// Identifiers that differ only in ways a lossy name scheme would erase.
-fn tricky_ids() -> Vec<String> {
-    let mut ids: Vec<String> = [
-        "rsv/a",
-        "rsv_a",
-        "rsv a",
-        "rsv:a",
-        "rsv.a",
-        "RSV_A",
-        "rsv_a ",
-        " rsv_a",
-        "caf\u{e9}",   // NFC
-        "cafe\u{301}", // NFD: same text to a human, different bytes
-        "\u{1F600}",
-        "..",
-        "rsv\\a",
-        "rsv%2Fa",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    ids.push("x".repeat(128));
-    ids.push(format!("{}y", "x".repeat(127)));
-    ids
-}
 
 /// CR-DURABLE-007: the standard file name is `v2-<sha256 lower hex of the exact UTF-8 id>.json`
 /// (computed here independently), distinct ids never share a file (each record reads back as

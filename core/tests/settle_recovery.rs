@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use common::store::TestJournal;
 use common::*;
 use cycles_core::events::{Event, EventSink};
 use cycles_core::journal::Record;
@@ -36,6 +37,13 @@ fn config(url: &str, dir: &Path) -> Config {
 
 fn settler(server: &LocalServer, dir: &Path, seen: &Seen) -> Settler {
     Settler::new(&config(&server.url(), dir), settings(seen)).unwrap()
+}
+
+/// A settler on the journal under test (the directory, or Redis: `common::store`).
+fn settler_on(server: &LocalServer, j: &TestJournal, seen: &Seen) -> Settler {
+    let cfg =
+        j.configure(Config::new(server.url(), KEY).with_request_timeout(Duration::from_secs(5)));
+    Settler::new(&cfg, settings(seen)).unwrap()
 }
 
 fn settlement(id: &str, key: &str, amount: i64) -> Settlement {
@@ -102,6 +110,7 @@ fn ledger_count(server: &LocalServer, kind: &str) -> usize {
 async fn lost_commit_response_is_retried_with_the_same_key_and_applied_once() {
     let server = server().await;
     let dir = tempfile::tempdir().unwrap();
+    let j = TestJournal::new(dir.path().join("journal"));
     let seen = Seen::default();
     let id = reserve(&client(&server), 1000).await;
     server.add_fault(fault(
@@ -109,7 +118,7 @@ async fn lost_commit_response_is_retried_with_the_same_key_and_applied_once() {
         1,
         Fault::DropResponseAfterApply,
     ));
-    let s = settler(&server, dir.path(), &seen);
+    let s = settler_on(&server, &j, &seen);
     let key = key("commit");
     let out = s.settle(settlement(&id, &key, 400)).await;
     assert!(matches!(out, SettleOutcome::Committed(_)), "{out:?}");
@@ -120,10 +129,8 @@ async fn lost_commit_response_is_retried_with_the_same_key_and_applied_once() {
         .all(|r| r.idempotency_key.as_deref() == Some(key.as_str())));
     assert_eq!(c[0].status, None, "the first response was dropped");
     assert_eq!(ledger_count(&server, "commit"), 1, "settled exactly once");
-    assert!(
-        record_files(dir.path()).is_empty(),
-        "record removed after success"
-    );
+    assert!(j.records().is_empty(), "record removed after success");
+    assert!(j.dir_untouched_on_redis());
 }
 
 #[tokio::test]
@@ -408,13 +415,14 @@ async fn malformed_success_is_ambiguous_and_retried_with_the_same_key() {
     ] {
         let server = server().await;
         let dir = tempfile::tempdir().unwrap();
+        let j = TestJournal::new(dir.path().join("journal"));
         let id = reserve(&client(&server), 1000).await;
         server.add_fault(fault(
             Operation::CommitReservation,
             1,
             Fault::MalformedSuccess { shape },
         ));
-        let s = settler(&server, dir.path(), &Seen::default());
+        let s = settler_on(&server, &j, &Seen::default());
         let key = key("commit");
         let out = s.settle(settlement(&id, &key, 400)).await;
         assert!(
@@ -427,7 +435,7 @@ async fn malformed_success_is_ambiguous_and_retried_with_the_same_key() {
             .iter()
             .all(|r| r.idempotency_key.as_deref() == Some(key.as_str())));
         assert_eq!(ledger_count(&server, "commit"), 1);
-        assert!(record_files(dir.path()).is_empty());
+        assert!(j.records().is_empty());
     }
 }
 

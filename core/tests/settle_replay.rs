@@ -11,6 +11,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use common::store::TestJournal;
 use common::*;
 use cycles_core::events::{Event, EventSink};
 use cycles_core::journal::{names, Journal};
@@ -51,18 +52,27 @@ fn commits(server: &LocalServer) -> Vec<cycles_local_server::RequestRecord> {
 async fn corrupt_and_unsupported_are_quarantined_and_valid_records_still_replay() {
     let server = server().await;
     let tmp = tempfile::tempdir().unwrap();
-    let cfg = config(&server.url(), tmp.path());
-    let j = Journal::new(tmp.path(), &cfg.base_url, KEY, None);
-    j.ensure_dir().unwrap();
+    // The journal under test (the directory, or Redis: common::store), written as others
+    // would have: the Python SDK's record, a corrupt one, a version 2 one.
+    let j = TestJournal::new(tmp.path().join("journal"));
+    let cfg = j.configure(Config::new(server.url(), KEY));
     let id = reserve(&client(&server), 1000).await;
     let key = key("py");
-    std::fs::write(j.path_of(&id), python_record(&id, &cfg.base_url, &key)).unwrap();
-    std::fs::write(j.path_of("rsv-corrupt"), b"{\"version\": 1, \"reserv").unwrap();
-    std::fs::write(
-        j.path_of("rsv-future"),
+    let put = |rid: &str, bytes: &[u8]| {
+        j.put(
+            &server.url(),
+            KEY,
+            None,
+            &names::record_file_name(rid),
+            bytes,
+        )
+    };
+    put(&id, python_record(&id, &cfg.base_url, &key).as_bytes());
+    put("rsv-corrupt", b"{\"version\": 1, \"reserv");
+    put(
+        "rsv-future",
         br#"{"version": 2, "reservation_id": "rsv-future", "payload": {}}"#,
-    )
-    .unwrap();
+    );
     let seen: Arc<Mutex<Vec<Event>>> = Arc::default();
     let s2 = seen.clone();
     let settings = SettleConfig {
@@ -74,7 +84,7 @@ async fn corrupt_and_unsupported_are_quarantined_and_valid_records_still_replay(
     assert_eq!(report.settled(), 1, "{report:?}");
     assert_eq!(report.quarantined.len(), 2);
     assert!(report.remaining.is_empty());
-    let scan = j.scan().unwrap();
+    let scan = s.journal().unwrap().scan().unwrap();
     let mut cats: Vec<_> = scan
         .quarantined
         .iter()
@@ -82,6 +92,8 @@ async fn corrupt_and_unsupported_are_quarantined_and_valid_records_still_replay(
         .collect();
     cats.sort();
     assert_eq!(cats, ["corrupt", "unsupported"]);
+    assert_eq!(j.quarantined().len(), 2);
+    assert!(j.records().is_empty());
     let reported = seen
         .lock()
         .unwrap()
@@ -234,8 +246,9 @@ fn epoch_us() -> u128 {
 }
 
 /// Not a test on its own: the body of each worker process of
-/// `two_processes_replaying_one_record_settle_it_once`. Its spec is `url|dir|name`: it builds
-/// its engine, signals `ready-<name>`, waits for `go`, flushes, and prints
+/// `two_processes_replaying_one_record_settle_it_once`. Its spec is
+/// `url|signal dir|name|journal dir|journal url (or empty)`: it builds its engine, signals
+/// `ready-<name>` in the signal directory, waits for `go` there, flushes, and prints
 /// `CHILD-FLUSH <start µs> <end µs> <settled> <remaining>`. Ignored, and panics when run
 /// without its parent (see `common::child_spec`).
 #[test]
@@ -246,18 +259,24 @@ fn settle_child_process() {
         "settle_child_process",
         "two_processes_replaying_one_record_settle_it_once",
     );
-    let mut parts = spec.splitn(3, '|');
-    let (url, dir, name) = (
+    let mut parts = spec.splitn(5, '|');
+    let (url, dir, name, journal, journal_url) = (
         parts.next().unwrap(),
         Path::new(parts.next().unwrap()),
         parts.next().unwrap(),
+        parts.next().unwrap(),
+        parts.next().unwrap(),
     );
+    let mut cfg = config(url, Path::new(journal));
+    if !journal_url.is_empty() {
+        cfg = cfg.with_journal_url(journal_url);
+    }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     let _in_runtime = rt.enter();
-    let s = Settler::new(&config(url, dir), SettleConfig::default()).unwrap();
+    let s = Settler::new(&cfg, SettleConfig::default()).unwrap();
     std::fs::write(dir.join(format!("ready-{name}")), b"").unwrap();
     while !dir.join("go").exists() {
         std::thread::sleep(Duration::from_millis(1));
@@ -291,12 +310,19 @@ struct Flush {
 async fn two_processes_replaying_one_record_settle_it_once() {
     let server = server().await;
     let tmp = tempfile::tempdir().unwrap();
-    let cfg = config(&server.url(), tmp.path());
-    let j = Journal::new(tmp.path(), &cfg.base_url, KEY, None);
-    j.ensure_dir().unwrap();
+    // The journal under test (the directory, or Redis: common::store).
+    let j = TestJournal::new(tmp.path().join("journal"));
+    let cfg = j.configure(Config::new(server.url(), KEY));
     let id = reserve(&client(&server), 1000).await;
     let key = key("shared");
-    std::fs::write(j.path_of(&id), python_record(&id, &cfg.base_url, &key)).unwrap();
+    let file = names::record_file_name(&id);
+    j.put(
+        &server.url(),
+        KEY,
+        None,
+        &file,
+        python_record(&id, &cfg.base_url, &key).as_bytes(),
+    );
     // Hold the winner's commit in flight long enough for the other process to collide.
     server.add_fault(fault(
         Operation::CommitReservation,
@@ -308,7 +334,13 @@ async fn two_processes_replaying_one_record_settle_it_once() {
             .args(child_args("settle_child_process"))
             .env(
                 CHILD_ENV,
-                format!("{}|{}|{name}", server.url(), tmp.path().display()),
+                format!(
+                    "{}|{}|{name}|{}|{}",
+                    server.url(),
+                    tmp.path().display(),
+                    j.dir().display(),
+                    j.url().unwrap_or_default()
+                ),
             )
             .stdout(Stdio::piped())
             .spawn()
@@ -382,5 +414,5 @@ async fn two_processes_replaying_one_record_settle_it_once() {
             .count(),
         1
     );
-    assert!(!j.path_of(&id).exists(), "terminal record removed");
+    assert!(j.records().is_empty(), "terminal record removed");
 }

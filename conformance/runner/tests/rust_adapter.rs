@@ -245,10 +245,18 @@ fn attributes_of<'a>(source: &'a str, name: &str) -> Option<Vec<&'a str>> {
     )
 }
 
+/// Both committed maps: the file journal's and the Redis journal's (`rust-redis-map.json`,
+/// run with `CYCLES_TEST_JOURNAL_STORE=redis` by scripts/matrix.sh).
 #[test]
 fn committed_map_names_every_scenario_and_only_real_tests() {
+    for file in ["rust-map.json", "rust-redis-map.json"] {
+        check_committed_map(file);
+    }
+}
+
+fn check_committed_map(file: &str) {
     let map: Value = serde_json::from_str(
-        &std::fs::read_to_string(manifest_dir().join("../adapters/rust-map.json")).unwrap(),
+        &std::fs::read_to_string(manifest_dir().join("../adapters").join(file)).unwrap(),
     )
     .unwrap();
     let ids = shared_scenario_ids();

@@ -224,3 +224,29 @@ pub fn shared_file(rel: &str, what: &str) -> std::path::PathBuf {
     );
     path
 }
+
+/// Identifiers that differ only in ways a lossy name scheme would erase.
+pub fn tricky_ids() -> Vec<String> {
+    let mut ids: Vec<String> = [
+        "rsv/a",
+        "rsv_a",
+        "rsv a",
+        "rsv:a",
+        "rsv.a",
+        "RSV_A",
+        "rsv_a ",
+        " rsv_a",
+        "caf\u{e9}",   // NFC
+        "cafe\u{301}", // NFD: same text to a human, different bytes
+        "\u{1F600}",
+        "..",
+        "rsv\\a",
+        "rsv%2Fa",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    ids.push("x".repeat(128));
+    ids.push(format!("{}y", "x".repeat(127)));
+    ids
+}

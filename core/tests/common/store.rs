@@ -44,9 +44,13 @@ impl TestJournal {
         &self.dir
     }
 
-    /// The `journal_url` of a Redis run.
+    /// The `journal_url` of a Redis run. Its leases last 3 s: a SIGKILLed holder's record is
+    /// taken over within a drain's time (the default, 60 s, would outlast it), and a request the
+    /// server holds for a second still ends inside its lease.
     pub fn url(&self) -> Option<String> {
-        self.redis.as_ref().map(RedisServer::url)
+        self.redis
+            .as_ref()
+            .map(|r| format!("{}?lease_ms=3000", r.url()))
     }
 
     /// `cfg` journaling here.
