@@ -71,6 +71,9 @@ bash scripts/matrix.sh
 step "crash loop across languages: 15 seeded iterations, a writer SIGKILLed at five points, a different face drains (scripts/crashloop.sh)"
 bash scripts/crashloop.sh 32 15
 
+step "crash loop on the Redis journal: 10 seeded iterations, each writer's own directory removed after its kill, Redis SIGKILLed and restarted before or during some drains (scripts/crashloop.sh --redis)"
+bash scripts/crashloop.sh 33 10 --redis
+
 step "load with faults, short: 500 concurrent guarded actions per face under the 1% fault mix, ledger-checked (scripts/load.sh)"
 CYCLES_LOAD_COUNT=500 bash scripts/load.sh
 
