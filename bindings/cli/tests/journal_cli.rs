@@ -29,16 +29,13 @@ async fn cycles(args: Vec<String>) -> (i32, serde_json::Value, String) {
     .unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn list_drain_and_quarantine_a_real_journal() {
-    let server = LocalServer::start(ServerConfig::default()).await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path().to_string_lossy().to_string();
-    let config = Config::new(server.url(), KEY).with_journal_dir(dir.path());
+/// Reserves under `key` and settles once while every commit fails (503, one attempt): the
+/// settlement is left pending in `config`'s journal. Its reservation id.
+async fn leave_pending(server: &LocalServer, config: &Config, key: &str) -> String {
     let client = Arc::new(CyclesClient::new(config.clone()).unwrap());
     let created = client
         .create_reservation(&ReservationCreateRequest::new(
-            "ops-1",
+            key,
             Subject::tenant("acme"),
             Action::new("llm.completion", "m"),
             Amount::new(Unit::UsdMicrocents, 1000),
@@ -55,7 +52,7 @@ async fn list_drain_and_quarantine_a_real_journal() {
         fault: Fault::ServerError { status: 503 },
     });
     let settler = Settler::new(
-        &config,
+        config,
         SettleConfig {
             max_attempts: 1,
             ..SettleConfig::default()
@@ -65,7 +62,10 @@ async fn list_drain_and_quarantine_a_real_journal() {
     let outcome = settler
         .settle(Settlement {
             reservation_id: id.clone(),
-            commit: CommitRequest::new("ops-1:commit", Amount::new(Unit::UsdMicrocents, 600)),
+            commit: CommitRequest::new(
+                format!("{key}:commit"),
+                Amount::new(Unit::UsdMicrocents, 600),
+            ),
             fallback: None,
         })
         .await;
@@ -79,6 +79,16 @@ async fn list_drain_and_quarantine_a_real_journal() {
         ),
         "{outcome:?}"
     );
+    id
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_drain_and_quarantine_a_real_journal() {
+    let server = LocalServer::start(ServerConfig::default()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_string_lossy().to_string();
+    let config = Config::new(server.url(), KEY).with_journal_dir(dir.path());
+    let id = leave_pending(&server, &config, "ops-1").await;
 
     // list: the operator sees what is pending, for which server, in which mode.
     let (code, json, text) = cycles(vec![
@@ -354,52 +364,8 @@ async fn list_show_drain_and_quarantine_a_redis_journal() {
     let config = Config::new(server.url(), KEY)
         .with_journal_dir(data.path().join("writer-never-uses-this"))
         .with_journal_url(&url);
-    let client = Arc::new(CyclesClient::new(config.clone()).unwrap());
-    let created = client
-        .create_reservation(&ReservationCreateRequest::new(
-            "ops-redis",
-            Subject::tenant("acme"),
-            Action::new("llm.completion", "m"),
-            Amount::new(Unit::UsdMicrocents, 1000),
-        ))
-        .await
-        .unwrap();
-    let id = created.body.reservation_id.clone().unwrap();
-    server.add_fault(FaultRule {
-        operation: Operation::CommitReservation,
-        reservation_id: None,
-        skip: 0,
-        times: 0,
-        every: 1,
-        fault: Fault::ServerError { status: 503 },
-    });
-    let settler = Settler::new(
-        &config,
-        SettleConfig {
-            max_attempts: 1,
-            ..SettleConfig::default()
-        },
-    )
-    .unwrap();
-    let outcome = settler
-        .settle(Settlement {
-            reservation_id: id.clone(),
-            commit: CommitRequest::new("ops-redis:commit", Amount::new(Unit::UsdMicrocents, 600)),
-            fallback: None,
-        })
-        .await;
-    assert!(
-        matches!(
-            outcome,
-            SettleOutcome::Pending {
-                journaled: true,
-                ..
-            }
-        ),
-        "{outcome:?}"
-    );
-    let partition = settler.journal().unwrap().partition().to_string();
-    drop(settler);
+    let id = leave_pending(&server, &config, "ops-redis").await;
+    let partition = cycles_core::journal::identity::partition(&config.base_url, KEY, None);
     let run = |args: &[&str]| cycles(args.iter().map(|s| s.to_string()).collect());
 
     let (code, json, text) = run(&["journal", "list", "--url", &url, "--json"]).await;
