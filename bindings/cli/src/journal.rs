@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 use cycles_core::journal::backend::RedisJournal;
-use cycles_core::journal::redis_store::{RedisStore, RedisTarget};
+use cycles_core::journal::redis_store::{record_key, RedisStore, RedisTarget};
 use cycles_core::journal::{names, Journal, Record, Scan, Store};
 use cycles_core::{Config, JournalConfig, SettleConfig, SettleOutcome, Settler};
 use serde_json::{json, Value};
@@ -352,7 +352,7 @@ fn show_redis(target: &str, d: &DirArgs) -> Result<(), String> {
             )
         })?;
     let bytes = scanned.record.to_json();
-    let key = format!("cycles:journal:{{{partition}}}:r:{}", scanned.file);
+    let key = record_key(&partition, &scanned.file);
     print_record(d, &partition, &scanned.file, &key, &scanned.record, &bytes);
     Ok(())
 }

@@ -17,21 +17,32 @@ use serde_json::Value;
 /// A lease a killed holder leaves lapses this fast, so a drain (30 s) is never held up long.
 const LEASE_MS: u64 = 1000;
 
-/// Every file under `dir`, with its inode (a rename-replace gives a new one).
-pub fn files(dir: &Path) -> BTreeSet<(PathBuf, u64)> {
-    let mut out = BTreeSet::new();
+/// Every file under `dir` (the journal matrix's and the crash loop's journals).
+pub fn paths(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
         for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
             let p = e.path();
             if p.is_dir() {
                 stack.push(p);
-            } else if let Ok(m) = e.metadata() {
-                out.insert((p, m.ino()));
+            } else {
+                out.push(p);
             }
         }
     }
     out
+}
+
+/// Every file under `dir`, with its inode (a rename-replace gives a new one).
+pub fn files(dir: &Path) -> BTreeSet<(PathBuf, u64)> {
+    paths(dir)
+        .into_iter()
+        .filter_map(|p| {
+            let ino = std::fs::symlink_metadata(&p).ok()?.ino();
+            Some((p, ino))
+        })
+        .collect()
 }
 
 fn is_record(p: &Path) -> bool {

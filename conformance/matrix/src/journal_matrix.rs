@@ -147,23 +147,6 @@ fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// Every file under `dir`.
-fn files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
-}
-
 /// A record written by the writer, as found on disk.
 struct Written {
     case: Case,
@@ -239,7 +222,7 @@ impl Pair<'_> {
         }
         let partition = identity::partition(&self.url, KEY, Some(TENANT));
         let want = wdir.join(&partition).join(names::record_file_name(&rid));
-        let found: Vec<(PathBuf, Record)> = files(&wdir)
+        let found: Vec<(PathBuf, Record)> = crate::crashloop_journal::paths(&wdir)
             .into_iter()
             .filter_map(|p| Some((p.clone(), Record::parse(&std::fs::read(&p).ok()?).ok()?)))
             .filter(|(_, rec)| rec.reservation_id == rid)
@@ -445,7 +428,7 @@ pub async fn run(faces: &mut [Face], table: &mut Table, root: &Path) -> Outcome 
                     }
                 }
             }
-            let left: Vec<_> = files(&pair.dir)
+            let left: Vec<_> = crate::crashloop_journal::paths(&pair.dir)
                 .into_iter()
                 .filter(|p| {
                     let n = p

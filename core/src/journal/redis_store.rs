@@ -21,9 +21,9 @@ use std::time::Duration;
 
 use super::names::{self, QuarantineKind};
 
-/// How long a lease lasts unless renewed (the URL's `lease_ms` sets another): longer than a
-/// settlement attempt holds a record (request timeout x attempts), short enough that a
-/// crashed worker's records are taken over by another replica soon after.
+/// How long a lease lasts unless renewed (the URL's `lease_ms` sets another): longer than one
+/// settlement attempt (the request timeout; the lease is renewed before every retry), short
+/// enough that a crashed worker's records are taken over by another replica soon after.
 pub const LEASE: Duration = Duration::from_millis(LEASE_MS);
 
 /// [`LEASE`] in the milliseconds `SET ... PX` and `PEXPIRE` take.
@@ -73,6 +73,16 @@ pub struct RedisTarget {
     /// that record by at most this; one shorter than a settlement attempt lets a second worker
     /// send the same settlement meanwhile (harmless: same idempotency key).
     pub lease_ms: u64,
+}
+
+/// The prefix of every key of `partition`: one hash tag, so one slot of a cluster.
+fn prefix(partition: &str) -> String {
+    format!("cycles:journal:{{{partition}}}")
+}
+
+/// The key holding record `file` of `partition` (as operator tools show it).
+pub fn record_key(partition: &str, file: &str) -> String {
+    format!("{}:r:{file}", prefix(partition))
 }
 
 fn bad(url: &str, why: impl std::fmt::Display) -> String {
@@ -310,7 +320,7 @@ impl RedisStore {
             inner: Arc::new(Inner {
                 client,
                 target: target.clone(),
-                prefix: format!("cycles:journal:{{{partition}}}"),
+                prefix: prefix(partition),
                 pool: Mutex::new(Vec::new()),
                 save: redis::Script::new(SAVE),
                 remove: redis::Script::new(REMOVE),

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use cycles_core::journal::identity;
+use cycles_core::journal::{identity, redis_store};
 use cycles_core::Config;
 use cycles_test_redis::RedisServer;
 use serde_json::{json, Value};
@@ -93,7 +93,7 @@ impl TestJournal {
             None => std::fs::read(self.dir.join(&part).join(&file)).ok(),
             Some(r) => {
                 let got: Option<Vec<u8>> =
-                    redis_cmd(r, &["GET", &format!("cycles:journal:{{{part}}}:r:{file}")]);
+                    redis_cmd(r, &["GET", &redis_store::record_key(&part, &file)]);
                 got
             }
         }

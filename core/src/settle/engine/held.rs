@@ -61,19 +61,19 @@ impl Settler {
                 (h, res)
             })
             .await;
-        let at = h.journal.locate(id);
-        *held = Some(h);
         match res {
             Ok(true) => {}
             Ok(false) => self.io_failed(
                 Some(id),
                 "renew",
                 &std::io::Error::other(format!(
-                    "redis: the lease on {at} expired (another worker may be settling it)"
+                    "redis: the lease on {} expired (another worker may be settling it)",
+                    h.journal.locate(id)
                 )),
             ),
             Err(e) => self.io_failed(Some(id), "renew", &e),
         }
+        *held = Some(h);
     }
 
     /// Removes (or quarantines) the held record, emits `then`, and releases the record's lock
