@@ -208,6 +208,49 @@ async fn a_drain_reports_what_the_background_replay_settled_while_it_ran() {
     assert_eq!(commits(&server).len(), 1, "settled once");
 }
 
+/// The replayer's first pass starts with the engine, and hosts create the engine lazily, in the
+/// call that drains: a record that pass settled before the drain began is still in the drain's
+/// report (it was in neither `outcomes` nor `remaining` when the report counted only what was
+/// settled while the drain ran, seen in CI). Reported once: the next drain does not repeat it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drain_reports_what_the_replay_settled_before_it_began_once() {
+    let server = server().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = config(&server.url(), tmp.path());
+    let j = Journal::new(tmp.path(), &cfg.base_url, KEY, None);
+    j.ensure_dir().unwrap();
+    let id = reserve(&client(&server), 1000).await;
+    std::fs::write(
+        j.path_of(&id),
+        python_record(&id, &cfg.base_url, &key("before")),
+    )
+    .unwrap();
+    let s = Settler::new(&cfg, SettleConfig::default()).unwrap();
+    let replay = s.start_replay();
+    // The replayer settles the record (commit applied, record removed) before the drain.
+    let t = std::time::Instant::now();
+    while !s.pending().await.is_empty() || !server.ledger().iter().any(|e| e.kind == "commit") {
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "the replayer never settled"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let first = s.drain(Duration::from_secs(5)).await;
+    assert_eq!(first.settled(), 1, "{first:?}");
+    assert_eq!(first.outcomes[0].0, id);
+    assert!(first.remaining.is_empty(), "{first:?}");
+    let second = s.drain(Duration::from_secs(5)).await;
+    assert_eq!(
+        second.settled(),
+        0,
+        "reported by the first drain: {second:?}"
+    );
+    assert!(second.outcomes.is_empty(), "{second:?}");
+    replay.stop().await;
+    assert_eq!(commits(&server).len(), 1, "settled once");
+}
+
 #[tokio::test]
 async fn legacy_named_record_is_migrated_and_settled() {
     let server = server().await;

@@ -78,9 +78,10 @@ impl Settler {
     }
 
     /// Replays every pending record once now (ignoring replay backoff, honouring
-    /// `not_before_ms`) and reports what is left in place.
+    /// `not_before_ms`) and reports what is left in place, plus what another pass of this
+    /// engine resolved that no earlier report showed.
     pub async fn flush(&self) -> DrainReport {
-        let since = self.resolved_seq();
+        let since = self.unreported_seq();
         let (outcomes, quarantined) = self.pass(true, None).await;
         let mut report = DrainReport {
             outcomes,
@@ -94,13 +95,14 @@ impl Settler {
 
     /// Replays until the journal is empty or `timeout` has passed, whichever is first.
     /// Unresolved records stay in place; in-flight attempts are abandoned at the deadline. The
-    /// report includes what another pass of this engine (the background replayer) settled or
-    /// quarantined while the drain ran. A journal that cannot be read (Redis restarting, a
+    /// report includes what another pass of this engine (the background replayer, whose first
+    /// pass starts with the engine) settled or quarantined that no earlier `flush` or `drain`
+    /// reported. A journal that cannot be read (Redis restarting, a
     /// directory gone) is never taken for an empty one: the drain keeps trying until the
     /// deadline, and then reports the records its last successful look found, less those it
     /// settled since.
     pub async fn drain(&self, timeout: Duration) -> DrainReport {
-        let since = self.resolved_seq();
+        let since = self.unreported_seq();
         let deadline = Instant::now() + timeout;
         let mut report = DrainReport::default();
         let mut pause = Duration::from_millis(50);
@@ -131,8 +133,14 @@ impl Settler {
                 }
             };
             let unjournaled = self.unjournaled_ids();
+            // Another pass (the background replayer) may have just removed a record it
+            // settled and not yet logged the outcome: wait for it, so the report has it.
+            let empty = read
+                && remaining.is_empty()
+                && unjournaled.is_empty()
+                && self.replays_ended(deadline).await;
             let now = Instant::now();
-            if (read && remaining.is_empty() && unjournaled.is_empty()) || now >= deadline {
+            if empty || now >= deadline {
                 report.remaining = remaining;
                 report.unjournaled = unjournaled;
                 self.add_resolved_since(since, &mut report);

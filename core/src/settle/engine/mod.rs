@@ -81,6 +81,10 @@ struct Inner {
     file_work: TaskTracker,
     /// What every pass resolved, numbered (see [`Resolved`]).
     resolved: Mutex<Resolved>,
+    /// Records being replayed by any pass, counted from the replay's start until its outcome
+    /// is in `resolved`, so a drain never ends in the moment between another pass removing a
+    /// record and logging what it did (see `replay::InFlight`).
+    replaying: tokio::sync::watch::Sender<usize>,
     /// Pending settlements whose latest state could not be journaled (full disk, read-only
     /// or removed directory, no file descriptors), by reservation id, with the journal error.
     /// Every pass tries to journal them again, else to settle them directly, so a known
@@ -127,6 +131,7 @@ impl Settler {
             replay_backoff: Mutex::new(HashMap::new()),
             file_work: TaskTracker::new(),
             resolved: Mutex::new(Resolved::default()),
+            replaying: tokio::sync::watch::Sender::new(0),
             unjournaled: Mutex::new(HashMap::new()),
         });
         register(&inner);

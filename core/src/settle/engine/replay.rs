@@ -206,21 +206,53 @@ impl Settler {
             // Tracked like file work: when a stopped pass drops this set, the aborted tasks
             // end at their next await, and `ReplayHandle::stop` waits for that.
             let work = self.inner.file_work.clone();
+            let in_flight = InFlight::start(self);
             tasks.spawn(work.track_future(async move {
                 let _permit = permit;
                 let o = me.replay_one(j, id.clone(), deadline).await;
+                // Logged before `in_flight` ends, so a drain that finds the record gone and
+                // this replay over also finds its outcome.
+                if let Some(o) = &o {
+                    me.note_replay(&id, o);
+                    if !o.is_pending() {
+                        me.resolve(Resolution::Outcome(id.clone(), o.clone()));
+                    }
+                }
+                drop(in_flight);
                 (id, o)
             }));
         }
         while let Some(r) = tasks.join_next().await {
             if let Ok((id, Some(o))) = r {
-                self.note_replay(&id, &o);
-                if !o.is_pending() {
-                    self.resolve(Resolution::Outcome(id.clone(), o.clone()));
-                }
                 outcomes.push((id, o));
             }
         }
         (outcomes, quarantined)
+    }
+
+    /// Waits until no pass of this engine is replaying a record, or `deadline`; whether none
+    /// is.
+    pub(super) async fn replays_ended(&self, deadline: Instant) -> bool {
+        let mut rx = self.inner.replaying.subscribe();
+        tokio::time::timeout_at(deadline, rx.wait_for(|n| *n == 0))
+            .await
+            .is_ok_and(|r| r.is_ok())
+    }
+}
+
+/// One record being replayed (counted in the engine's `replaying`) until dropped: when its
+/// outcome is logged, or when its pass is stopped.
+struct InFlight(tokio::sync::watch::Sender<usize>);
+
+impl InFlight {
+    fn start(s: &Settler) -> InFlight {
+        s.inner.replaying.send_modify(|n| *n += 1);
+        InFlight(s.inner.replaying.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n -= 1);
     }
 }

@@ -1,6 +1,6 @@
 //! What the passes of one engine resolved (terminal outcomes and quarantines), numbered, so a
-//! `flush` or `drain` can add what another pass (the background replayer, say) resolved while
-//! it ran.
+//! `flush` or `drain` can add what another pass (the background replayer, say) resolved that
+//! no report has shown yet.
 
 use std::collections::VecDeque;
 
@@ -10,10 +10,16 @@ use crate::settle::{DrainReport, SettleOutcome};
 /// The latest terminal outcomes and quarantines of every pass of one engine, numbered. A pass
 /// skips a record another pass holds (the background replayer, say), so a drain running
 /// beside it would otherwise report a record the other pass settled as neither settled nor
-/// remaining; the drain adds what was resolved while it ran.
+/// remaining; the drain adds what was resolved and not yet reported. Not only what was
+/// resolved while it ran: the replayer's first pass starts with the engine, which hosts create
+/// lazily, so a drain called first thing would otherwise report that pass's settlements or not
+/// by a race (seen in CI: a record the replayer settled just before the drain began was in
+/// neither `outcomes` nor `remaining`).
 #[derive(Default)]
 pub(super) struct Resolved {
     next: u64,
+    /// Resolutions numbered below this were in a report already.
+    reported: u64,
     log: VecDeque<(u64, Resolution)>,
 }
 
@@ -40,16 +46,18 @@ impl Settler {
         }
     }
 
-    /// The number the next resolution gets: where a `flush` or `drain` starts looking.
-    pub(super) fn resolved_seq(&self) -> u64 {
-        self.inner.resolved.lock().map_or(0, |m| m.next)
+    /// The first resolution no report has shown: where a `flush` or `drain` starts looking.
+    pub(super) fn unreported_seq(&self) -> u64 {
+        self.inner.resolved.lock().map_or(0, |m| m.reported)
     }
 
-    /// Adds to `report` what other passes of this engine resolved since `since`.
+    /// Adds to `report` what other passes of this engine resolved since `since`, and counts
+    /// everything resolved so far as reported.
     pub(super) fn add_resolved_since(&self, since: u64, report: &mut DrainReport) {
-        let Ok(m) = self.inner.resolved.lock() else {
+        let Ok(mut m) = self.inner.resolved.lock() else {
             return;
         };
+        m.reported = m.next;
         for (_, r) in m.log.iter().filter(|(n, _)| *n >= since) {
             match r {
                 Resolution::Outcome(id, o) => {
