@@ -237,6 +237,12 @@ def main() -> None:
         help="the guarded calls' crash journal (default off, as the Node benchmark)",
     )
     p.add_argument("--json", help="also write the figures here")
+    p.add_argument(
+        "--only",
+        metavar="PATH",
+        help="run this one path: --calls warm-up calls, then --rounds x --calls calls, and "
+        "print nothing (integrations_instructions.py counts its instructions under callgrind)",
+    )
     a = p.parse_args()
 
     server = lb.Server(a.cycles_bin)
@@ -245,6 +251,13 @@ def main() -> None:
     samples: dict[str, list[float]] = {}
     try:
         paths = _paths(server.url, provider.url, loop, a.journal == "on")
+        if a.only is not None:
+            if a.only not in paths:
+                raise SystemExit(f"--only {a.only!r}: not one of {sorted(paths)}")
+            fn = paths[a.only]
+            for _ in range(a.calls + a.rounds * a.calls):
+                fn()
+            return
         for fn in paths.values():
             _round(fn, a.calls)  # warm-up
         samples = {k: [] for k in paths}

@@ -9,6 +9,8 @@
 #   python/scripts/bench.sh --sdks ours,bare --scenarios sync,async --journal off  # fast iteration
 #   python/scripts/bench.sh --integrations [--rounds 5 --calls 200]  # the integrations' client CPU
 #                                   # per call against the bare libraries (integrations_bench.py)
+#   python/scripts/bench.sh --instructions [--measured 200]  # the same paths' instructions per
+#                                   # call under callgrind (integrations_instructions.py)
 #
 # Builds the RELEASE wheel and the release `cycles` CLI, then reuses one venv under
 # ~/.cache/cycles-python-bench (the wheel is reinstalled every run). Progress goes to stderr,
@@ -29,6 +31,10 @@ INTEGRATIONS=0
 if [[ "${1:-}" == "--integrations" ]]; then
     INTEGRATIONS=1
     shift
+elif [[ "${1:-}" == "--instructions" ]]; then
+    INTEGRATIONS=2
+    shift
+    command -v valgrind >/dev/null || { echo "--instructions needs valgrind (apt-get install valgrind)" >&2; exit 1; }
 fi
 # The integrations' libraries at test.sh's pins (one source of truth for the versions).
 eval "$(grep -E '^(STARLETTE|OPENAI|ANTHROPIC|OPENAI_AGENTS|LANGCHAIN_CORE|LANGCHAIN_OPENAI)_VERSION=' \
@@ -60,6 +66,11 @@ rm -rf "$WHEELS"
     "$WHEELS"/*.whl
 
 cd "$CACHE"  # outside the source tree: `import cycles` finds the installed wheel
+if [[ "$INTEGRATIONS" == "2" ]]; then
+    log "counting the integrations' instructions per call under callgrind (slow: minutes a path)"
+    exec "$VENV/bin/python" "$ROOT/python/bench/integrations_instructions.py" \
+        --cycles-bin "$CARGO_TARGET_DIR/release/cycles" "$@"
+fi
 if [[ "$INTEGRATIONS" == "1" ]]; then
     log "running the integrations benchmark (the server and the fake provider are child processes)"
     exec "$VENV/bin/python" "$ROOT/python/bench/integrations_bench.py" \
