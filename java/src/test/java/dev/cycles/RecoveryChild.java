@@ -13,10 +13,10 @@ import java.util.concurrent.CopyOnWriteArrayList;
 
 /**
  * One process of a recovery test (started by {@link RecoverySupport.Child}; not a test class).
- * args[0] is a JSON spec; the process builds a FRESH client from it (nothing but the journal on
- * disk crosses from an earlier process), does one thing through the public API, closes the
- * client without draining (what is left stays journaled), and writes its result JSON atomically
- * to {@code spec.result}. A process the test SIGKILLs writes nothing.
+ * args[0] is a JSON spec; the process builds a FRESH client from it (nothing but the journal, on
+ * disk or in Redis with {@code journal_url}, crosses from an earlier process), does one thing
+ * through the public API, closes the client without draining (what is left stays journaled),
+ * and writes its result JSON atomically to {@code spec.result}. A process the test SIGKILLs writes nothing.
  *
  * <p>Modes: {@code settle} (reserve without heartbeat, set the actual, close the reservation:
  * the SDK journals, then commits), {@code flush} (replay every pending record once),
@@ -36,6 +36,9 @@ public final class RecoveryChild {
                 .replayInterval(Duration.ofHours(1));
         if (Json.str(spec, "tenant") != null) {
             b.tenant(Json.str(spec, "tenant"));
+        }
+        if (Json.str(spec, "journal_url") != null) {
+            b.journalUrl(Json.str(spec, "journal_url")); // Redis runs (TestJournal); dir then stays unused
         }
         CyclesClient client = b.build();
         String go = Json.str(spec, "go");

@@ -5,9 +5,6 @@ import static dev.cycles.RecoverySupport.applied;
 import static dev.cycles.RecoverySupport.keys;
 import static dev.cycles.RecoverySupport.noRelease;
 import static dev.cycles.RecoverySupport.operations;
-import static dev.cycles.RecoverySupport.readRecord;
-import static dev.cycles.RecoverySupport.recordFiles;
-import static dev.cycles.RecoverySupport.recordPath;
 import static dev.cycles.RecoverySupport.requests;
 import static dev.cycles.RecoverySupport.settlementRequests;
 import static dev.cycles.RecoverySupport.settlements;
@@ -23,6 +20,7 @@ import dev.cycles.errors.MissingActualException;
 import dev.cycles.internal.Json;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -34,22 +32,39 @@ import org.junit.jupiter.api.io.TempDir;
  * Recovery conformance, core and boundary scenarios (CR-CORE-001..004, CR-BOUNDARY-001 of
  * ../shared/spec/scenarios.yaml) through the public Java API against the in-process local
  * server over real HTTP. conformance/adapters/jvm-map.json names these tests; each asserts its
- * scenario's expected requests and assertions.
+ * scenario's expected requests and assertions. The journal is a {@link TestJournal}: the
+ * directory, or Redis with CYCLES_TEST_JOURNAL_STORE=redis (jvm-redis-map.json).
  */
 class RecoveryCoreTest {
     private static final String[] MALFORMED = {"missing_required_field", "wrong_status_code", "not_json", "wrong_field_type"};
     private final LocalServer server = LocalServer.start();
+    private final List<TestJournal> journals = new ArrayList<>();
     @TempDir
     Path tmp;
 
     @AfterEach
     void stop() {
         server.close();
+        journals.forEach(TestJournal::close);
     }
 
-    private CyclesClient.Builder client(Path dir) {
-        return CyclesClient.builder().baseUrl(server.url()).apiKey(server.apiKey()).tenant(server.tenant()).journalDir(dir)
-                .replayInterval(Duration.ofHours(1));
+    /** The journal under test at {@code tmp/name} (closed after the test). */
+    private TestJournal journal(String name) {
+        TestJournal j = new TestJournal(tmp.resolve(name));
+        journals.add(j);
+        return j;
+    }
+
+    private CyclesClient.Builder client(TestJournal j) {
+        return j.configure(CyclesClient.builder().baseUrl(server.url()).apiKey(server.apiKey()).tenant(server.tenant())
+                .replayInterval(Duration.ofHours(1)));
+    }
+
+    /** Nothing journaled is left, and a Redis run wrote nothing into the directory. */
+    private static void journalEmpty(TestJournal j, String what) {
+        assertEquals(List.of(), j.records(), what);
+        assertEquals(List.of(), j.quarantined(), what);
+        assertTrue(j.dirUntouchedOnRedis(), what + ": the unused directory was written");
     }
 
     private void fault(String op, String fault) {
@@ -60,8 +75,9 @@ class RecoveryCoreTest {
     @Test
     void lostCommitResponseIsRetriedWithTheSameKeyAndAppliedOnce() {
         fault("commitReservation", "{\"kind\":\"drop_response_after_apply\"}");
+        TestJournal j = journal("journal");
         Reservation kept;
-        try (CyclesClient c = client(tmp).build()) {
+        try (CyclesClient c = client(j).build()) {
             try (Reservation r = c.reserve(GuardSpec.of(ACTION, 1_000).idempotencyKey("core-1").heartbeat(false))) {
                 kept = r;
                 r.setActual(400);
@@ -82,7 +98,7 @@ class RecoveryCoreTest {
         assertEquals(Boolean.TRUE, reqs.get(1).get("replay"), "the retry got the original result");
         assertEquals("1,0", settlements(server, rid, key), "settled at most once");
         assertEquals(List.of(400L), applied(server, "commit").stream().map(e -> e.get("amount")).toList());
-        assertEquals(List.of(), recordFiles(tmp), "the record is removed after success");
+        journalEmpty(j, "the record is removed after success");
         noRelease(server);
     }
 
@@ -90,8 +106,9 @@ class RecoveryCoreTest {
     @Test
     void expiredCommitFallsBackToOneEventWithTheOriginalSubjectActionAndActual() throws Exception {
         List<CyclesEvent> got = new CopyOnWriteArrayList<>();
+        TestJournal j = journal("journal");
         Reservation kept;
-        try (CyclesClient c = client(tmp).onEvent(got::add).build()) {
+        try (CyclesClient c = client(j).onEvent(got::add).build()) {
             try (Reservation r = c.reserve(GuardSpec.of(ACTION, 1_000).subject(Subject.tenant(server.tenant()))
                     .idempotencyKey("core-2").heartbeat(false))) {
                 kept = r;
@@ -132,7 +149,7 @@ class RecoveryCoreTest {
         assertEquals(List.of(key, server.tenant(), "USD_MICROCENTS", 400L), List.of(events.get(0).get("idempotency_key"),
                 events.get(0).get("tenant"), events.get(0).get("unit"), events.get(0).get("amount")));
         assertEquals(List.of(), applied(server, "commit"));
-        assertEquals(List.of(), recordFiles(tmp));
+        journalEmpty(j, "the record is removed after the event");
         assertTrue(got.stream().anyMatch(e -> "settlement_mode_switched".equals(e.kind()) && rid.equals(e.reservationId())),
                 got.toString());
         List<String> settled = got.stream().filter(e -> "settlement_settled".equals(e.kind()))
@@ -148,7 +165,8 @@ class RecoveryCoreTest {
         List<CyclesEvent> got = new CopyOnWriteArrayList<>();
         long ttl = 3_500;
         Guarded<Integer> g;
-        try (CyclesClient c = client(tmp).requestTimeout(Duration.ofMillis(500)).onEvent(got::add).build()) {
+        TestJournal j = journal("journal");
+        try (CyclesClient c = client(j).requestTimeout(Duration.ofMillis(500)).onEvent(got::add).build()) {
             g = c.guarded(GuardSpec.of(ACTION, 1_000).ttlMs(ttl).idempotencyKey("core-3").policy(HeartbeatPolicy.WARN),
                     (Integer v) -> v * 10L, () -> {
                         long start = System.nanoTime();
@@ -183,12 +201,13 @@ class RecoveryCoreTest {
         assertEquals(List.of("commitReservation", "core-3:commit"), List.of(last.get("operation"), last.get("idempotency_key")));
         assertEquals("1,0", settlements(server, rid, "core-3:commit"));
         assertEquals(List.of(700L), applied(server, "commit").stream().map(e -> e.get("amount")).toList());
+        journalEmpty(j, "the record is removed after the commit");
         noRelease(server);
     }
 
     private void protocolInvalidRound(String shape, boolean viaEvent) {
         String what = shape + " viaEvent=" + viaEvent;
-        Path d = tmp.resolve(shape + "-" + viaEvent);
+        TestJournal d = journal(shape + "-" + viaEvent);
         String op = viaEvent ? "createEvent" : "commitReservation";
         fault(op, "{\"kind\":\"malformed_success\",\"shape\":\"" + shape + "\"}");
         String base = "core-4-" + shape + "-" + viaEvent;
@@ -209,7 +228,7 @@ class RecoveryCoreTest {
         assertEquals(Settlement.Status.PENDING, s.status(), what);
         assertTrue(s.journaled(), what);
         assertEquals(once, settlements(server, rid, key), what + ": the server applied it");
-        Map<String, Object> rec = readRecord(recordPath(d, server, rid));
+        Map<String, Object> rec = d.readRecord(server, rid);
         assertNotNull(rec, what + ": record retained");
         assertEquals(key, rec.get("idempotency_key"), what + ": with the original key");
         assertEquals(viaEvent ? "event" : "commit", rec.get("mode"), what + " " + rec);
@@ -219,7 +238,7 @@ class RecoveryCoreTest {
             DrainReport report = fresh.drain(Duration.ofSeconds(10));
             assertEquals(List.of(), report.remaining(), what);
         }
-        assertEquals(List.of(), recordFiles(d), what + ": removed after schema-valid success");
+        journalEmpty(d, what + ": removed after schema-valid success");
         List<Map<String, Object>> reqs = settlementRequests(server, rid, key).stream().filter(q -> op.equals(q.get("operation"))).toList();
         assertEquals(2, reqs.size(), what + " " + reqs);
         assertTrue(reqs.stream().allMatch(q -> key.equals(q.get("idempotency_key"))), what);
@@ -262,7 +281,8 @@ class RecoveryCoreTest {
      */
     @Test
     void missingActualReleasesWithoutSettlement() throws Exception {
-        try (CyclesClient c = client(tmp).build()) {
+        TestJournal j = journal("journal");
+        try (CyclesClient c = client(j).build()) {
             Reservation kept = c.reserve(GuardSpec.of(ACTION, 1_000).idempotencyKey("boundary-1").heartbeat(false));
             MissingActualException e = assertThrows(MissingActualException.class, kept::close);
             assertTrue(e.released(), e.getMessage());
@@ -290,8 +310,8 @@ class RecoveryCoreTest {
         assertEquals(3, ops.stream().filter("releaseReservation"::equals).count(), "every action is released: " + ops);
         assertEquals(List.of("reserve", "release", "reserve", "release", "reserve", "release"),
                 RecoverySupport.ledger(server).stream().map(e -> e.get("kind")).toList());
-        assertEquals(List.of(), recordFiles(tmp), "nothing journaled without an actual");
-        assertEquals("[]", Journal.pending(tmp, server.url(), server.apiKey(), server.tenant()).replace(" ", ""));
+        journalEmpty(j, "nothing journaled without an actual");
+        assertEquals(List.of(), j.pendingIds(server.url(), server.apiKey(), server.tenant()));
     }
 
     /**
@@ -302,7 +322,8 @@ class RecoveryCoreTest {
     @Test
     void tryWithResourcesThatThrowsReleases() {
         RuntimeException boom = new RuntimeException("boom");
-        try (CyclesClient c = client(tmp).build()) {
+        TestJournal j = journal("journal");
+        try (CyclesClient c = client(j).build()) {
             RuntimeException out = assertThrows(RuntimeException.class, () -> {
                 try (Reservation r = c.reserve(GuardSpec.of(ACTION, 1_000).idempotencyKey("twr-1").heartbeat(false))) {
                     assertNotNull(r.reservationId()); // the work starts, then fails
@@ -316,5 +337,6 @@ class RecoveryCoreTest {
         }
         assertEquals(List.of("twr-1", "twr-1:release"), keys(server));
         assertEquals(List.of("reserve", "release"), RecoverySupport.ledger(server).stream().map(e -> e.get("kind")).toList());
+        journalEmpty(j, "nothing journaled without an actual");
     }
 }

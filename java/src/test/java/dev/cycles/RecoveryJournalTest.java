@@ -38,17 +38,28 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * Recovery conformance on journals written by others (CR-DURABLE-005, CR-DURABLE-007 of
  * ../shared/spec/scenarios.yaml): corrupt and unsupported records are quarantined while valid
- * ones still replay (in a restarted JVM); file names are the sha256 of the exact UTF-8 id,
- * legacy names migrate without deleting a colliding record. Real files, real HTTP.
+ * ones still replay (in a restarted JVM; in the directory or, with
+ * CYCLES_TEST_JOURNAL_STORE=redis, in Redis: {@link TestJournal}); file names are the sha256 of
+ * the exact UTF-8 id, legacy names migrate without deleting a colliding record. Real files, a
+ * real redis-server, real HTTP.
  */
 class RecoveryJournalTest {
     private final LocalServer server = LocalServer.start();
+    private final List<TestJournal> journals = new ArrayList<>();
     @TempDir
     Path tmp;
 
     @AfterEach
     void stop() {
         server.close();
+        journals.forEach(TestJournal::close);
+    }
+
+    /** The journal under test at {@code tmp/name} (closed after the test). */
+    private TestJournal journal(String name) {
+        TestJournal j = new TestJournal(tmp.resolve(name));
+        journals.add(j);
+        return j;
     }
 
     @SuppressWarnings("unchecked")
@@ -63,30 +74,32 @@ class RecoveryJournalTest {
     /** CR-DURABLE-005: a corrupt, a version-2 and a valid (Python SDK) record; a fresh JVM quarantines the two (kept, reported, never sent) and replays the valid one once. */
     @Test
     void corruptAndUnsupportedRecordsAreQuarantinedAndValidRecordsStillReplay() throws Exception {
-        Path d = tmp.resolve("journal");
-        Path part = RecoverySupport.partition(d, server, server.apiKey(), server.tenant());
+        // The journal under test (the directory, or Redis: TestJournal), written as others would have.
+        TestJournal j = journal("journal");
+        String part = Journal.fingerprint(server.url(), server.apiKey(), server.tenant());
         String rid;
         try (CyclesClient c = CyclesClient.builder().baseUrl(server.url()).apiKey(server.apiKey()).tenant(server.tenant())
                 .journalEnabled(false).build()) {
             rid = RecoverySupport.reserveDirect(c, "d5-reserve");
         }
         String key = "d5-python-sdk-key";
-        Path valid = part.resolve(Journal.fileName(rid));
-        write(valid, pythonSdkRecord(rid, server.url(), key, 300));
-        Path corrupt = part.resolve(Journal.fileName("rsv-corrupt"));
-        write(corrupt, "{\"version\": 1, \"reserv");
-        Path future = part.resolve(Journal.fileName("rsv-future"));
-        write(future, "{\"version\": 2, \"reservation_id\": \"rsv-future\", \"payload\": {}}");
-        for (Object[] pe : new Object[][] {{corrupt, "corrupt"}, {future, "unsupported"}}) {
-            InvalidArgumentException bad = assertThrows(InvalidArgumentException.class,
-                    () -> Journal.parseRecord(Files.readAllBytes((Path) pe[0])));
+        String valid = Journal.fileName(rid);
+        String corrupt = Journal.fileName("rsv-corrupt");
+        String future = Journal.fileName("rsv-future");
+        byte[] corruptBytes = "{\"version\": 1, \"reserv".getBytes(StandardCharsets.UTF_8);
+        byte[] futureBytes = "{\"version\": 2, \"reservation_id\": \"rsv-future\", \"payload\": {}}".getBytes(StandardCharsets.UTF_8);
+        j.put(server.url(), server.apiKey(), server.tenant(), valid,
+                pythonSdkRecord(rid, server.url(), key, 300).getBytes(StandardCharsets.UTF_8));
+        j.put(server.url(), server.apiKey(), server.tenant(), corrupt, corruptBytes);
+        j.put(server.url(), server.apiKey(), server.tenant(), future, futureBytes);
+        for (Object[] pe : new Object[][] {{corruptBytes, "corrupt"}, {futureBytes, "unsupported"}}) {
+            InvalidArgumentException bad = assertThrows(InvalidArgumentException.class, () -> Journal.parseRecord((byte[]) pe[0]));
             assertEquals(Map.of("journal_error", pe[1]), Json.object(bad.details().orElseThrow()));
         }
-        assertEquals(List.of(rid), list(Journal.pending(d, server.url(), server.apiKey(), server.tenant())).stream()
-                .map(p -> p.get("reservation_id")).toList());
+        assertEquals(List.of(rid), j.pendingIds(server.url(), server.apiKey(), server.tenant()));
 
-        Map<String, Object> spec = new HashMap<>(Map.of("url", server.url(), "api_key", server.apiKey(), "tenant", server.tenant(),
-                "dir", d.toString(), "mode", "drain"));
+        Map<String, Object> spec = j.spec(new HashMap<>(Map.of("url", server.url(), "api_key", server.apiKey(),
+                "tenant", server.tenant(), "mode", "drain")));
         Map<String, Object> result = new RecoverySupport.Child(spec, tmp.resolve("restart.json")).finish();
         @SuppressWarnings("unchecked")
         Map<String, Object> report = (Map<String, Object>) result.get("report");
@@ -94,42 +107,44 @@ class RecoveryJournalTest {
         @SuppressWarnings("unchecked")
         List<Map<String, Object>> events = (List<Map<String, Object>>) (List<?>) result.get("events");
         List<Map<String, Object>> reported = events.stream().filter(e -> "journal_quarantined".equals(e.get("kind"))).toList();
-        // corruption_is_reported: one event per quarantined file, naming it and its new name.
-        assertEquals(Set.of(corrupt.getFileName().toString(), future.getFileName().toString()),
-                new HashSet<>(reported.stream().map(e -> Path.of((String) e.get("file")).getFileName().toString()).toList()), result.toString());
+        // corruption_is_reported: one event per quarantined record, naming it and its new name.
+        assertEquals(Set.of(corrupt, future),
+                new HashSet<>(reported.stream().map(e -> TestJournal.name((String) e.get("file"))).toList()), result.toString());
         assertEquals(2, reported.size());
-        List<String> left;
-        try (Stream<Path> files = Files.list(part)) {
-            left = files.filter(Files::isRegularFile).map(p -> p.getFileName().toString()).sorted().toList();
-        }
+        List<TestJournal.Entry> quarantined = j.quarantined();
+        assertTrue(quarantined.stream().allMatch(e -> e.partition().equals(part)), quarantined.toString());
+        List<String> left = quarantined.stream().map(TestJournal.Entry::name).toList();
         for (Map<String, Object> e : reported) {
             assertEquals("quarantined", e.get("disposition"));
-            String file = Path.of((String) e.get("file")).getFileName().toString();
-            String why = file.equals(corrupt.getFileName().toString()) ? "corrupt" : "unsupported";
+            String file = TestJournal.name((String) e.get("file"));
+            String why = file.equals(corrupt) ? "corrupt" : "unsupported";
             assertTrue(String.valueOf(e.get("reason")).contains(why), e.toString());
-            assertTrue(left.contains(Path.of((String) e.get("quarantined_as")).getFileName().toString()), e + " " + left);
+            assertTrue(left.contains(TestJournal.name((String) e.get("quarantined_as"))), e + " " + left);
         }
-        // corrupt / unsupported quarantined: renamed, evidence kept, never deleted.
-        List<String> qc = left.stream().filter(n -> n.startsWith(corrupt.getFileName() + ".corrupt-")).toList();
-        List<String> qf = left.stream().filter(n -> n.startsWith(future.getFileName() + ".unsupported-")).toList();
+        // corrupt / unsupported quarantined: renamed, evidence kept byte for byte, never deleted.
+        List<TestJournal.Entry> qc = quarantined.stream().filter(e -> e.name().startsWith(corrupt + ".corrupt-")).toList();
+        List<TestJournal.Entry> qf = quarantined.stream().filter(e -> e.name().startsWith(future + ".unsupported-")).toList();
         assertEquals(1, qc.size(), left.toString());
         assertEquals(1, qf.size(), left.toString());
-        assertArrayEquals("{\"version\": 1, \"reserv".getBytes(StandardCharsets.UTF_8), Files.readAllBytes(part.resolve(qc.get(0))));
-        assertFalse(Files.exists(corrupt) || Files.exists(future));
-        // other_valid_records_still_replay: committed once, stored key, record removed.
+        assertArrayEquals(corruptBytes, qc.get(0).bytes());
+        assertArrayEquals(futureBytes, qf.get(0).bytes());
+        // other_valid_records_still_replay: committed once, stored key; no record is left (the
+        // valid one removed, the two others only under their quarantine names).
+        assertEquals(List.of(), j.records());
         assertEquals(List.of(rid), events.stream().filter(e -> "settlement_settled".equals(e.get("kind"))).map(e -> e.get("reservation_id")).toList());
         assertEquals(List.of("commitReservation:" + key + ":200"), settlementRequests(server, rid, key).stream()
                 .map(r -> r.get("operation") + ":" + r.get("idempotency_key") + ":" + r.get("status")).toList());
         assertEquals("1,0", settlements(server, rid, key));
-        assertFalse(Files.exists(valid));
-        assertEquals(List.of(), list(Journal.pending(d, server.url(), server.apiKey(), server.tenant())));
+        assertEquals(List.of(), j.pendingIds(server.url(), server.apiKey(), server.tenant()));
+        assertTrue(j.dirUntouchedOnRedis(), "a Redis run wrote into the directory");
         // Nothing was ever sent for the quarantined records (expected_requests: []).
         assertEquals(List.of(rid), requests(server).stream()
                 .filter(r -> "commitReservation".equals(r.get("operation")) || "createEvent".equals(r.get("operation")))
                 .map(r -> r.get("reservation_id")).toList());
     }
 
-    private static final String[] TRICKY_IDS = {"rsv/a", "rsv_a", "rsv.a", "rsv a", "rsv:a", "rsv%2Fa", "RSV/A", "rsv/a ", " rsv/a",
+    /** Ids a lossy name scheme would merge (JournalRedisTest's key test uses them too). */
+    static final String[] TRICKY_IDS = {"rsv/a", "rsv_a", "rsv.a", "rsv a", "rsv:a", "rsv%2Fa", "RSV/A", "rsv/a ", " rsv/a",
         "r\u00e9sum\u00e9", "re\u0301sume\u0301", "\u0440\u0441\u0432", "\u4e88\u7d04-1", "\uD83D\uDCB8", "rsv\\a", "../rsv", "a".repeat(300)};
 
     /** CR-DURABLE-007 (names): v2- + lowercase sha256 hex of the exact, unnormalised UTF-8 id + .json; ids a lossy scheme merges get distinct files. */
@@ -148,7 +163,12 @@ class RecoveryJournalTest {
         assertEquals(1, Stream.of("rsv/a", "rsv_a", "rsv.a", "rsv a").map(Journal::legacyFileName).distinct().count());
     }
 
-    /** CR-DURABLE-007 (legacy): a colliding legacy record of another id is neither read nor deleted while R settles; a matching legacy record of R2 migrates and settles once. */
+    /**
+     * CR-DURABLE-007 (legacy): a colliding legacy record of another id is neither read nor deleted
+     * while R settles; a matching legacy record of R2 migrates and settles once. The directory's
+     * alone (legacy file names do not exist in Redis; jvm-redis-map.json maps the scenario to
+     * JournalRedisTest's key test instead), so it runs on files whatever the store under test.
+     */
     @Test
     void legacyRecordMigratesToItsStandardNameWithoutDeletingACollidingRecord() throws Exception {
         Path d = tmp.resolve("journal");

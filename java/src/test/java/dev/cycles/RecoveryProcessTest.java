@@ -1,12 +1,11 @@
 package dev.cycles;
 
 import static dev.cycles.RecoverySupport.noRelease;
-import static dev.cycles.RecoverySupport.readRecord;
-import static dev.cycles.RecoverySupport.recordFiles;
 import static dev.cycles.RecoverySupport.requests;
 import static dev.cycles.RecoverySupport.settlementRequests;
 import static dev.cycles.RecoverySupport.settlements;
 import static dev.cycles.RecoverySupport.waitFor;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -28,12 +27,16 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * Recovery conformance across real JVM processes (CR-DURABLE-001..004 and 006 of
  * ../shared/spec/scenarios.yaml): {@link RecoveryChild} JVMs settle through the public API,
- * are SIGKILLed mid-settlement and restarted with nothing but the journal on disk, against a
- * local server in this (the test's) JVM, whose ledger and request log outlive every kill.
+ * are SIGKILLed mid-settlement and restarted with nothing but the journal, against a local
+ * server in this (the test's) JVM, whose ledger and request log outlive every kill. The journal
+ * is a {@link TestJournal}: a directory, or with CYCLES_TEST_JOURNAL_STORE=redis a Redis the
+ * test starts (one Redis shared by every process of a test; two for the two hosts' copies).
  */
 class RecoveryProcessTest {
     private LocalServer server;
     private final List<RecoverySupport.Child> children = new ArrayList<>();
+    private final List<TestJournal> journals = new ArrayList<>();
+    private TestJournal shared;
     @TempDir
     Path tmp;
 
@@ -45,18 +48,35 @@ class RecoveryProcessTest {
         if (server != null) {
             server.close();
         }
+        journals.forEach(TestJournal::close);
     }
 
-    private Path dir() {
-        return tmp.resolve("journal");
+    /** The journal under test at {@code tmp/name} (closed after the test). */
+    private TestJournal journal(String name) {
+        TestJournal j = new TestJournal(tmp.resolve(name));
+        journals.add(j);
+        return j;
+    }
+
+    /** The journal every process of the test shares (made at first use). */
+    private TestJournal j() {
+        if (shared == null) {
+            shared = journal("journal");
+        }
+        return shared;
     }
 
     private RecoverySupport.Child spawn(String name, Object... kv) {
+        return spawnOn(j(), name, kv);
+    }
+
+    /** A {@link RecoveryChild} journaling in {@code journal}, its spec's other members {@code kv}. */
+    private RecoverySupport.Child spawnOn(TestJournal journal, String name, Object... kv) {
         Map<String, Object> spec = new LinkedHashMap<>();
         spec.put("url", server.url());
         spec.put("api_key", server.apiKey());
         spec.put("tenant", server.tenant());
-        spec.put("dir", dir().toString());
+        journal.spec(spec);
         for (int i = 0; i < kv.length; i += 2) {
             spec.put((String) kv[i], kv[i + 1]);
         }
@@ -69,12 +89,16 @@ class RecoveryProcessTest {
         server.addFault("{\"operation\":\"" + op + "\",\"times\":1,\"fault\":" + fault + "}");
     }
 
-    private Path recordPath(String apiKey, String tenant, String rid) {
-        return RecoverySupport.partition(dir(), server, apiKey, tenant).resolve(Journal.fileName(rid));
+    /** {@code rid}'s record in the shared journal (the server's identity), parsed, or null. */
+    private Map<String, Object> record(String rid) {
+        return j().readRecord(server, rid);
     }
 
-    private Path recordPath(String rid) {
-        return RecoverySupport.recordPath(dir(), server, rid);
+    /** Nothing is left in the journal, and a Redis run wrote nothing into the directory. */
+    private static void journalEmpty(TestJournal journal, String what) {
+        assertEquals(List.of(), journal.records(), what);
+        assertEquals(List.of(), journal.quarantined(), what);
+        assertTrue(journal.dirUntouchedOnRedis(), what + ": the unused directory was written");
     }
 
     @SuppressWarnings("unchecked")
@@ -126,11 +150,10 @@ class RecoveryProcessTest {
         // Process 1 journals, then sends the first commit; the server holds it; SIGKILL in flight.
         Map<String, Object> req = awaitRequest("commitReservation", before);
         String rid = (String) req.get("reservation_id");
-        Path path = recordPath(rid);
-        Map<String, Object> rec = readRecord(path);
-        assertNotNull(rec, "the record is on disk while the first commit is in flight: " + path);
+        byte[] bytes = j().recordOf(server.url(), server.apiKey(), server.tenant(), rid);
+        assertNotNull(bytes, "the record is in the journal while the first commit is in flight: " + j().records());
+        Map<String, Object> rec = Json.object(Journal.parseRecord(bytes));
         assertNull(first("commitReservation", before, rid).get("status"), "the commit is still in flight");
-        byte[] bytes = Files.readAllBytes(path);
         p1.kill();
         long killed = System.nanoTime();
         assertEquals(rid, rec.get("reservation_id"));
@@ -138,16 +161,17 @@ class RecoveryProcessTest {
         assertEquals(key, commitKey(rec));
         assertTrue(((Number) rec.get("recorded_at_ms")).longValue() <= ((Number) req.get("received_at_ms")).longValue(),
                 "journal write precedes the first settlement request");
-        assertEquals(Journal.fileName(rid), path.getFileName().toString());
-        assertTrue(java.util.Arrays.equals(bytes, Files.readAllBytes(path)), "the record survives the kill byte for byte");
+        assertEquals(List.of(Journal.fileName(rid)), j().records().stream().map(TestJournal.Entry::name).toList());
+        assertArrayEquals(bytes, j().recordOf(server.url(), server.apiKey(), server.tenant(), rid),
+                "the record survives the kill byte for byte");
 
         // Process 2: a fresh JVM with the journal only.
         long lastSeq = ((Number) requests(server).get(requests(server).size() - 1).get("seq")).longValue();
         Map<String, Object> r2 = spawn("p2-" + n, "mode", "drain").finish();
         assertEquals(List.of(), remaining(r2), r2.toString());
         assertEquals(List.of(rid), events(r2, "settlement_settled").stream().map(e -> e.get("reservation_id")).toList());
-        assertFalse(Files.exists(path), "successful replay removes the record");
-        assertEquals(List.of(), recordFiles(dir()));
+        assertNull(record(rid), "successful replay removes the record");
+        journalEmpty(j(), "nothing left in the journal");
         // Let the held first request end at the server, so a late apply would show.
         long left = holdMs - (System.nanoTime() - killed) / 1_000_000;
         Thread.sleep(Math.max(0, left) + 200);
@@ -177,15 +201,14 @@ class RecoveryProcessTest {
         Map<String, Object> r1 = spawn("p1", "mode", "settle", "key", "d2", "amount", 400, "max_attempts", 1).finish();
         assertEquals("PENDING", settlementField(r1, "status"), r1.toString());
         String rid = (String) settlementField(r1, "reservation_id");
-        Path path = recordPath(rid);
-        assertEquals("commit", readRecord(path).get("mode"), "the journal contains the commit");
+        assertEquals("commit", record(rid).get("mode"), "the journal contains the commit");
         assertEquals(1, settlementRequests(server, rid, key).size());
 
         server.advanceClock(200_000);
         fault("createEvent", "{\"kind\":\"delay_after_apply\",\"ms\":1000}");
         RecoverySupport.Child p2 = spawn("p2", "mode", "drain");
         assertTrue(waitFor(20_000, () -> settlementRequests(server, rid, key).stream().anyMatch(r -> "createEvent".equals(r.get("operation")))));
-        Map<String, Object> switched = readRecord(path);
+        Map<String, Object> switched = record(rid);
         assertNotNull(switched, "the record is present while the event is in flight");
         p2.kill();
         Map<String, Object> event = settlementRequests(server, rid, key).stream().filter(r -> "createEvent".equals(r.get("operation")))
@@ -198,12 +221,13 @@ class RecoveryProcessTest {
         assertEquals(List.of("commitReservation:500", "commitReservation:410"),
                 reqs.subList(0, 2).stream().map(r -> r.get("operation") + ":" + r.get("status")).toList());
         assertEquals(3, reqs.size(), reqs.toString());
-        assertEquals("event", readRecord(path).get("mode"));
+        assertEquals("event", record(rid).get("mode"), "the switch survives the kill");
 
         Map<String, Object> r3 = spawn("p3", "mode", "drain").finish();
         assertEquals(List.of(), remaining(r3), r3.toString());
         assertEquals(List.of("event"), events(r3, "settlement_settled").stream().map(e -> e.get("mode")).toList());
-        assertFalse(Files.exists(path), "successful event removes the record");
+        assertNull(record(rid), "successful event removes the record");
+        journalEmpty(j(), "nothing left in the journal");
         reqs = settlementRequests(server, rid, key);
         assertTrue(reqs.size() >= 4, reqs.toString());
         assertTrue(reqs.subList(2, reqs.size()).stream().allMatch(r -> "createEvent".equals(r.get("operation"))), "only events after the switch");
@@ -221,17 +245,16 @@ class RecoveryProcessTest {
         fault("commitReservation", "{\"kind\":\"rate_limited\",\"retry_after\":\"3\"}");
         RecoverySupport.Child p1 = spawn("p1", "mode", "settle", "key", "d3", "amount", 400);
         String rid = (String) awaitRequest("commitReservation", 0).get("reservation_id");
-        Path path = recordPath(rid);
-        // Kill as soon as the floor is on disk (the child then waits inline for it).
+        // Kill as soon as the floor is journaled (the child then waits inline for it).
         assertTrue(waitFor(20_000, () -> {
-            Map<String, Object> r = readRecord(path);
+            Map<String, Object> r = record(rid);
             return r != null && r.get("not_before_ms") != null;
         }), "the persisted floor");
         p1.kill();
         List<Map<String, Object>> reqs = settlementRequests(server, rid, key);
         assertEquals(1, reqs.size());
         assertEquals(429L, reqs.get(0).get("status"));
-        long nb = ((Number) readRecord(path).get("not_before_ms")).longValue();
+        long nb = ((Number) record(rid).get("not_before_ms")).longValue();
         assertTrue(nb >= ((Number) reqs.get(0).get("received_at_ms")).longValue() + 3_000, "the floor honours Retry-After");
 
         Map<String, Object> r2 = spawn("p2", "mode", "flush").finish();
@@ -241,7 +264,8 @@ class RecoveryProcessTest {
 
         Map<String, Object> r3 = spawn("p3", "mode", "drain").finish();
         assertEquals(List.of(), remaining(r3), r3.toString());
-        assertFalse(Files.exists(path), "successful replay removes the record");
+        assertNull(record(rid), "successful replay removes the record");
+        journalEmpty(j(), "nothing left in the journal");
         reqs = settlementRequests(server, rid, key);
         assertEquals(2, reqs.size(), reqs.toString());
         assertTrue(((Number) reqs.get(1).get("received_at_ms")).longValue() >= nb, "no retry before the persisted not_before");
@@ -260,18 +284,25 @@ class RecoveryProcessTest {
                 "max_attempts", 1).finish();
         assertEquals("PENDING", settlementField(r1, "status"), r1.toString());
         String rid = (String) settlementField(r1, "reservation_id");
-        List<Path> files;
-        try (Stream<Path> all = Files.walk(dir())) {
-            files = all.filter(Files::isRegularFile).toList();
+        List<TestJournal.Entry> records = j().records();
+        assertFalse(records.isEmpty());
+        for (TestJournal.Entry e : records) {
+            assertFalse(e.text().contains("old-key") || e.text().contains("new-key"), "API key stored in " + e);
+            assertFalse(e.toString().contains("old-key") || e.toString().contains("new-key"), e.toString());
         }
-        assertFalse(files.isEmpty());
-        for (Path f : files) {
-            String data = Files.readString(f);
-            assertFalse(data.contains("old-key") || data.contains("new-key"), "API key stored in " + f);
+        if (j().url() == null) {
+            // Nor in any other file of the directory.
+            List<Path> files;
+            try (Stream<Path> all = Files.walk(j().dir())) {
+                files = all.filter(Files::isRegularFile).toList();
+            }
+            for (Path f : files) {
+                String data = Files.readString(f);
+                assertFalse(data.contains("old-key") || data.contains("new-key"), "API key stored in " + f);
+            }
         }
         assertEquals(Journal.fingerprint(server.url(), "old-key", "acme"), Journal.fingerprint(server.url(), "new-key", "acme"));
-        Path tenantPath = recordPath("new-key", "acme", rid);
-        assertTrue(Files.exists(tenantPath), "the tenant partition does not depend on the key");
+        assertNotNull(j().recordOf(server.url(), "new-key", "acme", rid), "the tenant partition does not depend on the key");
 
         Map<String, Object> other = spawn("p-other", "api_key", "new-key", "tenant", null, "mode", "flush").finish();
         assertEquals(List.of(), remaining(other), other.toString());
@@ -281,7 +312,8 @@ class RecoveryProcessTest {
         Map<String, Object> r2 = spawn("p2", "api_key", "new-key", "tenant", "acme", "mode", "drain").finish();
         assertEquals(List.of(), remaining(r2), r2.toString());
         assertEquals(List.of(rid), events(r2, "settlement_settled").stream().map(e -> e.get("reservation_id")).toList());
-        assertFalse(Files.exists(tenantPath));
+        assertNull(j().recordOf(server.url(), "new-key", "acme", rid));
+        journalEmpty(j(), "nothing left in the journal");
         assertEquals(List.of("commitReservation:" + key + ":500", "commitReservation:" + key + ":200"),
                 settlementRequests(server, rid, key).stream().map(r -> r.get("operation") + ":" + r.get("idempotency_key") + ":" + r.get("status"))
                         .toList());
@@ -302,8 +334,7 @@ class RecoveryProcessTest {
         fault("commitReservation", "{\"kind\":\"server_error\",\"status\":500}");
         Map<String, Object> r0 = spawn("p0", "mode", "settle", "key", "d6a", "amount", 300, "max_attempts", 1).finish();
         String rid = (String) settlementField(r0, "reservation_id");
-        Path path = recordPath(rid);
-        assertTrue(Files.exists(path), "the journal contains the commit");
+        assertNotNull(record(rid), "the journal contains the commit");
         fault("commitReservation", "{\"kind\":\"delay\",\"ms\":400}");
         Path go = tmp.resolve("go-a");
         List<RecoverySupport.Child> workers = List.of(spawn("w0", "mode", "drain", "go", go.toString()),
@@ -319,8 +350,8 @@ class RecoveryProcessTest {
         assertEquals(List.of(key, key), reqs.stream().map(r -> r.get("idempotency_key")).toList(), reqs.toString());
         assertEquals(200L, reqs.get(1).get("status"));
         assertEquals("1,0", settlements(server, rid, key), "settled at most once");
-        assertFalse(Files.exists(path), "the terminal record is removed");
-        assertEquals(List.of(), recordFiles(dir()));
+        assertNull(record(rid), "the terminal record is removed");
+        journalEmpty(j(), "nothing left in the journal");
     }
 
     /** CR-DURABLE-006 (copies, no shared lock): two JVMs each holding a copy commit concurrently with the same key; applied once, both records removed. */
@@ -331,18 +362,17 @@ class RecoveryProcessTest {
         fault("commitReservation", "{\"kind\":\"server_error\",\"status\":500}");
         Map<String, Object> r0 = spawn("p0", "mode", "settle", "key", "d6b", "amount", 300, "max_attempts", 1).finish();
         String rid = (String) settlementField(r0, "reservation_id");
-        Path src = recordPath(rid);
-        List<Path> dirs = List.of(tmp.resolve("host-a"), tmp.resolve("host-b"));
-        for (Path d : dirs) {
-            Path dst = d.resolve(src.getParent().getFileName()).resolve(src.getFileName());
-            Files.createDirectories(dst.getParent());
-            Files.write(dst, Files.readAllBytes(src));
+        byte[] src = j().recordOf(server.url(), server.apiKey(), server.tenant(), rid);
+        assertNotNull(src, "the journal contains the commit");
+        // Two hosts' journals (two directories, or two Redis), each with a copy of the record.
+        List<TestJournal> hosts = List.of(journal("host-a"), journal("host-b"));
+        for (TestJournal h : hosts) {
+            h.put(server.url(), server.apiKey(), server.tenant(), Journal.fileName(rid), src);
         }
-        Files.delete(src);
         fault("commitReservation", "{\"kind\":\"delay\",\"ms\":800}");
         Path go = tmp.resolve("go-b");
-        List<RecoverySupport.Child> workers = List.of(spawn("h0", "mode", "drain", "dir", dirs.get(0).toString(), "go", go.toString()),
-                spawn("h1", "mode", "drain", "dir", dirs.get(1).toString(), "go", go.toString()));
+        List<RecoverySupport.Child> workers = List.of(spawnOn(hosts.get(0), "h0", "mode", "drain", "go", go.toString()),
+                spawnOn(hosts.get(1), "h1", "mode", "drain", "go", go.toString()));
         releaseTogether(workers, go);
         for (RecoverySupport.Child w : workers) {
             Map<String, Object> r = w.finish();
@@ -357,8 +387,8 @@ class RecoveryProcessTest {
         assertTrue(gap < 800_000, "the second commit arrived while the first was held (" + gap + " us)");
         assertEquals(1, reqs.stream().filter(r -> Boolean.TRUE.equals(r.get("replay"))).count(), "one applied, one replayed");
         assertEquals("1,0", settlements(server, rid, key), "applied once");
-        for (Path d : dirs) {
-            assertEquals(List.of(), recordFiles(d), "both terminal records removed");
+        for (TestJournal h : hosts) {
+            journalEmpty(h, "both terminal records removed");
         }
     }
 }

@@ -156,7 +156,7 @@ final class RecoverySupport {
         return r.body().reservationId();
     }
 
-    /** A {@link RecoveryChild} JVM: a fresh process, nothing shared but the journal on disk. */
+    /** A {@link RecoveryChild} JVM: a fresh process, nothing shared but the journal (on disk, or in Redis). */
     static final class Child {
         final Process process;
         final Path result;
