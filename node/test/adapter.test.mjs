@@ -1,8 +1,9 @@
 // conformance/adapters/node through its command line, as the runner starts it: a mapped test
 // passes only when exactly that test ran and passed; missing, renamed, skipped, todo, failing
 // and twice-matched tests fail the scenario, and so do malformed, escaping, duplicate and
-// unmapped entries; misuse exits 2 with nothing on stdout. The committed node-map.json names
-// all 12 scenarios of the durable claim with tests defined in the recovery files.
+// unmapped entries; misuse exits 2 with nothing on stdout. The committed node-map.json and
+// node-redis-map.json name all 12 scenarios of the durable claim with tests defined in the
+// test files.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
@@ -81,21 +82,25 @@ test("adapter misuse exits 2 with nothing on stdout", () => {
   }
 });
 
-test("node-map.json maps every durable-claim scenario to tests defined in the recovery files", () => {
-  const map = JSON.parse(readFileSync(join(REPO, "conformance", "adapters", "node-map.json"), "utf8"));
+// Both committed maps: the file journal's and the Redis journal's (node-redis-map.json, run with
+// CYCLES_TEST_JOURNAL_STORE=redis), so a renamed or missing mapped test fails here.
+test("node-map.json and node-redis-map.json map every durable-claim scenario to tests defined in the test files", () => {
   const ids = [
     ...[1, 2, 3, 4].map((n) => `CR-CORE-00${n}`),
     ...[1, 2, 3, 4, 5, 6, 7].map((n) => `CR-DURABLE-00${n}`),
     "CR-BOUNDARY-001",
   ];
-  assert.deepEqual(Object.keys(map).sort(), ids.sort());
-  for (const [id, entries] of Object.entries(map)) {
-    assert.ok(entries.length > 0, id);
-    for (const e of entries) {
-      const [file, name] = e.split("::");
-      const src = readFileSync(join(NODE_DIR, file), "utf8");
-      const defs = src.split("\n").filter((l) => l.startsWith(`test(${JSON.stringify(name)},`));
-      assert.equal(defs.length, 1, `${id}: ${e} defined once`);
+  for (const file of ["node-map.json", "node-redis-map.json"]) {
+    const map = JSON.parse(readFileSync(join(REPO, "conformance", "adapters", file), "utf8"));
+    assert.deepEqual(Object.keys(map).sort(), [...ids].sort(), file);
+    for (const [id, entries] of Object.entries(map)) {
+      assert.ok(entries.length > 0, `${file}: ${id}`);
+      for (const e of entries) {
+        const [path, name] = e.split("::");
+        const src = readFileSync(join(NODE_DIR, path), "utf8");
+        const defs = src.split("\n").filter((l) => l.startsWith(`test(${JSON.stringify(name)},`));
+        assert.equal(defs.length, 1, `${file}: ${id}: ${e} defined once`);
+      }
     }
   }
 });

@@ -1,46 +1,18 @@
 // `journalUrl`: the settlement journal in Redis (core's Redis store), against a real
 // `redis-server` (scripts/test-all.sh installs Debian's package) and the local server: what one
 // client could not settle is drained by another that shares nothing with it but Redis, once;
-// a Redis that does not make writes durable is refused when the settlement engine starts.
+// a Redis that does not make writes durable is refused when the settlement engine starts; a
+// record's key ends in the file store's name of its exact id (CR-DURABLE-007 on Redis,
+// conformance/adapters/node-redis-map.json).
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync } from "node:fs";
-import { createConnection, createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
+import { createHash } from "node:crypto";
+import { existsSync, readdirSync } from "node:fs";
 import { test } from "node:test";
 
 import { ConfigError } from "cycles-sdk";
-import { ACTION, journalDir, startServer } from "./support.mjs";
-
-async function freePort() {
-  const s = createServer();
-  await new Promise((ok) => s.listen(0, "127.0.0.1", ok));
-  const { port } = s.address();
-  await new Promise((ok) => s.close(ok));
-  return port;
-}
-
-/** A redis-server on a free loopback port; `aof`: appendonly + appendfsync always. */
-async function startRedis(aof) {
-  const port = await freePort();
-  const args = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--dir", mkdtempSync(join(tmpdir(), "cycles-redis-"))];
-  if (aof) args.push("--appendonly", "yes", "--appendfsync", "always");
-  const child = spawn("redis-server", args, { stdio: "ignore" });
-  child.on("error", (e) => assert.fail(`redis-server (apt-get install redis-server; scripts/test-all.sh does): ${e}`));
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const up = await new Promise((ok) => {
-      const c = createConnection({ port, host: "127.0.0.1" }, () => { c.destroy(); ok(true); });
-      c.on("error", () => ok(false));
-    });
-    if (up) break;
-    assert.ok(Date.now() < deadline, "redis-server did not come up");
-    await sleep(20);
-  }
-  return { url: `redis://127.0.0.1:${port}/0`, stop: () => child.kill("SIGKILL") };
-}
+import * as journal from "cycles-sdk/journal";
+import { TRICKY_IDS } from "./recovery-support.mjs";
+import { ACTION, RedisConnection, journalDir, startRedis, startServer } from "./support.mjs";
 
 test("a settlement journaled in Redis is drained by another client, once", async () => {
   const redis = await startRedis(true);
@@ -80,6 +52,49 @@ test("a Redis that does not make writes durable is refused unless opted out", as
     assert.deepEqual((await ok.flush()).remaining, []);
     await ok.close();
   } finally {
+    server.stop();
+    redis.stop();
+  }
+});
+
+// CR-DURABLE-007 on Redis, which has no legacy names to migrate: the key of each record is
+// `cycles:journal:{<partition>}:r:` + `v2-<sha256 of the exact UTF-8 id>.json` (computed here
+// independently), ids that differ only in ways a lossy scheme would erase never share a key,
+// and each key holds that id's own record.
+test("redis record keys are the file names of the exact ids", async () => {
+  const redis = await startRedis(true);
+  const server = startServer();
+  const conn = await RedisConnection.open(redis.port);
+  try {
+    // Every commit fails: each settlement stays journaled under its reservation's id.
+    server.addFault({ operation: "commitReservation", fault: { kind: "server_error", status: 503 }, times: 0 });
+    const dir = journalDir();
+    const client = server.client({ journalUrl: redis.url, journalDir: dir, maxAttempts: 1, replayIntervalMs: 3_600_000 });
+    for (const id of TRICKY_IDS) {
+      // The local server gives the next reservation this id.
+      server.addFault({ operation: "createReservation", fault: { kind: "reservation_id", id }, times: 1 });
+      const r = await client.reserve({ estimate: 1000, action: ACTION, heartbeat: false });
+      assert.equal(r.reservationId, id);
+      r.setActual(100);
+      await r.finish();
+      assert.equal(r.settlement.status, "pending", id);
+      assert.equal(r.settlement.journaled, true, id);
+    }
+    await client.close(0);
+    const part = journal.identityFingerprint(server.url, server.apiKey, server.tenant);
+    const want = TRICKY_IDS.map((id) => `cycles:journal:{${part}}:r:v2-${createHash("sha256").update(id, "utf8").digest("hex")}.json`);
+    assert.equal(new Set(want).size, TRICKY_IDS.length, "distinct ids, distinct keys");
+    const keys = (await conn.command("KEYS", "cycles:journal:*:r:*")).map(String);
+    assert.deepEqual(keys.sort(), [...want].sort(), "one key per id, named as the file store names it");
+    for (const [i, id] of TRICKY_IDS.entries()) {
+      const rec = journal.parseRecord(await conn.command("GET", want[i]));
+      assert.equal(rec.reservationId, id, "each key holds its own id's record");
+    }
+    const members = (await conn.command("SMEMBERS", `cycles:journal:{${part}}:records`)).map(String);
+    assert.deepEqual(members.sort(), want.map((k) => k.slice(k.lastIndexOf(":") + 1)).sort());
+    assert.deepEqual(recordFiles(dir), [], "nothing was written to the directory");
+  } finally {
+    conn.close();
     server.stop();
     redis.stop();
   }

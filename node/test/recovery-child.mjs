@@ -1,7 +1,7 @@
 // One process of a recovery test (spawned by recovery-support.mjs's Child; not a test file).
 //
-// argv[2] is a JSON spec; the process builds a FRESH client from it (nothing but the journal on
-// disk crosses from an earlier process), does one thing through the public API, closes the
+// argv[2] is a JSON spec; the process builds a FRESH client from it (nothing but the journal, on
+// disk or in Redis, crosses from an earlier process), does one thing through the public API, closes the
 // client without draining (what is left stays journaled), and writes its result JSON
 // atomically to spec.result. A process the test kills with SIGKILL writes nothing.
 //
@@ -31,6 +31,8 @@ const client = new Client({
   apiKey: spec.api_key,
   tenant: spec.tenant ?? undefined,
   journalDir: spec.dir,
+  // The journal in Redis when the test runs on it (TestJournal.spec); spec.dir then stays unused.
+  journalUrl: spec.journal_url ?? undefined,
   onEvent: (e) => events.push(e),
   maxAttempts: spec.max_attempts ?? 5,
   // The background replay's first pass runs when the lifecycle starts; later passes would

@@ -1,28 +1,39 @@
 // Recovery conformance, core and boundary scenarios (CR-CORE-001..004, CR-BOUNDARY-001 of
 // ../shared/spec/scenarios.yaml), through the package's public API against the in-process
-// LocalServer over real HTTP, journaling into a fresh directory. The server's request log
-// holds every body exactly as received. conformance/adapters/node-map.json names these tests;
-// each asserts its scenario's expected requests and assertions.
+// LocalServer over real HTTP, journaling into a fresh directory, or into a Redis of the test's
+// own (TestJournal, CYCLES_TEST_JOURNAL_STORE=redis). The server's request log holds every body
+// exactly as received. conformance/adapters/node-map.json (node-redis-map.json on Redis) names
+// these tests; each asserts its scenario's expected requests and assertions.
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { test } from "node:test";
 
 import { Client, MissingActualError, currentReservation } from "cycles-sdk";
-import * as journal from "cycles-sdk/journal";
 import { LocalServer } from "cycles-sdk/testing";
-import { applied, fault, noRelease, readRecord, recordFiles, recordPath, settlementRequests, settlements, USD } from "./recovery-support.mjs";
-import { ACTION, journalDir } from "./support.mjs";
+import { TestJournal, USD, applied, fault, noRelease, settlementRequests, settlements } from "./recovery-support.mjs";
+import { ACTION, tempDir } from "./support.mjs";
 
 const MALFORMED = ["missing_required_field", "wrong_status_code", "not_json", "wrong_field_type"];
 const HOUR = 3_600_000;
 
-/** A server for one test, stopped when it ends. */
+/**
+ * A server for one test and `journalAt(name)`, which opens a journal under test (a directory
+ * of this test's temp dir, or a Redis of its own); all stopped when the test ends.
+ */
 async function withServer(fn) {
   const server = new LocalServer();
+  const tmp = tempDir("cycles-node-core-");
+  const journals = [];
+  const journalAt = async (name = "journal") => {
+    const j = await TestJournal.open(join(tmp, name));
+    journals.push(j);
+    return j;
+  };
   try {
-    await fn(server);
+    await fn(server, journalAt);
   } finally {
+    for (const j of journals) j.stop();
     server.stop();
   }
 }
@@ -30,10 +41,10 @@ async function withServer(fn) {
 // -- CR-CORE-001 -------------------------------------------------------------------------------
 
 test("lost commit response is retried with the same key and applied once", async () => {
-  await withServer(async (server) => {
-    const dir = journalDir();
+  await withServer(async (server, journalAt) => {
+    const j = await journalAt();
     fault(server, "commitReservation", { kind: "drop_response_after_apply" });
-    const client = server.client({ journalDir: dir, replayIntervalMs: HOUR });
+    const client = server.client({ ...j.options(), replayIntervalMs: HOUR });
     const r = await client.reserve({ estimate: 1_000, action: ACTION, idempotencyKey: "core-1", heartbeat: false });
     r.setActual(400);
     await r.finish();
@@ -55,7 +66,8 @@ test("lost commit response is retried with the same key and applied once", async
     assert.equal(reqs[1].body, reqs[0].body, "the retry sends the same bytes");
     assert.deepEqual(settlements(server, r.reservationId, key), [1, 0], "settled at most once");
     assert.deepEqual(applied(server, "commit").map((e) => [e.amount, e.idempotency_key]), [[400, key]]);
-    assert.deepEqual(recordFiles(dir), [], "the record is removed after success");
+    assert.deepEqual(await j.records(), [], "the record is removed after success");
+    assert.ok(j.dirUntouchedOnRedis());
     noRelease(server);
   });
 });
@@ -63,13 +75,13 @@ test("lost commit response is retried with the same key and applied once", async
 // -- CR-CORE-002 -------------------------------------------------------------------------------
 
 test("expired commit falls back to one event with the original subject action and actual", async () => {
-  await withServer(async (server) => {
-    const dir = journalDir();
+  await withServer(async (server, journalAt) => {
+    const j = await journalAt();
     const got = [];
     const action = { kind: "llm.completion", name: "test-model", tags: ["core-2"] };
     const subject = { tenant: server.tenant };
     const client = new Client({
-      baseUrl: server.url, apiKey: server.apiKey, tenant: server.tenant, journalDir: dir,
+      baseUrl: server.url, apiKey: server.apiKey, tenant: server.tenant, ...j.options(),
       onEvent: (e) => got.push(e), replayIntervalMs: HOUR,
     });
     const r = await client.reserve({ estimate: 1_000, action, subject, idempotencyKey: "core-2", heartbeat: false });
@@ -109,7 +121,8 @@ test("expired commit falls back to one event with the original subject action an
     const evs = applied(server, "event");
     assert.deepEqual(evs.map((e) => [e.idempotency_key, e.tenant, e.unit, e.amount]), [[key, server.tenant, USD, 400]]);
     assert.deepEqual(applied(server, "commit"), []);
-    assert.deepEqual(recordFiles(dir), []);
+    assert.deepEqual(await j.records(), []);
+    assert.ok(j.dirUntouchedOnRedis());
     assert.ok(got.some((e) => e.kind === "settlement_mode_switched" && e.reservationId === rid), JSON.stringify(got.map((e) => e.kind)));
     const settled = got.filter((e) => e.kind === "settlement_settled");
     assert.deepEqual(settled.map((e) => [e.reservationId, e.mode]), [[rid, "event"]]);
@@ -120,12 +133,13 @@ test("expired commit falls back to one event with the original subject action an
 // -- CR-CORE-003 -------------------------------------------------------------------------------
 
 test("heartbeat transport failure is observable and non fatal", async () => {
-  await withServer(async (server) => {
+  await withServer(async (server, journalAt) => {
+    const j = await journalAt();
     fault(server, "extendReservation", { kind: "connection_reset" });
     const got = [];
     // A lease long enough for a same-key retry inside the retry window after the reset.
     const ttlMs = 3_500;
-    const client = server.client({ journalDir: journalDir(), requestTimeoutMs: 500, onEvent: (e) => got.push(e), replayIntervalMs: HOUR });
+    const client = server.client({ ...j.options(), requestTimeoutMs: 500, onEvent: (e) => got.push(e), replayIntervalMs: HOUR });
     const out = await client.guarded(
       { estimate: 1_000, action: ACTION, actual: (v) => v * 10, ttlMs, idempotencyKey: "core-3", heartbeatPolicy: "warn" },
       async () => {
@@ -161,19 +175,21 @@ test("heartbeat transport failure is observable and non fatal", async () => {
     assert.deepEqual(ops.at(-1).slice(0, 2), ["commitReservation", "core-3:commit"], "final settlement attempted");
     assert.deepEqual(settlements(server, rid, "core-3:commit"), [1, 0]);
     assert.deepEqual(applied(server, "commit").map((c) => c.amount), [700]);
+    assert.deepEqual(await j.records(), []);
+    assert.ok(j.dirUntouchedOnRedis());
     noRelease(server);
   });
 });
 
 // -- CR-CORE-004 -------------------------------------------------------------------------------
 
-async function protocolInvalidRound(server, base, shape, viaEvent) {
+async function protocolInvalidRound(server, journalAt, shape, viaEvent) {
   const what = `${shape} viaEvent=${viaEvent}`;
-  const dir = join(base, `${shape}-${viaEvent}`);
+  const j = await journalAt(`${shape}-${viaEvent}`);
   const op = viaEvent ? "createEvent" : "commitReservation";
   fault(server, op, { kind: "malformed_success", shape });
   const key = `core-4-${shape}:commit`;
-  const oneTry = server.client({ journalDir: dir, maxAttempts: viaEvent ? 2 : 1, replayIntervalMs: HOUR });
+  const oneTry = server.client({ ...j.options(), maxAttempts: viaEvent ? 2 : 1, replayIntervalMs: HOUR });
   const r = await oneTry.reserve({ estimate: 1_000, action: ACTION, idempotencyKey: key.slice(0, -":commit".length), heartbeat: false });
   r.setActual(400);
   if (viaEvent) server.advanceClock(200_000);
@@ -185,18 +201,19 @@ async function protocolInvalidRound(server, base, shape, viaEvent) {
   assert.equal(s.journaled, true, what);
   const once = viaEvent ? [0, 1] : [1, 0];
   assert.deepEqual(settlements(server, rid, key), once, `${what}: the server applied it`);
-  const rec = readRecord(recordPath(dir, server, rid));
+  const rec = await j.record(server, rid);
   assert.ok(rec, `${what}: record retained`);
   assert.equal(rec.idempotencyKey, key, `${what}: with the original key`);
   assert.equal(rec.mode, viaEvent ? "event" : "commit", what);
   await oneTry.close(0);
 
   // A fresh client replays the record with the SAME key; only the valid answer ends it.
-  const fresh = server.client({ journalDir: dir, replayIntervalMs: HOUR });
+  const fresh = server.client({ ...j.options(), replayIntervalMs: HOUR });
   const report = await fresh.drain(10_000);
   await fresh.close(0);
   assert.deepEqual(report.remaining, [], what);
-  assert.deepEqual(recordFiles(dir), [], `${what}: removed after schema-valid success`);
+  assert.deepEqual(await j.records(), [], `${what}: removed after schema-valid success`);
+  assert.ok(j.dirUntouchedOnRedis(), what);
   const reqs = settlementRequests(server, rid, key).filter((q) => q.operation === op);
   assert.equal(reqs.length, 2, `${what}: ${JSON.stringify(reqs)}`);
   assert.ok(reqs.every((q) => q.idempotency_key === key), what);
@@ -208,16 +225,14 @@ async function protocolInvalidRound(server, base, shape, viaEvent) {
 }
 
 test("protocol invalid commit success stays ambiguous and is retried with its key", async () => {
-  await withServer(async (server) => {
-    const base = journalDir();
-    for (const shape of MALFORMED) await protocolInvalidRound(server, base, shape, false);
+  await withServer(async (server, journalAt) => {
+    for (const shape of MALFORMED) await protocolInvalidRound(server, journalAt, shape, false);
   });
 });
 
 test("protocol invalid event success stays ambiguous and is retried with its key", async () => {
-  await withServer(async (server) => {
-    const base = journalDir();
-    for (const shape of MALFORMED) await protocolInvalidRound(server, base, shape, true);
+  await withServer(async (server, journalAt) => {
+    for (const shape of MALFORMED) await protocolInvalidRound(server, journalAt, shape, true);
   });
 });
 
@@ -226,9 +241,9 @@ test("protocol invalid event success stays ambiguous and is retried with its key
 class ProviderDown extends Error {}
 
 test("missing actual is surfaced without settlement", async () => {
-  await withServer(async (server) => {
-    const dir = journalDir();
-    const client = server.client({ journalDir: dir, replayIntervalMs: HOUR });
+  await withServer(async (server, journalAt) => {
+    const j = await journalAt();
+    const client = server.client({ ...j.options(), replayIntervalMs: HOUR });
     const r = await client.reserve({ estimate: 1_000, action: ACTION, idempotencyKey: "boundary-1", heartbeat: false });
     // The work "succeeded" but never said what it cost.
     const missing = await r.finish().then(
@@ -279,7 +294,9 @@ test("missing actual is surfaced without settlement", async () => {
     assert.ok(!ops.includes("commitReservation") && !ops.includes("createEvent"), JSON.stringify(ops));
     assert.equal(ops.filter((o) => o === "releaseReservation").length, 4, "every action without an actual is released");
     assert.ok(server.ledger().every((e) => e.kind === "reserve" || e.kind === "release"));
-    assert.deepEqual(recordFiles(dir), [], "nothing journaled without an actual");
-    assert.deepEqual(journal.listPending(dir), []);
+    assert.deepEqual(await j.records(), [], "nothing journaled without an actual");
+    assert.deepEqual(await j.quarantined(), []);
+    assert.deepEqual(await j.pending(), []);
+    assert.ok(j.dirUntouchedOnRedis());
   });
 });

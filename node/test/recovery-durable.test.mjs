@@ -2,17 +2,18 @@
 // ../shared/spec/scenarios.yaml): corrupt and unsupported records are quarantined and reported
 // while valid records still replay (in a restarted process), and record file names are the
 // sha256 of the exact UTF-8 reservation id, with legacy names migrated without deleting a
-// colliding record. Real files, real HTTP to the in-process LocalServer.
+// colliding record. Real files (or, for CR-DURABLE-005 with CYCLES_TEST_JOURNAL_STORE=redis,
+// a real Redis: TestJournal), real HTTP to the in-process LocalServer.
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { test } from "node:test";
 
 import { InvalidArgumentError } from "cycles-sdk";
 import * as journal from "cycles-sdk/journal";
 import { LocalServer } from "cycles-sdk/testing";
-import { Child, USD, eventsOf, fault, readRecord, recordFiles, settlementRequests, settlements } from "./recovery-support.mjs";
+import { Child, TRICKY_IDS, TestJournal, USD, eventsOf, fault, leafName, readRecord, recordFiles, settlementRequests, settlements } from "./recovery-support.mjs";
 import { ACTION, tempDir } from "./support.mjs";
 
 const HOUR = 3_600_000;
@@ -51,68 +52,75 @@ async function withServer(fn) {
 
 test("corrupt and unsupported records are quarantined and valid records still replay", async () => {
   await withServer(async (server, tmp) => {
-    const d = join(tmp, "journal");
-    const part = join(d, journal.identityFingerprint(server.url, server.apiKey, server.tenant));
-    mkdirSync(part, { recursive: true });
-    const rid = await reserve(server, "d5-reserve");
-    const key = "d5-python-sdk-key";
-    const valid = join(part, journal.fileName(rid));
-    writeFileSync(valid, pythonSdkRecord(rid, server.url, key, 300));
-    const corrupt = join(part, journal.fileName("rsv-corrupt"));
-    writeFileSync(corrupt, '{"version": 1, "reserv');
-    const future = join(part, journal.fileName("rsv-future"));
-    writeFileSync(future, '{"version": 2, "reservation_id": "rsv-future", "payload": {}}');
-    for (const [path, error] of [[corrupt, "corrupt"], [future, "unsupported"]]) {
-      assert.throws(() => journal.parseRecord(readFileSync(path)), (e) => e instanceof InvalidArgumentError && e.details?.journal_error === error);
+    // The journal under test: a directory, or a Redis of this test's own (TestJournal).
+    const j = await TestJournal.open(join(tmp, "journal"));
+    try {
+      const rid = await reserve(server, "d5-reserve");
+      const key = "d5-python-sdk-key";
+      const valid = journal.fileName(rid);
+      const corrupt = journal.fileName("rsv-corrupt");
+      const future = journal.fileName("rsv-future");
+      const corruptText = '{"version": 1, "reserv';
+      const futureText = '{"version": 2, "reservation_id": "rsv-future", "payload": {}}';
+      // Written as another writer would have (another SDK's record, a torn one, a newer one).
+      const put = (file, text) => j.put(server.url, server.apiKey, server.tenant, file, text);
+      await put(valid, pythonSdkRecord(rid, server.url, key, 300));
+      await put(corrupt, corruptText);
+      await put(future, futureText);
+      for (const [text, error] of [[corruptText, "corrupt"], [futureText, "unsupported"]]) {
+        assert.throws(() => journal.parseRecord(text), (e) => e instanceof InvalidArgumentError && e.details?.journal_error === error);
+      }
+      assert.deepEqual(await j.pending(), [rid]);
+
+      // A restarted process (journal only) quarantines the bad records and replays the valid one.
+      const result = await new Child(
+        { url: server.url, api_key: server.apiKey, tenant: server.tenant, ...j.spec(), mode: "drain", timeout: 20 },
+        join(tmp, "restart.json"),
+      ).finish();
+      assert.deepEqual(result.report.remaining, [], JSON.stringify(result.report));
+
+      // corruption_is_reported: one event per quarantined record, naming it and its new name.
+      const reported = eventsOf(result, "journal_quarantined");
+      assert.deepEqual(reported.map((e) => leafName(e.file)).sort(), [corrupt, future].sort(), JSON.stringify(reported));
+      const byFile = Object.fromEntries(reported.map((e) => [leafName(e.file), e]));
+      assert.ok(reported.every((e) => e.disposition === "quarantined"));
+      assert.match(byFile[corrupt].reason, /corrupt/);
+      assert.match(byFile[future].reason, /unsupported/);
+      // corrupt / unsupported_record_version quarantined: renamed, evidence kept, never deleted.
+      const part = journal.identityFingerprint(server.url, server.apiKey, server.tenant);
+      const quarantined = await j.quarantined();
+      assert.ok(quarantined.every((q) => q.partition === part), JSON.stringify(quarantined));
+      const left = quarantined.map((q) => q.name);
+      const qCorrupt = quarantined.filter((q) => q.name.startsWith(`${corrupt}.corrupt-`));
+      const qFuture = quarantined.filter((q) => q.name.startsWith(`${future}.unsupported-`));
+      assert.equal(qCorrupt.length, 1, JSON.stringify(left));
+      assert.equal(qFuture.length, 1, JSON.stringify(left));
+      assert.equal(quarantined.length, 2, JSON.stringify(left));
+      for (const e of reported) assert.ok(left.includes(leafName(e.quarantinedAs)), JSON.stringify([e, left]));
+      assert.equal(qCorrupt[0].bytes.toString("utf8"), corruptText);
+      assert.equal(qFuture[0].bytes.toString("utf8"), futureText);
+
+      // other_valid_records_still_replay: committed once, stored key, record removed.
+      assert.deepEqual(eventsOf(result, "settlement_settled").map((e) => e.reservationId), [rid]);
+      const reqs = settlementRequests(server, rid, key);
+      assert.deepEqual(reqs.map((r) => [r.operation, r.idempotency_key, r.status]), [["commitReservation", key, 200]]);
+      // The stored body's members and escapes as written (core drops only insignificant whitespace).
+      assert.equal(reqs[0].body, `{"idempotency_key":"${key}","actual":{"unit":"${USD}","amount":300},"metadata":{"note":"caf\\u00e9"}}`);
+      assert.deepEqual(settlements(server, rid, key), [1, 0]);
+      // No record is left: the valid one settled, the bad ones live on only under their new names.
+      assert.deepEqual(await j.records(), []);
+      assert.deepEqual(await j.pending(), []);
+      // Nothing was ever sent for the quarantined records (expected_requests: []).
+      const sent = server.requests().filter((r) => r.operation === "commitReservation" || r.operation === "createEvent");
+      assert.deepEqual(sent.map((r) => r.reservation_id), [rid]);
+      assert.ok(j.dirUntouchedOnRedis());
+    } finally {
+      j.stop();
     }
-    assert.deepEqual(journal.listPending(d).map((p) => p.reservationId), [rid]);
-
-    // A restarted process (journal only) quarantines the bad files and replays the valid one.
-    const result = await new Child(
-      { url: server.url, api_key: server.apiKey, tenant: server.tenant, dir: d, mode: "drain", timeout: 20 },
-      join(tmp, "restart.json"),
-    ).finish();
-    assert.deepEqual(result.report.remaining, [], JSON.stringify(result.report));
-
-    // corruption_is_reported: one event per quarantined file, naming it and its new name.
-    const reported = eventsOf(result, "journal_quarantined");
-    assert.deepEqual(reported.map((e) => basename(e.file)).sort(), [basename(corrupt), basename(future)].sort(), JSON.stringify(reported));
-    const byFile = Object.fromEntries(reported.map((e) => [basename(e.file), e]));
-    assert.ok(reported.every((e) => e.disposition === "quarantined"));
-    assert.match(byFile[basename(corrupt)].reason, /corrupt/);
-    assert.match(byFile[basename(future)].reason, /unsupported/);
-    const left = readdirSync(part).sort();
-    // corrupt / unsupported_record_version quarantined: renamed, evidence kept, never deleted.
-    const qCorrupt = left.filter((n) => n.startsWith(`${basename(corrupt)}.corrupt-`));
-    const qFuture = left.filter((n) => n.startsWith(`${basename(future)}.unsupported-`));
-    assert.equal(qCorrupt.length, 1, JSON.stringify(left));
-    assert.equal(qFuture.length, 1, JSON.stringify(left));
-    for (const e of reported) assert.ok(left.includes(basename(e.quarantinedAs)), JSON.stringify([e, left]));
-    assert.equal(readFileSync(join(part, qCorrupt[0]), "utf8"), '{"version": 1, "reserv');
-    assert.ok(!existsSync(corrupt) && !existsSync(future));
-
-    // other_valid_records_still_replay: committed once, stored key, record removed.
-    assert.deepEqual(eventsOf(result, "settlement_settled").map((e) => e.reservationId), [rid]);
-    const reqs = settlementRequests(server, rid, key);
-    assert.deepEqual(reqs.map((r) => [r.operation, r.idempotency_key, r.status]), [["commitReservation", key, 200]]);
-    // The stored body's members and escapes as written (core drops only insignificant whitespace).
-    assert.equal(reqs[0].body, `{"idempotency_key":"${key}","actual":{"unit":"${USD}","amount":300},"metadata":{"note":"caf\\u00e9"}}`);
-    assert.deepEqual(settlements(server, rid, key), [1, 0]);
-    assert.ok(!existsSync(valid));
-    assert.deepEqual(journal.listPending(d), []);
-    // Nothing was ever sent for the quarantined records (expected_requests: []).
-    const sent = server.requests().filter((r) => r.operation === "commitReservation" || r.operation === "createEvent");
-    assert.deepEqual(sent.map((r) => r.reservation_id), [rid]);
   });
 });
 
 // -- CR-DURABLE-007 ----------------------------------------------------------------------------
-
-const TRICKY_IDS = [
-  "rsv/a", "rsv_a", "rsv.a", "rsv a", "rsv:a", "rsv%2Fa", "RSV/A", "rsv/a ", " rsv/a",
-  "r\u00e9sum\u00e9", "re\u0301sume\u0301", // the same text, composed and decomposed
-  "\u0440\u0441\u0432", "\u4e88\u7d04-1", "\u{1f4b8}", "rsv\\a", "../rsv", "a".repeat(300),
-];
 
 test("journal file names are sha256 of the exact utf8 id and never shared", () => {
   const names = new Set();
@@ -127,6 +135,9 @@ test("journal file names are sha256 of the exact utf8 id and never shared", () =
   assert.equal(new Set(["rsv/a", "rsv_a", "rsv.a", "rsv a"].map(journal.legacyFileName)).size, 1);
 });
 
+// Legacy names exist only in the file store: this test journals into a directory whichever
+// store CYCLES_TEST_JOURNAL_STORE names (on Redis, CR-DURABLE-007 maps to the Redis key test of
+// journal-redis.test.mjs instead).
 test("legacy record migrates to its standard name without deleting a colliding record", async () => {
   await withServer(async (server, tmp) => {
     const d = join(tmp, "journal");

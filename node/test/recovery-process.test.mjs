@@ -2,34 +2,46 @@
 // ../shared/spec/scenarios.yaml). The settling process is recovery-child.mjs in a fresh Node
 // process; it is SIGKILLed at a chosen moment and a fresh process rebuilds its client from the
 // journal alone. The LocalServer lives in this (test) process, so its ledger and request log
-// outlive every child. conformance/adapters/node-map.json names these tests.
+// outlive every child. The journal is a directory, or with CYCLES_TEST_JOURNAL_STORE=redis a
+// Redis each test starts (TestJournal; the children get its journal_url and the directory stays
+// unused). conformance/adapters/node-map.json (node-redis-map.json on Redis) names these tests.
 import assert from "node:assert/strict";
-import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, unlinkSync, writeFileSync } from "node:fs";
-import { basename, dirname, join } from "node:path";
+import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { test } from "node:test";
 
 import * as journal from "cycles-sdk/journal";
 import { LocalServer } from "cycles-sdk/testing";
-import { Child, commitKey, eventsOf, fault, noRelease, readRecord, recordFiles, recordPath, settlementRequests, settlements, waitFor } from "./recovery-support.mjs";
+import { Child, TestJournal, commitKey, eventsOf, fault, noRelease, settlementRequests, settlements, waitFor } from "./recovery-support.mjs";
 import { tempDir } from "./support.mjs";
 
-/** Starts children for one test and kills any that outlive it. */
+/**
+ * Starts children for one test on its journal `j` (the journal under test), and kills any
+ * child, and any journal's Redis, that outlives it.
+ */
 class Spawner {
   constructor(server) {
     this.server = server;
     this.tmp = tempDir("cycles-node-recovery-");
-    this.dir = join(this.tmp, "journal");
     this.children = [];
+    this.journals = [];
+  }
+  /** Opens another journal under test (another host's) in this test's temp dir. */
+  async journalAt(name) {
+    const j = await TestJournal.open(join(this.tmp, name));
+    this.journals.push(j);
+    return j;
   }
   spawn(name, spec) {
-    const base = { url: this.server.url, api_key: this.server.apiKey, tenant: this.server.tenant, dir: this.dir };
+    const base = { url: this.server.url, api_key: this.server.apiKey, tenant: this.server.tenant, ...this.j.spec() };
     const c = new Child({ ...base, ...spec }, join(this.tmp, `${name}.json`));
     this.children.push(c);
     return c;
   }
   stop() {
     for (const c of this.children) c.stop();
+    for (const j of this.journals) j.stop();
   }
 }
 
@@ -38,6 +50,7 @@ async function withSpawner(t, fn, config = {}) {
   const server = new LocalServer(config);
   const s = new Spawner(server);
   try {
+    s.j = await s.journalAt("journal");
     await fn(server, s);
   } finally {
     s.stop();
@@ -55,9 +68,8 @@ async function killedInFlight(server, s, f, n) {
   // Process 1 journals, sends the first commit; the server holds it; SIGKILL in flight.
   const req = await waitFor(20, "the first commit", () => firstCommit(server, before));
   const rid = req.reservation_id;
-  const path = recordPath(s.dir, server, rid);
-  const rec = readRecord(path);
-  assert.ok(rec, `the record is on disk while the first commit is in flight: ${path}`);
+  const rec = await s.j.record(server, rid);
+  assert.ok(rec, "the record is in the journal while the first commit is in flight");
   assert.equal(server.requests().find((r) => r.seq === req.seq).status, null, "the commit is still in flight");
   await p1.kill9();
   const killed = Date.now();
@@ -65,16 +77,18 @@ async function killedInFlight(server, s, f, n) {
   assert.equal(rec.mode, "commit");
   assert.equal(commitKey(rec), key);
   assert.ok(rec.recordedAtMs <= req.received_at_ms, "journal write precedes the first settlement request");
-  assert.equal(basename(path), journal.fileName(rid));
-  assert.deepEqual(readRecord(path), rec, "the unresolved record survives the kill");
+  assert.deepEqual((await s.j.records()).map((r) => r.name), [journal.fileName(rid)]);
+  assert.deepEqual(await s.j.record(server, rid), rec, "the unresolved record survives the kill");
 
   // Process 2: a fresh process with the journal only.
   const lastSeq = server.requests().at(-1).seq;
   const r2 = await s.spawn(`p2-${n}`, { mode: "drain", timeout: 20 }).finish();
   assert.deepEqual(r2.report.remaining, [], JSON.stringify(r2.report));
   assert.deepEqual(eventsOf(r2, "settlement_settled").map((e) => e.reservationId), [rid]);
-  assert.ok(!existsSync(path), "successful replay removes the record");
-  assert.deepEqual(recordFiles(s.dir), []);
+  assert.equal(await s.j.record(server, rid), null, "successful replay removes the record");
+  assert.deepEqual(await s.j.records(), []);
+  assert.deepEqual(await s.j.quarantined(), []);
+  assert.ok(s.j.dirUntouchedOnRedis());
 
   // Let the held first request end at the server, so a late apply would show.
   await sleep(Math.max(0, f.ms - (Date.now() - killed)) + 200);
@@ -101,8 +115,8 @@ test("replayed expired commit switches durably to event mode across sigkill", as
     const r1 = await s.spawn("p1", { mode: "settle", key: "d2", amount: 400, max_attempts: 1 }).finish();
     assert.equal(r1.settlement.status, "pending");
     const rid = r1.settlement.reservation_id;
-    const path = recordPath(s.dir, server, rid);
-    assert.equal(readRecord(path)?.mode, "commit", "the journal contains the commit");
+    const record = () => s.j.record(server, rid);
+    assert.equal((await record())?.mode, "commit", "the journal contains the commit");
     assert.equal(settlementRequests(server, rid, key).length, 1);
 
     // The reservation expires; the event will be applied and its response held.
@@ -114,7 +128,7 @@ test("replayed expired commit switches durably to event mode across sigkill", as
     const event = await waitFor(20, "the event request", () =>
       settlementRequests(server, rid, key).find((r) => r.operation === "createEvent"),
     );
-    const switched = readRecord(path);
+    const switched = await record();
     assert.ok(switched, "the record is present while the event is in flight");
     await p2.kill9();
     assert.equal(event.status, null, "the event was in flight");
@@ -127,13 +141,14 @@ test("replayed expired commit switches durably to event mode across sigkill", as
       ["commitReservation", 410], // commit_same_key_after_restart
     ]);
     assert.equal(reqs.length, 3, JSON.stringify(reqs));
-    assert.equal(readRecord(path)?.mode, "event");
+    assert.equal((await record())?.mode, "event");
 
     // Process 3: sends the event only, same key; success removes the record.
     const r3 = await s.spawn("p3", { mode: "drain", timeout: 20 }).finish();
     assert.deepEqual(r3.report.remaining, []);
     assert.deepEqual(eventsOf(r3, "settlement_settled", rid).map((e) => e.mode), ["event"]);
-    assert.ok(!existsSync(path), "successful event removes the record");
+    assert.equal(await record(), null, "successful event removes the record");
+    assert.ok(s.j.dirUntouchedOnRedis());
     reqs = settlementRequests(server, rid, key);
     assert.ok(reqs.length >= 4, JSON.stringify(reqs));
     assert.ok(reqs.slice(2).every((r) => r.operation === "createEvent"), "after the mode switch only events are sent");
@@ -152,14 +167,14 @@ test("rate limit floor survives sigkill and restart", async (t) => {
     const p1 = s.spawn("p1", { mode: "settle", key: "d3", amount: 400 });
     const first = await waitFor(20, "the 429", () => firstCommit(server));
     const rid = first.reservation_id;
-    const path = recordPath(s.dir, server, rid);
-    // Kill as soon as the floor is on disk (the child then waits inline for it).
-    const nb = await waitFor(20, "the persisted floor", () => readRecord(path)?.notBeforeMs);
+    const record = () => s.j.record(server, rid);
+    // Kill as soon as the floor is in the journal (the child then waits inline for it).
+    const nb = await waitFor(20, "the persisted floor", async () => (await record())?.notBeforeMs);
     await p1.kill9();
     const [only] = settlementRequests(server, rid, key);
     assert.equal(only.status, 429);
     assert.ok(nb >= only.received_at_ms + 3_000, "the floor honours Retry-After");
-    assert.equal(readRecord(path)?.notBeforeMs, nb, "the floor survives the kill");
+    assert.equal((await record())?.notBeforeMs, nb, "the floor survives the kill");
 
     // Restarted before Retry-After: a fresh process sends nothing.
     const r2 = await s.spawn("p2", { mode: "flush" }).finish();
@@ -171,7 +186,8 @@ test("rate limit floor survives sigkill and restart", async (t) => {
     // Another fresh process drains: no retry before the floor, then success removes it.
     const r3 = await s.spawn("p3", { mode: "drain", timeout: 20 }).finish();
     assert.deepEqual(r3.report.remaining, []);
-    assert.ok(!existsSync(path), "successful replay removes the record");
+    assert.equal(await record(), null, "successful replay removes the record");
+    assert.ok(s.j.dirUntouchedOnRedis());
     const reqs = settlementRequests(server, rid, key);
     assert.equal(reqs.length, 2, JSON.stringify(reqs));
     assert.ok(reqs[1].received_at_ms >= nb, "no retry before the persisted not_before");
@@ -193,15 +209,23 @@ test("tenant journal survives api key rotation across processes", async (t) => {
         .finish();
       assert.equal(r1.settlement.status, "pending");
       const rid = r1.settlement.reservation_id;
-      const files = allFiles(s.dir);
-      assert.ok(files.length > 0);
-      for (const f of files) {
-        const data = readFileSync(f);
-        assert.ok(!data.includes("old-key") && !data.includes("new-key"), `API key stored in ${f}`);
+      const records = await s.j.records();
+      assert.ok(records.length > 0);
+      for (const { partition, name, bytes } of records) {
+        const where = `${partition}/${name}`;
+        assert.ok(!bytes.includes("old-key") && !bytes.includes("new-key"), `API key stored in ${where}`);
+        assert.ok(!where.includes("old-key") && !where.includes("new-key"), where);
+      }
+      if (!s.j.url) {
+        // Nor in any other file of the directory.
+        for (const f of allFiles(s.j.dir)) {
+          const data = readFileSync(f);
+          assert.ok(!data.includes("old-key") && !data.includes("new-key"), `API key stored in ${f}`);
+        }
       }
       assert.equal(journal.identityFingerprint(server.url, "new-key", "acme"), journal.identityFingerprint(server.url, "old-key", "acme"));
-      const tenantPath = recordPath(s.dir, server, rid, { apiKey: "new-key", tenant: "acme" });
-      assert.ok(existsSync(tenantPath), "the tenant partition does not depend on the key");
+      const tenantRecord = () => s.j.recordOf(server.url, "new-key", "acme", rid);
+      assert.ok(await tenantRecord(), "the tenant partition does not depend on the key");
 
       // The new key WITHOUT the tenant is another partition: nothing to replay there.
       const other = await s.spawn("p-other", { api_key: "new-key", tenant: null, mode: "flush" }).finish();
@@ -212,7 +236,8 @@ test("tenant journal survives api key rotation across processes", async (t) => {
       const r2 = await s.spawn("p2", { api_key: "new-key", tenant: "acme", mode: "drain", timeout: 20 }).finish();
       assert.deepEqual(r2.report.remaining, []);
       assert.deepEqual(eventsOf(r2, "settlement_settled").map((e) => e.reservationId), [rid]);
-      assert.ok(!existsSync(tenantPath));
+      assert.equal(await tenantRecord(), null);
+      assert.ok(s.j.dirUntouchedOnRedis());
       assert.deepEqual(settlementRequests(server, rid, key).map((r) => [r.operation, r.idempotency_key, r.status]), [
         ["commitReservation", key, 500],
         ["commitReservation", key, 200], // commit_same_key_after_restart
@@ -241,8 +266,7 @@ test("two processes replaying one journal settle the record once", async (t) => 
     fault(server, "commitReservation", { kind: "server_error", status: 500 });
     const r0 = await s.spawn("p0", { mode: "settle", key: "d6a", amount: 300, max_attempts: 1 }).finish();
     const rid = r0.settlement.reservation_id;
-    const path = recordPath(s.dir, server, rid);
-    assert.ok(existsSync(path), "the journal contains the commit");
+    assert.ok(await s.j.record(server, rid), "the journal contains the commit");
     fault(server, "commitReservation", { kind: "delay", ms: 400 });
     const go = join(s.tmp, "go-a");
     const workers = [0, 1].map((i) => s.spawn(`w${i}`, { mode: "drain", timeout: 20, go }));
@@ -258,8 +282,9 @@ test("two processes replaying one journal settle the record once", async (t) => 
     ]);
     assert.equal(reqs[1].status, 200);
     assert.deepEqual(settlements(server, rid, key), [1, 0], "settled at most once");
-    assert.ok(!existsSync(path), "the terminal record is removed");
-    assert.deepEqual(recordFiles(s.dir), []);
+    assert.equal(await s.j.record(server, rid), null, "the terminal record is removed");
+    assert.deepEqual(await s.j.records(), []);
+    assert.ok(s.j.dirUntouchedOnRedis());
   });
 });
 
@@ -269,17 +294,14 @@ test("two processes with copies of one record commit concurrently once", async (
     fault(server, "commitReservation", { kind: "server_error", status: 500 });
     const r0 = await s.spawn("p0", { mode: "settle", key: "d6b", amount: 300, max_attempts: 1 }).finish();
     const rid = r0.settlement.reservation_id;
-    const src = recordPath(s.dir, server, rid);
-    const dirs = [join(s.tmp, "host-a"), join(s.tmp, "host-b")];
-    for (const d of dirs) {
-      const dst = join(d, basename(dirname(src)), basename(src));
-      mkdirSync(dirname(dst), { recursive: true });
-      copyFileSync(src, dst);
-    }
-    unlinkSync(src);
+    // Two hosts' journals (two directories, or two Redis), each with a copy of the record.
+    const bytes = await s.j.recordOf(server.url, server.apiKey, server.tenant, rid);
+    assert.ok(bytes, "the journal contains the commit");
+    const hosts = [await s.journalAt("host-a"), await s.journalAt("host-b")];
+    for (const h of hosts) await h.put(server.url, server.apiKey, server.tenant, journal.fileName(rid), bytes);
     fault(server, "commitReservation", { kind: "delay", ms: 800 });
     const go = join(s.tmp, "go-b");
-    const workers = dirs.map((d, i) => s.spawn(`h${i}`, { mode: "drain", timeout: 20, dir: d, go }));
+    const workers = hosts.map((h, i) => s.spawn(`h${i}`, { mode: "drain", timeout: 20, ...h.spec(), go }));
     await releaseTogether(workers, go);
     const results = await Promise.all(workers.map((w) => w.finish()));
     for (const r of results) {
@@ -293,6 +315,9 @@ test("two processes with copies of one record commit concurrently once", async (
     assert.ok(gap < 800_000, `the second commit arrived while the first was held (${gap} us)`);
     assert.equal(reqs.filter((r) => r.replay).length, 1, "one applied, one replayed");
     assert.deepEqual(settlements(server, rid, key), [1, 0], "applied once");
-    for (const d of dirs) assert.deepEqual(recordFiles(d), [], "both terminal records removed");
+    for (const h of hosts) {
+      assert.deepEqual(await h.records(), [], "both terminal records removed");
+      assert.ok(h.dirUntouchedOnRedis());
+    }
   });
 });
