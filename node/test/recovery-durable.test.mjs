@@ -6,7 +6,7 @@
 // a real Redis: TestJournal), real HTTP to the in-process LocalServer.
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { test } from "node:test";
 
@@ -138,6 +138,17 @@ test("journal file names are sha256 of the exact utf8 id and never shared", () =
 // Legacy names exist only in the file store: this test journals into a directory whichever
 // store CYCLES_TEST_JOURNAL_STORE names (on Redis, CR-DURABLE-007 maps to the Redis key test of
 // journal-redis.test.mjs instead).
+/**
+ * Writes `text` to `path` whole, as another SDK's atomic write would: written beside the
+ * journal, then renamed in. The client's background replay is already scanning the journal,
+ * and a file it reads half-written is quarantined as corrupt (seen once in 13 runs).
+ */
+function plantWhole(tmp, path, text) {
+  const staged = join(tmp, `staged-${basename(path)}`);
+  writeFileSync(staged, text);
+  renameSync(staged, path);
+}
+
 test("legacy record migrates to its standard name without deleting a colliding record", async () => {
   await withServer(async (server, tmp) => {
     const d = join(tmp, "journal");
@@ -157,7 +168,7 @@ test("legacy record migrates to its standard name without deleting a colliding r
       assert.equal(basename(legacy), `${rid}.json`);
       mkdirSync(part, { recursive: true });
       cText = pythonSdkRecord(collider, "http://127.0.0.1:9", "d7-collider-key", 111);
-      writeFileSync(legacy, cText);
+      plantWhole(tmp, legacy, cText);
       fault(server, "commitReservation", { kind: "server_error", status: 503 }, { reservation_id: rid });
       r.setActual(400);
       await r.finish();
@@ -173,7 +184,7 @@ test("legacy record migrates to its standard name without deleting a colliding r
       // A matching legacy record of a real reservation R2 (as an older SDK named it).
       rid2 = await reserve(server, "d7-r2");
       legacy2 = join(part, journal.legacyFileName(rid2));
-      writeFileSync(legacy2, pythonSdkRecord(rid2, server.url, "d7-r2-key", 222));
+      plantWhole(tmp, legacy2, pythonSdkRecord(rid2, server.url, "d7-r2-key", 222));
       const pending = Object.fromEntries(journal.listPending(d).map((p) => [p.reservationId, p]));
       assert.deepEqual(Object.keys(pending).sort(), [rid, collider, rid2].sort());
       assert.ok(pending[collider].legacy && pending[rid2].legacy && !pending[rid].legacy);
