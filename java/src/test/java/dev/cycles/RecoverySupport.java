@@ -141,10 +141,19 @@ final class RecoverySupport {
                 + "\"not_before_ms\": null}";
     }
 
+    /**
+     * Writes {@code text} to {@code p} whole, as another SDK's atomic write would: a client's
+     * background replay may be scanning the directory, and a file it reads half-written is
+     * quarantined as corrupt (seen in the Node suite's twin of the legacy test). The staged
+     * name ends in {@code .tmp}, which the journal's scan skips.
+     */
     static void write(Path p, String text) {
         try {
             Files.createDirectories(p.getParent());
-            Files.writeString(p, text, StandardCharsets.UTF_8);
+            Path staged = p.resolveSibling(p.getFileName() + ".staged.tmp");
+            Files.writeString(staged, text, StandardCharsets.UTF_8);
+            Files.move(staged, p, java.nio.file.StandardCopyOption.ATOMIC_MOVE,
+                    java.nio.file.StandardCopyOption.REPLACE_EXISTING);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
