@@ -21,7 +21,7 @@ WORK="$(mktemp -d "${TMPDIR:-/tmp}/cycles-c-test.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 BASE_TESTS=8   # vectors, lifecycle, corpus, async; shared and static
 FORK_TESTS=2   # not under valgrind (it checks the forked child, which cannot clean up)
-RECOVERY_TESTS=15
+RECOVERY_TESTS=16
 CORPUS="${CYCLES_REFERENCE_CORPUS:-$ROOT/../shared/fixtures/reference-server/exchanges.jsonl}"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 KEEP="$(bash "$C/scripts/tests-tree.sh")"
