@@ -21,7 +21,7 @@ WORK="$(mktemp -d "${TMPDIR:-/tmp}/cycles-c-test.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 BASE_TESTS=8   # vectors, lifecycle, corpus, async; shared and static
 FORK_TESTS=2   # not under valgrind (it checks the forked child, which cannot clean up)
-RECOVERY_TESTS=15
+RECOVERY_TESTS=16
 CORPUS="${CYCLES_REFERENCE_CORPUS:-$ROOT/../shared/fixtures/reference-server/exchanges.jsonl}"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 KEEP="$(bash "$C/scripts/tests-tree.sh")"
@@ -29,16 +29,18 @@ KEEP="$(bash "$C/scripts/tests-tree.sh")"
 # (CI runs it before this script); it must exist.
 PY_VENV_PYTHON="${CYCLES_PY_CACHE:-$HOME/.cache/cycles-python}/test-venv/bin/python"
 
-# The C toolchain the suite needs; CI images normally have it, a bare one gets it from apt.
+# The C toolchain the suite needs, and the redis-server and redis-cli the recovery tests run
+# (the Redis record-keys test always, every journal test with CYCLES_TEST_JOURNAL_STORE=redis);
+# CI images normally have them, a bare one gets them from apt.
 missing=()
-for tool in cc c++ cmake valgrind pkg-config nm readelf; do
+for tool in cc c++ cmake valgrind pkg-config nm readelf redis-server redis-cli; do
     command -v "$tool" >/dev/null || missing+=("$tool")
 done
 if [[ ${#missing[@]} -gt 0 ]]; then
     log "installing the C toolchain (missing: ${missing[*]})"
     SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
     $SUDO apt-get update -qq
-    $SUDO apt-get install -y -qq build-essential cmake valgrind pkg-config binutils >/dev/null
+    $SUDO apt-get install -y -qq build-essential cmake valgrind pkg-config binutils redis-server >/dev/null
 fi
 
 log "header: regenerate with the pinned cbindgen and compare"

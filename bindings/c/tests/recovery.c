@@ -1,18 +1,25 @@
 /* Helpers of the C recovery tests (see recovery.h). */
 #include "recovery.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+extern char **environ;
 
 cycles_error *ERR;
 
@@ -192,6 +199,413 @@ double mono_s(void) {
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
+/* -- the journal under test -------------------------------------------------------------- */
+
+bool tj_on_redis(void) {
+    const char *v = getenv("CYCLES_TEST_JOURNAL_STORE");
+    if (!v || !v[0] || !strcmp(v, "file")) return false;
+    CHECK(!strcmp(v, "redis"), "CYCLES_TEST_JOURNAL_STORE=%s: expected file or redis", v);
+    return true;
+}
+
+char *fingerprint(const char *url, const char *api_key, const char *tenant) {
+    char *fp = NULL;
+    OK(cycles_journal_fingerprint(url, api_key, tenant, &fp, &ERR));
+    char *out = strdup(fp);
+    cycles_string_free(fp);
+    return out;
+}
+
+/* Every redis-server started, killed at exit too: a failed CHECK exits without tj_close. */
+static pid_t redis_pids[8];
+
+static void kill_redis_servers(void) {
+    for (size_t i = 0; i < sizeof redis_pids / sizeof *redis_pids; i++)
+        if (redis_pids[i] > 0) {
+            kill(redis_pids[i], SIGKILL);
+            waitpid(redis_pids[i], NULL, 0);
+            redis_pids[i] = 0;
+        }
+}
+
+/* Runs `redis-cli -e -h 127.0.0.1 -p PORT [-x] args...` (-x: `in` is the last argument, from
+ * a memory file; -e: an error reply fails it) and returns its stdout, NUL-terminated, with
+ * its length in *len. Failing is a failed CHECK unless `quiet` (then NULL, stderr dropped). */
+static char *redis_cli(const test_journal *j, const char *in, size_t in_len, size_t *len, bool quiet,
+                       const char *const *args) {
+    char port[16];
+    snprintf(port, sizeof port, "%d", j->port);
+    const char *argv[16] = { "redis-cli", "-e", "-h", "127.0.0.1", "-p", port };
+    size_t n = 6;
+    if (in) argv[n++] = "-x";
+    for (size_t i = 0; args[i]; i++) {
+        CHECK(n < 15, "too many redis-cli arguments");
+        argv[n++] = args[i];
+    }
+    argv[n] = NULL;
+    int out = memfd_create("redis-cli-out", MFD_CLOEXEC), input = -1;
+    CHECK(out >= 0, "memfd_create: %s", strerror(errno));
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    if (in) {
+        input = memfd_create("redis-cli-in", MFD_CLOEXEC);
+        CHECK(input >= 0 && write(input, in, in_len) == (ssize_t)in_len && lseek(input, 0, SEEK_SET) == 0,
+              "redis-cli input: %s", strerror(errno));
+        posix_spawn_file_actions_adddup2(&fa, input, 0);
+    } else {
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    }
+    posix_spawn_file_actions_adddup2(&fa, out, 1);
+    if (quiet) posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    pid_t pid;
+    int rc = posix_spawnp(&pid, "redis-cli", &fa, NULL, (char *const *)argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    CHECK(rc == 0, "cannot run redis-cli (%s): install redis-server (apt-get install redis-server)", strerror(rc));
+    if (input >= 0) close(input);
+    int status = 0;
+    CHECK(waitpid(pid, &status, 0) == pid, "waitpid redis-cli");
+    bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (!ok) {
+        close(out);
+        CHECK(quiet, "redis-cli %s on port %d failed (status %d)", args[0], j->port, status);
+        return NULL;
+    }
+    struct stat st;
+    CHECK(fstat(out, &st) == 0, "fstat");
+    char *text = malloc((size_t)st.st_size + 1);
+    CHECK(pread(out, text, (size_t)st.st_size, 0) == st.st_size, "read redis-cli output");
+    text[st.st_size] = 0;
+    close(out);
+    if (len) *len = (size_t)st.st_size;
+    return text;
+}
+
+/* A port free on loopback now (redis-server binds it next; a lost race is retried). */
+static int free_port(void) {
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t n = sizeof a;
+    CHECK(s >= 0 && bind(s, (struct sockaddr *)&a, sizeof a) == 0 && getsockname(s, (struct sockaddr *)&a, &n) == 0,
+          "a free port: %s", strerror(errno));
+    close(s);
+    return ntohs(a.sin_port);
+}
+
+static bool redis_started(test_journal *j, const char *data) {
+    char port[16], log[760];
+    j->port = free_port();
+    snprintf(port, sizeof port, "%d", j->port);
+    snprintf(log, sizeof log, "%s/redis.log", data);
+    const char *argv[] = { "redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--dir", data,
+                           "--logfile", log, "--daemonize", "no", "--protected-mode", "no", "--appendonly", "yes",
+                           "--appendfsync", "always", NULL };
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    CHECK(pid >= 0, "fork");
+    if (pid == 0) {
+        /* It never outlives this test, however the test ends. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(1);
+        int null = open("/dev/null", O_RDWR);
+        dup2(null, 0);
+        dup2(null, 1);
+        execvp("redis-server", (char *const *)argv);
+        _exit(127);
+    }
+    j->redis = pid;
+    size_t slot = 0;
+    while (slot < sizeof redis_pids / sizeof *redis_pids && redis_pids[slot] > 0) slot++;
+    CHECK(slot < sizeof redis_pids / sizeof *redis_pids, "too many redis-servers");
+    redis_pids[slot] = pid;
+    static bool registered;
+    if (!registered) registered = atexit(kill_redis_servers) == 0;
+    const char *ping[] = { "PING", NULL };
+    for (double deadline = mono_s() + 10; mono_s() < deadline; usleep(10000)) {
+        char *pong = redis_cli(j, NULL, 0, NULL, true, ping);
+        bool up = pong && !strcmp(pong, "PONG\n");
+        free(pong);
+        if (up) return true;
+        if (waitpid(pid, NULL, WNOHANG) == pid) break; /* exited: the port was taken meanwhile */
+    }
+    tj_close(j);
+    return false;
+}
+
+void tj_open(test_journal *j, const char *dir, bool redis) {
+    memset(j, 0, sizeof *j);
+    snprintf(j->dir, sizeof j->dir, "%s", dir);
+    if (!redis) return;
+    char data[700];
+    snprintf(data, sizeof data, "%s.redis-data", dir);
+    CHECK(mkdir(data, 0700) == 0, "mkdir %s: %s", data, strerror(errno));
+    bool up = false;
+    for (int attempt = 0; attempt < 3 && !up; attempt++) up = redis_started(j, data);
+    CHECK(up, "redis-server did not come up (log: %s/redis.log)", data);
+    snprintf(j->url, sizeof j->url, "redis://127.0.0.1:%d/0?lease_ms=3000", j->port);
+}
+
+void tj_close(test_journal *j) {
+    if (j->redis <= 0) return;
+    kill(j->redis, SIGKILL);
+    waitpid(j->redis, NULL, 0);
+    for (size_t i = 0; i < sizeof redis_pids / sizeof *redis_pids; i++)
+        if (redis_pids[i] == j->redis) redis_pids[i] = 0;
+    j->redis = 0;
+}
+
+void tj_options(const test_journal *j, char *out, size_t n) {
+    /* On Redis its leases last 3 s: a SIGKILLed holder's record is taken over within a
+     * drain's time (the default, 60 s, would outlast it). */
+    if (j->url[0]) snprintf(out, n, "\"journal_dir\":\"%s\",\"journal_url\":\"%s\"", j->dir, j->url);
+    else snprintf(out, n, "\"journal_dir\":\"%s\"", j->dir);
+}
+
+bool tj_dir_untouched(const test_journal *j) { return !j->url[0] || !exists(j->dir); }
+
+static const char *QUARANTINE_MARKS[] = { ".corrupt-", ".unsupported-", ".unrecoverable-" };
+
+static bool is_quarantine_name(const char *name) {
+    for (size_t i = 0; i < 3; i++)
+        if (strstr(name, QUARANTINE_MARKS[i])) return true;
+    return false;
+}
+
+static int entry_order(const void *a, const void *b) {
+    const tj_entry *x = a, *y = b;
+    int c = strcmp(x->part, y->part);
+    return c ? c : strcmp(x->name, y->name);
+}
+
+static void redis_key(char *out, size_t n, const char *part, bool quarantined, const char *name) {
+    snprintf(out, n, "cycles:journal:{%s}:%s:%s", part, quarantined ? "q" : "r", name);
+}
+
+/* GET: the store never holds an empty record, so an empty reply is "no such key". */
+static char *redis_get(const test_journal *j, const char *key, size_t *len) {
+    const char *get[] = { "GET", key, NULL };
+    size_t n = 0;
+    char *v = redis_cli(j, NULL, 0, &n, false, get);
+    CHECK(n > 0 && v[n - 1] == '\n', "GET %s: no newline", key);
+    v[--n] = 0;
+    if (n == 0) {
+        free(v);
+        return NULL;
+    }
+    if (len) *len = n;
+    return v;
+}
+
+size_t tj_list(const test_journal *j, bool quarantined, tj_entry **out) {
+    size_t n = 0, cap = 8;
+    tj_entry *e = calloc(cap, sizeof *e);
+    if (!j->url[0]) {
+        DIR *top = opendir(j->dir);
+        for (struct dirent *p; top && (p = readdir(top));) {
+            if (p->d_name[0] == '.') continue;
+            char part[900];
+            snprintf(part, sizeof part, "%s/%s", j->dir, p->d_name);
+            DIR *d = opendir(part);
+            for (struct dirent *f; d && (f = readdir(d));) {
+                size_t l = strlen(f->d_name);
+                bool q = is_quarantine_name(f->d_name);
+                bool record = !q && l > 5 && !strcmp(f->d_name + l - 5, ".json");
+                if (quarantined ? !q : !record) continue;
+                if (n == cap) e = realloc(e, (cap *= 2) * sizeof *e);
+                e[n].part = strdup(p->d_name);
+                e[n].name = strdup(f->d_name);
+                e[n].data = tj_bytes(j, p->d_name, f->d_name, quarantined, &e[n].len);
+                if (e[n].data) {
+                    n++;
+                } else { /* removed since readdir */
+                    free(e[n].part);
+                    free(e[n].name);
+                }
+            }
+            if (d) closedir(d);
+        }
+        if (top) closedir(top);
+    } else {
+        char pattern[64];
+        snprintf(pattern, sizeof pattern, "cycles:journal:*:%s:*", quarantined ? "q" : "r");
+        const char *keys[] = { "KEYS", pattern, NULL };
+        char *text = redis_cli(j, NULL, 0, NULL, false, keys), *save = NULL;
+        char sep[8];
+        snprintf(sep, sizeof sep, "}:%s:", quarantined ? "q" : "r");
+        for (char *k = strtok_r(text, "\n", &save); k; k = strtok_r(NULL, "\n", &save)) {
+            const char *prefix = "cycles:journal:{";
+            char *end = strstr(k, sep);
+            CHECK(!strncmp(k, prefix, strlen(prefix)) && end, "an unexpected key %s", k);
+            if (n == cap) e = realloc(e, (cap *= 2) * sizeof *e);
+            e[n].data = redis_get(j, k, &e[n].len);
+            if (!e[n].data) continue; /* removed since KEYS */
+            e[n].part = strndup(k + strlen(prefix), (size_t)(end - k) - strlen(prefix));
+            e[n].name = strdup(end + strlen(sep));
+            n++;
+        }
+        free(text);
+    }
+    qsort(e, n, sizeof *e, entry_order);
+    *out = e;
+    return n;
+}
+
+void tj_list_free(tj_entry *e, size_t n) {
+    for (size_t i = 0; i < n; i++) free(e[i].part), free(e[i].name), free(e[i].data);
+    free(e);
+}
+
+static size_t tj_count(const test_journal *j, bool quarantined) {
+    tj_entry *e;
+    size_t n = tj_list(j, quarantined, &e);
+    tj_list_free(e, n);
+    return n;
+}
+
+size_t tj_records(const test_journal *j) { return tj_count(j, false); }
+size_t tj_quarantined(const test_journal *j) { return tj_count(j, true); }
+
+char *tj_bytes(const test_journal *j, const char *part, const char *name, bool quarantined, size_t *len) {
+    char at[1200];
+    if (!j->url[0]) {
+        (void)quarantined; /* one directory holds both */
+        snprintf(at, sizeof at, "%s/%s/%s", j->dir, part, name);
+        return read_file(at, len);
+    }
+    redis_key(at, sizeof at, part, quarantined, name);
+    return redis_get(j, at, len);
+}
+
+static char *file_name_of(const char *rid) {
+    char *name = NULL;
+    OK(cycles_journal_file_name(rid, &name, &ERR));
+    char *out = strdup(name);
+    cycles_string_free(name);
+    return out;
+}
+
+char *tj_record_bytes(const test_journal *j, const char *url, const char *api_key, const char *tenant,
+                      const char *rid, size_t *len) {
+    char *part = fingerprint(url, api_key, tenant), *name = file_name_of(rid);
+    char *data = tj_bytes(j, part, name, false, len);
+    free(part);
+    free(name);
+    return data;
+}
+
+jv *parse_record(const char *data, size_t len) {
+    char *out = NULL;
+    OK(cycles_journal_parse_record((const uint8_t *)data, len, &out, &ERR));
+    jv *rec = json_parse(out);
+    CHECK(rec != NULL, "record json %s", out);
+    cycles_string_free(out);
+    return rec;
+}
+
+jv *tj_record(const test_journal *j, const char *url, const char *api_key, const char *tenant, const char *rid) {
+    size_t len = 0;
+    char *data = tj_record_bytes(j, url, api_key, tenant, rid, &len);
+    if (!data) return NULL;
+    jv *rec = parse_record(data, len);
+    free(data);
+    return rec;
+}
+
+void tj_put(const test_journal *j, const char *url, const char *api_key, const char *tenant, const char *file,
+            const char *data, size_t len) {
+    char *part = fingerprint(url, api_key, tenant);
+    char at[1200];
+    if (!j->url[0]) {
+        mkdir(j->dir, 0700);
+        snprintf(at, sizeof at, "%s/%s", j->dir, part);
+        mkdir(at, 0700);
+        snprintf(at, sizeof at, "%s/%s/%s", j->dir, part, file);
+        write_file(at, data, len);
+    } else {
+        char set[128];
+        redis_key(at, sizeof at, part, false, file);
+        snprintf(set, sizeof set, "cycles:journal:{%s}:records", part);
+        const char *put[] = { "SET", at, NULL }, *add[] = { "SADD", set, file, NULL };
+        free(redis_cli(j, data, len, NULL, false, put));
+        free(redis_cli(j, NULL, 0, NULL, false, add));
+    }
+    free(part);
+}
+
+void tj_remove(const test_journal *j, const char *url, const char *api_key, const char *tenant, const char *rid) {
+    char *part = fingerprint(url, api_key, tenant), *name = file_name_of(rid);
+    char at[1200];
+    if (!j->url[0]) {
+        snprintf(at, sizeof at, "%s/%s/%s", j->dir, part, name);
+        CHECK(unlink(at) == 0, "unlink %s: %s", at, strerror(errno));
+    } else {
+        char set[128];
+        redis_key(at, sizeof at, part, false, name);
+        snprintf(set, sizeof set, "cycles:journal:{%s}:records", part);
+        const char *del[] = { "DEL", at, NULL }, *rem[] = { "SREM", set, name, NULL };
+        char *gone = redis_cli(j, NULL, 0, NULL, false, del);
+        CHECK(!strcmp(gone, "1\n"), "DEL %s: %s", at, gone);
+        free(gone);
+        free(redis_cli(j, NULL, 0, NULL, false, rem));
+    }
+    free(part);
+    free(name);
+}
+
+jv *tj_pending(const test_journal *j) {
+    char *text = NULL;
+    if (!j->url[0]) {
+        char *out = NULL;
+        OK(cycles_journal_pending(j->dir, NULL, NULL, NULL, &out, &ERR));
+        text = strdup(out);
+        cycles_string_free(out);
+    } else {
+        /* What cycles_journal_pending reports of a directory, for the keys: every record
+         * that parses (what does not is left for quarantine). */
+        tj_entry *e;
+        size_t n = tj_list(j, false, &e);
+        text = strdup("[");
+        for (size_t i = 0; i < n; i++) {
+            char *out = NULL, *piece = NULL;
+            cycles_error *err = NULL;
+            if (cycles_journal_parse_record((const uint8_t *)e[i].data, e[i].len, &out, &err) != CYCLES_OK) {
+                cycles_error_free(err);
+                continue;
+            }
+            jv *rec = json_parse(out);
+            cycles_string_free(out);
+            char *rid = json_dump(json_get(rec, "reservation_id")), *mode = json_dump(json_get(rec, "mode"));
+            CHECK(asprintf(&piece, "%s{\"reservation_id\":%s,\"mode\":%s,\"file\":\"%s\",\"partition\":\"%s\","
+                           "\"legacy\":false}", text[1] ? "," : "", rid, mode, e[i].name, e[i].part) > 0, "asprintf");
+            text = realloc(text, strlen(text) + strlen(piece) + 2);
+            strcat(text, piece);
+            free(piece);
+            free(rid);
+            free(mode);
+            json_free(rec);
+        }
+        text = realloc(text, strlen(text) + 2);
+        strcat(text, "]");
+        tj_list_free(e, n);
+    }
+    jv *p = json_parse(text);
+    CHECK(p && p->kind == J_ARR, "pending: %s", text);
+    free(text);
+    return p;
+}
+
+const char *tj_located_name(const test_journal *j, const char *location) {
+    CHECK(location != NULL, "no location");
+    if (!j->url[0]) {
+        CHECK(!strncmp(location, j->dir, strlen(j->dir)), "%s is not under %s", location, j->dir);
+        return strrchr(location, '/') + 1;
+    }
+    char at[64];
+    snprintf(at, sizeof at, "redis://127.0.0.1:%d/", j->port);
+    const char *key = strstr(location, " cycles:journal:{"), *r = key ? strstr(key, "}:r:") : NULL;
+    CHECK(!strncmp(location, at, strlen(at)) && r, "%s is not a record key of %s", location, at);
+    return r + 4;
+}
+
 /* -- events ------------------------------------------------------------------------------ */
 
 struct events {
@@ -317,7 +731,8 @@ size_t result_events(const jv *result, const char *kind, const char *rid, const 
     return n;
 }
 
-/* The child: a FRESH client from the spec (only the journal crosses from an earlier process),
+/* The child: a FRESH client from the spec (only the journal, spec.dir or on Redis
+ * spec.journal_url, crosses from an earlier process),
  * one thing through the public API, the client closed without a drain (what is left stays
  * journaled), the result written atomically to spec.result. A process killed writes nothing.
  *   settle  reserve (no heartbeat) with spec.key, set spec.amount, finish: the outcome JSON
@@ -352,9 +767,13 @@ int child_main(const char *spec_json) {
     CHECK(spec != NULL, "spec %s", spec_json);
     const char *url = jstr(spec, "url"), *key = jstr(spec, "api_key"), *tenant = jstr(spec, "tenant");
     const char *mode = jstr(spec, "mode"), *go = jstr(spec, "go"), *result = jstr(spec, "result");
-    char opts[1024];
-    snprintf(opts, sizeof opts, "{\"journal_dir\":\"%s\",\"settle_max_attempts\":%lld,\"replay_interval_ms\":3600000}",
-             jstr(spec, "dir"), jnum(spec, "max_attempts", 5));
+    /* The journal of the spec: its directory, and on Redis its journal_url too. */
+    const char *journal_url = jstr(spec, "journal_url");
+    char opts[1024], url_member[200] = "";
+    if (journal_url) snprintf(url_member, sizeof url_member, ",\"journal_url\":\"%s\"", journal_url);
+    snprintf(opts, sizeof opts,
+             "{\"journal_dir\":\"%s\"%s,\"settle_max_attempts\":%lld,\"replay_interval_ms\":3600000}",
+             jstr(spec, "dir"), url_member, jnum(spec, "max_attempts", 5));
     cycles_client *c = NULL;
     OK(cycles_client_new(url, key, tenant, opts, &c, &ERR));
     textbuf events = { 0 };

@@ -4,7 +4,9 @@
  * Every test starts its own local server in this process over real HTTP, so its ledger and
  * request log outlive the child processes (`test_recovery child SPEC`) that the durable
  * tests SIGKILL mid-settlement and restart. Each test asserts its scenario's expected
- * requests and assertions. */
+ * requests and assertions. Their journal is the directory, or with
+ * CYCLES_TEST_JOURNAL_STORE=redis a Redis each test starts (recovery.h, test_journal), looked
+ * into only through tj_*: the same assertions hold for both stores. */
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,15 +16,17 @@
 static cycles_local_server *S;
 static char *TMP;     /* this test's directory */
 static char DIR_[600]; /* TMP/journal */
+static test_journal J; /* the journal at DIR_ (the directory or Redis) */
 
 static const char *MALFORMED[] = { "missing_required_field", "wrong_status_code", "not_json", "wrong_field_type" };
 
 static bool eq(const char *a, const char *b) { return a && b && !strcmp(a, b); }
 
-static cycles_client *client_in(const char *dir, const char *extra, events *ev) {
-    char opts[1024];
-    snprintf(opts, sizeof opts, "{\"journal_dir\":\"%s\",\"replay_interval_ms\":3600000%s%s}", dir,
-             extra ? "," : "", extra ? extra : "");
+static cycles_client *client_in(const test_journal *j, const char *extra, events *ev) {
+    char opts[1024], journal[800];
+    tj_options(j, journal, sizeof journal);
+    snprintf(opts, sizeof opts, "{%s,\"replay_interval_ms\":3600000%s%s}", journal, extra ? "," : "",
+             extra ? extra : "");
     cycles_client *c = NULL;
     OK(cycles_client_new(cycles_local_server_url(S), cycles_local_server_api_key(S), cycles_local_server_tenant(S),
                          opts, &c, &ERR));
@@ -65,7 +69,7 @@ static const char *settlement_status(const jv *outcome) { return jstr(json_get(o
 
 /* A reservation created directly (no guard), as another SDK would have made it. */
 static void reserve_direct(const char *key, char *rid, size_t n) {
-    cycles_client *c = client_in(DIR_, NULL, NULL);
+    cycles_client *c = client_in(&J, NULL, NULL);
     char args[512], *out = NULL;
     snprintf(args, sizeof args,
              "{\"idempotency_key\":\"%s\",\"subject\":{\"tenant\":\"%s\"},\"action\":{\"kind\":\"llm.completion\","
@@ -88,22 +92,24 @@ typedef struct {
     const char *key;
     int amount;
     int max_attempts;
-    const char *dir; /* NULL: DIR_ */
+    const test_journal *journal; /* NULL: J */
     const char *go;
 } spec_t;
 
 static void spawn(child *c, const char *name, spec_t s) {
-    char spec[2048], result[600], tenant[200];
+    char spec[2048], result[600], tenant[200], url[200] = "";
     const char *t = s.tenant ? s.tenant : cycles_local_server_tenant(S);
+    const test_journal *j = s.journal ? s.journal : &J;
+    if (j->url[0]) snprintf(url, sizeof url, ",\"journal_url\":\"%s\"", j->url);
     if (t[0]) snprintf(tenant, sizeof tenant, "\"%s\"", t);
     else snprintf(tenant, sizeof tenant, "null");
     snprintf(result, sizeof result, "%s/%s.json", TMP, name);
     snprintf(spec, sizeof spec,
              "{\"url\":\"%s\",\"api_key\":\"%s\",\"tenant\":%s,\"dir\":\"%s\",\"mode\":\"%s\",\"key\":\"%s\","
-             "\"amount\":%d,\"max_attempts\":%d,\"timeout_ms\":20000,\"result\":\"%s\"%s%s%s}",
-             cycles_local_server_url(S), s.api_key ? s.api_key : cycles_local_server_api_key(S), tenant,
-             s.dir ? s.dir : DIR_, s.mode, s.key ? s.key : "", s.amount, s.max_attempts ? s.max_attempts : 5, result,
-             s.go ? ",\"go\":\"" : "", s.go ? s.go : "", s.go ? "\"" : "");
+             "\"amount\":%d,\"max_attempts\":%d,\"timeout_ms\":20000,\"result\":\"%s\"%s%s%s%s}",
+             cycles_local_server_url(S), s.api_key ? s.api_key : cycles_local_server_api_key(S), tenant, j->dir,
+             s.mode, s.key ? s.key : "", s.amount, s.max_attempts ? s.max_attempts : 5, result,
+             s.go ? ",\"go\":\"" : "", s.go ? s.go : "", s.go ? "\"" : "", url);
     child_start(c, spec, result);
 }
 
@@ -116,8 +122,15 @@ static jv *run_child(const char *name, spec_t s) {
 static jv *out_of(jv *result) { return json_get(result, "out"); }
 static jv *remaining(jv *result) { return json_get(out_of(result), "remaining"); }
 
-static char *rec_path(const char *rid) {
-    return record_path(DIR_, cycles_local_server_url(S), cycles_local_server_api_key(S), cycles_local_server_tenant(S), rid);
+/* The parsed record of `rid` in J, under the server's identity; NULL when there is none. */
+static jv *rec_of(const char *rid) {
+    return tj_record(&J, cycles_local_server_url(S), cycles_local_server_api_key(S), cycles_local_server_tenant(S), rid);
+}
+
+static bool has_rec(const char *rid) {
+    jv *rec = rec_of(rid);
+    json_free(rec);
+    return rec != NULL;
 }
 
 static jv *first_commit_after(size_t before) {
@@ -145,7 +158,7 @@ static size_t request_count(void) {
 
 static void lost_commit_response(void) {
     add_fault(S, "commitReservation", "{\"kind\":\"drop_response_after_apply\"}", NULL);
-    cycles_client *c = client_in(DIR_, NULL, NULL);
+    cycles_client *c = client_in(&J, NULL, NULL);
     char rid[256];
     jv *o = settle(c, "core-1", 400, rid, sizeof rid);
     close_client(c);
@@ -172,7 +185,7 @@ static void lost_commit_response(void) {
         }
     CHECK(applied == 1, "one applied commit");
     json_free(ledger);
-    CHECK(record_files(DIR_) == 0, "the record is removed after success");
+    CHECK(tj_records(&J) == 0, "the record is removed after success");
     no_release(S);
     json_free(o);
 }
@@ -181,7 +194,7 @@ static void lost_commit_response(void) {
 
 static void expired_commit_falls_back_to_event(void) {
     events *ev = events_new();
-    cycles_client *c = client_in(DIR_, NULL, ev);
+    cycles_client *c = client_in(&J, NULL, ev);
     char spec[1024];
     snprintf(spec, sizeof spec,
              "{\"idempotency_key\":\"core-2\",\"subject\":{\"tenant\":\"%s\"},\"action\":{\"kind\":\"llm.completion\","
@@ -240,7 +253,7 @@ static void expired_commit_falls_back_to_event(void) {
     }
     CHECK(evs == 1 && commits == 0, "one event, no commit: %d %d", evs, commits);
     json_free(ledger);
-    CHECK(record_files(DIR_) == 0, "record removed");
+    CHECK(tj_records(&J) == 0, "record removed");
     CHECK(events_count(ev, "settlement_mode_switched", rid) == 1, "mode switched event");
     CHECK(events_count(ev, "settlement_settled", rid) == 1 && events_count(ev, "settlement_settled", NULL) == 1, "settled event");
     no_release(S);
@@ -253,7 +266,7 @@ static void expired_commit_falls_back_to_event(void) {
 static void heartbeat_transport_failure(void) {
     add_fault(S, "extendReservation", "{\"kind\":\"connection_reset\"}", NULL);
     events *ev = events_new();
-    cycles_client *c = client_in(DIR_, "\"request_timeout_ms\":500", ev);
+    cycles_client *c = client_in(&J, "\"request_timeout_ms\":500", ev);
     cycles_reserve r = reserve_of("core-3");
     r.no_heartbeat = false;
     r.ttl_ms = 3500; /* long enough for a same-key retry inside the retry window */
@@ -308,6 +321,8 @@ static void heartbeat_transport_failure(void) {
 static void protocol_invalid_round(const char *shape, bool via_event) {
     char d[700], key[160], rkey[128], extra[64];
     snprintf(d, sizeof d, "%s/%s-%d", TMP, shape, via_event);
+    test_journal jr; /* each round's own journal */
+    tj_open(&jr, d, tj_on_redis());
     const char *op = via_event ? "createEvent" : "commitReservation";
     char fault[128];
     snprintf(fault, sizeof fault, "{\"kind\":\"malformed_success\",\"shape\":\"%s\"}", shape);
@@ -315,7 +330,7 @@ static void protocol_invalid_round(const char *shape, bool via_event) {
     snprintf(rkey, sizeof rkey, "core-4-%s", shape);
     snprintf(key, sizeof key, "%s:commit", rkey);
     snprintf(extra, sizeof extra, "\"settle_max_attempts\":%d", via_event ? 2 : 1);
-    cycles_client *one_try = client_in(d, extra, NULL);
+    cycles_client *one_try = client_in(&jr, extra, NULL);
     cycles_reserve r = reserve_of(rkey);
     cycles_guard *g = NULL;
     OK(cycles_guard_begin(one_try, &r, &g, &ERR));
@@ -335,8 +350,7 @@ static void protocol_invalid_round(const char *shape, bool via_event) {
     int commits, evs, want_c = via_event ? 0 : 1, want_e = via_event ? 1 : 0;
     settlements(S, rid, key, &commits, &evs);
     CHECK(commits == want_c && evs == want_e, "%s: the server applied it", shape);
-    char *path = record_path(d, cycles_local_server_url(S), cycles_local_server_api_key(S), cycles_local_server_tenant(S), rid);
-    jv *rec = read_record(path);
+    jv *rec = tj_record(&jr, cycles_local_server_url(S), cycles_local_server_api_key(S), cycles_local_server_tenant(S), rid);
     CHECK(rec != NULL, "%s: record retained", shape);
     CHECK(eq(jstr(rec, "idempotency_key"), key), "%s: with the original key", shape);
     CHECK(eq(jstr(rec, "mode"), via_event ? "event" : "commit"), "%s: mode %s", shape, jstr(rec, "mode"));
@@ -344,14 +358,15 @@ static void protocol_invalid_round(const char *shape, bool via_event) {
     close_client(one_try);
 
     /* A fresh client replays the record with the SAME key; only the valid answer ends it. */
-    cycles_client *fresh = client_in(d, NULL, NULL);
+    cycles_client *fresh = client_in(&jr, NULL, NULL);
     char *report = NULL;
     OK(cycles_client_drain(fresh, 10000, &report, &ERR));
     close_client(fresh);
     CHECK(strstr(report, "\"remaining\":[]"), "%s: %s", shape, report);
     cycles_string_free(report);
-    CHECK(record_files(d) == 0 && !exists(path), "%s: removed after schema-valid success", shape);
-    free(path);
+    CHECK(tj_records(&jr) == 0, "%s: removed after schema-valid success", shape);
+    CHECK(tj_dir_untouched(&jr), "%s: nothing written into the unused directory", shape);
+    tj_close(&jr);
     jlist reqs = settlement_requests(S, rid, key);
     jv *mine[8];
     size_t n = 0;
@@ -378,7 +393,7 @@ static void protocol_invalid_event_success(void) {
 /* -- CR-BOUNDARY-001 --------------------------------------------------------------------- */
 
 static void missing_actual(void) {
-    cycles_client *c = client_in(DIR_, NULL, NULL);
+    cycles_client *c = client_in(&J, NULL, NULL);
     char rid[256];
     jv *o = settle(c, "b-1", -1, rid, sizeof rid);
     CHECK(eq(jstr(o, "outcome"), "missing_actual") && eq(jstr(o, "reservation_id"), rid), "%s", json_dump(o));
@@ -419,11 +434,10 @@ static void missing_actual(void) {
         CHECK(eq(k, i % 2 ? "release" : "reserve"), "ledger %zu %s", i, k);
     }
     json_free(ledger);
-    CHECK(record_files(DIR_) == 0, "nothing journaled without an actual");
-    char *pending = NULL;
-    OK(cycles_journal_pending(DIR_, NULL, NULL, NULL, &pending, &ERR));
-    CHECK(!strcmp(pending, "[]"), "%s", pending);
-    cycles_string_free(pending);
+    CHECK(tj_records(&J) == 0, "nothing journaled without an actual");
+    jv *pending = tj_pending(&J);
+    CHECK(pending->n == 0, "nothing pending");
+    json_free(pending);
 }
 
 /* -- CR-DURABLE-001 ---------------------------------------------------------------------- */
@@ -444,9 +458,12 @@ static void killed_in_flight(const char *fault, int hold_ms, int n) {
     WAIT_FOR(20, "the first commit", (req = first_commit_after(before)) != NULL);
     const char *rid = jstr(req, "reservation_id");
     CHECK(rid != NULL, "rid");
-    char *path = rec_path(rid);
-    jv *rec = read_record(path);
-    CHECK(rec != NULL, "the record is on disk while the first commit is in flight: %s", path);
+    const char *url = cycles_local_server_url(S), *api_key = cycles_local_server_api_key(S),
+               *tenant = cycles_local_server_tenant(S);
+    size_t len = 0;
+    char *bytes = tj_record_bytes(&J, url, api_key, tenant, rid, &len);
+    CHECK(bytes != NULL, "the record is journaled while the first commit is in flight: %s", rid);
+    jv *rec = parse_record(bytes, len);
     jv *reqs = server_json(S, false);
     for (size_t i = 0; i < reqs->n; i++)
         if (jnum(reqs->items[i], "seq", -1) == jnum(req, "seq", -2))
@@ -458,14 +475,18 @@ static void killed_in_flight(const char *fault, int hold_ms, int n) {
     CHECK(eq(jstr(rec, "idempotency_key"), key), "key");
     CHECK(!jnull(rec, "recorded_at_ms") && jnum(rec, "recorded_at_ms", 0) <= jnum(req, "received_at_ms", 0),
           "journal write precedes the first settlement request");
-    char *fname = NULL;
+    /* The unresolved record survives the kill, the only one: named by cycles_journal_file_name,
+     * in the identity's partition. */
+    char *fname = NULL, *part = fingerprint(url, api_key, tenant);
     OK(cycles_journal_file_name(rid, &fname, &ERR));
-    CHECK(!strcmp(strrchr(path, '/') + 1, fname), "named by cycles_journal_file_name");
+    tj_entry *all;
+    size_t n_all = tj_list(&J, false, &all);
+    CHECK(n_all == 1 && !strcmp(all[0].name, fname) && !strcmp(all[0].part, part), "named by cycles_journal_file_name");
+    CHECK(all[0].len == len && !memcmp(all[0].data, bytes, len), "the record survives byte for byte");
     cycles_string_free(fname);
-    /* The unresolved record survives the kill. */
-    jv *survived = read_record(path);
-    CHECK(survived && json_equal(survived, rec), "the record survives byte for byte");
-    json_free(survived);
+    free(part);
+    free(bytes);
+    tj_list_free(all, n_all);
 
     /* Process 2: a fresh process with the journal only. */
     long long last_seq = (long long)request_count();
@@ -474,7 +495,7 @@ static void killed_in_flight(const char *fault, int hold_ms, int n) {
     CHECK(remaining(r2) && remaining(r2)->n == 0, "drained");
     const jv *settled = NULL;
     CHECK(result_events(r2, "settlement_settled", NULL, &settled) == 1 && eq(jstr(settled, "reservation_id"), rid), "settled");
-    CHECK(!exists(path) && record_files(DIR_) == 0, "successful replay removes the record");
+    CHECK(tj_records(&J) == 0, "successful replay removes the record");
     json_free(r2);
 
     /* Let the held first request end at the server, so a late apply would show. */
@@ -490,7 +511,6 @@ static void killed_in_flight(const char *fault, int hold_ms, int n) {
     int commits, evs;
     settlements(S, rid, key, &commits, &evs);
     CHECK(commits == 1 && evs == 0, "settled at most once");
-    free(path);
     json_free(rec);
     json_free(req);
 }
@@ -514,8 +534,7 @@ static void expired_replay_switches_durably_to_event(void) {
     char rid[256];
     snprintf(rid, sizeof rid, "%s", jstr(out_of(r1), "reservation_id"));
     json_free(r1);
-    char *path = rec_path(rid);
-    jv *rec = read_record(path);
+    jv *rec = rec_of(rid);
     CHECK(rec && eq(jstr(rec, "mode"), "commit"), "the journal contains the commit");
     json_free(rec);
     jlist l = settlement_requests(S, rid, key);
@@ -535,7 +554,7 @@ static void expired_replay_switches_durably_to_event(void) {
         for (size_t i = 0; i < l.n; i++) in_flight |= eq(jstr(l.items[i], "operation"), "createEvent");
         jlist_free(&l);
     }
-    jv *switched = read_record(path);
+    jv *switched = rec_of(rid);
     CHECK(switched != NULL, "the record is present while the event is in flight");
     child_kill9(&p2);
     CHECK(eq(jstr(switched, "mode"), "event"), "event mode is persisted before the event attempt");
@@ -548,7 +567,7 @@ static void expired_replay_switches_durably_to_event(void) {
           "commit_same_key_after_restart");
     CHECK(eq(jstr(l.items[2], "operation"), "createEvent") && jnull(l.items[2], "status"), "the event was in flight");
     jlist_free(&l);
-    jv *after = read_record(path);
+    jv *after = rec_of(rid);
     CHECK(after && eq(jstr(after, "mode"), "event"), "after the kill");
     json_free(after);
 
@@ -558,7 +577,7 @@ static void expired_replay_switches_durably_to_event(void) {
     const jv *settled = NULL;
     CHECK(result_events(r3, "settlement_settled", rid, &settled) == 1 && eq(jstr(settled, "mode"), "event"), "by event");
     json_free(r3);
-    CHECK(!exists(path), "successful event removes the record");
+    CHECK(!has_rec(rid) && tj_records(&J) == 0, "successful event removes the record");
     l = settlement_requests(S, rid, key);
     CHECK(l.n >= 4, "%zu", l.n);
     for (size_t i = 0; i < l.n; i++) {
@@ -574,7 +593,6 @@ static void expired_replay_switches_durably_to_event(void) {
         if (eq(jstr(ledger->items[i], "kind"), "event"))
             CHECK(eq(jstr(ledger->items[i], "unit"), "USD_MICROCENTS") && jnum(ledger->items[i], "amount", 0) == 400, "amount");
     json_free(ledger);
-    free(path);
     no_release(S);
 }
 
@@ -590,12 +608,11 @@ static void rate_limit_floor_survives_sigkill(void) {
     char rid[256];
     snprintf(rid, sizeof rid, "%s", jstr(first, "reservation_id"));
     json_free(first);
-    char *path = rec_path(rid);
-    /* Kill as soon as the floor is on disk (the child then waits inline for it). */
+    /* Kill as soon as the floor is journaled (the child then waits inline for it). */
     long long nb = -1;
     for (double deadline = mono_s() + 20; nb < 0; usleep(1000)) {
         CHECK(mono_s() < deadline, "timed out waiting for the persisted floor");
-        jv *rec = read_record(path);
+        jv *rec = rec_of(rid);
         if (rec) nb = jnum(rec, "not_before_ms", -1);
         json_free(rec);
     }
@@ -604,7 +621,7 @@ static void rate_limit_floor_survives_sigkill(void) {
     CHECK(l.n == 1 && jnum(l.items[0], "status", 0) == 429, "one 429");
     CHECK(nb >= jnum(l.items[0], "received_at_ms", 0) + 3000, "the floor honours Retry-After");
     jlist_free(&l);
-    jv *rec = read_record(path);
+    jv *rec = rec_of(rid);
     CHECK(rec && jnum(rec, "not_before_ms", -1) == nb, "the floor survives the kill");
     json_free(rec);
 
@@ -622,7 +639,7 @@ static void rate_limit_floor_survives_sigkill(void) {
     jv *r3 = run_child("p3", (spec_t){ .mode = "drain" });
     CHECK(remaining(r3) && remaining(r3)->n == 0, "drained");
     json_free(r3);
-    CHECK(!exists(path), "successful replay removes the record");
+    CHECK(!has_rec(rid) && tj_records(&J) == 0, "successful replay removes the record");
     l = settlement_requests(S, rid, key);
     CHECK(l.n == 2, "%zu", l.n);
     CHECK(jnum(l.items[1], "received_at_ms", 0) >= nb, "no retry before the persisted not_before");
@@ -632,15 +649,15 @@ static void rate_limit_floor_survives_sigkill(void) {
     int commits, evs;
     settlements(S, rid, key, &commits, &evs);
     CHECK(commits == 1 && evs == 0, "once");
-    free(path);
 }
 
 /* -- CR-DURABLE-004 ---------------------------------------------------------------------- */
 
-static bool file_contains(const char *path, const char *needle) {
+static bool record_contains(const char *api_key, const char *rid, const char *needle) {
     size_t len = 0;
-    char *d = read_file(path, &len);
-    bool found = d && memmem(d, len, needle, strlen(needle)) != NULL;
+    char *d = tj_record_bytes(&J, cycles_local_server_url(S), api_key, "acme", rid, &len);
+    CHECK(d != NULL, "no record of %s under %s", rid, api_key);
+    bool found = memmem(d, len, needle, strlen(needle)) != NULL;
     free(d);
     return found;
 }
@@ -654,17 +671,19 @@ static void tenant_journal_survives_key_rotation(void) {
     char rid[256];
     snprintf(rid, sizeof rid, "%s", jstr(out_of(r1), "reservation_id"));
     json_free(r1);
-    char *old_path = record_path(DIR_, url, "old-key", "acme", rid);
-    CHECK(exists(old_path) && record_files(DIR_) == 1, "one record");
-    CHECK(!file_contains(old_path, "old-key") && !file_contains(old_path, "new-key"), "no API key stored");
+    jv *old_rec = tj_record(&J, url, "old-key", "acme", rid);
+    CHECK(old_rec && tj_records(&J) == 1, "one record");
+    json_free(old_rec);
+    CHECK(!record_contains("old-key", rid, "old-key") && !record_contains("old-key", rid, "new-key"), "no API key stored");
     char *a = NULL, *b = NULL;
     OK(cycles_journal_fingerprint(url, "new-key", "acme", &a, &ERR));
     OK(cycles_journal_fingerprint(url, "old-key", "acme", &b, &ERR));
     CHECK(!strcmp(a, b), "the tenant partition does not depend on the key");
     cycles_string_free(a);
     cycles_string_free(b);
-    char *tenant_path = record_path(DIR_, url, "new-key", "acme", rid);
-    CHECK(exists(tenant_path), "found under the new key's tenant partition");
+    jv *tenant_rec = tj_record(&J, url, "new-key", "acme", rid);
+    CHECK(tenant_rec != NULL, "found under the new key's tenant partition");
+    json_free(tenant_rec);
 
     /* The new key WITHOUT the tenant is another partition: nothing to replay there. */
     jv *other = run_child("p-other", (spec_t){ .api_key = "new-key", .tenant = "", .mode = "flush" });
@@ -682,7 +701,8 @@ static void tenant_journal_survives_key_rotation(void) {
     const jv *settled = NULL;
     CHECK(result_events(r2, "settlement_settled", NULL, &settled) == 1 && eq(jstr(settled, "reservation_id"), rid), "settled");
     json_free(r2);
-    CHECK(!exists(tenant_path), "removed");
+    tenant_rec = tj_record(&J, url, "new-key", "acme", rid);
+    CHECK(tenant_rec == NULL && tj_records(&J) == 0, "removed");
     l = settlement_requests(S, rid, key);
     CHECK(l.n == 2, "%zu", l.n);
     CHECK(jnum(l.items[0], "status", 0) == 500 && jnum(l.items[1], "status", 0) == 200, "500 then 200");
@@ -693,8 +713,6 @@ static void tenant_journal_survives_key_rotation(void) {
     int commits, evs;
     settlements(S, rid, key, &commits, &evs);
     CHECK(commits == 1 && evs == 0, "once");
-    free(old_path);
-    free(tenant_path);
 }
 
 /* -- CR-DURABLE-005 ---------------------------------------------------------------------- */
@@ -709,13 +727,15 @@ static void python_sdk_record(char *out, size_t n, const char *rid, const char *
              rid, base_url, key, amount, (long long)now_ms());
 }
 
+/* <part>/<rid's file name> (legacy: its legacy name); part NULL: the name alone. */
 static char *in_part(const char *part, const char *rid, bool legacy) {
     char *name = NULL;
     if (legacy) OK(cycles_journal_legacy_file_name(rid, &name, &ERR));
     else OK(cycles_journal_file_name(rid, &name, &ERR));
-    size_t n = strlen(part) + strlen(name) + 2;
+    size_t n = (part ? strlen(part) : 0) + strlen(name) + 2;
     char *p = malloc(n);
-    snprintf(p, n, "%s/%s", part, name);
+    if (part) snprintf(p, n, "%s/%s", part, name);
+    else snprintf(p, n, "%s", name);
     cycles_string_free(name);
     return p;
 }
@@ -731,60 +751,53 @@ static void expect_journal_error(const char *data, const char *kind) {
 }
 
 static void corrupt_and_unsupported_quarantined(void) {
-    const char *url = cycles_local_server_url(S);
-    char *part = partition_dir(DIR_, url, cycles_local_server_api_key(S), cycles_local_server_tenant(S));
-    CHECK(mkdir(DIR_, 0700) == 0 && mkdir(part, 0700) == 0, "mkdir");
+    const char *url = cycles_local_server_url(S), *api_key = cycles_local_server_api_key(S),
+               *tenant = cycles_local_server_tenant(S);
+    char *part = fingerprint(url, api_key, tenant);
     char rid[256], text[1024];
     reserve_direct("d5-reserve", rid, sizeof rid);
     const char *key = "d5-python-sdk-key";
-    char *valid = in_part(part, rid, false), *corrupt = in_part(part, "rsv-corrupt", false),
-         *future = in_part(part, "rsv-future", false);
+    char *valid = in_part(NULL, rid, false), *corrupt = in_part(NULL, "rsv-corrupt", false),
+         *future = in_part(NULL, "rsv-future", false);
     python_sdk_record(text, sizeof text, rid, url, key, 300);
-    write_file(valid, text, strlen(text));
+    tj_put(&J, url, api_key, tenant, valid, text, strlen(text));
     const char *corrupt_text = "{\"version\": 1, \"reserv";
     const char *future_text = "{\"version\": 2, \"reservation_id\": \"rsv-future\", \"payload\": {}}";
-    write_file(corrupt, corrupt_text, strlen(corrupt_text));
-    write_file(future, future_text, strlen(future_text));
+    tj_put(&J, url, api_key, tenant, corrupt, corrupt_text, strlen(corrupt_text));
+    tj_put(&J, url, api_key, tenant, future, future_text, strlen(future_text));
     expect_journal_error(corrupt_text, "corrupt");
     expect_journal_error(future_text, "unsupported");
-    char *pending = NULL;
-    OK(cycles_journal_pending(DIR_, NULL, NULL, NULL, &pending, &ERR));
-    jv *p = json_parse(pending);
-    CHECK(p->n == 1 && eq(jstr(p->items[0], "reservation_id"), rid), "%s", pending);
+    jv *p = tj_pending(&J);
+    CHECK(p->n == 1 && eq(jstr(p->items[0], "reservation_id"), rid), "%s", json_dump(p));
     json_free(p);
-    cycles_string_free(pending);
 
     jv *result = run_child("restart", (spec_t){ .mode = "drain" });
     CHECK(remaining(result)->n == 0, "drained");
-    /* corruption_is_reported: one event per quarantined file, naming it and its new name. */
+    /* corruption_is_reported: one event per quarantined record, naming it and its new name. */
     jv *evs = json_get(result, "events");
     int reported = 0;
-    const char *cname = strrchr(corrupt, '/') + 1, *fname = strrchr(future, '/') + 1;
     for (size_t i = 0; i < evs->n; i++) {
         jv *e = evs->items[i];
         if (!eq(jstr(e, "kind"), "journal_quarantined")) continue;
         reported++;
-        const char *file = jstr(e, "file"), *as_name = jstr(e, "quarantined_as");
-        if (strrchr(file, '/')) file = strrchr(file, '/') + 1;
+        const char *file = tj_located_name(&J, jstr(e, "file")), *as_name = jstr(e, "quarantined_as");
         if (strrchr(as_name, '/')) as_name = strrchr(as_name, '/') + 1;
-        char as[900];
-        snprintf(as, sizeof as, "%s/%s", part, as_name);
         CHECK(eq(jstr(e, "disposition"), "quarantined"), "disposition");
-        CHECK(exists(as), "quarantined as %s, kept", as);
-        const char *why = eq(file, cname) ? "corrupt" : eq(file, fname) ? "unsupported" : NULL;
+        size_t len = 0;
+        char *kept = tj_bytes(&J, part, as_name, true, &len);
+        CHECK(kept != NULL, "quarantined as %s, kept", as_name);
+        const char *why = eq(file, corrupt) ? "corrupt" : eq(file, future) ? "unsupported" : NULL;
         CHECK(why && strstr(jstr(e, "reason"), why), "reason %s for %s", jstr(e, "reason"), file);
         char prefix[300];
         snprintf(prefix, sizeof prefix, "%s.%s-", file, why);
         CHECK(!strncmp(as_name, prefix, strlen(prefix)), "renamed %s", as_name);
-        if (eq(why, "corrupt")) {
-            size_t len = 0;
-            char *kept = read_file(as, &len);
-            CHECK(len == strlen(corrupt_text) && !memcmp(kept, corrupt_text, len), "evidence kept byte for byte");
-            free(kept);
-        }
+        const char *was = eq(why, "corrupt") ? corrupt_text : future_text;
+        CHECK(len == strlen(was) && !memcmp(kept, was, len), "evidence kept byte for byte");
+        free(kept);
     }
     CHECK(reported == 2, "two quarantines reported: %d", reported);
-    CHECK(!exists(corrupt) && !exists(future), "moved aside");
+    CHECK(tj_quarantined(&J) == 2, "both kept in quarantine");
+    CHECK(!has_rec("rsv-corrupt") && !has_rec("rsv-future"), "moved aside");
     /* other_valid_records_still_replay: committed once, stored key, record removed. */
     const jv *settled = NULL;
     CHECK(result_events(result, "settlement_settled", NULL, &settled) == 1 && eq(jstr(settled, "reservation_id"), rid), "settled");
@@ -797,10 +810,10 @@ static void corrupt_and_unsupported_quarantined(void) {
     int commits, e;
     settlements(S, rid, key, &commits, &e);
     CHECK(commits == 1 && e == 0, "once");
-    CHECK(!exists(valid), "removed");
-    OK(cycles_journal_pending(DIR_, NULL, NULL, NULL, &pending, &ERR));
-    CHECK(!strcmp(pending, "[]"), "%s", pending);
-    cycles_string_free(pending);
+    CHECK(!has_rec(rid) && tj_records(&J) == 0, "removed");
+    p = tj_pending(&J);
+    CHECK(p->n == 0, "nothing pending");
+    json_free(p);
     /* Nothing was ever sent for the quarantined records. */
     CHECK(count_ops(S, "commitReservation") == 1 && count_ops(S, "createEvent") == 0, "expected_requests: []");
     free(valid); free(corrupt); free(future); free(part);
@@ -817,21 +830,19 @@ static void release_together(child *w, size_t n, const char *go) {
     write_file(go, "", 0);
 }
 
-static char *pending_commit(const char *rkey, int amount, char *rid, size_t n) {
+static void pending_commit(const char *rkey, int amount, char *rid, size_t n) {
     add_fault(S, "commitReservation", "{\"kind\":\"server_error\",\"status\":500}", NULL);
     jv *r0 = run_child("p0", (spec_t){ .mode = "settle", .key = rkey, .amount = amount, .max_attempts = 1 });
     CHECK(eq(jstr(json_get(out_of(r0), "settlement"), "status"), "pending"), "pending");
     snprintf(rid, n, "%s", jstr(out_of(r0), "reservation_id"));
     json_free(r0);
-    char *path = rec_path(rid);
-    CHECK(exists(path), "the journal contains the commit");
-    return path;
+    CHECK(has_rec(rid), "the journal contains the commit");
 }
 
 static void two_processes_replaying_one_journal(void) {
     const char *key = "d6a:commit";
     char rid[256], go[600];
-    char *path = pending_commit("d6a", 300, rid, sizeof rid);
+    pending_commit("d6a", 300, rid, sizeof rid);
     add_fault(S, "commitReservation", "{\"kind\":\"delay\",\"ms\":400}", NULL);
     snprintf(go, sizeof go, "%s/go-a", TMP);
     child w[2];
@@ -856,35 +867,33 @@ static void two_processes_replaying_one_journal(void) {
     int commits, evs;
     settlements(S, rid, key, &commits, &evs);
     CHECK(commits == 1 && evs == 0, "settled at most once");
-    CHECK(!exists(path) && record_files(DIR_) == 0, "the terminal record is removed");
-    free(path);
+    CHECK(!has_rec(rid) && tj_records(&J) == 0, "the terminal record is removed");
 }
 
 static void two_processes_with_copies_commit_once(void) {
-    const char *key = "d6b:commit";
-    char rid[256], go[600], dirs[2][600];
-    char *src = pending_commit("d6b", 300, rid, sizeof rid);
+    const char *key = "d6b:commit", *url = cycles_local_server_url(S), *api_key = cycles_local_server_api_key(S),
+               *tenant = cycles_local_server_tenant(S);
+    char rid[256], go[600];
+    pending_commit("d6b", 300, rid, sizeof rid);
+    /* The record copied to two hosts' journals (two directories, or two Redis), and moved
+     * out of the one that wrote it. */
     size_t len = 0;
-    char *data = read_file(src, &len);
-    char *part = strdup(src);
-    *strrchr(part, '/') = 0;
-    const char *fp = strrchr(part, '/') + 1, *name = strrchr(src, '/') + 1;
+    char *data = tj_record_bytes(&J, url, api_key, tenant, rid, &len), *name = in_part(NULL, rid, false);
+    test_journal hosts[2];
     for (int i = 0; i < 2; i++) {
-        char p[800], f[900];
-        snprintf(dirs[i], sizeof dirs[i], "%s/host-%c", TMP, 'a' + i);
-        snprintf(p, sizeof p, "%s/%s", dirs[i], fp);
-        snprintf(f, sizeof f, "%s/%s", p, name);
-        CHECK(mkdir(dirs[i], 0700) == 0 && mkdir(p, 0700) == 0, "mkdir");
-        write_file(f, data, len);
+        char d[600];
+        snprintf(d, sizeof d, "%s/host-%c", TMP, 'a' + i);
+        tj_open(&hosts[i], d, tj_on_redis());
+        tj_put(&hosts[i], url, api_key, tenant, name, data, len);
     }
-    CHECK(unlink(src) == 0, "unlink");
+    tj_remove(&J, url, api_key, tenant, rid);
     free(data);
-    free(part);
+    free(name);
     add_fault(S, "commitReservation", "{\"kind\":\"delay\",\"ms\":800}", NULL);
     snprintf(go, sizeof go, "%s/go-b", TMP);
     child w[2];
-    spawn(&w[0], "h0", (spec_t){ .mode = "drain", .go = go, .dir = dirs[0] });
-    spawn(&w[1], "h1", (spec_t){ .mode = "drain", .go = go, .dir = dirs[1] });
+    spawn(&w[0], "h0", (spec_t){ .mode = "drain", .go = go, .journal = &hosts[0] });
+    spawn(&w[1], "h1", (spec_t){ .mode = "drain", .go = go, .journal = &hosts[1] });
     release_together(w, 2, go);
     for (int i = 0; i < 2; i++) {
         jv *r = child_finish(&w[i], 60);
@@ -907,11 +916,21 @@ static void two_processes_with_copies_commit_once(void) {
     int commits, evs;
     settlements(S, rid, key, &commits, &evs);
     CHECK(commits == 1 && evs == 0, "applied once");
-    for (int i = 0; i < 2; i++) CHECK(record_files(dirs[i]) == 0, "both terminal records removed");
-    free(src);
+    for (int i = 0; i < 2; i++) {
+        CHECK(tj_records(&hosts[i]) == 0, "both terminal records removed");
+        CHECK(tj_dir_untouched(&hosts[i]), "nothing written into an unused directory");
+        tj_close(&hosts[i]);
+    }
+    CHECK(tj_records(&J) == 0, "nothing left where it was written");
 }
 
 /* -- CR-DURABLE-007 ---------------------------------------------------------------------- */
+
+/* The distinct ids a lossy scheme merges, composed/decomposed forms, emoji, path characters. */
+static const char *TRICKY[] = { "rsv/a", "rsv_a", "rsv.a", "rsv a", "rsv:a", "rsv%2Fa", "RSV/A", "rsv/a ", " rsv/a",
+                                "r\xc3\xa9sum\xc3\xa9", "re\xcc\x81sume\xcc\x81", "\xd1\x80\xd1\x81\xd0\xb2",
+                                "\xe4\xba\x88\xe7\xb4\x84-1", "\xf0\x9f\x92\xb8", "rsv\\a", "../rsv" };
+#define N_TRICKY (sizeof TRICKY / sizeof *TRICKY)
 
 static void file_names_are_sha256_of_the_exact_id(void) {
     /* sha256 computed independently (Python hashlib) of the exact UTF-8 ids; the distinct ids
@@ -925,11 +944,9 @@ static void file_names_are_sha256_of_the_exact_id(void) {
     snprintf(want, sizeof want, "v2-%s.json", ids[0][1]);
     CHECK(!strcmp(name, want), "%s", name);
     cycles_string_free(name);
-    const char *tricky[] = { "rsv/a", "rsv_a", "rsv.a", "rsv a", "rsv:a", "rsv%2Fa", "RSV/A", "rsv/a ", " rsv/a",
-                             "r\xc3\xa9sum\xc3\xa9", "re\xcc\x81sume\xcc\x81", "\xd1\x80\xd1\x81\xd0\xb2",
-                             "\xe4\xba\x88\xe7\xb4\x84-1", "\xf0\x9f\x92\xb8", "rsv\\a", "../rsv" };
-    size_t n = sizeof tricky / sizeof *tricky;
-    char names[16][80];
+    const char **tricky = TRICKY;
+    size_t n = N_TRICKY;
+    char names[N_TRICKY][80];
     for (size_t i = 0; i < n; i++) {
         OK(cycles_journal_file_name(tricky[i], &name, &ERR));
         CHECK(strlen(name) == 3 + 64 + 5 && !strncmp(name, "v2-", 3) && !strcmp(name + 67, ".json"), "%s", name);
@@ -949,11 +966,68 @@ static void file_names_are_sha256_of_the_exact_id(void) {
     cycles_string_free(l0);
 }
 
+/* CR-DURABLE-007 on Redis, which has no legacy names: the records the library journals for the
+ * tricky ids (each assigned by the server) are keyed by the file store's name of the exact id,
+ * one key each, in the identity's partition; each reads back as its own, and a fresh client
+ * replays them all, each with its own key. Always on a Redis of its own. */
+static void redis_record_keys_are_the_file_names_of_the_exact_ids(void) {
+    const char *url = cycles_local_server_url(S), *api_key = cycles_local_server_api_key(S),
+               *tenant = cycles_local_server_tenant(S);
+    CHECK(J.url[0], "this test journals to Redis");
+    cycles_client *c = client_in(&J, "\"settle_max_attempts\":1", NULL);
+    for (size_t i = 0; i < N_TRICKY; i++) {
+        jv id = { .kind = J_STR, .text = (char *)TRICKY[i], .len = strlen(TRICKY[i]) };
+        char *quoted = json_dump(&id), fault[256], key[32], rid[256];
+        snprintf(fault, sizeof fault, "{\"kind\":\"reservation_id\",\"id\":%s}", quoted);
+        free(quoted);
+        add_fault(S, "createReservation", fault, NULL);
+        add_fault(S, "commitReservation", "{\"kind\":\"server_error\",\"status\":503}", NULL);
+        snprintf(key, sizeof key, "d7r-%zu", i);
+        jv *o = settle(c, key, 100 + (int64_t)i, rid, sizeof rid);
+        CHECK(!strcmp(rid, TRICKY[i]), "the server assigned %s: %s", TRICKY[i], rid);
+        CHECK(eq(settlement_status(o), "pending") && jbool(json_get(o, "settlement"), "journaled"), "%s", json_dump(o));
+        json_free(o);
+    }
+    close_client(c);
+    char *part = fingerprint(url, api_key, tenant);
+    tj_entry *all;
+    size_t n = tj_list(&J, false, &all);
+    CHECK(n == N_TRICKY, "one key per id: %zu keys for %zu ids", n, N_TRICKY);
+    for (size_t i = 0; i < n; i++) CHECK(!strcmp(all[i].part, part), "in the identity's partition: %s", all[i].part);
+    tj_list_free(all, n);
+    free(part);
+    for (size_t i = 0; i < N_TRICKY; i++) {
+        /* Read at cycles:journal:{<partition>}:r:<cycles_journal_file_name(id)>. */
+        jv *rec = tj_record(&J, url, api_key, tenant, TRICKY[i]);
+        char key[40];
+        snprintf(key, sizeof key, "d7r-%zu:commit", i);
+        CHECK(rec && eq(jstr(rec, "reservation_id"), TRICKY[i]) && eq(jstr(rec, "idempotency_key"), key),
+              "the record of %s under its own name", TRICKY[i]);
+        json_free(rec);
+    }
+    cycles_client *fresh = client_in(&J, NULL, NULL);
+    char *report = NULL;
+    OK(cycles_client_drain(fresh, 20000, &report, &ERR));
+    close_client(fresh);
+    CHECK(strstr(report, "\"remaining\":[]"), "%s", report);
+    cycles_string_free(report);
+    for (size_t i = 0; i < N_TRICKY; i++) {
+        char key[40];
+        snprintf(key, sizeof key, "d7r-%zu:commit", i);
+        int commits, evs;
+        settlements(S, TRICKY[i], key, &commits, &evs);
+        CHECK(commits == 1 && evs == 0, "%s settled once with its own key", TRICKY[i]);
+    }
+    CHECK(tj_records(&J) == 0, "every record removed");
+}
+
+/* Legacy names exist only in the file store: this test journals to the directory whatever
+ * CYCLES_TEST_JOURNAL_STORE says (the Redis claim maps CR-DURABLE-007 to the test above). */
 static void legacy_record_migrates_without_deleting_a_collider(void) {
     const char *url = cycles_local_server_url(S);
     char *part = partition_dir(DIR_, url, cycles_local_server_api_key(S), cycles_local_server_tenant(S));
     events *ev = events_new();
-    cycles_client *c = client_in(DIR_, "\"settle_max_attempts\":1", ev);
+    cycles_client *c = client_in(&J, "\"settle_max_attempts\":1", ev);
     cycles_reserve r = reserve_of("d7-r");
     cycles_guard *g = NULL;
     OK(cycles_guard_begin(c, &r, &g, &ERR));
@@ -1037,33 +1111,47 @@ static void legacy_record_migrates_without_deleting_a_collider(void) {
 
 /* -------------------------------------------------------------------------------------- */
 
+/* Where a test's journal J is: the store CYCLES_TEST_JOURNAL_STORE names, or always the
+ * directory, or always a Redis of the test's own. */
+typedef enum { STORE_TESTED, STORE_DIR, STORE_REDIS } store_t;
+
 typedef struct {
     const char *name;
     void (*run)(void);
     const char *server_config; /* NULL: defaults; "" : no server */
+    store_t store;
 } test_t;
 
 static const test_t TESTS[] = {
-    { "lost_commit_response_is_retried_with_the_same_key_and_applied_once", lost_commit_response, NULL },
+    { "lost_commit_response_is_retried_with_the_same_key_and_applied_once", lost_commit_response, NULL,
+      STORE_TESTED },
     { "expired_commit_falls_back_to_one_event_with_the_original_subject_action_and_actual",
-      expired_commit_falls_back_to_event, NULL },
-    { "heartbeat_transport_failure_is_observable_and_non_fatal", heartbeat_transport_failure, NULL },
-    { "protocol_invalid_commit_success_stays_ambiguous_and_is_retried_with_its_key", protocol_invalid_commit_success, NULL },
-    { "protocol_invalid_event_success_stays_ambiguous_and_is_retried_with_its_key", protocol_invalid_event_success, NULL },
-    { "missing_actual_is_surfaced_without_settlement", missing_actual, NULL },
+      expired_commit_falls_back_to_event, NULL, STORE_TESTED },
+    { "heartbeat_transport_failure_is_observable_and_non_fatal", heartbeat_transport_failure, NULL, STORE_TESTED },
+    { "protocol_invalid_commit_success_stays_ambiguous_and_is_retried_with_its_key", protocol_invalid_commit_success,
+      NULL, STORE_TESTED },
+    { "protocol_invalid_event_success_stays_ambiguous_and_is_retried_with_its_key", protocol_invalid_event_success,
+      NULL, STORE_TESTED },
+    { "missing_actual_is_surfaced_without_settlement", missing_actual, NULL, STORE_TESTED },
     { "first_commit_is_journaled_before_it_leaves_and_replayed_after_sigkill",
-      first_commit_journaled_and_replayed_after_sigkill, NULL },
-    { "replayed_expired_commit_switches_durably_to_event_mode_across_sigkill", expired_replay_switches_durably_to_event, NULL },
-    { "rate_limit_floor_survives_sigkill_and_restart", rate_limit_floor_survives_sigkill, NULL },
+      first_commit_journaled_and_replayed_after_sigkill, NULL, STORE_TESTED },
+    { "replayed_expired_commit_switches_durably_to_event_mode_across_sigkill", expired_replay_switches_durably_to_event,
+      NULL, STORE_TESTED },
+    { "rate_limit_floor_survives_sigkill_and_restart", rate_limit_floor_survives_sigkill, NULL, STORE_TESTED },
     { "tenant_journal_survives_api_key_rotation_across_processes", tenant_journal_survives_key_rotation,
-      "{\"tenants\":[{\"id\":\"acme\",\"api_keys\":[\"old-key\",\"new-key\"]}]}" },
+      "{\"tenants\":[{\"id\":\"acme\",\"api_keys\":[\"old-key\",\"new-key\"]}]}", STORE_TESTED },
     { "corrupt_and_unsupported_records_are_quarantined_and_valid_records_still_replay",
-      corrupt_and_unsupported_quarantined, NULL },
-    { "two_processes_replaying_one_journal_settle_the_record_once", two_processes_replaying_one_journal, NULL },
-    { "two_processes_with_copies_of_one_record_commit_concurrently_once", two_processes_with_copies_commit_once, NULL },
-    { "journal_file_names_are_sha256_of_the_exact_utf8_id_and_never_shared", file_names_are_sha256_of_the_exact_id, "" },
+      corrupt_and_unsupported_quarantined, NULL, STORE_TESTED },
+    { "two_processes_replaying_one_journal_settle_the_record_once", two_processes_replaying_one_journal, NULL,
+      STORE_TESTED },
+    { "two_processes_with_copies_of_one_record_commit_concurrently_once", two_processes_with_copies_commit_once, NULL,
+      STORE_TESTED },
+    { "journal_file_names_are_sha256_of_the_exact_utf8_id_and_never_shared", file_names_are_sha256_of_the_exact_id, "",
+      STORE_DIR },
+    { "redis_record_keys_are_the_file_names_of_the_exact_ids", redis_record_keys_are_the_file_names_of_the_exact_ids,
+      NULL, STORE_REDIS },
     { "legacy_record_migrates_to_its_standard_name_without_deleting_a_colliding_record",
-      legacy_record_migrates_without_deleting_a_collider, NULL },
+      legacy_record_migrates_without_deleting_a_collider, NULL, STORE_DIR },
 };
 
 int main(int argc, char **argv) {
@@ -1076,8 +1164,11 @@ int main(int argc, char **argv) {
     CHECK(argc == 2, "usage: test_recovery NAME | --list | child SPEC");
     for (size_t i = 0; i < n; i++) {
         if (strcmp(argv[1], TESTS[i].name)) continue;
+        store_t store = TESTS[i].store;
+        bool redis = store == STORE_REDIS || (store == STORE_TESTED && tj_on_redis());
         TMP = make_temp_dir();
         snprintf(DIR_, sizeof DIR_, "%s/journal", TMP);
+        tj_open(&J, DIR_, redis);
         const char *cfg = TESTS[i].server_config;
         if (!cfg || cfg[0]) OK(cycles_local_server_start(cfg, &S, &ERR));
         TESTS[i].run();
@@ -1085,6 +1176,8 @@ int main(int argc, char **argv) {
             OK(cycles_local_server_stop(S, &ERR));
             cycles_local_server_free(S);
         }
+        CHECK(tj_dir_untouched(&J), "a Redis journal wrote nothing into the directory %s", DIR_);
+        tj_close(&J);
         remove_tree(TMP);
         free(TMP);
         OK(cycles_shutdown(1000, NULL, &ERR));
