@@ -164,10 +164,17 @@ bool exists(const char *path) {
     return stat(path, &st) == 0;
 }
 
+/* Whole, as another SDK's atomic write: staged as `<path>.staged.tmp` (a name the journal's
+ * scan skips), then renamed in, since a client's background replay may be scanning the
+ * directory and would quarantine a half-written record as corrupt. */
 void write_file(const char *path, const char *data, size_t len) {
-    FILE *f = fopen(path, "wb");
-    CHECK(f != NULL, "open %s: %s", path, strerror(errno));
-    CHECK(fwrite(data, 1, len, f) == len && fclose(f) == 0, "write %s", path);
+    char staged[4096];
+    CHECK(snprintf(staged, sizeof staged, "%s.staged.tmp", path) < (int)sizeof staged,
+          "path too long: %s", path);
+    FILE *f = fopen(staged, "wb");
+    CHECK(f != NULL, "open %s: %s", staged, strerror(errno));
+    CHECK(fwrite(data, 1, len, f) == len && fclose(f) == 0, "write %s", staged);
+    CHECK(rename(staged, path) == 0, "rename %s: %s", path, strerror(errno));
 }
 
 char *make_temp_dir(void) {
