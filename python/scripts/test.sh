@@ -61,6 +61,11 @@ OPENAI_AGENTS_VERSION=0.24.0
 # to any x86_64 Linux with glibc >= 2.17) instead of this host's glibc; maturin audits it.
 # maturin's zig support takes ziglang < 0.13.
 ZIGLANG_VERSION=0.12.1
+# The recovery tests' look into a journal kept in Redis (tests/journal_store.py, run with
+# CYCLES_TEST_JOURNAL_STORE=redis): the official client, test-only, because it is binary-safe
+# and tells a missing key from an empty one, and the crash tests poll the journal every
+# millisecond over one connection (redis-cli would be a process per look).
+REDIS_PY_VERSION=8.1.0
 
 log() { printf '== python: %s\n' "$*" >&2; }
 
@@ -94,7 +99,7 @@ BUILD_PY="${PYTHONS[0]}"
 
 # Tool venv (maturin, ruff, mypy; pytest for type-checking the tests), reused while the pins are unchanged.
 TOOLS="$CACHE/tools"
-STAMP="maturin==$MATURIN_VERSION ruff==$RUFF_VERSION mypy==$MYPY_VERSION pytest==$PYTEST_VERSION runcycles==$RUNCYCLES_VERSION anyio==$ANYIO_VERSION starlette==$STARLETTE_VERSION openai==$OPENAI_VERSION anthropic==$ANTHROPIC_VERSION tiktoken==$TIKTOKEN_VERSION openai-agents==$OPENAI_AGENTS_VERSION ziglang==$ZIGLANG_VERSION $(version_of "$BUILD_PY")"
+STAMP="maturin==$MATURIN_VERSION ruff==$RUFF_VERSION mypy==$MYPY_VERSION pytest==$PYTEST_VERSION runcycles==$RUNCYCLES_VERSION anyio==$ANYIO_VERSION starlette==$STARLETTE_VERSION openai==$OPENAI_VERSION anthropic==$ANTHROPIC_VERSION tiktoken==$TIKTOKEN_VERSION openai-agents==$OPENAI_AGENTS_VERSION ziglang==$ZIGLANG_VERSION redis==$REDIS_PY_VERSION $(version_of "$BUILD_PY")"
 if [[ ! -x "$TOOLS/bin/python" || "$(cat "$TOOLS/.stamp" 2>/dev/null)" != "$STAMP" ]]; then
     log "creating the tool venv $TOOLS"
     rm -rf "$TOOLS"
@@ -104,7 +109,7 @@ if [[ ! -x "$TOOLS/bin/python" || "$(cat "$TOOLS/.stamp" 2>/dev/null)" != "$STAM
         "pytest==$PYTEST_VERSION" "pytest-asyncio==$PYTEST_ASYNCIO_VERSION" \
         "runcycles==$RUNCYCLES_VERSION" "anyio==$ANYIO_VERSION" "starlette==$STARLETTE_VERSION" \
         "openai==$OPENAI_VERSION" "anthropic==$ANTHROPIC_VERSION" "tiktoken==$TIKTOKEN_VERSION" \
-        "openai-agents==$OPENAI_AGENTS_VERSION" "ziglang==$ZIGLANG_VERSION"
+        "openai-agents==$OPENAI_AGENTS_VERSION" "ziglang==$ZIGLANG_VERSION" "redis==$REDIS_PY_VERSION"
     echo "$STAMP" >"$TOOLS/.stamp"
 fi
 
@@ -191,7 +196,7 @@ for py in "${PYTHONS[@]}"; do
         "$WHEEL" "pytest==$PYTEST_VERSION" "pytest-asyncio==$PYTEST_ASYNCIO_VERSION" \
         "runcycles==$RUNCYCLES_VERSION" "anyio==$ANYIO_VERSION" "starlette==$STARLETTE_VERSION" \
         "openai==$OPENAI_VERSION" "anthropic==$ANTHROPIC_VERSION" "tiktoken==$TIKTOKEN_VERSION" \
-        "openai-agents==$OPENAI_AGENTS_VERSION" "${LANGCHAIN[@]}"
+        "openai-agents==$OPENAI_AGENTS_VERSION" "redis==$REDIS_PY_VERSION" "${LANGCHAIN[@]}"
     if [[ "$BUILD_ONLY" != "1" && ${#LANGCHAIN[@]} -gt 0 ]]; then
         # --python-version: as this interpreter runs it (mypy's own would be the tool venv's 3.10,
         # under which the libraries type differently).

@@ -13,6 +13,7 @@ from typing import Any
 
 import integration_support
 import pytest
+from journal_store import TestJournal
 
 import cycles
 from cycles.testing import FakeProvider, LocalServer
@@ -59,6 +60,14 @@ assert SERVER_MODE in ("spec", "reference"), f"CYCLES_TEST_SERVER_MODE={SERVER_M
 def server():
     with LocalServer(mode=SERVER_MODE) as s:  # type: ignore[arg-type]
         yield s
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[TestJournal]:
+    """The journal under test (tests/journal_store.py): ``tmp_path / "journal"``, or a Redis
+    of this test's own when ``CYCLES_TEST_JOURNAL_STORE=redis``."""
+    with TestJournal(tmp_path / "journal") as j:
+        yield j
 
 
 @pytest.fixture

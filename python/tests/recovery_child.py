@@ -1,9 +1,10 @@
 """One process of a recovery test (spawned by recovery_support.Child; not a test module).
 
-argv[1] is a JSON spec; the process builds a FRESH client from it (nothing but the journal on
-disk crosses from an earlier process), does one thing through the public API, closes the
-client without draining (so what is left stays journaled), and writes its result JSON
-atomically to ``spec["result"]``. A process the test kills with SIGKILL writes nothing.
+argv[1] is a JSON spec; the process builds a FRESH client from it (nothing but the journal, in
+its directory or its Redis, crosses from an earlier process), does one thing through the
+public API, closes the client without draining (so what is left stays journaled), and writes
+its result JSON atomically to ``spec["result"]``. A process the test kills with SIGKILL writes
+nothing.
 
 Modes:
   settle  reserve (no heartbeat), set the actual, leave the block: the SDK journals, then
@@ -48,6 +49,8 @@ def main(spec: dict[str, Any]) -> dict[str, Any]:
         spec["api_key"],
         tenant=spec.get("tenant"),
         journal_dir=spec["dir"],
+        # Set on a Redis run (tests/journal_store.py): the journal is there, the dir unused.
+        journal_url=spec.get("journal_url"),
         on_event=events.append,
         settle_max_attempts=spec.get("max_attempts", 5),
         # The background replay's first pass runs when the lifecycle starts; later passes

@@ -1,5 +1,7 @@
 """Helpers of the recovery conformance tests (test_recovery_*.py): request and ledger filters,
-journal file access, a recording HTTP forwarder, and driving recovery_child.py processes.
+journal file access (of tests that need the directory itself; the journal under test, a
+directory or Redis, is tests/journal_store.py's), a recording HTTP forwarder, and driving
+recovery_child.py processes.
 
 Nothing here stands in for the server: every request goes over real HTTP to a LocalServer,
 and every journal file is a real file written by the SDK (or, for foreign records, by the
@@ -28,6 +30,13 @@ T = TypeVar("T")
 CHILD = Path(__file__).resolve().parent / "recovery_child.py"
 ACTION = {"kind": "llm.completion", "name": "test-model"}
 USD = "USD_MICROCENTS"
+# Reservation ids a lossy name scheme would merge (CR-DURABLE-007): record names must tell
+# every one apart, in the directory and in Redis.
+TRICKY_IDS = [
+    "rsv/a", "rsv_a", "rsv.a", "rsv a", "rsv:a", "rsv%2Fa", "RSV/A", "rsv/a ", " rsv/a",
+    "r\u00e9sum\u00e9", "re\u0301sume\u0301",  # the same text, composed and decomposed
+    "\u0440\u0441\u0432", "\u4e88\u7d04-1", "\U0001f4b8", "rsv\\a", "../rsv", "a" * 300,
+]  # fmt: skip
 
 
 def settlement_requests(server: LocalServer, rid: str, key: str) -> list[RequestRecord]:
@@ -55,15 +64,6 @@ def applied(server: LocalServer, kind: str) -> list[LedgerEntry]:
 def no_release(server: LocalServer) -> None:
     ops = [r.operation for r in server.requests()]
     assert "releaseReservation" not in ops, f"nothing releases a settled reservation: {ops}"
-
-
-def record_path(
-    journal_dir: Path, server: LocalServer, rid: str, api_key: str | None = None,
-    tenant: str | None = None,
-) -> Path:  # fmt: skip
-    """Where the SDK keeps ``rid``'s record for this identity."""
-    fp = journal.identity_fingerprint(server.url, api_key or server.api_key, tenant)
-    return journal_dir / fp / journal.file_name(rid)
 
 
 def read_record(path: Path) -> journal.JournalRecord | None:

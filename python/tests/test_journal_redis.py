@@ -2,52 +2,32 @@
 ``redis-server`` (scripts/test-all.sh installs Debian's package) and the local server: a
 settlement one client could not make is journaled in Redis and drained by another client
 that shares nothing with it but Redis; a Redis that does not make writes durable is refused
-when the settlement engine starts, a malformed URL when the client is made."""
+when the settlement engine starts, a malformed URL when the client is made; a record's key is
+the file store's name of its exact reservation id (CR-DURABLE-007 on Redis)."""
 
 from __future__ import annotations
 
-import shutil
-import socket
-import subprocess
-import time
+import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from journal_store import Db, RedisServer
+from recovery_support import TRICKY_IDS
 
 import cycles
+from cycles import journal
 from cycles.testing import LocalServer
 
 ACTION = cycles.Action("llm.completion", "gpt-test")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _redis(tmp: Path, aof: bool) -> Iterator[str]:
-    exe = shutil.which("redis-server")
-    assert exe, "redis-server is not installed (apt-get install redis-server; test-all.sh does)"
-    port = _free_port()
-    args = [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", str(tmp)]
-    if aof:
-        args += ["--appendonly", "yes", "--appendfsync", "always"]
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = RedisServer(tmp / "redis-data", aof)
     try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "redis-server did not come up"
-                time.sleep(0.02)
-        yield f"redis://127.0.0.1:{port}/0"
+        yield server.url
     finally:
-        proc.kill()
-        proc.wait()
+        server.stop()
 
 
 @pytest.fixture
@@ -111,3 +91,60 @@ def test_a_redis_without_durable_writes_is_refused_unless_opted_out(tmp_path: Pa
             # A malformed URL is refused when the client is made.
             with pytest.raises(cycles.ConfigError, match="durability"):
                 server.client(journal_url=f"{url}?durability=maybe", journal_dir=tmp_path / "j")
+
+
+def test_redis_record_keys_are_the_file_names_of_the_exact_ids(
+    redis_url: str, tmp_path: Path
+) -> None:
+    """CR-DURABLE-007 on Redis: a record's key ends in the file store's name of the exact,
+    unnormalised UTF-8 id (``v2-<sha256>.json``, the shared name vectors' function), ids that
+    differ only in ways a lossy scheme would erase never share a key, and each record reads
+    back as its own: a client that shares nothing but Redis settles each once, by its id."""
+    # The protocol caps an id at 128 characters: the longest ones here are at that cap.
+    ids = [rid for rid in TRICKY_IDS if len(rid) <= 128] + ["x" * 128, "x" * 127 + "y"]
+    unused = tmp_path / "unused"
+    with LocalServer() as server:
+        server.add_fault("commitReservation", {"kind": "server_error", "status": 503}, times=0)
+        first = server.client(
+            journal_url=redis_url, journal_dir=unused, settle_max_attempts=1, replay_interval=3600
+        )
+        try:
+            for rid in ids:
+                # The server gives the next reservation this id.
+                server.add_fault("createReservation", {"kind": "reservation_id", "id": rid})
+                with first.reserve(1_000, action=ACTION, heartbeat=False) as r:
+                    r.set_actual(10)
+                assert r.reservation_id == rid
+                assert r.settlement is not None and r.settlement.journaled, rid
+        finally:
+            first.close(timeout=0)
+
+        part = journal.identity_fingerprint(server.url, server.api_key, server.tenant)
+        db = Db(redis_url)
+        try:
+            keys = db.keys("cycles:journal:*:r:*")
+            names = {
+                rid: f"v2-{hashlib.sha256(rid.encode()).hexdigest()}.json" for rid in ids
+            }
+            assert keys == sorted(f"cycles:journal:{{{part}}}:r:{n}" for n in names.values()), (
+                "one key per id, named as the file store names it"
+            )
+            assert all(journal.file_name(rid) == n for rid, n in names.items())
+            for rid, n in names.items():
+                data = db.get(f"cycles:journal:{{{part}}}:r:{n}")
+                assert data is not None and journal.parse_record(data).reservation_id == rid
+        finally:
+            db.close()
+
+        server.clear_faults()
+        other = server.client(journal_url=redis_url, journal_dir=unused, replay_interval=3600)
+        try:
+            report = other.drain(20.0)
+        finally:
+            other.close()
+        assert report.remaining == ()
+        assert sorted(str(o.reservation_id) for o in report.outcomes) == sorted(ids)
+        assert {o.status for o in report.outcomes} == {"committed"}
+        commits = sorted(str(e.reservation_id) for e in server.ledger() if e.kind == "commit")
+        assert commits == sorted(ids), "each settled once, by its own id"
+    assert not unused.exists(), "nothing was written to the directory"

@@ -1,7 +1,9 @@
 """Recovery conformance, core and boundary scenarios (CR-CORE-001..004, CR-BOUNDARY-001 of
 ../shared/spec/scenarios.yaml), through the public Python API against the in-process
-LocalServer over real HTTP, journaling under tmp_path. conformance/adapters/python-map.json
-names these tests; each asserts its scenario's expected requests and assertions."""
+LocalServer over real HTTP, journaling into the journal under test (tests/journal_store.py: a
+directory under tmp_path, or a Redis of the test's own with CYCLES_TEST_JOURNAL_STORE=redis).
+conformance/adapters/python-map.json (and python-redis-map.json) name these tests; each asserts
+its scenario's expected requests and assertions."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from journal_store import TestJournal
 from recovery_support import (
     ACTION,
     USD,
@@ -18,9 +21,6 @@ from recovery_support import (
     applied,
     commit_key,
     no_release,
-    read_record,
-    record_files,
-    record_path,
     settlement_requests,
     settlements,
 )
@@ -35,12 +35,12 @@ MALFORMED = ("missing_required_field", "wrong_status_code", "not_json", "wrong_f
 
 
 def test_lost_commit_response_is_retried_with_the_same_key_and_applied_once(
-    server: LocalServer, tmp_path: Path
+    server: LocalServer, store: TestJournal
 ) -> None:
     """CR-CORE-001: the server applies the commit and drops the response; the retry reuses
     the original key and the commit is applied exactly once."""
     server.add_fault("commitReservation", {"kind": "drop_response_after_apply"})
-    with server.client(journal_dir=tmp_path, replay_interval=3600) as client:
+    with server.client(**store.options(), replay_interval=3600) as client:
         with client.reserve(1_000, action=ACTION, idempotency_key="core-1", heartbeat=False) as r:
             r.set_actual(400)
     key = "core-1:commit"
@@ -56,16 +56,17 @@ def test_lost_commit_response_is_retried_with_the_same_key_and_applied_once(
     assert reqs[1].status == 200 and reqs[1].replay, "the retry got the original result"
     assert settlements(server, r.reservation_id, key) == (1, 0), "settled at most once"
     assert [(e.amount, e.idempotency_key) for e in applied(server, "commit")] == [(400, key)]
-    assert record_files(tmp_path) == [], "the record is removed after success"
+    assert store.records() == [], "the record is removed after success"
+    assert store.dir_untouched_on_redis()
     no_release(server)
 
 
 async def test_lost_commit_response_async_client_reuses_the_key(
-    server: LocalServer, tmp_path: Path
+    server: LocalServer, store: TestJournal
 ) -> None:
     """CR-CORE-001 through AsyncClient (``async with``): same choreography."""
     server.add_fault("commitReservation", {"kind": "drop_response_after_apply"})
-    async with server.async_client(journal_dir=tmp_path, replay_interval=3600) as client:
+    async with server.async_client(**store.options(), replay_interval=3600) as client:
         async with client.reserve(
             1_000, action=ACTION, idempotency_key="core-1a", heartbeat=False
         ) as r:
@@ -76,14 +77,15 @@ async def test_lost_commit_response_async_client_reuses_the_key(
     assert [(q.operation, q.idempotency_key) for q in reqs] == [("commitReservation", key)] * 2
     assert reqs[0].status is None and reqs[1].status == 200
     assert settlements(server, r.reservation_id, key) == (1, 0)
-    assert record_files(tmp_path) == []
+    assert store.records() == []
+    assert store.dir_untouched_on_redis()
 
 
 # -- CR-CORE-002 ----------------------------------------------------------------------------
 
 
 def test_expired_commit_falls_back_to_one_event_with_the_original_subject_action_and_actual(
-    server: LocalServer, tmp_path: Path
+    server: LocalServer, store: TestJournal
 ) -> None:
     """CR-CORE-002: the reservation expired before the commit; the SDK sends the commit
     (410), then ONE event with the same key carrying the original subject, action, actual,
@@ -94,7 +96,7 @@ def test_expired_commit_falls_back_to_one_event_with_the_original_subject_action
     subject = cycles.Subject(tenant=server.tenant)
     try:
         client = cycles.Client(
-            tee.url, server.api_key, tenant=server.tenant, journal_dir=tmp_path,
+            tee.url, server.api_key, tenant=server.tenant, **store.options(),
             on_event=got.append, replay_interval=3600,
         )  # fmt: skip
         with client:
@@ -138,7 +140,8 @@ def test_expired_commit_falls_back_to_one_event_with_the_original_subject_action
     (ev,) = applied(server, "event")
     assert (ev.idempotency_key, ev.tenant, ev.unit, ev.amount) == (key, server.tenant, USD, 400)
     assert applied(server, "commit") == []
-    assert record_files(tmp_path) == []
+    assert store.records() == []
+    assert store.dir_untouched_on_redis()
     kinds = [e.kind for e in got if e.reservation_id == rid]
     assert "settlement_mode_switched" in kinds
     settled = [e for e in got if e.kind == "settlement_settled"]
@@ -150,7 +153,7 @@ def test_expired_commit_falls_back_to_one_event_with_the_original_subject_action
 
 
 def test_heartbeat_transport_failure_is_observable_and_non_fatal(
-    server: LocalServer, tmp_path: Path
+    server: LocalServer, store: TestJournal
 ) -> None:
     """CR-CORE-003: the first lease extension dies with a connection reset; the failure is
     reported with the reservation and a retry disposition, the extension is retried with the
@@ -161,7 +164,7 @@ def test_heartbeat_transport_failure_is_observable_and_non_fatal(
     # A lease long enough for a same-key retry inside the retry window after the reset.
     ttl_ms = 3_500
     with server.client(
-        journal_dir=tmp_path, request_timeout=0.5, on_event=got.append, replay_interval=3600
+        **store.options(), request_timeout=0.5, on_event=got.append, replay_interval=3600
     ) as client:
 
         @client.guarded(1_000, action=ACTION, actual=lambda v: v * 10, ttl_ms=ttl_ms,
@@ -197,6 +200,7 @@ def test_heartbeat_transport_failure_is_observable_and_non_fatal(
     assert settlements(server, rid, "core-3:commit") == (1, 0)
     (c,) = applied(server, "commit")
     assert c.amount == 700
+    assert store.records() == [] and store.dir_untouched_on_redis()
     no_release(server)
 
 
@@ -206,13 +210,18 @@ def test_heartbeat_transport_failure_is_observable_and_non_fatal(
 def _protocol_invalid_round(
     server: LocalServer, tmp_path: Path, shape: str, via_event: bool
 ) -> None:
+    # Each round its own journal (a directory, or a Redis of its own).
+    with TestJournal(tmp_path / f"{shape}-{via_event}") as j:
+        _protocol_invalid_in(server, j, shape, via_event)
+
+
+def _protocol_invalid_in(server: LocalServer, j: TestJournal, shape: str, via_event: bool) -> None:
     what = f"{shape} via_event={via_event}"
-    d = tmp_path / f"{shape}-{via_event}"
     op = "createEvent" if via_event else "commitReservation"
     server.add_fault(op, {"kind": "malformed_success", "shape": shape})
     key = f"core-4-{shape}:commit"
     with server.client(
-        journal_dir=d, settle_max_attempts=2 if via_event else 1, replay_interval=3600
+        **j.options(), settle_max_attempts=2 if via_event else 1, replay_interval=3600
     ) as one_try:
         with one_try.reserve(
             1_000, action=ACTION, idempotency_key=key[: -len(":commit")], heartbeat=False
@@ -226,17 +235,18 @@ def _protocol_invalid_round(
         assert s is not None and s.status == "pending" and s.journaled, (what, s)
         once = (0, 1) if via_event else (1, 0)
         assert settlements(server, rid, key) == once, f"{what}: the server applied it"
-        rec = read_record(record_path(d, server, rid, tenant=server.tenant))
+        rec = j.read(server.url, server.api_key, server.tenant, rid)
         assert rec is not None, f"{what}: record retained"
         assert commit_key(rec) == key, f"{what}: with the original key"
         assert rec.mode == ("event" if via_event else "commit"), what
         one_try.close(timeout=0)
 
     # A fresh client replays the record with the SAME key; only the valid answer ends it.
-    with server.client(journal_dir=d, replay_interval=3600) as fresh:
+    with server.client(**j.options(), replay_interval=3600) as fresh:
         report = fresh.drain(10.0)
     assert report.remaining == (), what
-    assert record_files(d) == [], f"{what}: removed after schema-valid success"
+    assert j.records() == [], f"{what}: removed after schema-valid success"
+    assert j.dir_untouched_on_redis(), what
     reqs = [q for q in settlement_requests(server, rid, key) if q.operation == op]
     assert len(reqs) == 2, (what, reqs)
     assert all(q.idempotency_key == key for q in reqs), what
@@ -272,13 +282,15 @@ class ProviderDown(Exception):
     """The guarded action's own failure; it must come out unchanged."""
 
 
-def test_missing_actual_is_surfaced_without_settlement(server: LocalServer, tmp_path: Path) -> None:
+def test_missing_actual_is_surfaced_without_settlement(
+    server: LocalServer, store: TestJournal
+) -> None:
     """CR-BOUNDARY-001: a guarded action that ends without an actual sends no commit or event,
     releases its reservation and raises MissingActualError (released); one that fails before
     any actual propagates its own exception (released too, nothing settled); nothing is
     journaled. Each action sends exactly one release, ``{key}:release``."""
     keys = ["b-missing", "b-silent", "b-failing", "b-async", "b-empty-stream"]
-    with server.client(journal_dir=tmp_path, replay_interval=3600) as client:
+    with server.client(**store.options(), replay_interval=3600) as client:
         with pytest.raises(cycles.MissingActualError) as missing:
             with client.reserve(
                 1_000, action=ACTION, idempotency_key=keys[0], heartbeat=False
@@ -330,5 +342,6 @@ def test_missing_actual_is_surfaced_without_settlement(server: LocalServer, tmp_
     ]
     assert releases == [f"{k}:release" for k in keys], "exactly one release per action"
     assert [e.kind for e in server.ledger()] == ["reserve", "release"] * len(keys)
-    assert record_files(tmp_path) == [], "nothing journaled without an actual"
-    assert cycles.journal.list_pending(tmp_path) == []
+    assert store.records() == [], "nothing journaled without an actual"
+    assert store.pending() == []
+    assert store.dir_untouched_on_redis()

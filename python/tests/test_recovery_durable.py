@@ -2,7 +2,8 @@
 ../shared/spec/scenarios.yaml): corrupt and unsupported records are quarantined and reported
 while valid records still replay (in a restarted process), and record file names are the
 sha256 of the exact UTF-8 reservation id, with legacy names migrated without deleting a
-colliding record. Real files, real HTTP to the in-process LocalServer."""
+colliding record. Real files (or, for CR-DURABLE-005 with CYCLES_TEST_JOURNAL_STORE=redis, a
+real Redis: tests/journal_store.py), real HTTP to the in-process LocalServer."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from journal_store import TestJournal
 from recovery_support import (
     ACTION,
+    TRICKY_IDS,
     USD,
     Child,
     commit_key,
@@ -54,56 +57,54 @@ def reserve(server: LocalServer, key: str) -> str:
 
 
 def test_corrupt_and_unsupported_records_are_quarantined_and_valid_records_still_replay(
-    server: LocalServer, tmp_path: Path
+    server: LocalServer, store: TestJournal, tmp_path: Path
 ) -> None:
     """CR-DURABLE-005: the journal holds a corrupt record, a record of an unsupported format
     version and a valid one. A restarted process (a fresh interpreter, journal only)
-    quarantines the two bad files (kept as evidence, reported as events, never sent) and still
-    replays the valid record once, with its stored key."""
-    d = tmp_path / "journal"
-    part = d / journal.identity_fingerprint(server.url, server.api_key, server.tenant)
-    part.mkdir(parents=True)
+    quarantines the two bad records (kept as evidence, reported as events, never sent) and
+    still replays the valid record once, with its stored key."""
+    me = (server.url, server.api_key, server.tenant)
     rid = reserve(server, "d5-reserve")
     key = "d5-python-sdk-key"
-    valid = part / journal.file_name(rid)
-    valid.write_text(python_sdk_record(rid, server.url, key, 300))
-    corrupt = part / journal.file_name("rsv-corrupt")
-    corrupt.write_bytes(b'{"version": 1, "reserv')
-    future = part / journal.file_name("rsv-future")
-    future.write_bytes(b'{"version": 2, "reservation_id": "rsv-future", "payload": {}}')
-    for path, error in ((corrupt, "corrupt"), (future, "unsupported")):
-        with pytest.raises(cycles.InvalidArgumentError) as bad:
-            journal.parse_record(path.read_bytes())
-        assert bad.value.details == {"journal_error": error}
-    assert [p.reservation_id for p in journal.list_pending(d)] == [rid]
+    valid = journal.file_name(rid)
+    store.put(*me, valid, python_sdk_record(rid, server.url, key, 300).encode())
+    corrupt, corrupt_bytes = journal.file_name("rsv-corrupt"), b'{"version": 1, "reserv'
+    store.put(*me, corrupt, corrupt_bytes)
+    future = journal.file_name("rsv-future")
+    store.put(*me, future, b'{"version": 2, "reservation_id": "rsv-future", "payload": {}}')
+    bad = {name: data for _, name, data in store.records() if name != valid}
+    assert sorted(bad) == sorted([corrupt, future])
+    for name, error in ((corrupt, "corrupt"), (future, "unsupported")):
+        with pytest.raises(cycles.InvalidArgumentError) as invalid:
+            journal.parse_record(bad[name])
+        assert invalid.value.details == {"journal_error": error}
+    assert store.pending() == [rid]
 
     result = Child(
-        {"url": server.url, "api_key": server.api_key, "tenant": server.tenant, "dir": str(d),
+        {"url": server.url, "api_key": server.api_key, "tenant": server.tenant, **store.spec(),
          "mode": "drain", "timeout": 20},
         tmp_path / "restart.json",
     ).finish()  # fmt: skip
     assert result["report"]["remaining"] == [], result
 
-    # corruption_is_reported: one event per quarantined file, naming it and its new name.
+    # corruption_is_reported: one event per quarantined record, naming it and its new name.
     reported = events_of(result, "journal_quarantined")
-    assert sorted(Path(e["fields"]["file"]).name for e in reported) == sorted(
-        [corrupt.name, future.name]
-    ), result
-    by_file = {Path(e["fields"]["file"]).name: e for e in reported}
+    by_file = {store.name_in(e["fields"]["file"]): e for e in reported}
+    assert sorted(by_file) == sorted([corrupt, future]), result
+    assert len(reported) == 2, result
     assert all(e["disposition"] == "quarantined" for e in by_file.values())
-    assert "corrupt" in by_file[corrupt.name]["fields"]["reason"]
-    assert "unsupported" in by_file[future.name]["fields"]["reason"]
-    left = sorted(p.name for p in part.iterdir() if p.is_file())
+    assert "corrupt" in by_file[corrupt]["fields"]["reason"]
+    assert "unsupported" in by_file[future]["fields"]["reason"]
     # corrupt / unsupported_record_version quarantined: renamed, evidence kept, never deleted.
+    left = {name: data for _, name, data in store.quarantined()}
     quarantined = {
-        "corrupt": [n for n in left if n.startswith(f"{corrupt.name}.corrupt-")],
-        "unsupported": [n for n in left if n.startswith(f"{future.name}.unsupported-")],
+        "corrupt": [n for n in left if n.startswith(f"{corrupt}.corrupt-")],
+        "unsupported": [n for n in left if n.startswith(f"{future}.unsupported-")],
     }
-    assert all(len(v) == 1 for v in quarantined.values()), left
+    assert all(len(v) == 1 for v in quarantined.values()) and len(left) == 2, sorted(left)
     for e in reported:
-        assert Path(e["fields"]["quarantined_as"]).name in left, (e, left)
-    assert (part / quarantined["corrupt"][0]).read_bytes() == b'{"version": 1, "reserv'
-    assert not corrupt.exists() and not future.exists()
+        assert Path(e["fields"]["quarantined_as"]).name in left, (e, sorted(left))
+    assert left[quarantined["corrupt"][0]] == corrupt_bytes
 
     # other_valid_records_still_replay: committed once, stored key, record removed.
     assert [e["reservation_id"] for e in events_of(result, "settlement_settled")] == [rid]
@@ -112,20 +113,16 @@ def test_corrupt_and_unsupported_records_are_quarantined_and_valid_records_still
         ("commitReservation", key, 200)
     ]
     assert settlements(server, rid, key) == (1, 0)
-    assert not valid.exists()
-    assert journal.list_pending(d) == []
+    # Neither the valid record nor the two quarantined ones is left under a record name.
+    assert store.records() == []
+    assert store.pending() == []
+    assert store.dir_untouched_on_redis()
     # Nothing was ever sent for the quarantined records (expected_requests: []).
     sent = [r for r in server.requests() if r.operation in ("commitReservation", "createEvent")]
     assert [r.reservation_id for r in sent] == [rid]
 
 
 # -- CR-DURABLE-007 -------------------------------------------------------------------------
-
-TRICKY_IDS = [
-    "rsv/a", "rsv_a", "rsv.a", "rsv a", "rsv:a", "rsv%2Fa", "RSV/A", "rsv/a ", " rsv/a",
-    "r\u00e9sum\u00e9", "re\u0301sume\u0301",  # the same text, composed and decomposed
-    "\u0440\u0441\u0432", "\u4e88\u7d04-1", "\U0001f4b8", "rsv\\a", "../rsv", "a" * 300,
-]  # fmt: skip
 
 
 def test_journal_file_names_are_sha256_of_the_exact_utf8_id_and_never_shared() -> None:
@@ -154,7 +151,9 @@ def test_legacy_record_migrates_to_its_standard_name_without_deleting_a_collidin
     failed attempt, its journal record and a successful replay, writes R's own standard file
     beside it and neither reads nor deletes C's record. A matching legacy record of a real
     reservation R2 migrates to its standard name (reported as ``journal_migrated``) and
-    settles once with its stored key."""
+    settles once with its stored key. Always on the directory, whatever the store under test:
+    legacy names exist only there (Redis keys a record by its standard name alone,
+    test_journal_redis.py's key test)."""
     d = tmp_path / "journal"
     part = d / journal.identity_fingerprint(server.url, server.api_key, server.tenant)
     got: list[cycles.LifecycleEvent] = []

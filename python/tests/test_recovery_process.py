@@ -2,7 +2,9 @@
 ../shared/spec/scenarios.yaml). The settling process is recovery_child.py in a fresh
 interpreter; it is killed with SIGKILL at a chosen moment and a fresh process rebuilds its
 client from the journal alone. The LocalServer lives in this (pytest) process, so its ledger
-and request log outlive every child."""
+and request log outlive every child. The journal is the one under test (tests/journal_store.py:
+a directory, or with CYCLES_TEST_JOURNAL_STORE=redis a Redis the test starts, which every child
+of the test shares and which outlives them all)."""
 
 from __future__ import annotations
 
@@ -11,14 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from journal_store import TestJournal
 from recovery_support import (
     Child,
     commit_key,
     events_of,
     no_release,
-    read_record,
-    record_files,
-    record_path,
     settlement_requests,
     settlements,
     wait_for,
@@ -33,19 +33,34 @@ pytestmark = pytest.mark.skipif(
 
 
 class Spawner:
-    """Starts children for one test and makes sure none outlives it."""
+    """Starts children for one test and makes sure none outlives it, nor its journals."""
 
     def __init__(self, server: LocalServer, tmp: Path) -> None:
         self.server, self.tmp = server, tmp
-        self.dir = tmp / "journal"
         self.children: list[Child] = []
+        self.journals: list[TestJournal] = []
+        self.journal = self.journal_at(tmp / "journal")
+        # The default client identity's records: (base URL, API key, tenant).
+        self.me = (server.url, server.api_key, server.tenant)
 
-    def __call__(self, name: str, **spec: Any) -> Child:
+    def journal_at(self, dir: Path) -> TestJournal:
+        """Another journal (another host's), closed after every child has stopped."""
+        j = TestJournal(dir)
+        self.journals.append(j)
+        return j
+
+    def __call__(self, name: str, store: TestJournal | None = None, **spec: Any) -> Child:
         base = {"url": self.server.url, "api_key": self.server.api_key,
-                "tenant": self.server.tenant, "dir": str(self.dir)}  # fmt: skip
+                "tenant": self.server.tenant, **(store or self.journal).spec()}  # fmt: skip
         child = Child({**base, **spec}, self.tmp / f"{name}.json")
         self.children.append(child)
         return child
+
+    def close(self) -> None:
+        for c in self.children:
+            c.stop()
+        for j in self.journals:
+            j.close()
 
 
 @pytest.fixture
@@ -54,8 +69,7 @@ def spawn(server: LocalServer, tmp_path: Path):
     try:
         yield s
     finally:
-        for c in s.children:
-            c.stop()
+        s.close()
 
 
 def first_commit(server: LocalServer) -> Any:
@@ -77,11 +91,10 @@ def _killed_in_flight(server: LocalServer, spawn: Spawner, fault: dict[str, Any]
     ))  # fmt: skip
     rid = req.reservation_id
     assert rid is not None
-    path = record_path(spawn.dir, server, rid, tenant=server.tenant)
-    rec = read_record(path)
+    j = spawn.journal
+    rec = j.read(*spawn.me, rid)
     assert rec is not None, (
-        f"the record is on disk while the first commit is in flight: {path} "
-        f"{sorted(spawn.dir.rglob('*'))}"
+        f"the record is journaled while the first commit is in flight: {rid} {j.records()}"
     )
     in_flight = next(r for r in server.requests() if r.seq == req.seq)
     assert in_flight.status is None, "the commit is still in flight"
@@ -93,10 +106,11 @@ def _killed_in_flight(server: LocalServer, spawn: Spawner, fault: dict[str, Any]
     assert rec.recorded_at_ms <= req.received_at_ms, (
         "journal write precedes the first settlement request"
     )
-    assert path.name == journal.file_name(rid)
+    (listed,) = j.records()
+    assert listed[1] == journal.file_name(rid), listed
 
     # The unresolved record survives the kill.
-    survived = read_record(path)
+    survived = j.read(*spawn.me, rid)
     assert survived == rec
 
     # Process 2: a fresh process with the journal only.
@@ -104,8 +118,9 @@ def _killed_in_flight(server: LocalServer, spawn: Spawner, fault: dict[str, Any]
     r2 = spawn(f"p2-{n}", mode="drain", timeout=20).finish()
     assert r2["report"]["remaining"] == [], r2
     assert [e["reservation_id"] for e in events_of(r2, "settlement_settled")] == [rid]
-    assert not path.exists(), "successful replay removes the record"
-    assert record_files(spawn.dir) == []
+    assert j.record_of(*spawn.me, rid) is None, "successful replay removes the record"
+    assert j.records() == [] and j.quarantined() == [], "nothing left in the journal"
+    assert j.dir_untouched_on_redis()
 
     # Let the held first request end at the server, so a late apply would show.
     time.sleep(max(0.0, fault["ms"] / 1000 - (time.monotonic() - killed)) + 0.2)
@@ -144,8 +159,8 @@ def test_replayed_expired_commit_switches_durably_to_event_mode_across_sigkill(
     r1 = spawn("p1", mode="settle", key="d2", amount=400, max_attempts=1).finish()
     assert r1["settlement"]["status"] == "pending", r1
     rid = r1["settlement"]["reservation_id"]
-    path = record_path(spawn.dir, server, rid, tenant=server.tenant)
-    rec = read_record(path)
+    j = spawn.journal
+    rec = j.read(*spawn.me, rid)
     assert rec is not None and rec.mode == "commit", "the journal contains the commit"
     assert len(settlement_requests(server, rid, key)) == 1
 
@@ -158,7 +173,7 @@ def test_replayed_expired_commit_switches_durably_to_event_mode_across_sigkill(
     event = wait_for(20, "the event request", lambda: next(
         (r for r in settlement_requests(server, rid, key) if r.operation == "createEvent"),
         None))  # fmt: skip
-    switched = read_record(path)
+    switched = j.read(*spawn.me, rid)
     assert switched is not None, "the record is present while the event is in flight"
     p2.kill9()
     assert event.status is None, "the event was in flight"
@@ -171,7 +186,7 @@ def test_replayed_expired_commit_switches_durably_to_event_mode_across_sigkill(
         ("commitReservation", 410),  # commit_same_key_after_restart
     ]
     assert len(reqs) == 3, reqs
-    after_kill = read_record(path)
+    after_kill = j.read(*spawn.me, rid)
     assert after_kill is not None and after_kill.mode == "event"
 
     # Process 3: sends the event only, same key; success removes the record.
@@ -179,7 +194,8 @@ def test_replayed_expired_commit_switches_durably_to_event_mode_across_sigkill(
     assert r3["report"]["remaining"] == [], r3
     settled = events_of(r3, "settlement_settled", rid)
     assert [e["fields"]["mode"] for e in settled] == ["event"], r3
-    assert not path.exists(), "successful event removes the record"
+    assert j.record_of(*spawn.me, rid) is None, "successful event removes the record"
+    assert j.records() == [] and j.dir_untouched_on_redis()
     reqs = settlement_requests(server, rid, key)
     assert len(reqs) >= 4, reqs
     assert all(r.operation == "createEvent" for r in reqs[2:]), (
@@ -205,16 +221,16 @@ def test_rate_limit_floor_survives_sigkill_and_restart(server: LocalServer, spaw
     p1 = spawn("p1", mode="settle", key="d3", amount=400)
     first = wait_for(20, "the 429", lambda: first_commit(server))
     rid = first.reservation_id
-    path = record_path(spawn.dir, server, rid, tenant=server.tenant)
-    # Kill as soon as the floor is on disk (the child then waits inline for it).
+    j = spawn.journal
+    # Kill as soon as the floor is journaled (the child then waits inline for it).
     nb = wait_for(
-        20, "the persisted floor", lambda: getattr(read_record(path), "not_before_ms", None)
+        20, "the persisted floor", lambda: getattr(j.read(*spawn.me, rid), "not_before_ms", None)
     )
     p1.kill9()
     (first,) = settlement_requests(server, rid, key)
     assert first.status == 429
     assert nb >= first.received_at_ms + 3_000, "the floor honours Retry-After"
-    rec = read_record(path)
+    rec = j.read(*spawn.me, rid)
     assert rec is not None and rec.not_before_ms == nb, "the floor survives the kill"
 
     # Restarted before Retry-After: a fresh process sends nothing.
@@ -226,7 +242,8 @@ def test_rate_limit_floor_survives_sigkill_and_restart(server: LocalServer, spaw
     # Another fresh process drains: no retry before the floor, then success removes it.
     r3 = spawn("p3", mode="drain", timeout=20).finish()
     assert r3["report"]["remaining"] == [], r3
-    assert not path.exists(), "successful replay removes the record"
+    assert j.record_of(*spawn.me, rid) is None, "successful replay removes the record"
+    assert j.records() == [] and j.dir_untouched_on_redis()
     reqs = settlement_requests(server, rid, key)
     assert len(reqs) == 2, reqs
     assert reqs[1].received_at_ms >= nb, "no retry before the persisted not_before"
@@ -248,8 +265,7 @@ def test_tenant_journal_survives_api_key_rotation_across_processes(tmp_path: Pat
         try:
             _rotation(server, spawn)
         finally:
-            for c in spawn.children:
-                c.stop()
+            spawn.close()
 
 
 def _rotation(server: LocalServer, spawn: Spawner) -> None:
@@ -259,16 +275,21 @@ def _rotation(server: LocalServer, spawn: Spawner) -> None:
                max_attempts=1).finish()  # fmt: skip
     assert r1["settlement"]["status"] == "pending", r1
     rid = r1["settlement"]["reservation_id"]
-    files = [p for p in spawn.dir.rglob("*") if p.is_file()]
-    assert files
-    for f in files:
-        data = f.read_bytes()
-        assert b"old-key" not in data and b"new-key" not in data, f"API key stored in {f}"
+    j = spawn.journal
+    # Everything the journal holds: every file of the directory, or every Redis key and value.
+    stored = j.stored()
+    assert j.records() and stored
+    for name, data in stored:
+        for secret in ("old-key", "new-key"):
+            assert secret not in name and secret.encode() not in data, f"API key stored in {name}"
     assert journal.identity_fingerprint(server.url, "new-key", "acme") == (
         journal.identity_fingerprint(server.url, "old-key", "acme")
     )
-    tenant_path = record_path(spawn.dir, server, rid, api_key="new-key", tenant="acme")
-    assert tenant_path.exists(), "the tenant partition does not depend on the key"
+
+    def tenant_record() -> bytes | None:
+        return j.record_of(server.url, "new-key", "acme", rid)
+
+    assert tenant_record() is not None, "the tenant partition does not depend on the key"
 
     # The new key WITHOUT the tenant is another partition: nothing to replay there.
     other = spawn("p-other", api_key="new-key", tenant=None, mode="flush").finish()
@@ -279,7 +300,8 @@ def _rotation(server: LocalServer, spawn: Spawner) -> None:
     r2 = spawn("p2", api_key="new-key", tenant="acme", mode="drain", timeout=20).finish()
     assert r2["report"]["remaining"] == [], r2
     assert [e["reservation_id"] for e in events_of(r2, "settlement_settled")] == [rid]
-    assert not tenant_path.exists()
+    assert tenant_record() is None
+    assert j.records() == [] and j.dir_untouched_on_redis()
     reqs = settlement_requests(server, rid, key)
     assert [(r.operation, r.idempotency_key, r.status) for r in reqs] == [
         ("commitReservation", key, 500),
@@ -301,8 +323,8 @@ def test_two_processes_replaying_one_journal_settle_the_record_once(
     server.add_fault("commitReservation", {"kind": "server_error", "status": 500})
     r0 = spawn("p0", mode="settle", key="d6a", amount=300, max_attempts=1).finish()
     rid = r0["settlement"]["reservation_id"]
-    path = record_path(spawn.dir, server, rid, tenant=server.tenant)
-    assert path.exists(), "the journal contains the commit"
+    j = spawn.journal
+    assert j.record_of(*spawn.me, rid) is not None, "the journal contains the commit"
     server.add_fault("commitReservation", {"kind": "delay", "ms": 400})
     go = spawn.tmp / "go-a"
     workers = [spawn(f"w{i}", mode="drain", timeout=20, go=str(go)) for i in range(2)]
@@ -318,8 +340,8 @@ def test_two_processes_replaying_one_journal_settle_the_record_once(
     ]
     assert reqs[1].status == 200
     assert settlements(server, rid, key) == (1, 0), "settled at most once"
-    assert not path.exists(), "the terminal record is removed"
-    assert record_files(spawn.dir) == []
+    assert j.record_of(*spawn.me, rid) is None, "the terminal record is removed"
+    assert j.records() == [] and j.dir_untouched_on_redis()
 
 
 def test_two_processes_with_copies_of_one_record_commit_concurrently_once(
@@ -333,17 +355,17 @@ def test_two_processes_with_copies_of_one_record_commit_concurrently_once(
     server.add_fault("commitReservation", {"kind": "server_error", "status": 500})
     r0 = spawn("p0", mode="settle", key="d6b", amount=300, max_attempts=1).finish()
     rid = r0["settlement"]["reservation_id"]
-    src = record_path(spawn.dir, server, rid, tenant=server.tenant)
-    dirs = [spawn.tmp / "host-a", spawn.tmp / "host-b"]
-    for d in dirs:
-        dst = d / src.parent.name / src.name
-        dst.parent.mkdir(parents=True)
-        dst.write_bytes(src.read_bytes())
-    src.unlink()
+    src = spawn.journal.record_of(*spawn.me, rid)
+    assert src is not None, "the journal contains the commit"
+    # Two hosts' journals: two directories, or two Redis (one each).
+    hosts = [spawn.journal_at(spawn.tmp / "host-a"), spawn.journal_at(spawn.tmp / "host-b")]
+    for h in hosts:
+        h.put(*spawn.me, journal.file_name(rid), src)
+    spawn.journal.remove(*spawn.me, rid)
     server.add_fault("commitReservation", {"kind": "delay", "ms": 800})
     go = spawn.tmp / "go-b"
     workers = [
-        spawn(f"h{i}", mode="drain", timeout=20, dir=str(d), go=str(go)) for i, d in enumerate(dirs)
+        spawn(f"h{i}", store=h, mode="drain", timeout=20, go=str(go)) for i, h in enumerate(hosts)
     ]
     _release_together(workers, go)
     results = [w.finish() for w in workers]
@@ -357,8 +379,9 @@ def test_two_processes_with_copies_of_one_record_commit_concurrently_once(
     assert gap < 800_000, f"the second commit arrived while the first was held ({gap} us)"
     assert sum(r.replay for r in reqs) == 1, "one applied, one replayed"
     assert settlements(server, rid, key) == (1, 0), "applied once"
-    for d in dirs:
-        assert record_files(d) == [], "both terminal records removed"
+    for h in hosts:
+        assert h.records() == [], "both terminal records removed"
+        assert h.dir_untouched_on_redis()
 
 
 def _release_together(workers: list[Child], go: Path) -> None:
