@@ -163,7 +163,9 @@ class TestJournal:
         return {"dir": str(self.dir), "journal_url": self.url}
 
     def records(self) -> list[tuple[str, str, bytes]]:
-        """Every record of every partition: (partition, file name, bytes), sorted."""
+        """Every record of every partition: (partition, file name, bytes), sorted. Like
+        :meth:`quarantined`, a look at a journal no process is changing (several reads); a
+        probe while one is, is :meth:`record_of` (one read)."""
         return self._entries("r")
 
     def quarantined(self) -> list[tuple[str, str, bytes]]:
@@ -263,6 +265,16 @@ class TestJournal:
                 data = self._redis.get(key)
                 if data is not None:
                     out.append((part, name, data))
+            # The store changes a record's key and its partition's set in one script, so the
+            # set lists exactly the keys at any moment (the store scans the set, not the keys).
+            sets = {"r": "records", "q": "quarantined"}
+            listed = sorted(
+                (key[len(PREFIX) : -len(f"}}:{sets[kind]}")], name.decode())
+                for key in self._redis.keys(f"{PREFIX}*}}:{sets[kind]}")
+                for name in self._redis.value(key).split(b"\n")
+                if name
+            )
+            assert listed == sorted((p, n) for p, n, _ in out), (listed, out)
         return sorted(out)
 
 

@@ -123,9 +123,7 @@ def test_redis_record_keys_are_the_file_names_of_the_exact_ids(
         db = Db(redis_url)
         try:
             keys = db.keys("cycles:journal:*:r:*")
-            names = {
-                rid: f"v2-{hashlib.sha256(rid.encode()).hexdigest()}.json" for rid in ids
-            }
+            names = {rid: f"v2-{hashlib.sha256(rid.encode()).hexdigest()}.json" for rid in ids}
             assert keys == sorted(f"cycles:journal:{{{part}}}:r:{n}" for n in names.values()), (
                 "one key per id, named as the file store names it"
             )
