@@ -17,6 +17,7 @@ from types import TracebackType
 from typing import Any
 
 import redis
+from recovery_support import plant
 
 import cycles
 from cycles import journal
@@ -198,8 +199,7 @@ class TestJournal:
         another writer would have (a corrupt record, another SDK's, another host's copy)."""
         part = journal.identity_fingerprint(base_url, api_key, tenant)
         if self._redis is None:
-            (self.dir / part).mkdir(parents=True, exist_ok=True)
-            (self.dir / part / file).write_bytes(data)
+            plant(self.dir / part / file, data)
             return
         self._redis.set_record(part, file, data)
 

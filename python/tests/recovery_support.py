@@ -66,6 +66,16 @@ def no_release(server: LocalServer) -> None:
     assert "releaseReservation" not in ops, f"nothing releases a settled reservation: {ops}"
 
 
+def plant(path: Path, data: bytes) -> None:
+    """Writes a journal file whole, as another writer would: staged as ``*.tmp`` (which a scan
+    skips) and renamed in, so a client's background replay scanning meanwhile never sees it
+    half-written (an empty or partial file would be quarantined as corrupt)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staged = path.with_name(path.name + ".tmp")
+    staged.write_bytes(data)
+    os.replace(staged, path)
+
+
 def read_record(path: Path) -> journal.JournalRecord | None:
     try:
         data = path.read_bytes()

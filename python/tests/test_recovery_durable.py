@@ -21,6 +21,7 @@ from recovery_support import (
     Child,
     commit_key,
     events_of,
+    plant,
     read_record,
     record_files,
     settlement_requests,
@@ -170,7 +171,7 @@ def test_legacy_record_migrates_to_its_standard_name_without_deleting_a_collidin
             assert legacy.name == journal.legacy_file_name(collider) == f"{rid}.json"
             part.mkdir(parents=True, exist_ok=True)
             c_text = python_sdk_record(collider, "http://127.0.0.1:9", "d7-collider-key", 111)
-            legacy.write_text(c_text)
+            plant(legacy, c_text.encode())
             server.add_fault(
                 "commitReservation", {"kind": "server_error", "status": 503}, reservation_id=rid
             )
@@ -186,7 +187,7 @@ def test_legacy_record_migrates_to_its_standard_name_without_deleting_a_collidin
         # A matching legacy record of a real reservation R2 (as an older SDK named it).
         rid2 = reserve(server, "d7-r2")
         legacy2 = part / journal.legacy_file_name(rid2)
-        legacy2.write_text(python_sdk_record(rid2, server.url, "d7-r2-key", 222))
+        plant(legacy2, python_sdk_record(rid2, server.url, "d7-r2-key", 222).encode())
         pending = {p.reservation_id: p for p in journal.list_pending(d)}
         assert set(pending) == {rid, collider, rid2}
         assert pending[collider].legacy and pending[rid2].legacy and not pending[rid].legacy
