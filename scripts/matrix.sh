@@ -67,6 +67,10 @@ CYCLES_TEST_JOURNAL_STORE=redis adapter rust-redis cycles-sdk/rust-core-redis-jo
     --adapter conformance/adapters/rust --map conformance/adapters/rust-redis-map.json
 adapter python cycles-sdk/python "$reports/recovery-conformance-python.json" \
     --adapter conformance/adapters/python --python "$py_venv/bin/python"
+CYCLES_TEST_JOURNAL_STORE=redis adapter python-redis cycles-sdk/python-redis-journal \
+    "$reports/recovery-conformance-python-redis.json" \
+    --adapter conformance/adapters/python --python "$py_venv/bin/python" \
+    --map conformance/adapters/python-redis-map.json
 # This checkout's CTest tree, brought up to date with these sources first (incrementally): the
 # adapter must run the tests of the sources it stands in, never a tree built from others.
 c_tree="$(bash bindings/c/scripts/tests-tree.sh --build)"
@@ -74,6 +78,19 @@ adapter c cycles-sdk/c "$reports/recovery-conformance-c.json" \
     --adapter conformance/adapters/c --build-dir "$c_tree/build"
 adapter node cycles-sdk/node "$reports/recovery-conformance-node.json" --adapter conformance/adapters/node
 adapter jvm cycles-sdk/jvm "$reports/recovery-conformance-jvm.json" --adapter conformance/adapters/jvm
+# Each face's claim again with the journal in Redis (issue 35), as Python's above: the same
+# mapped tests, each on a Redis it starts, looking into the journal only through the face's
+# TestJournal (python/tests/journal_store.py, bindings/c/tests/recovery.h,
+# node/test/recovery-support.mjs, java/src/test/java/dev/cycles/TestJournal.java).
+CYCLES_TEST_JOURNAL_STORE=redis adapter c-redis cycles-sdk/c-redis-journal \
+    "$reports/recovery-conformance-c-redis.json" \
+    --adapter conformance/adapters/c --build-dir "$c_tree/build" --map conformance/adapters/c-redis-map.json
+CYCLES_TEST_JOURNAL_STORE=redis adapter node-redis cycles-sdk/node-redis-journal \
+    "$reports/recovery-conformance-node-redis.json" \
+    --adapter conformance/adapters/node --map conformance/adapters/node-redis-map.json
+CYCLES_TEST_JOURNAL_STORE=redis adapter jvm-redis cycles-sdk/jvm-redis-journal \
+    "$reports/recovery-conformance-jvm-redis.json" \
+    --adapter conformance/adapters/jvm --map conformance/adapters/jvm-redis-map.json
 
 step "self-test: a deliberately broken face must fail the matrix"
 # CYCLES_MATRIX_PERTURB (Python face only) adds 1 ms to next_delay, or renames standard

@@ -67,7 +67,9 @@ def count(cycles_bin: str, path: str, calls: int, rounds: int, out: str) -> int:
         str(rounds),
     ]
     env = dict(os.environ, PYTHONHASHSEED="0")
-    done = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    done = subprocess.run(
+        cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
     if done.returncode != 0:
         raise SystemExit(f"{path!r} failed under callgrind:\n{done.stderr[-3000:]}")
     with open(out) as f:
@@ -84,7 +86,9 @@ def main() -> None:
     p.add_argument("--measured", type=int, default=200, help="calls counted, a multiple of --calls")
     p.add_argument("--path", action="append", help="a path to count (repeatable)")
     p.add_argument("--json", help="also write the figures here")
-    p.add_argument("--keep", help="keep the callgrind files in this directory (for callgrind_annotate)")
+    p.add_argument(
+        "--keep", help="keep the callgrind files in this directory (for callgrind_annotate)"
+    )
     a = p.parse_args()
     if a.measured <= 0 or a.measured % a.calls:
         raise SystemExit("--measured must be a positive multiple of --calls")
