@@ -181,6 +181,19 @@ fi
 export CYCLES_TIKTOKEN_CACHE="$TIKTOKEN_CACHE"
 
 status=0
+# The suites run side by side, one pytest process per interpreter (and the reference-mode
+# rerun): they mostly wait on loopback servers and timers (load average about 0.6 with one
+# running), so running them one after another left the machine idle for minutes. Each writes
+# its own log, printed whole when it ends.
+pids=()
+logs=()
+suite() { # name command...
+    local log="$WORK/pytest-$1.log"
+    shift
+    logs+=("$log")
+    (cd "$WORK" && "$@") >"$log" 2>&1 &
+    pids+=("$!")
+}
 for py in "${PYTHONS[@]}"; do
     v="$(version_of "$py")"
     VENV="$CACHE/test-venv-$v"
@@ -209,16 +222,23 @@ for py in "${PYTHONS[@]}"; do
         ln -sfn "$VENV" "$CACHE/test-venv"
         continue
     fi
-    (cd "$WORK" && "$VENV/bin/python" -m pytest -q "$WORK/tests") || status=1
+    log "CPython $v: pytest started (its output follows when it ends)"
+    # -p no:cacheprovider: the side-by-side runs share the test folder.
+    suite "$v" "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$WORK/tests"
     # The reference mode is the server's dialect, not the interpreter's: once, on the newest.
     if [[ "$py" == "${PYTHONS[-1]}" ]]; then
-        log "CPython $v: client and lifecycle suites again, against the server's reference mode"
-        (cd "$WORK" && CYCLES_TEST_SERVER_MODE=reference "$VENV/bin/python" -m pytest -q \
-            "$WORK/tests/test_operations.py" "$WORK/tests/test_lifecycle.py" \
-            "$WORK/tests/test_lifecycle_outcomes.py") || status=1
+        log "CPython $v: client and lifecycle suites again, against the server's reference mode (started)"
+        suite "$v-reference" env CYCLES_TEST_SERVER_MODE=reference "$VENV/bin/python" -m pytest -q \
+            -p no:cacheprovider "$WORK/tests/test_operations.py" "$WORK/tests/test_lifecycle.py" \
+            "$WORK/tests/test_lifecycle_outcomes.py"
     fi
     # The newest interpreter's venv (wheel + pytest installed) stays for the recovery
     # conformance adapter (conformance/adapters/python), which scripts/test-all.sh runs next.
     ln -sfn "$VENV" "$CACHE/test-venv"
+done
+for i in "${!pids[@]}"; do
+    wait "${pids[$i]}" || { status=1; echo "FAILED: $(basename "${logs[$i]}" .log)" >&2; }
+    log "$(basename "${logs[$i]}" .log):"
+    cat "${logs[$i]}"
 done
 exit "$status"
