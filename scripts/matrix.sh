@@ -59,38 +59,56 @@ adapter() { # name implementation report args...
 # The Rust adapter runs each mapped test as `cargo test -p cycles-core --test X -- --exact N`;
 # building that package selection first makes each run a quick no-op build.
 cargo test -q --locked -p cycles-core --no-run
-adapter rust cycles-sdk/rust-core "$reports/recovery-conformance.json" --adapter conformance/adapters/rust
-# The same claim with the journal in Redis (issue 35): the mapped tests run on a Redis each
-# starts (core/tests/common/store.rs, CYCLES_TEST_JOURNAL_STORE=redis).
-CYCLES_TEST_JOURNAL_STORE=redis adapter rust-redis cycles-sdk/rust-core-redis-journal \
-    "$reports/recovery-conformance-rust-redis.json" \
-    --adapter conformance/adapters/rust --map conformance/adapters/rust-redis-map.json
-adapter python cycles-sdk/python "$reports/recovery-conformance-python.json" \
-    --adapter conformance/adapters/python --python "$py_venv/bin/python"
-CYCLES_TEST_JOURNAL_STORE=redis adapter python-redis cycles-sdk/python-redis-journal \
-    "$reports/recovery-conformance-python-redis.json" \
-    --adapter conformance/adapters/python --python "$py_venv/bin/python" \
-    --map conformance/adapters/python-redis-map.json
 # This checkout's CTest tree, brought up to date with these sources first (incrementally): the
 # adapter must run the tests of the sources it stands in, never a tree built from others.
 c_tree="$(bash bindings/c/scripts/tests-tree.sh --build)"
-adapter c cycles-sdk/c "$reports/recovery-conformance-c.json" \
-    --adapter conformance/adapters/c --build-dir "$c_tree/build"
-adapter node cycles-sdk/node "$reports/recovery-conformance-node.json" --adapter conformance/adapters/node
-adapter jvm cycles-sdk/jvm "$reports/recovery-conformance-jvm.json" --adapter conformance/adapters/jvm
-# Each face's claim again with the journal in Redis (issue 35), as Python's above: the same
-# mapped tests, each on a Redis it starts, looking into the journal only through the face's
-# TestJournal (python/tests/journal_store.py, bindings/c/tests/recovery.h,
+
+# Every face's claim, then again with the journal in Redis (issue 35): the same mapped tests,
+# each on a Redis it starts, looking into the journal only through the face's TestJournal
+# (core/tests/common/store.rs, python/tests/journal_store.py, bindings/c/tests/recovery.h,
 # node/test/recovery-support.mjs, java/src/test/java/dev/cycles/TestJournal.java).
-CYCLES_TEST_JOURNAL_STORE=redis adapter c-redis cycles-sdk/c-redis-journal \
-    "$reports/recovery-conformance-c-redis.json" \
-    --adapter conformance/adapters/c --build-dir "$c_tree/build" --map conformance/adapters/c-redis-map.json
-CYCLES_TEST_JOURNAL_STORE=redis adapter node-redis cycles-sdk/node-redis-journal \
-    "$reports/recovery-conformance-node-redis.json" \
-    --adapter conformance/adapters/node --map conformance/adapters/node-redis-map.json
-CYCLES_TEST_JOURNAL_STORE=redis adapter jvm-redis cycles-sdk/jvm-redis-journal \
-    "$reports/recovery-conformance-jvm-redis.json" \
-    --adapter conformance/adapters/jvm --map conformance/adapters/jvm-redis-map.json
+# Two lanes side by side: the claims mostly wait (child processes killed and restarted, leases
+# lapsing, one process start per mapped test), so one after another they left the machine
+# idle for minutes. Rust, Python and C in one lane, Node and the JVM (the heaviest, one Maven
+# start per mapped test) in the other; each lane's log is printed whole when it ends.
+lane_native() {
+    adapter rust cycles-sdk/rust-core "$reports/recovery-conformance.json" --adapter conformance/adapters/rust
+    CYCLES_TEST_JOURNAL_STORE=redis adapter rust-redis cycles-sdk/rust-core-redis-journal \
+        "$reports/recovery-conformance-rust-redis.json" \
+        --adapter conformance/adapters/rust --map conformance/adapters/rust-redis-map.json
+    adapter python cycles-sdk/python "$reports/recovery-conformance-python.json" \
+        --adapter conformance/adapters/python --python "$py_venv/bin/python"
+    CYCLES_TEST_JOURNAL_STORE=redis adapter python-redis cycles-sdk/python-redis-journal \
+        "$reports/recovery-conformance-python-redis.json" \
+        --adapter conformance/adapters/python --python "$py_venv/bin/python" \
+        --map conformance/adapters/python-redis-map.json
+    adapter c cycles-sdk/c "$reports/recovery-conformance-c.json" \
+        --adapter conformance/adapters/c --build-dir "$c_tree/build"
+    CYCLES_TEST_JOURNAL_STORE=redis adapter c-redis cycles-sdk/c-redis-journal \
+        "$reports/recovery-conformance-c-redis.json" \
+        --adapter conformance/adapters/c --build-dir "$c_tree/build" --map conformance/adapters/c-redis-map.json
+}
+lane_runtimes() {
+    adapter node cycles-sdk/node "$reports/recovery-conformance-node.json" --adapter conformance/adapters/node
+    CYCLES_TEST_JOURNAL_STORE=redis adapter node-redis cycles-sdk/node-redis-journal \
+        "$reports/recovery-conformance-node-redis.json" \
+        --adapter conformance/adapters/node --map conformance/adapters/node-redis-map.json
+    adapter jvm cycles-sdk/jvm "$reports/recovery-conformance-jvm.json" --adapter conformance/adapters/jvm
+    CYCLES_TEST_JOURNAL_STORE=redis adapter jvm-redis cycles-sdk/jvm-redis-journal \
+        "$reports/recovery-conformance-jvm-redis.json" \
+        --adapter conformance/adapters/jvm --map conformance/adapters/jvm-redis-map.json
+}
+mkdir -p "$reports"
+lanes_failed=0
+lane_native >"$reports/lane-native.log" 2>&1 &
+native_pid=$!
+lane_runtimes >"$reports/lane-runtimes.log" 2>&1 &
+runtimes_pid=$!
+wait "$native_pid" || lanes_failed=1
+cat "$reports/lane-native.log"
+wait "$runtimes_pid" || lanes_failed=1
+cat "$reports/lane-runtimes.log"
+[[ "$lanes_failed" == 0 ]] || { echo "a recovery conformance claim FAILED (logs above)" >&2; exit 1; }
 
 step "self-test: a deliberately broken face must fail the matrix"
 # CYCLES_MATRIX_PERTURB (Python face only) adds 1 ms to next_delay, or renames standard
