@@ -72,7 +72,7 @@ python3 scripts/fuzz-seeds.py "$corpus_root" "$exchanges" >/dev/null
 logs="$(mktemp -d)"
 trap 'rm -rf "$logs"' EXIT
 failed=0
-printf '%-20s %6s %10s %8s %6s %7s %7s %7s  %s\n' target secs execs exec/s cov ft corpus rss_mb result
+printf '%-20s %6s %10s %8s %6s %8s %7s %7s %7s  %s\n' target secs execs exec/s cov cov_grew ft corpus rss_mb result
 for t in "${targets[@]}"; do
     mkdir -p "$corpus_root/$t" "fuzz/artifacts/$t"
     log="$logs/$t.log"
@@ -87,6 +87,12 @@ for t in "${targets[@]}"; do
     cov="$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")"
     ft="$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$last")"
     corp="$(sed -n 's/.* corp: \([0-9]*\).*/\1/p' <<<"$last")"
+    # When the covered edges last grew, as a share of this run's executions: a plateau shows
+    # as a low share (nothing new found for the rest of the run).
+    grew="$(grep -E '^#[0-9]+' "$log" | awk -v total="${execs:-0}" '
+        { n = substr($1, 2) + 0; for (i = 2; i < NF; i++) if ($i == "cov:") c = $(i + 1) + 0
+          if (c > best) { best = c; at = n } }
+        END { if (total > 0) printf "%d%%", 100 * at / total; else print "?" }')"
     result=ok
     if [[ $rc -ne 0 ]]; then
         failed=1
@@ -96,8 +102,9 @@ for t in "${targets[@]}"; do
         tail -40 "$log" >&2
         [[ -n "$artifact" ]] && echo "reproduce: $bin_dir/$t $artifact" >&2
     fi
-    printf '%-20s %6s %10s %8s %6s %7s %7s %7s  %s\n' "$t" "$seconds" "${execs:-?}" "${speed:-?}" \
-        "${cov:-?}" "${ft:-?}" "${corp:-?}" "${rss:-?}" "$result"
+    printf '%-20s %6s %10s %8s %6s %8s %7s %7s %7s  %s\n' "$t" "$seconds" "${execs:-?}" "${speed:-?}" \
+        "${cov:-?}" "${grew:-?}" "${ft:-?}" "${corp:-?}" "${rss:-?}" "$result"
 done
-echo "seed $seed; cov = covered edges, ft = coverage features (libFuzzer); corpus in $corpus_root"
+echo "seed $seed; cov = covered edges, cov_grew = when they last grew (share of the executions),"
+echo "ft = coverage features (libFuzzer); corpus in $corpus_root"
 exit $failed
