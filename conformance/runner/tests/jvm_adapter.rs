@@ -7,7 +7,6 @@
 mod common;
 
 use common::*;
-use serde_json::Value;
 
 #[test]
 fn committed_maps_name_every_scenario_and_only_real_tests() {
@@ -17,21 +16,8 @@ fn committed_maps_name_every_scenario_and_only_real_tests() {
 }
 
 fn check_committed_map(file: &str) {
-    let map: Value = serde_json::from_str(
-        &std::fs::read_to_string(manifest_dir().join("../adapters").join(file)).unwrap(),
-    )
-    .unwrap();
-    let ids = shared_scenario_ids();
-    assert_eq!(ids.len(), 12, "{ids:?}");
-    let map = map.as_object().unwrap();
-    assert_eq!(map.len(), ids.len(), "{file}");
-    for id in &ids {
-        let entries = map[id.as_str()]
-            .as_array()
-            .unwrap_or_else(|| panic!("{file}: {id} unmapped"));
-        assert!(!entries.is_empty(), "{file}: {id}");
-        for e in entries {
-            let e = e.as_str().unwrap();
+    for (id, entries) in committed_map(file) {
+        for e in &entries {
             let (class, method) = e
                 .split_once('#')
                 .unwrap_or_else(|| panic!("{file}: {id}: {e} is not Class#method"));

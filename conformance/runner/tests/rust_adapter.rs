@@ -255,41 +255,29 @@ fn committed_map_names_every_scenario_and_only_real_tests() {
 }
 
 fn check_committed_map(file: &str) {
-    let map: Value = serde_json::from_str(
-        &std::fs::read_to_string(manifest_dir().join("../adapters").join(file)).unwrap(),
-    )
-    .unwrap();
-    let ids = shared_scenario_ids();
-    assert_eq!(ids.len(), 12, "{ids:?}");
-    let map = map.as_object().unwrap();
-    assert_eq!(map.len(), ids.len());
-    for id in &ids {
-        let entries = map[id.as_str()]
-            .as_array()
-            .unwrap_or_else(|| panic!("{id} unmapped"));
-        assert!(!entries.is_empty(), "{id}");
-        for e in entries {
-            let e = e.as_str().unwrap();
+    for (id, entries) in committed_map(file) {
+        for e in &entries {
             let (binary, name) = e
                 .strip_prefix("cycles-core/")
-                .unwrap_or_else(|| panic!("{id}: {e} is not a cycles-core test"))
+                .unwrap_or_else(|| panic!("{file}: {id}: {e} is not a cycles-core test"))
                 .split_once("::")
                 .unwrap();
             let path = manifest_dir().join(format!("../../core/tests/{binary}.rs"));
-            let source = std::fs::read_to_string(&path)
-                .unwrap_or_else(|e| panic!("{id}: cannot read {}: {e}", path.display()));
-            let attrs =
-                attributes_of(&source, name).unwrap_or_else(|| panic!("{id}: {e} is not defined"));
+            let source = std::fs::read_to_string(&path).unwrap_or_else(|err| {
+                panic!("{file}: {id}: cannot read {}: {err}", path.display())
+            });
+            let attrs = attributes_of(&source, name)
+                .unwrap_or_else(|| panic!("{file}: {id}: {e} is not defined"));
             assert!(
                 attrs
                     .iter()
                     .any(|a| *a == "#[test]" || a.starts_with("#[tokio::test")),
-                "{id}: {e} is not a test: {attrs:?}"
+                "{file}: {id}: {e} is not a test: {attrs:?}"
             );
             // Ignored tests are child-process helpers (or disabled): never evidence.
             assert!(
                 !attrs.iter().any(|a| a.starts_with("#[ignore")),
-                "{id}: {e} is ignored"
+                "{file}: {id}: {e} is ignored"
             );
         }
     }

@@ -71,3 +71,37 @@ pub fn entry<'a>(doc: &'a Value, id: &str) -> &'a Value {
         .find(|s| s["id"] == id)
         .unwrap_or_else(|| panic!("{id} missing from report"))
 }
+
+/// The committed map `conformance/adapters/<file>`, checked to name every scenario of the
+/// pinned catalog (and nothing else) with at least one test each: (scenario id, its entries)
+/// in catalog order, for the caller to check each entry against its face's sources.
+pub fn committed_map(file: &str) -> Vec<(String, Vec<String>)> {
+    let path = manifest_dir().join("../adapters").join(file);
+    let map: Value = serde_json::from_str(
+        &std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
+    )
+    .unwrap_or_else(|e| panic!("{file}: {e}"));
+    let map = map
+        .as_object()
+        .unwrap_or_else(|| panic!("{file}: not an object"));
+    let ids = shared_scenario_ids();
+    assert_eq!(ids.len(), 12, "{ids:?}");
+    assert_eq!(map.len(), ids.len(), "{file}: {:?}", map.keys());
+    ids.into_iter()
+        .map(|id| {
+            let entries: Vec<String> = map
+                .get(&id)
+                .and_then(Value::as_array)
+                .unwrap_or_else(|| panic!("{file}: {id} unmapped"))
+                .iter()
+                .map(|e| {
+                    e.as_str()
+                        .unwrap_or_else(|| panic!("{file}: {id}: {e} is not a string"))
+                        .to_string()
+                })
+                .collect();
+            assert!(!entries.is_empty(), "{file}: {id}: no tests");
+            (id, entries)
+        })
+        .collect()
+}
