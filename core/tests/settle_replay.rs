@@ -167,11 +167,9 @@ async fn a_stopped_replay_never_quarantines_without_reporting() {
     }
 }
 
-/// A drain beside the background replayer: the replayer holds the record (its commit is held
-/// at the server) when the drain starts, so the drain's own pass skips it; the drain still
-/// reports what was settled while it ran.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_drain_reports_what_the_background_replay_settled_while_it_ran() {
+/// A server, and a journal directory holding one record of a reservation on it, written as the
+/// Python SDK would (its key from `name`): (server, directory, reservation id).
+async fn one_python_record(name: &str) -> (LocalServer, tempfile::TempDir, String) {
     let server = server().await;
     let tmp = tempfile::tempdir().unwrap();
     let cfg = config(&server.url(), tmp.path());
@@ -180,9 +178,19 @@ async fn a_drain_reports_what_the_background_replay_settled_while_it_ran() {
     let id = reserve(&client(&server), 1000).await;
     std::fs::write(
         j.path_of(&id),
-        python_record(&id, &cfg.base_url, &key("beside")),
+        python_record(&id, &cfg.base_url, &key(name)),
     )
     .unwrap();
+    (server, tmp, id)
+}
+
+/// A drain beside the background replayer: the replayer holds the record (its commit is held
+/// at the server) when the drain starts, so the drain's own pass skips it; the drain still
+/// reports what was settled while it ran.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drain_reports_what_the_background_replay_settled_while_it_ran() {
+    let (server, tmp, id) = one_python_record("beside").await;
+    let cfg = config(&server.url(), tmp.path());
     server.add_fault(fault(
         Operation::CommitReservation,
         1,
@@ -204,6 +212,7 @@ async fn a_drain_reports_what_the_background_replay_settled_while_it_ran() {
     let report = s.drain(Duration::from_secs(10)).await;
     replay.stop().await;
     assert_eq!(report.settled(), 1, "{report:?}");
+    assert_eq!(report.outcomes[0].0, id);
     assert!(report.remaining.is_empty(), "{report:?}");
     assert_eq!(commits(&server).len(), 1, "settled once");
 }
@@ -214,17 +223,8 @@ async fn a_drain_reports_what_the_background_replay_settled_while_it_ran() {
 /// settled while the drain ran, seen in CI). Reported once: the next drain does not repeat it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_drain_reports_what_the_replay_settled_before_it_began_once() {
-    let server = server().await;
-    let tmp = tempfile::tempdir().unwrap();
+    let (server, tmp, id) = one_python_record("before").await;
     let cfg = config(&server.url(), tmp.path());
-    let j = Journal::new(tmp.path(), &cfg.base_url, KEY, None);
-    j.ensure_dir().unwrap();
-    let id = reserve(&client(&server), 1000).await;
-    std::fs::write(
-        j.path_of(&id),
-        python_record(&id, &cfg.base_url, &key("before")),
-    )
-    .unwrap();
     let s = Settler::new(&cfg, SettleConfig::default()).unwrap();
     let replay = s.start_replay();
     // The replayer settles the record (commit applied, record removed) before the drain.
