@@ -638,3 +638,68 @@ fn records_move_between_a_directory_and_redis_unchanged() {
     assert_eq!(report.skipped.len(), 1, "{report:?}");
     assert!(report.skipped[0].0.ends_with(&before[1].1));
 }
+
+/// `Place::pending`: the same listing from a directory and from Redis (what every face's
+/// pending listing and the operator tools read): one identity's partition, or every partition;
+/// a corrupt record is not listed; a missing directory and an empty Redis list nothing; an
+/// unreachable Redis is an error naming it.
+#[test]
+fn pending_is_listed_alike_from_a_directory_and_from_redis() {
+    use cycles_core::journal::Place;
+    let data = tempfile::tempdir().unwrap();
+    let redis = Redis::start(data.path(), true);
+    let dir = tempfile::tempdir().unwrap();
+    let empty = Place::parse(&redis.url()).unwrap();
+    assert!(empty.pending(None).unwrap().is_empty());
+    let missing = Place::Dir(dir.path().join("missing"));
+    assert!(missing.pending(None).unwrap().is_empty());
+    for (tenant, id) in [("acme", "rsv-a"), ("acme", "rsv-b"), ("globex", "rsv-c")] {
+        let j =
+            cycles_core::journal::Journal::new(dir.path(), "http://127.0.0.1:9", KEY, Some(tenant));
+        let l = j.try_lock(id).unwrap().unwrap();
+        j.save(&l, &mut record(id)).unwrap();
+    }
+    let acme =
+        cycles_core::journal::Journal::new(dir.path(), "http://127.0.0.1:9", KEY, Some("acme"));
+    std::fs::write(
+        acme.dir().join(names::record_file_name("rsv-torn")),
+        b"{\"version\": 1,",
+    )
+    .unwrap();
+    let from_dir = Place::Dir(dir.path().to_path_buf());
+    cycles_core::journal::transfer::copy(&from_dir, &Place::parse(&redis.url()).unwrap(), false)
+        .unwrap();
+    for place in [from_dir, Place::parse(&redis.url()).unwrap()] {
+        let ids = |identity| {
+            let mut v: Vec<(String, String, String)> = place
+                .pending(identity)
+                .unwrap()
+                .into_iter()
+                .map(|p| (p.record.reservation_id, p.partition, p.file))
+                .collect();
+            v.sort();
+            v
+        };
+        let all = ids(None);
+        assert_eq!(
+            all.iter().map(|(id, _, _)| id.as_str()).collect::<Vec<_>>(),
+            ["rsv-a", "rsv-b", "rsv-c"],
+            "{}",
+            place.shown()
+        );
+        for (id, partition, file) in &all {
+            assert_eq!(file, &names::record_file_name(id));
+            let tenant = if id == "rsv-c" { "globex" } else { "acme" };
+            assert_eq!(
+                partition,
+                &cycles_core::journal::identity::partition("http://127.0.0.1:9", KEY, Some(tenant))
+            );
+        }
+        let mine = ids(Some(("http://127.0.0.1:9", KEY, Some("acme"))));
+        assert_eq!(mine.len(), 2, "{}: {mine:?}", place.shown());
+        assert!(ids(Some(("http://127.0.0.1:9", KEY, Some("initech")))).is_empty());
+    }
+    let gone = Place::parse(&format!("redis://127.0.0.1:{}/0", free_port())).unwrap();
+    let e = gone.pending(None).unwrap_err();
+    assert!(e.contains("127.0.0.1"), "{e}");
+}

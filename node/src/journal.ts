@@ -82,8 +82,10 @@ export function parseRecord(data: Uint8Array | string): JournalRecord {
 }
 
 /**
- * The pending records under `journalDir`: one identity's partition when `baseUrl` and
- * `apiKey` are given, every partition when neither is. A missing directory has none.
+ * The pending records in `journalDir` (a directory, or a `redis://` URL as the `journalUrl`
+ * option takes it): one identity's partition when `baseUrl` and `apiKey` are given, every
+ * partition when neither is. A missing directory has none; a Redis that cannot be read is an
+ * `InvalidArgumentError` saying why.
  */
 export function listPending(journalDir: string, baseUrl?: string, apiKey?: string, tenant: string | null = null): PendingRecord[] {
   if ((baseUrl === undefined) !== (apiKey === undefined)) {

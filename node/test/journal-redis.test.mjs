@@ -9,7 +9,7 @@ import { createHash } from "node:crypto";
 import { existsSync, readdirSync } from "node:fs";
 import { test } from "node:test";
 
-import { ConfigError } from "cycles-sdk";
+import { ConfigError, InvalidArgumentError } from "cycles-sdk";
 import * as journal from "cycles-sdk/journal";
 import { TRICKY_IDS } from "./recovery-support.mjs";
 import { ACTION, RedisConnection, journalDir, startRedis, startServer } from "./support.mjs";
@@ -28,6 +28,11 @@ test("a settlement journaled in Redis is drained by another client, once", async
     assert.equal(r.settlement.journaled, true);
     await first.close(0);
     assert.deepEqual(recordFiles(ownDir), [], "nothing was written to the directory");
+    // The face's listing reads the Redis journal as the client names it.
+    const listed = journal.listPending(redis.url, server.url, server.apiKey, server.tenant);
+    assert.deepEqual(listed.map((p) => [p.reservationId, p.file, p.legacy]), [[r.reservationId, journal.fileName(r.reservationId), false]]);
+    assert.deepEqual(journal.listPending(redis.url).map((p) => p.reservationId), [r.reservationId]);
+    assert.deepEqual(journal.listPending(redis.url, server.url, "another-key"), []);
     server.clearFaults();
     const other = server.client({ journalUrl: redis.url, journalDir: journalDir(), replayIntervalMs: 3_600_000 });
     const report = await other.drain(5000);
@@ -35,6 +40,8 @@ test("a settlement journaled in Redis is drained by another client, once", async
     assert.deepEqual(report.remaining, []);
     await other.close();
     assert.equal(server.ledger().filter((e) => e.kind === "commit" && e.amount === 640).length, 1);
+    assert.deepEqual(journal.listPending(redis.url, server.url, server.apiKey, server.tenant), []);
+    assert.throws(() => journal.listPending("redis://127.0.0.1:1/0"), (e) => e instanceof InvalidArgumentError && /127\.0\.0\.1:1/.test(e.message));
   } finally {
     server.stop();
     redis.stop();

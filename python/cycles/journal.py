@@ -105,8 +105,10 @@ def list_pending(
     api_key: str | None = None,
     tenant: str | None = None,
 ) -> list[PendingRecord]:
-    """The pending settlements (valid records) in ``journal_dir``: of one identity's
-    partition when ``base_url`` and ``api_key`` are given, else of every partition.
-    Invalid and quarantined files are not listed; a missing directory lists nothing."""
+    """The pending settlements (valid records) in ``journal_dir``, a directory or a
+    ``redis://`` URL as ``journal_url=`` takes it: of one identity's partition when
+    ``base_url`` and ``api_key`` are given, else of every partition. Invalid and quarantined
+    records are not listed; a missing directory lists nothing; a Redis that cannot be read
+    raises :class:`~cycles.InvalidArgumentError` saying why."""
     rows = _native.journal_pending(os.fspath(journal_dir), base_url, api_key, tenant)
     return [PendingRecord(**row) for row in rows]

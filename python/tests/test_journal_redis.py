@@ -58,6 +58,13 @@ def test_a_settlement_journaled_in_redis_is_drained_by_another_client(
         first.close(timeout=0)
         assert not (tmp_path / "first").exists(), "nothing was written to the directory"
         assert ("commit", 640) not in _ledger(server)
+        # The face's listing reads the Redis journal as the client names it.
+        mine = (server.url, server.api_key, server.tenant)
+        listed = journal.list_pending(redis_url, *mine)
+        assert [p.reservation_id for p in listed] == [r.reservation_id]
+        assert listed[0].file == journal.file_name(r.reservation_id) and not listed[0].legacy
+        assert [p.reservation_id for p in journal.list_pending(redis_url)] == [r.reservation_id]
+        assert journal.list_pending(redis_url, server.url, "another-key") == []
 
         server.clear_faults()
         other = server.client(
@@ -71,6 +78,14 @@ def test_a_settlement_journaled_in_redis_is_drained_by_another_client(
         finally:
             other.close()
         assert _ledger(server).count(("commit", 640)) == 1
+        assert journal.list_pending(redis_url, *mine) == []
+
+
+def test_listing_a_redis_journal_that_cannot_be_read_says_why() -> None:
+    with pytest.raises(cycles.InvalidArgumentError, match="127.0.0.1:1"):
+        journal.list_pending("redis://127.0.0.1:1/0")
+    with pytest.raises(cycles.InvalidArgumentError, match="TLS"):
+        journal.list_pending("rediss://127.0.0.1:1/0")
 
 
 def test_a_redis_without_durable_writes_is_refused_unless_opted_out(tmp_path: Path) -> None:

@@ -2,9 +2,7 @@
 //! records as JSON text (C; Python builds dicts from the same core calls). Nothing here
 //! re-implements a journal rule: naming, identity and parsing are `cycles_core::journal`'s.
 
-use std::path::Path;
-
-use cycles_core::journal::{Journal, Record};
+use cycles_core::journal::{Place, Record};
 use serde_json::{json, Value};
 
 use crate::error::ErrorFields;
@@ -35,47 +33,44 @@ pub fn parse_record(data: &[u8]) -> Result<String, ErrorFields> {
     Ok(record_value(&r).to_string())
 }
 
-/// The valid records of `journal_dir` (`Journal::scan`) as a JSON array of
-/// `{"reservation_id", "mode", "recorded_at_ms", "not_before_ms", "file", "partition",
-/// "legacy"}`: of one identity's partition when `base_url` and `api_key` are given, else of
-/// every partition. A missing directory has none.
+/// The valid records of `journal` (a directory, or a `redis://` URL as `journal_url` takes
+/// it: core's [`Place`]) as a JSON array of `{"reservation_id", "mode", "recorded_at_ms",
+/// "not_before_ms", "file", "partition", "legacy"}`: of one identity's partition when
+/// `base_url` and `api_key` are given, else of every partition. A missing directory has none;
+/// a Redis that cannot be read, or a URL core refuses, is INVALID_ARGUMENT saying why.
 pub fn pending(
-    journal_dir: &str,
+    journal: &str,
     base_url: Option<&str>,
     api_key: Option<&str>,
     tenant: Option<&str>,
 ) -> Result<String, ErrorFields> {
-    let root = Path::new(journal_dir);
-    let journals: Vec<Journal> = match (base_url, api_key) {
-        (Some(url), Some(key)) => vec![Journal::new(root, url, key, tenant)],
-        (None, None) => Journal::partitions(root)
-            .map_err(|e| ErrorFields::invalid(format!("cannot list the journal directory: {e}")))?
-            .iter()
-            .map(|p| Journal::for_partition(root, p, ""))
-            .collect(),
+    let identity = match (base_url, api_key) {
+        (Some(url), Some(key)) => Some((url, key, tenant)),
+        (None, None) => None,
         _ => {
             return Err(ErrorFields::invalid(
                 "journal pending: give both base_url and api_key, or neither",
             ))
         }
     };
-    let mut out = Vec::new();
-    for j in &journals {
-        let scan = j
-            .scan()
-            .map_err(|e| ErrorFields::invalid(format!("cannot scan the journal partition: {e}")))?;
-        for s in &scan.records {
-            out.push(json!({
-                "reservation_id": s.record.reservation_id,
-                "mode": s.record.mode.as_str(),
-                "recorded_at_ms": s.record.recorded_at_ms,
-                "not_before_ms": s.record.not_before_ms,
-                "file": s.file,
-                "partition": j.partition(),
-                "legacy": s.legacy,
-            }));
-        }
-    }
+    let place = Place::parse(journal).map_err(ErrorFields::invalid)?;
+    let found = place
+        .pending(identity)
+        .map_err(|e| ErrorFields::invalid(format!("cannot list the journal: {e}")))?;
+    let out: Vec<Value> = found
+        .iter()
+        .map(|p| {
+            json!({
+                "reservation_id": p.record.reservation_id,
+                "mode": p.record.mode.as_str(),
+                "recorded_at_ms": p.record.recorded_at_ms,
+                "not_before_ms": p.record.not_before_ms,
+                "file": p.file,
+                "partition": p.partition,
+                "legacy": p.legacy,
+            })
+        })
+        .collect();
     Ok(Value::Array(out).to_string())
 }
 

@@ -924,9 +924,10 @@ enum cycles_status cycles_journal_parse_record(const uint8_t *data,
                                                struct cycles_error **err);
 
 /**
- * The valid pending records under `journal_dir` as a JSON array (`reservation_id`,
- * `mode`, `recorded_at_ms`, `not_before_ms`, `file`, `partition`, `legacy`): of one
- * identity when `base_url` and `api_key` are given, of every partition when both are NULL.
+ * The valid pending records in `journal_dir` (a directory, or a `redis://` URL as the
+ * `journal_url` option takes it) as a JSON array (`reservation_id`, `mode`, `recorded_at_ms`,
+ * `not_before_ms`, `file`, `partition`, `legacy`): of one identity when `base_url` and
+ * `api_key` are given, of every partition when both are NULL.
  */
 enum cycles_status cycles_journal_pending(const char *journal_dir,
                                           const char *base_url,

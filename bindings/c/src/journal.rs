@@ -96,9 +96,10 @@ pub unsafe extern "C" fn cycles_journal_parse_record(
     })
 }
 
-/// The valid pending records under `journal_dir` as a JSON array (`reservation_id`,
-/// `mode`, `recorded_at_ms`, `not_before_ms`, `file`, `partition`, `legacy`): of one
-/// identity when `base_url` and `api_key` are given, of every partition when both are NULL.
+/// The valid pending records in `journal_dir` (a directory, or a `redis://` URL as the
+/// `journal_url` option takes it) as a JSON array (`reservation_id`, `mode`, `recorded_at_ms`,
+/// `not_before_ms`, `file`, `partition`, `legacy`): of one identity when `base_url` and
+/// `api_key` are given, of every partition when both are NULL.
 #[no_mangle]
 pub unsafe extern "C" fn cycles_journal_pending(
     journal_dir: *const c_char,

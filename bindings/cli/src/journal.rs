@@ -13,9 +13,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
-use cycles_core::journal::backend::RedisJournal;
-use cycles_core::journal::redis_store::{record_key, RedisStore, RedisTarget};
-use cycles_core::journal::{names, Journal, Record, Scan, Store};
+use cycles_core::journal::redis_store::{record_key, RedisTarget};
+use cycles_core::journal::{names, Journal, Place, Record, Scan};
 use cycles_core::{Config, JournalConfig, SettleConfig, SettleOutcome, Settler};
 use serde_json::{json, Value};
 
@@ -165,32 +164,26 @@ fn record_json(partition: &str, file: &str, r: &Record) -> Value {
     })
 }
 
+/// Where `--dir` / `--url` put the journal (an error for a malformed URL).
+fn place(d: &DirArgs) -> Result<Place, String> {
+    Ok(match redis_target(d)? {
+        Some(t) => Place::Redis(t),
+        None => Place::Dir(root(d)),
+    })
+}
+
 /// Scans every partition of the journal (read-only apart from reaping stale temp files).
 fn scan_all(d: &DirArgs) -> Result<Vec<(String, Scan)>, String> {
-    if let Some(target) = redis_target(d)? {
-        let parts = RedisStore::partitions(&target)
-            .map_err(|e| format!("cannot read {}: {e}", target.shown))?;
-        return parts
-            .into_iter()
-            .map(|p| {
-                let store = Store::Redis(RedisJournal::open(&target, &p)?);
-                store
-                    .scan()
-                    .map(|s| (p, s))
-                    .map_err(|e| format!("cannot scan {}: {e}", store.location()))
-            })
-            .collect();
-    }
-    let root = root(d);
-    let parts =
-        Journal::partitions(&root).map_err(|e| format!("cannot read {}: {e}", root.display()))?;
+    let place = place(d)?;
+    let parts = place.partitions().map_err(|e| format!("cannot read {e}"))?;
     parts
         .into_iter()
         .map(|p| {
-            let j = Journal::for_partition(&root, &p, "");
-            j.scan()
+            let store = place.store(&p)?;
+            store
+                .scan()
                 .map(|s| (p, s))
-                .map_err(|e| format!("cannot scan {}: {e}", j.dir().display()))
+                .map_err(|e| format!("cannot scan {}: {e}", store.location()))
         })
         .collect()
 }

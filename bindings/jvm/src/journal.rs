@@ -37,8 +37,8 @@ natives! {
         jstr(env, &out)
     }
 
-    /// The valid pending records under `dir` (of one identity, or of all when `base_url` and
-    /// `api_key` are null) as a JSON array.
+    /// The valid pending records in `dir` (a directory, or a `redis://` URL; of one identity,
+    /// or of all when `base_url` and `api_key` are null) as a JSON array.
     fn journalPending(
         env,
         dir: JString,

@@ -5,10 +5,8 @@
 //! usable record raises `InvalidArgumentError` whose `details` is
 //! `{"journal_error": "corrupt" | "unsupported"}` (core's `ParseError`).
 
-use std::path::Path;
-
 use cycles_bridge::ErrorFields;
-use cycles_core::journal::{identity, names, Journal, ParseError, Record};
+use cycles_core::journal::{identity, names, ParseError, Place, Record};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -16,10 +14,6 @@ use crate::errors::{guard, to_pyerr};
 
 fn parse_err(e: &ParseError) -> PyErr {
     to_pyerr(ErrorFields::journal_parse(e))
-}
-
-fn io_err(what: &str, e: &std::io::Error) -> PyErr {
-    crate::errors::invalid(format!("{what}: {e}"))
 }
 
 fn record_dict<'py>(py: Python<'py>, r: &Record) -> PyResult<Bound<'py, PyDict>> {
@@ -74,48 +68,42 @@ fn journal_parse_record<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py
     })
 }
 
-/// The valid records of `journal_dir` (`Journal::scan`): of one identity's partition when
-/// `base_url` and `api_key` are given, else of every partition (`Journal::partitions`).
+/// The valid records of `journal` (a directory, or a `redis://` URL: core's `Place::pending`):
+/// of one identity's partition when `base_url` and `api_key` are given, else of every partition.
 #[pyfunction]
-#[pyo3(signature = (journal_dir, base_url=None, api_key=None, tenant=None))]
+#[pyo3(signature = (journal, base_url=None, api_key=None, tenant=None))]
 fn journal_pending<'py>(
     py: Python<'py>,
-    journal_dir: &str,
+    journal: &str,
     base_url: Option<&str>,
     api_key: Option<&str>,
     tenant: Option<&str>,
 ) -> PyResult<Vec<Bound<'py, PyDict>>> {
     guard(|| {
-        let root = Path::new(journal_dir);
-        let journals: Vec<Journal> = match (base_url, api_key) {
-            (Some(url), Some(key)) => vec![py.detach(|| Journal::new(root, url, key, tenant))],
-            (None, None) => Journal::partitions(root)
-                .map_err(|e| io_err("cannot list the journal directory", &e))?
-                .iter()
-                .map(|p| Journal::for_partition(root, p, ""))
-                .collect(),
+        let identity = match (base_url, api_key) {
+            (Some(url), Some(key)) => Some((url, key, tenant)),
+            (None, None) => None,
             _ => {
                 return Err(crate::errors::invalid(
                     "journal_pending: give both base_url and api_key, or neither",
                 ))
             }
         };
+        let place = Place::parse(journal).map_err(crate::errors::invalid)?;
+        let found = py
+            .detach(|| place.pending(identity))
+            .map_err(|e| crate::errors::invalid(format!("cannot list the journal: {e}")))?;
         let mut out = Vec::new();
-        for j in &journals {
-            let scan = py
-                .detach(|| j.scan())
-                .map_err(|e| io_err("cannot scan the journal partition", &e))?;
-            for s in &scan.records {
-                let d = PyDict::new(py);
-                d.set_item("reservation_id", &s.record.reservation_id)?;
-                d.set_item("mode", s.record.mode.as_str())?;
-                d.set_item("recorded_at_ms", s.record.recorded_at_ms)?;
-                d.set_item("not_before_ms", s.record.not_before_ms)?;
-                d.set_item("file", &s.file)?;
-                d.set_item("partition", j.partition())?;
-                d.set_item("legacy", s.legacy)?;
-                out.push(d);
-            }
+        for p in &found {
+            let d = PyDict::new(py);
+            d.set_item("reservation_id", &p.record.reservation_id)?;
+            d.set_item("mode", p.record.mode.as_str())?;
+            d.set_item("recorded_at_ms", p.record.recorded_at_ms)?;
+            d.set_item("not_before_ms", p.record.not_before_ms)?;
+            d.set_item("file", &p.file)?;
+            d.set_item("partition", &p.partition)?;
+            d.set_item("legacy", p.legacy)?;
+            out.push(d);
         }
         Ok(out)
     })

@@ -13,6 +13,8 @@
 //! - [`store`]: [`Journal`], one partition and the locked record operations on it;
 //! - [`redis_store`]: the same records in Redis, under per-record leases with fencing tokens;
 //! - [`backend`]: [`Store`], the one the settlement engine uses (file or Redis);
+//! - [`place`]: [`Place`], where a journal is (a directory or a Redis URL) and what is pending
+//!   there;
 //! - [`transfer`]: copying records between stores, bytes unchanged.
 //!
 //! Everything here blocks; the settlement engine calls it on the blocking pool.
@@ -22,6 +24,7 @@ pub mod fsio;
 pub mod identity;
 pub mod lock;
 pub mod names;
+pub mod place;
 pub mod record;
 pub mod redis_store;
 pub mod store;
@@ -30,5 +33,6 @@ pub mod transfer;
 pub use backend::{RedisJournal, Store, StoreLock};
 pub use lock::RecordLock;
 pub use names::QuarantineKind;
+pub use place::{Pending, Place};
 pub use record::{Mode, ParseError, Record};
 pub use store::{Invalid, Journal, Quarantined, Scan, Scanned};

@@ -6,55 +6,11 @@
 //! it is there (it is the original settlement, as in [`crate::Settler::settle`]).
 
 use std::io;
-use std::path::PathBuf;
 
-use super::backend::{wrong_lock, RedisJournal, Store, StoreLock};
+use super::backend::{wrong_lock, Store, StoreLock};
 use super::names;
-use super::redis_store::{RedisStore, RedisTarget};
-use super::store::{not_found_is_none, Journal};
-
-/// A journal's place: a directory, or a Redis URL.
-#[derive(Clone, Debug)]
-pub enum Place {
-    /// A journal directory (its sub-directories are the partitions).
-    Dir(PathBuf),
-    /// A Redis journal (`redis://...`, parsed as `journal_url` is).
-    Redis(RedisTarget),
-}
-
-impl Place {
-    /// `redis://...` (and `rediss://`, refused with why) is Redis; anything else a directory.
-    pub fn parse(s: &str) -> Result<Place, String> {
-        if s.starts_with("redis://") || s.starts_with("rediss://") {
-            RedisTarget::parse(s).map(Place::Redis)
-        } else {
-            Ok(Place::Dir(PathBuf::from(s)))
-        }
-    }
-
-    fn shown(&self) -> String {
-        match self {
-            Place::Dir(d) => d.display().to_string(),
-            Place::Redis(t) => t.shown.clone(),
-        }
-    }
-
-    /// The partitions present.
-    pub fn partitions(&self) -> Result<Vec<String>, String> {
-        match self {
-            Place::Dir(d) => Journal::partitions(d).map_err(|e| format!("{}: {e}", d.display())),
-            Place::Redis(t) => RedisStore::partitions(t).map_err(|e| format!("{}: {e}", t.shown)),
-        }
-    }
-
-    /// The store of one partition (Redis: connected and checked for durability).
-    pub fn store(&self, partition: &str) -> Result<Store, String> {
-        Ok(match self {
-            Place::Dir(d) => Store::File(Journal::for_partition(d.clone(), partition, "")),
-            Place::Redis(t) => Store::Redis(RedisJournal::open(t, partition)?),
-        })
-    }
-}
+pub use super::place::Place;
+use super::store::not_found_is_none;
 
 /// What happened to one record.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -55,4 +55,21 @@ public final class Journal {
     public static String pending(Path dir, String baseUrl, String apiKey, String tenant) {
         return Native.journalPending(dir.toString(), baseUrl, apiKey, tenant);
     }
+
+    /**
+     * The pending records of a journal named as the client's options name it: a directory, or
+     * a {@code redis://} URL ({@link CyclesClient.Builder#journalUrl}), e.g. for a health check
+     * of a fleet's shared journal.
+     *
+     * @param journal a journal directory, or a {@code redis://...} URL
+     * @param baseUrl with {@code apiKey}: one identity; both null: every partition
+     * @param apiKey the API key, or null
+     * @param tenant the tenant, or null
+     * @return the valid pending records as a JSON array
+     * @throws dev.cycles.errors.InvalidArgumentException for a URL core refuses or a journal
+     *     that cannot be read (the message says why)
+     */
+    public static String pending(String journal, String baseUrl, String apiKey, String tenant) {
+        return Native.journalPending(journal, baseUrl, apiKey, tenant);
+    }
 }

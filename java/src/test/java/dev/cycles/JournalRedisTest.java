@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.cycles.errors.ConfigException;
+import dev.cycles.errors.InvalidArgumentException;
 import dev.cycles.internal.Json;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -142,6 +143,11 @@ class JournalRedisTest {
                 assertTrue(s.journaled());
             }
             assertEquals(0, recordFiles(fx.journal), "nothing was written to the directory");
+            // The face's listing reads the Redis journal as the client names it.
+            String mine = Journal.pending(redis.url, fx.server.url(), fx.server.apiKey(), fx.server.tenant());
+            assertEquals(1, ((List<?>) Json.parse(mine)).size(), mine);
+            assertTrue(mine.contains("\"legacy\":false"), mine);
+            assertEquals("[]", Journal.pending(redis.url, fx.server.url(), "another-key", null));
             fx.server.clearFaults();
             try (CyclesClient other = fx.builder().journalUrl(redis.url).replayInterval(Duration.ofHours(1)).build()) {
                 DrainReport d = other.drain(Duration.ofSeconds(10));
@@ -150,6 +156,10 @@ class JournalRedisTest {
                 assertTrue(d.remaining().isEmpty());
             }
             assertEquals(1, fx.ledger().stream().filter("commit:640"::equals).count(), fx.ledger().toString());
+            assertEquals("[]", Journal.pending(redis.url, fx.server.url(), fx.server.apiKey(), fx.server.tenant()));
+            InvalidArgumentException e = assertThrows(InvalidArgumentException.class,
+                    () -> Journal.pending("redis://127.0.0.1:1/0", null, null, null));
+            assertTrue(e.getMessage().contains("127.0.0.1:1"), e.getMessage());
         }
     }
 

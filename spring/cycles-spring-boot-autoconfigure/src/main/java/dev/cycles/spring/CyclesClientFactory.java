@@ -58,6 +58,9 @@ final class CyclesClientFactory {
         put("replay_interval", "cycles.replay-interval", p.getReplayInterval(), "replay interval");
         either("close_timeout", "cycles.close-timeout", p.getCloseTimeout(), "cycles.retry.flush-timeout",
                 p.getRetry().getFlushTimeout(), "close timeout");
+        // Before journal_dir: a core message about the URL names "journal url", which the
+        // directory's word "journal" would also match.
+        put("journal_url", "cycles.journal.url", p.getJournal().getUrl(), "journal url");
         put("journal_dir", "cycles.journal.dir", p.getJournal().getDir(), "journal");
         for (String ignored : new String[] {"initial-delay", "multiplier", "max-delay"}) {
             Object v = switch (ignored) {
@@ -89,6 +92,7 @@ final class CyclesClientFactory {
                     case "max_concurrent_requests" -> b.maxConcurrentRequests((Integer) v);
                     case "replay_interval" -> b.replayInterval((Duration) v);
                     case "close_timeout" -> b.closeTimeout((Duration) v);
+                    case "journal_url" -> b.journalUrl((String) v);
                     case "journal_dir" -> b.journalDir(Path.of((String) v));
                     default -> throw new IllegalStateException(e.getKey());
                 }

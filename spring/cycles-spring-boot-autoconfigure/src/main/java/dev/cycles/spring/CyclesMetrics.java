@@ -2,6 +2,7 @@ package dev.cycles.spring;
 
 import dev.cycles.CyclesClient;
 import dev.cycles.CyclesEvent;
+import dev.cycles.CyclesException;
 import dev.cycles.Outcome;
 import dev.cycles.Reservation;
 import io.micrometer.core.instrument.Counter;
@@ -46,8 +47,17 @@ public class CyclesMetrics implements MeterBinder, CyclesObserver {
     public void bindTo(MeterRegistry registry) {
         registries.add(registry);
         if (journal.enabled()) {
-            Gauge.builder("cycles.journal.pending", journal, j -> j.depth().count())
+            Gauge.builder("cycles.journal.pending", journal, CyclesMetrics::pending)
                     .description("Pending settlements in the journal of this client").register(registry);
+        }
+    }
+
+    /** The journal's depth, or NaN while it cannot be read (the health check says why). */
+    private static double pending(JournalStatus j) {
+        try {
+            return j.depth().count();
+        } catch (CyclesException e) {
+            return Double.NaN;
         }
     }
 

@@ -56,11 +56,19 @@ public class CyclesProperties {
         private boolean enabled = true;
         /** The journal's directory (core's default when unset). */
         private String dir;
+        /**
+         * The journal in Redis instead of the directory ({@code redis://host:port/db}, with
+         * {@code ?durability=} and {@code &lease_ms=} as docs/journal.md says): shared by every
+         * replica of a fleet, so a settlement outlives the machine that journaled it.
+         */
+        private String url;
 
         public boolean isEnabled() { return enabled; }
         public void setEnabled(boolean enabled) { this.enabled = enabled; }
         public String getDir() { return dir; }
         public void setDir(String dir) { this.dir = dir; }
+        public String getUrl() { return url; }
+        public void setUrl(String url) { this.url = url; }
     }
 
     /** The heartbeat of {@code @Cycles} methods. */

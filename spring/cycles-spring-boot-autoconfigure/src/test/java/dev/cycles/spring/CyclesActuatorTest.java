@@ -9,8 +9,11 @@ import dev.cycles.LocalServer;
 import dev.cycles.errors.BudgetExceededException;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.search.RequiredSearch;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
@@ -113,6 +116,38 @@ class CyclesActuatorTest {
             await().atMost(Duration.ofSeconds(5)).until(() -> "DOWN".equals(BootActuator.health(ctx).status()));
             assertThat(BootActuator.health(ctx).details().get("error").toString()).isNotEmpty();
         });
+    }
+
+    /**
+     * {@code cycles.journal.url}: the client journals to Redis (the directory stays empty), the
+     * health indicator and the gauge count what is pending there, and a Redis that goes away
+     * makes the health DOWN with why, the gauge NaN.
+     */
+    @Test
+    void healthOfARedisJournalCountsItsPendingSettlementsAndIsDownWithoutIt() throws Exception {
+        server = Server.start();
+        try (RedisProcess redis = new RedisProcess()) {
+            runner("cycles.journal.url=" + redis.url, "cycles.settle-max-attempts=1", "cycles.replay-interval=1h",
+                    "cycles.close-timeout=200ms").run(ctx -> {
+                assertEquals(0, BootActuator.health(ctx).details().get("journal.pending"));
+                server.server.addFault(OUTAGE);
+                ctx.getBean(Work.class).spend(1000);
+                BootActuator.View pending = BootActuator.health(ctx);
+                assertEquals("UP", pending.status());
+                assertEquals(1, pending.details().get("journal.pending"));
+                try (Stream<Path> files = Files.walk(server.journal)) {
+                    assertEquals(List.of(server.journal), files.toList(), "nothing was written to the directory");
+                }
+                MeterRegistry m = ctx.getBean(MeterRegistry.class);
+                assertEquals(1.0, m.get("cycles.journal.pending").gauge().value());
+
+                redis.kill();
+                BootActuator.View down = BootActuator.health(ctx);
+                assertEquals("DOWN", down.status());
+                assertThat(down.details().get("journal.error").toString()).contains(redis.url.replace("/0", ""));
+                assertThat(m.get("cycles.journal.pending").gauge().value()).isNaN();
+            });
+        }
     }
 
     @Test
