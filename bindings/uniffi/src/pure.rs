@@ -148,18 +148,20 @@ pub fn journal_parse_record(data: Vec<u8>) -> Result<String> {
     ffi(|| journal_json::parse_record(&data))
 }
 
-/// The valid pending records under `journal_dir` as a JSON array: of one identity when
-/// `base_url` and `api_key` are given, of every partition when neither is.
+/// The valid pending records of `journal` (a directory, or a `redis://` URL as the
+/// `journalUrl` option takes it) as a JSON array: of one identity when `base_url` and
+/// `api_key` are given, of every partition when neither is. A journal that cannot be read, or
+/// a URL core refuses, is INVALID_ARGUMENT saying why.
 #[uniffi::export]
 pub fn journal_pending(
-    journal_dir: String,
+    journal: String,
     base_url: Option<String>,
     api_key: Option<String>,
     tenant: Option<String>,
 ) -> Result<String> {
     ffi(|| {
         journal_json::pending(
-            &journal_dir,
+            &journal,
             base_url.as_deref(),
             api_key.as_deref(),
             tenant.as_deref(),

@@ -2701,14 +2701,16 @@ public func journalParseRecord(data: Data)throws  -> String  {
 })
 }
 /**
- * The valid pending records under `journal_dir` as a JSON array: of one identity when
- * `base_url` and `api_key` are given, of every partition when neither is.
+ * The valid pending records of `journal` (a directory, or a `redis://` URL as the
+ * `journalUrl` option takes it) as a JSON array: of one identity when `base_url` and
+ * `api_key` are given, of every partition when neither is. A journal that cannot be read, or
+ * a URL core refuses, is INVALID_ARGUMENT saying why.
  */
-public func journalPending(journalDir: String, baseUrl: String?, apiKey: String?, tenant: String?)throws  -> String  {
+public func journalPending(journal: String, baseUrl: String?, apiKey: String?, tenant: String?)throws  -> String  {
     return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeCyclesNativeError_lift) {
         uniffiCallStatus in
     uniffi_cycles_uniffi_fn_func_journal_pending(
-        FfiConverterString.lower(journalDir),
+        FfiConverterString.lower(journal),
         FfiConverterOptionString.lower(baseUrl),
         FfiConverterOptionString.lower(apiKey),
         FfiConverterOptionString.lower(tenant),uniffiCallStatus
@@ -2783,7 +2785,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_cycles_uniffi_checksum_func_journal_parse_record() != 43195) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_cycles_uniffi_checksum_func_journal_pending() != 53921) {
+    if (uniffi_cycles_uniffi_checksum_func_journal_pending() != 45435) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_cycles_uniffi_checksum_func_pricing_call() != 46852) {

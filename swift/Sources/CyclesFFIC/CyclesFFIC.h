@@ -576,7 +576,7 @@ RustBuffer uniffi_cycles_uniffi_fn_func_journal_parse_record(RustBuffer data, Ru
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CYCLES_UNIFFI_FN_FUNC_JOURNAL_PENDING
 #define UNIFFI_FFIDEF_UNIFFI_CYCLES_UNIFFI_FN_FUNC_JOURNAL_PENDING
-RustBuffer uniffi_cycles_uniffi_fn_func_journal_pending(RustBuffer journal_dir, RustBuffer base_url, RustBuffer api_key, RustBuffer tenant, RustCallStatus *_Nonnull out_status
+RustBuffer uniffi_cycles_uniffi_fn_func_journal_pending(RustBuffer journal, RustBuffer base_url, RustBuffer api_key, RustBuffer tenant, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_CYCLES_UNIFFI_FN_FUNC_PRICING_CALL

@@ -63,9 +63,13 @@ object Journal {
     fun parseRecord(data: ByteArray): JsonObject =
         jsonObject(native { dev.cycles.kotlin.ffi.journalParseRecord(data) })
 
-    /** The valid pending records under [journalDir]: of one identity, or of all (both null). */
-    fun pending(journalDir: String, baseUrl: String? = null, apiKey: String? = null, tenant: String? = null): JsonArray =
-        jsonArray(native { dev.cycles.kotlin.ffi.journalPending(journalDir, baseUrl, apiKey, tenant) })
+    /**
+     * The valid pending records of [journal] (a directory, or a `redis://` URL as
+     * [ClientOptions.journalUrl] takes it): of one identity, or of all (both null). A journal
+     * that cannot be read throws `INVALID_ARGUMENT` saying why.
+     */
+    fun pending(journal: String, baseUrl: String? = null, apiKey: String? = null, tenant: String? = null): JsonArray =
+        jsonArray(native { dev.cycles.kotlin.ffi.journalPending(journal, baseUrl, apiKey, tenant) })
 }
 
 /** Core's pure pricing (estimate, price table, caps, actual), JSON in and out. */

@@ -20,6 +20,7 @@ import kotlinx.coroutines.withTimeout
 import kotlinx.serialization.json.buildJsonArray
 import kotlinx.serialization.json.buildJsonObject
 import kotlinx.serialization.json.jsonArray
+import kotlinx.serialization.json.jsonObject
 import kotlinx.serialization.json.jsonPrimitive
 import kotlinx.serialization.json.put
 import org.junit.jupiter.api.AfterEach
@@ -251,10 +252,21 @@ class LifecycleTest {
             val o = r.finish()
             assertEquals("pending", o.settlement!!.status)
             assertTrue(o.settlement!!.json.bool("journaled"))
+            // The journal holds it, under this identity and in the listing of every partition.
+            val mine = Journal.pending(fx.journal.toString(), fx.server.url, fx.server.apiKey, fx.server.tenant)
+            assertEquals(listOf(r.reservationId), mine.map { it.jsonObject.str("reservation_id") })
+            assertEquals("commit", mine[0].jsonObject.str("mode"))
+            assertEquals(mine, Journal.pending(fx.journal.toString()))
+            assertEquals(0, Journal.pending(fx.journal.toString(), fx.server.url, "another-key", null).size)
             fx.server.clearFaults()
             val d = client.drain(10.seconds)
             assertEquals(1, d.outcomes.size)
             assertTrue(d.remaining.isEmpty())
+            assertEquals(0, Journal.pending(fx.journal.toString()).size)
+            // A Redis journal that cannot be reached is named, not listed as empty.
+            val unreachable = assertThrows(CyclesException::class.java) { Journal.pending("redis://127.0.0.1:1/0") }
+            assertEquals("INVALID_ARGUMENT", unreachable.name)
+            assertTrue(unreachable.message!!.contains("127.0.0.1:1"), unreachable.message)
             val closing = client.closeAndDrain(100.milliseconds)
             assertTrue(closing!!.remaining.isEmpty())
         }

@@ -952,7 +952,7 @@ internal object UniffiLib {
     ): RustBuffer.ByValue
     external fun uniffi_cycles_uniffi_fn_func_journal_parse_record(`data`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
-    external fun uniffi_cycles_uniffi_fn_func_journal_pending(`journalDir`: RustBuffer.ByValue,`baseUrl`: RustBuffer.ByValue,`apiKey`: RustBuffer.ByValue,`tenant`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_cycles_uniffi_fn_func_journal_pending(`journal`: RustBuffer.ByValue,`baseUrl`: RustBuffer.ByValue,`apiKey`: RustBuffer.ByValue,`tenant`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_cycles_uniffi_fn_func_pricing_call(`name`: RustBuffer.ByValue,`argsJson`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
@@ -1104,7 +1104,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_cycles_uniffi_checksum_func_journal_parse_record() and 0xFFFF) != 43195) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_cycles_uniffi_checksum_func_journal_pending() and 0xFFFF) != 53921) {
+    if ((lib.uniffi_cycles_uniffi_checksum_func_journal_pending() and 0xFFFF) != 45435) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_cycles_uniffi_checksum_func_pricing_call() and 0xFFFF) != 46852) {
@@ -4608,16 +4608,18 @@ public object FfiConverterSequenceTypeErrorCode: FfiConverterRustBuffer<List<Err
     
 
         /**
-         * The valid pending records under `journal_dir` as a JSON array: of one identity when
-         * `base_url` and `api_key` are given, of every partition when neither is.
+         * The valid pending records of `journal` (a directory, or a `redis://` URL as the
+         * `journalUrl` option takes it) as a JSON array: of one identity when `base_url` and
+         * `api_key` are given, of every partition when neither is. A journal that cannot be read, or
+         * a URL core refuses, is INVALID_ARGUMENT saying why.
          */
-    @Throws(CyclesNativeException::class) fun `journalPending`(`journalDir`: kotlin.String, `baseUrl`: kotlin.String?, `apiKey`: kotlin.String?, `tenant`: kotlin.String?): kotlin.String {
+    @Throws(CyclesNativeException::class) fun `journalPending`(`journal`: kotlin.String, `baseUrl`: kotlin.String?, `apiKey`: kotlin.String?, `tenant`: kotlin.String?): kotlin.String {
             return FfiConverterString.lift(
     uniffiRustCallWithError(CyclesNativeException) { _status ->
     UniffiLib.uniffi_cycles_uniffi_fn_func_journal_pending(
     
         
-        FfiConverterString.lower(`journalDir`),
+        FfiConverterString.lower(`journal`),
         FfiConverterOptionalString.lower(`baseUrl`),
         FfiConverterOptionalString.lower(`apiKey`),
         FfiConverterOptionalString.lower(`tenant`),_status)
