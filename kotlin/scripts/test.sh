@@ -59,8 +59,10 @@ section = text.split("## Quick start", 1)[1]
 open(sys.argv[2], "w").write(re.search(r"```kotlin\n(.*?)```", section, re.S).group(1))
 PY
 
-# Offline once Maven's cache has the plugins and libraries (the first run downloads them).
-MVN=(mvn -B -q); [[ -d "$HOME/.m2/repository/org/jetbrains/kotlin/kotlin-maven-plugin" ]] && MVN+=(-o)
+# Offline once Maven's cache has the plugins and libraries (the first run downloads them);
+# keyed by the pom's Kotlin version, so a version bump goes online once.
+kv="$(sed -n 's:.*<kotlin.version>\(.*\)</kotlin.version>.*:\1:p' "$K/pom.xml")"
+MVN=(mvn -B -q); [[ -d "$HOME/.m2/repository/org/jetbrains/kotlin/kotlin-maven-plugin/$kv" ]] && MVN+=(-o)
 log "compile (kotlin-maven-plugin) and the JUnit suite"
 rm -rf "$K/target/surefire-reports"
 (cd "$K" && "${MVN[@]}" test -Dcycles.native.dir="$TARGET/debug") >&2
