@@ -1,7 +1,7 @@
 //! Client options: the one table of what a host may set when it builds a client, one check of
 //! every value, one error text. Hosts pass their typed options as a JSON object in their own
-//! [`Spelling`] (C and the JVM: snake_case, milliseconds; Node: camelCase, milliseconds;
-//! Python: snake_case, seconds), and a bad member is named as the host's user wrote it:
+//! [`Spelling`] (C and the JVM: snake_case, milliseconds; Node, Kotlin and Swift: camelCase,
+//! milliseconds; Python: snake_case, seconds), and a bad member is named as the host's user wrote it:
 //!
 //! - an unknown member: `unknown option "journalDri" (known: baseUrl, apiKey, ...)`;
 //! - a value of the wrong type or out of range:
@@ -31,7 +31,8 @@ use crate::ops::{ClientHandle, ClientOptions, Connection};
 pub enum Spelling {
     /// snake_case names, durations in integer milliseconds (`request_timeout_ms`): C, JVM.
     Snake,
-    /// camelCase names, durations in integer milliseconds (`requestTimeoutMs`): Node.
+    /// camelCase names, durations in integer milliseconds (`requestTimeoutMs`): Node, Kotlin
+    /// and Swift.
     Camel,
     /// snake_case names, durations in seconds, any finite number (`request_timeout`): Python.
     Seconds,
@@ -60,6 +61,11 @@ pub const JVM: Host = Host {
 };
 /// Node: camelCase in ms.
 pub const NODE: Host = Host {
+    spelling: Spelling::Camel,
+    close_default: true,
+};
+/// Kotlin and Swift (`bindings/uniffi`): camelCase in ms, as their properties are spelled.
+pub const UNIFFI: Host = Host {
     spelling: Spelling::Camel,
     close_default: true,
 };

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The Kotlin face's tests: build libcycles_uniffi (cargo, debug profile, honouring
+# $CARGO_TARGET_DIR); check that the committed generated Kotlin and Swift are what uniffi-bindgen
+# writes from it (bindings/uniffi/scripts/generate.sh --check); extract docs/kotlin.md's quick
+# start; compile everything with the Kotlin compiler from Maven Central (kotlin-maven-plugin)
+# and run the JUnit suite on the JVM against the local server (spec mode), then the operations,
+# lifecycle and boundary suites again against its reference mode; Surefire's XML is checked
+# for exactly the expected tests per class, all passed (a filter matching nothing still says
+# BUILD SUCCESS).
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+K="$ROOT/kotlin"
+TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+log() { printf '== kotlin: %s (%ds)\n' "$*" "$SECONDS" >&2; }
+# Tests per class; a new test needs its count here.
+declare -A EXPECTED=([OperationsTest]=6 [LifecycleTest]=11 [VectorsTest]=3 [ReferenceCorpusTest]=2
+    [BoundaryTest]=5 [ExitTest]=2)
+
+# A JDK 17+ and Maven; a bare image gets them from apt.
+if ! command -v mvn >/dev/null || ! command -v javac >/dev/null; then
+    log "installing a JDK and Maven"
+    SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    $SUDO apt-get install -y -qq openjdk-17-jdk-headless maven >/dev/null
+fi
+
+check_reports() {
+    python3 - "$K/target/surefire-reports" "$@" <<'PY'
+import glob, sys, xml.etree.ElementTree as ET
+reports, want = sys.argv[1], dict(a.split("=") for a in sys.argv[2:])
+got = {}
+for f in glob.glob(reports + "/TEST-*.xml"):
+    s = ET.parse(f).getroot()
+    name = s.get("name").rsplit(".", 1)[-1]
+    bad = int(s.get("failures")) + int(s.get("errors")) + int(s.get("skipped"))
+    if bad:
+        sys.exit(f"{name}: {bad} test(s) failed, errored or skipped")
+    got[name] = int(s.get("tests"))
+want = {k: int(v) for k, v in want.items()}
+if got != want:
+    sys.exit(f"surefire ran {got}, expected {want}")
+print(f"kotlin: {sum(got.values())} passed, 0 failed ({len(got)} classes)")
+PY
+}
+
+log "libcycles_uniffi (cargo build -p cycles-uniffi)"
+(cd "$ROOT" && cargo build -q -p cycles-uniffi --locked)
+log "generated Kotlin and Swift against uniffi-bindgen's output"
+# The generator is a workspace of its own, outside the root's cargo fmt.
+(cd "$ROOT" && cargo fmt --manifest-path bindings/uniffi/bindgen/Cargo.toml -- --check)
+bash "$ROOT/bindings/uniffi/scripts/generate.sh" --check
+
+log "docs/kotlin.md's quick start"
+mkdir -p "$K/target/quickstart"
+python3 - "$ROOT/docs/kotlin.md" "$K/target/quickstart/QuickStart.kt" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+section = text.split("## Quick start", 1)[1]
+open(sys.argv[2], "w").write(re.search(r"```kotlin\n(.*?)```", section, re.S).group(1))
+PY
+
+# Offline once Maven's cache has the plugins and libraries (the first run downloads them);
+# keyed by the pom's Kotlin version, so a version bump goes online once.
+kv="$(sed -n 's:.*<kotlin.version>\(.*\)</kotlin.version>.*:\1:p' "$K/pom.xml")"
+MVN=(mvn -B -q); [[ -d "$HOME/.m2/repository/org/jetbrains/kotlin/kotlin-maven-plugin/$kv" ]] && MVN+=(-o)
+log "compile (kotlin-maven-plugin) and the JUnit suite"
+rm -rf "$K/target/surefire-reports"
+(cd "$K" && "${MVN[@]}" test -Dcycles.native.dir="$TARGET/debug") >&2
+args=(); for k in "${!EXPECTED[@]}"; do args+=("$k=${EXPECTED[$k]}"); done
+check_reports "${args[@]}"
+
+log "operations, lifecycle and boundary suites against the local server's reference mode"
+rm -rf "$K/target/surefire-reports"
+(cd "$K" && "${MVN[@]}" surefire:test -Dcycles.native.dir="$TARGET/debug" -Dcycles.test.server.mode=reference \
+    -Dtest='OperationsTest,LifecycleTest,BoundaryTest' -Dsurefire.failIfNoSpecifiedTests=true) >&2
+check_reports "OperationsTest=${EXPECTED[OperationsTest]}" "LifecycleTest=${EXPECTED[LifecycleTest]}" \
+    "BoundaryTest=${EXPECTED[BoundaryTest]}"
+log "all Kotlin tests passed"
