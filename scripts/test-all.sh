@@ -56,6 +56,9 @@ bash node/scripts/test.sh
 
 step "JVM: jar with libcycles_jvm, JUnit suite (-Xcheck:jni, both server modes), exit test and quick start with plain java"; bash java/scripts/test.sh
 
+step "Kotlin (uniffi): libcycles_uniffi, the generated Kotlin and Swift drift check, JUnit suite on JDK 17 (counts checked, both server modes), exit test and quick start with plain java"
+bash kotlin/scripts/test.sh
+
 step "Spring Boot: the starter on the SDK jar, its JUnit suite (counts checked) against the local server, the Boot quick start with java -jar"
 bash spring/scripts/test.sh
 
