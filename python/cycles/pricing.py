@@ -137,8 +137,23 @@ class _Json(str):
     in Python). Core parses it like any other argument and says what is wrong with it."""
 
 
+def _parsed(pricing: Pricing) -> _native.ParsedPricing:
+    """``pricing`` parsed once by core, to pass as the ``pricing`` of this module's functions
+    where one table prices many calls (a guard's): each call then skips encoding and parsing
+    the table again. A bad pricing raises :class:`~cycles.errors.InvalidArgumentError` here."""
+    return _native.ParsedPricing(_dumps(pricing, "pricing="))
+
+
 def _call(name: str, args: Mapping[str, Any]) -> Any:
     what = f"an argument of {name}"
+    parsed = args.get("pricing")
+    if isinstance(parsed, _native.ParsedPricing):
+        rest = {k: v for k, v in args.items() if k != "pricing"}
+        return json.loads(parsed.call(name, _args_text(rest, what)))
+    return json.loads(_native.pricing_call(name, _args_text(args, what)))
+
+
+def _args_text(args: Mapping[str, Any], what: str) -> str:
     verbatim = [(k, v) for k, v in args.items() if isinstance(v, _Json)]
     if not verbatim:
         text = _dumps(args, what)
@@ -146,7 +161,7 @@ def _call(name: str, args: Mapping[str, Any]) -> Any:
         rest = _dumps({k: v for k, v in args.items() if not isinstance(v, _Json)}, what)
         head = ",".join(f'"{k}":{v}' for k, v in verbatim)  # the keys are this module's
         text = "{" + head + ("}" if rest == "{}" else "," + rest[1:])
-    return json.loads(_native.pricing_call(name, text))
+    return text
 
 
 def _caps(caps: CapsLike) -> Any:

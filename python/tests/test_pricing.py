@@ -143,6 +143,34 @@ def test_every_shared_vector_through_the_python_functions() -> None:
     assert ran == total and ran >= 166, f"only {ran} of {total} vectors ran"
 
 
+def test_a_pricing_parsed_once_prices_as_the_mapping_does() -> None:
+    """What a guard passes (``pricing._parsed``): every vector whose pricing parses gives
+    the same answer, or the same error, with the pricing parsed beforehand."""
+    doc = json.loads(vectors_file().read_text())
+    ran = 0
+    for function, cases in doc["functions"].items():
+        fn = FUNCTIONS[function]
+        for case in cases:
+            args = python_args(function, case["input"])
+            if "pricing" not in args:
+                continue
+            try:
+                parsed = pricing._parsed(args["pricing"])
+            except cycles.InvalidArgumentError:
+                continue  # a bad pricing is refused when parsed: checked below
+            label = f"{function} {case['name']}"
+            if "expect" in case:
+                assert encoded(fn(**{**args, "pricing": parsed})) == case["expect"], label
+            else:
+                with pytest.raises(cycles.CyclesError) as e:
+                    fn(**{**args, "pricing": parsed})
+                assert case["error"]["message_contains"] in e.value.message, label
+            ran += 1
+    assert ran >= 40, f"only {ran} vectors ran"
+    with pytest.raises(cycles.InvalidArgumentError, match="pricing"):
+        pricing._parsed({"unit": "USD_MICROCENTS"})
+
+
 def test_typed_values() -> None:
     table: pricing.Pricing = {
         "unit": "USD_MICROCENTS",

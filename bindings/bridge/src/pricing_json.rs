@@ -9,6 +9,7 @@ use cycles_core::pricing::table::Matched;
 use cycles_core::pricing::{caps, charge, tokens, wire, Api, CapsPlan, Pricing, Settlement, Usage};
 use cycles_core::{Amount, Caps, Error, Unit};
 use serde_json::{json, Value};
+use std::borrow::Cow;
 
 use crate::timing_json::{arg, int_arg, int_out, parse, str_arg};
 
@@ -16,8 +17,20 @@ fn bad(name: &str, what: &str) -> Error {
     Error::invalid_argument(format!("{name} must be {what}"))
 }
 
-fn pricing_arg(a: &Value) -> Result<Pricing, Error> {
-    Pricing::from_json(arg(a, "pricing")?)
+/// The call's pricing: the one parsed by the host beforehand ([`call_with`]), or its
+/// `pricing` argument.
+fn pricing_arg<'p>(a: &Value, given: Option<&'p Pricing>) -> Result<Cow<'p, Pricing>, Error> {
+    match given {
+        Some(p) => Ok(Cow::Borrowed(p)),
+        None => Pricing::from_json(arg(a, "pricing")?).map(Cow::Owned),
+    }
+}
+
+/// A pricing as JSON (`{"unit", "models"?, "default"?}`) parsed once, for [`call_with`]: an
+/// integration prices every call of a guard with one table, and parsing it on each crossing
+/// was a measurable share of the guard's cost (docs/benchmarks.md).
+pub fn parse_pricing(json: &str) -> Result<Pricing, Error> {
+    Pricing::from_json(&parse(json, "pricing")?)
 }
 
 fn caps_arg(a: &Value) -> Result<Caps, Error> {
@@ -146,7 +159,19 @@ pub const FUNCTIONS: [&str; 18] = [
 /// | `call_failed` | `api`, `body` (a response body or one stream event) | bool: it says the call failed |
 /// | `observe` | `pricing`, `model`, `api`, `body`, `usage`? (so far) | `{"usage", "failed", "actual"}`: `usage`, `call_failed` and `actual` of one body in one call |
 pub fn call(name: &str, args_json: &str) -> Result<String, Error> {
+    call_with(name, None, args_json)
+}
+
+/// [`call`] with the pricing parsed beforehand ([`parse_pricing`]): the functions that take a
+/// `pricing` use `pricing` instead, and their arguments must not carry one (`Some`); `None` is
+/// [`call`].
+pub fn call_with(name: &str, pricing: Option<&Pricing>, args_json: &str) -> Result<String, Error> {
     let a = parse(args_json, "arguments")?;
+    if pricing.is_some() && a.get("pricing").is_some() {
+        return Err(Error::invalid_argument(
+            "pricing is given twice: parsed beforehand and in the arguments",
+        ));
+    }
     let out = match name {
         "text_tokens" => int_out(i128::from(tokens::text_tokens(str_arg(&a, "text")?))),
         "prompt_texts" => json!(tokens::messages(arg(&a, "request")?)),
@@ -163,7 +188,8 @@ pub fn call(name: &str, args_json: &str) -> Result<String, Error> {
             bound.map_or(Value::Null, |b| int_out(i128::from(b)))
         }
         "lookup_price" => {
-            let Pricing::Table(table) = pricing_arg(&a)? else {
+            let priced = pricing_arg(&a, pricing)?;
+            let Pricing::Table(table) = priced.as_ref() else {
                 return Err(Error::invalid_argument(
                     "unit TOKENS has no price table (cost = tokens)",
                 ));
@@ -175,20 +201,20 @@ pub fn call(name: &str, args_json: &str) -> Result<String, Error> {
             };
             json!({"matched": matched, "input_per_mtok": p.input_per_mtok, "output_per_mtok": p.output_per_mtok})
         }
-        "cost" => amount_out(&pricing_arg(&a)?.cost(
+        "cost" => amount_out(&pricing_arg(&a, pricing)?.cost(
             str_arg(&a, "model")?,
             int_arg(&a, "input_tokens")?,
             int_arg(&a, "output_tokens")?,
         )?),
         "estimate" => amount_out(&charge::estimate(
-            &pricing_arg(&a)?,
+            pricing_arg(&a, pricing)?.as_ref(),
             str_arg(&a, "model")?,
             int_arg(&a, "prompt_tokens")?,
             int_arg(&a, "output_bound")?,
         )?),
         "estimate_request" => {
             let e = charge::estimate_request(
-                &pricing_arg(&a)?,
+                pricing_arg(&a, pricing)?.as_ref(),
                 str_arg(&a, "model")?,
                 arg(&a, "request")?,
                 opt_count(&a, "default_output_bound")?,
@@ -209,8 +235,12 @@ pub fn call(name: &str, args_json: &str) -> Result<String, Error> {
                 input_tokens: opt_count(u, "input_tokens")?,
                 output_tokens: opt_count(u, "output_tokens")?,
             };
-            charge::actual(&pricing_arg(&a)?, str_arg(&a, "model")?, usage)?
-                .map_or(Value::Null, |x| amount_out(&x))
+            charge::actual(
+                pricing_arg(&a, pricing)?.as_ref(),
+                str_arg(&a, "model")?,
+                usage,
+            )?
+            .map_or(Value::Null, |x| amount_out(&x))
         }
         "settlement" => {
             let actual = match a.get("actual") {
@@ -253,7 +283,11 @@ pub fn call(name: &str, args_json: &str) -> Result<String, Error> {
         "observe" => {
             let (api, body) = (api_arg(&a)?, arg(&a, "body")?);
             let usage = wire::usage_update(api, usage_so_far(&a)?, body);
-            let actual = charge::actual(&pricing_arg(&a)?, str_arg(&a, "model")?, usage)?;
+            let actual = charge::actual(
+                pricing_arg(&a, pricing)?.as_ref(),
+                str_arg(&a, "model")?,
+                usage,
+            )?;
             json!({
                 "usage": usage_out(&usage),
                 "failed": wire::call_failed(api, body),
@@ -322,6 +356,50 @@ mod tests {
             }
         }
         assert!(ran >= 166, "only {ran} vectors ran");
+    }
+
+    /// The vectors whose pricing parses, with it parsed beforehand: the same answers (or the
+    /// same errors) as through `call`.
+    #[test]
+    fn a_pricing_parsed_beforehand_answers_as_the_argument_does() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../conformance/vectors/pricing.json"
+        );
+        let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let mut ran = 0;
+        for (function, cases) in doc["functions"].as_object().unwrap() {
+            for case in cases.as_array().unwrap() {
+                let mut input = case["input"].clone();
+                let Some(p) = input.as_object_mut().unwrap().remove("pricing") else {
+                    continue;
+                };
+                let Ok(parsed) = parse_pricing(&p.to_string()) else {
+                    continue; // a bad pricing: parse_pricing's own error, tested below
+                };
+                let once = call_with(function, Some(&parsed), &input.to_string());
+                let each = call(function, &case["input"].to_string());
+                match (once, each) {
+                    (Ok(x), Ok(y)) => assert_eq!(x, y, "{function} {}", case["name"]),
+                    (Err(x), Err(y)) => assert_eq!(x.message(), y.message()),
+                    (x, y) => panic!("{function} {}: {x:?} against {y:?}", case["name"]),
+                }
+                ran += 1;
+            }
+        }
+        assert!(ran >= 40, "only {ran} vectors ran");
+        let e = parse_pricing(r#"{"unit":"USD_MICROCENTS"}"#).unwrap_err();
+        assert!(e.message().starts_with("pricing"), "{}", e.message());
+        let e = parse_pricing("{").unwrap_err();
+        assert_eq!(e.kind().name(), "INVALID_ARGUMENT");
+        let tokens = parse_pricing(r#"{"unit":"TOKENS"}"#).unwrap();
+        let e = call_with(
+            "cost",
+            Some(&tokens),
+            r#"{"pricing":{"unit":"TOKENS"},"model":"m","input_tokens":1,"output_tokens":2}"#,
+        )
+        .unwrap_err();
+        assert!(e.message().contains("given twice"), "{}", e.message());
     }
 
     #[test]

@@ -40,8 +40,8 @@ from ..pricing import (
     CapsPlan,
     Pricing,
     Usage,
-    _dumps,
     _Json,
+    _parsed,
     actual,
     estimate,
     estimate_request,
@@ -70,6 +70,10 @@ _NOT_BODY = ("extra_headers", "extra_query", "extra_body", "timeout")
 # The header those libraries' ``with_raw_response`` sets: such a call returns the raw
 # response to its caller, so the guard must not parse it.
 _RAW_HEADER = "X-Stainless-Raw-Response"
+
+
+# Types of keyword values that are never iterators (exact types: a subclass may be one).
+_PLAIN = frozenset((str, int, float, bool, list, dict, tuple, type(None)))
 
 
 def _caller_wants_raw(kw: Mapping[str, Any]) -> bool:
@@ -170,8 +174,8 @@ class Settings:
     omitted: tuple[type, ...]
     #: Counts the prompt's texts (:mod:`cycles.integrations.tokenizer`).
     tokenizer: Tokenizer = "auto"
-    #: ``pricing`` as JSON, encoded once here instead of on every crossing into core: the
-    #: pricing is read when the client is guarded (a later change to the mapping is not seen).
+    #: ``pricing`` parsed by core once here instead of on every crossing into it: the pricing
+    #: is read when the client is guarded (a later change to the mapping is not seen).
     pricing_json: Any = None
 
     def __post_init__(self) -> None:
@@ -186,7 +190,7 @@ class Settings:
         if self.prompt_tokens is not None and not callable(self.prompt_tokens):
             raise InvalidArgumentError("prompt_tokens= must be a function of the request")
         check_tokenizer(self.tokenizer)
-        object.__setattr__(self, "pricing_json", _Json(_dumps(self.pricing, "pricing=")))
+        object.__setattr__(self, "pricing_json", _parsed(self.pricing))
 
     def call(self, api: Api, kw: dict[str, Any]) -> Call:
         """A call of ``api`` with the library keywords ``kw`` (the options popped)."""
@@ -200,7 +204,9 @@ class Call:
         self.s = s
         self.api = api
         for k, v in kw.items():
-            if isinstance(v, Iterator):  # e.g. a generator of messages: read once, kept
+            # e.g. a generator of messages: read once, kept. The common types are skipped
+            # first: the Iterator check is an ABC's, run in Python for every keyword.
+            if type(v) not in _PLAIN and isinstance(v, Iterator):
                 kw[k] = list(v)
         model = kw.get("model")
         if not isinstance(model, str):
