@@ -11,8 +11,8 @@ import java.util.Map;
  * @param amount the amount (negative only for a signed balance)
  */
 public record Amount(String unit, long amount) {
-    /** The default unit. */
-    public static final String USD_MICROCENTS = "USD_MICROCENTS";
+    /** The default unit ({@link Unit#USD_MICROCENTS}; {@link Unit} has every known one). */
+    public static final String USD_MICROCENTS = Unit.USD_MICROCENTS;
 
     /**
      * @param amount an amount of USD micro-cents

@@ -32,11 +32,11 @@ class CapsPlanTest {
 
     @BeforeEach
     void start() {
-        server = LocalServer.builder().budget("tenant:acme", "TOKENS", 1_000_000)
-                .budget("tenant:acme/workspace:capped", "TOKENS", 1_000_000, new Caps(64L, null, null, List.of("shell"), null))
-                .budget("tenant:acme/workspace:zero", "TOKENS", 1_000_000, new Caps(0L, null, null, null, null)).start();
+        server = LocalServer.builder().budget("tenant:acme", Unit.TOKENS, 1_000_000)
+                .budget("tenant:acme/workspace:capped", Unit.TOKENS, 1_000_000, new Caps(64L, null, null, List.of("shell"), null))
+                .budget("tenant:acme/workspace:zero", Unit.TOKENS, 1_000_000, new Caps(0L, null, null, null, null)).start();
         client = CyclesClient.builder().baseUrl(server.url()).apiKey(server.apiKey()).tenant(server.tenant())
-                .journalEnabled(false).defaultUnit("TOKENS").onEvent(events::add).build();
+                .journalEnabled(false).defaultUnit(Unit.TOKENS).onEvent(events::add).build();
     }
 
     @AfterEach
