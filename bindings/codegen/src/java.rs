@@ -10,7 +10,7 @@
 use std::fmt::Write;
 
 use crate::ir::{Field, Ir, Model, OpenEnum, Ty};
-use crate::table::{JAVA_ALIASES, JAVA_HAND_WRITTEN};
+use crate::table::{JAVA_ALIASES, JAVA_NO_RECORD, JAVA_REQUEST_PARTS};
 use crate::text::camel;
 
 /// The first line of every generated JVM file: how the generator tells its own files from
@@ -38,7 +38,9 @@ pub fn java_name(core: &str) -> &str {
 pub fn emit(ir: &Ir) -> Result<Vec<(String, String)>, String> {
     let mut names: Vec<String> = Vec::new();
     fn visit(ir: &Ir, name: &str, out: &mut Vec<String>) {
-        if out.iter().any(|n| n == name) || JAVA_HAND_WRITTEN.contains(&java_name(name)) {
+        let elsewhere = JAVA_REQUEST_PARTS.contains(&java_name(name))
+            || JAVA_NO_RECORD.contains(&java_name(name));
+        if out.iter().any(|n| n == name) || elsewhere {
             return;
         }
         out.push(name.to_string());
@@ -256,7 +258,7 @@ fn record(m: &Model) -> Result<String, String> {
 }
 
 /// `head` followed by `items` joined with ", ", wrapped at `width` with `indent`.
-fn wrap_list(head: &str, items: &[String], indent: &str, width: usize) -> String {
+pub fn wrap_list(head: &str, items: &[String], indent: &str, width: usize) -> String {
     let mut out = head.to_string();
     let mut line_len = head.len();
     for (i, item) in items.iter().enumerate() {
@@ -276,7 +278,7 @@ fn wrap_list(head: &str, items: &[String], indent: &str, width: usize) -> String
 }
 
 /// Rustdoc Markdown to Javadoc: `code` and links to `{@code code}`, HTML escaped outside.
-fn javadoc(s: &str) -> String {
+pub fn javadoc(s: &str) -> String {
     let text = crate::text::md(s);
     let mut out = String::new();
     for (i, part) in text.split('`').enumerate() {

@@ -5,6 +5,7 @@
 mod c_docs;
 mod ir;
 mod java;
+mod java_parts;
 mod python;
 mod table;
 mod text;
@@ -25,6 +26,7 @@ fn outputs() -> Result<Vec<(String, String)>, String> {
         (c_client.to_string(), c_docs::rewrite(&c_source, &ir)?),
     ];
     out.extend(java::emit(&ir)?);
+    out.extend(java_parts::emit(&ir, &root())?);
     Ok(out)
 }
 
@@ -246,10 +248,13 @@ mod tests {
                 assert!(text.contains(&line), "{}: {line}", e.name);
             }
         }
-        for hand in table::JAVA_HAND_WRITTEN {
+        for other in table::JAVA_REQUEST_PARTS
+            .iter()
+            .chain(table::JAVA_NO_RECORD)
+        {
             assert!(!files
                 .iter()
-                .any(|(p, _)| p.ends_with(&format!("/{hand}.java"))));
+                .any(|(p, _)| p.ends_with(&format!("/{other}.java"))));
         }
         let commit = &files
             .iter()
@@ -261,5 +266,37 @@ mod tests {
         assert!(commit.contains("@param status"));
         assert!(commit.contains("success; known values:\n *         {@link ReservationStatus}\n"));
         assert!(commit.contains("@Deprecated\n    public EvidenceRef evidence()"));
+    }
+
+    #[test]
+    fn jvm_request_parts_are_generated_with_their_idioms() {
+        let files = java_parts::emit(&ir::load().unwrap(), &root()).unwrap();
+        let text = |name: &str| {
+            &files
+                .iter()
+                .find(|(p, _)| p.ends_with(&format!("/{name}.java")))
+                .unwrap_or_else(|| panic!("no {name}"))
+                .1
+        };
+        assert_eq!(files.len(), table::JAVA_REQUEST_PARTS.len());
+        let subject = text("Subject");
+        assert!(subject.starts_with(java::HEADER));
+        // Core's members, a request's null rules, the idioms spliced in whole.
+        assert!(subject.contains("public record Subject(String tenant, String workspace, String app, String workflow, String agent, String toolset,\n        Map<String, String> dimensions) {"));
+        assert!(subject.contains(
+            "        if (agent != null) {\n            m.put(\"agent\", agent);\n        }\n"
+        ));
+        assert!(subject.contains("    public static Subject tenant(String tenant) {\n"));
+        assert!(subject.contains("Collections.unmodifiableMap(new LinkedHashMap<>(dimensions))"));
+        let amount = text("Amount");
+        assert!(amount.contains("public record Amount(String unit, long amount) {"));
+        assert!(amount.contains("        m.put(\"amount\", amount);\n"));
+        assert!(amount.contains(" * <p>The JVM's one amount record"));
+        assert!(amount.contains("known values: {@link Unit}"));
+        assert!(text("Action").contains("tags = tags == null ? null : List.copyOf(tags);"));
+        // A part without a fragment is the shape alone.
+        let caps = text("Caps");
+        assert!(caps.contains("public record Caps(Long maxTokens, Long maxStepsRemaining"));
+        assert!(caps.contains("static Caps from(Map<String, Object> m) {"));
     }
 }

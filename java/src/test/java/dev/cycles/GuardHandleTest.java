@@ -90,6 +90,9 @@ class GuardHandleTest {
             assertEquals(64L, caps.maxTokens());
             assertEquals(List.of("shell"), caps.toolDenylist());
             assertNull(caps.maxStepsRemaining());
+            // The generated request part: an unset list is null, a set one a read-only copy.
+            assertNull(caps.toolAllowlist());
+            assertThrows(UnsupportedOperationException.class, () -> caps.toolDenylist().add("x"));
             r.setActual(1);
         }
         assertEquals(List.of("reserve", "commit"), kinds());
