@@ -15,6 +15,11 @@ export declare class NativeActive {
    */
   release(reason?: string | undefined | null): Promise<string>
   /**
+   * An integration's refusal to send a provider call (the bridge's `Active::refuse_call`:
+   * releases): the finished JSON with the `error` to throw.
+   */
+  refuseCall(why?: string | undefined | null): Promise<string>
+  /**
    * The caps rewrite of a provider request (the bridge's `Active::plan_caps`): `api`
    * `chat_completions`, `responses` or `messages`; the plan as JSON text.
    */
@@ -225,6 +230,12 @@ export declare function errorCodesJson(): string
 
 /** The message prefix of every error this addon throws or rejects with. */
 export declare function errorMarker(): string
+
+/**
+ * The bridge's refinements of a kind as JSON `[[variant, name, code], ...]`: a subclass
+ * each (`ClientClosedError`, `CallNotSentError`).
+ */
+export declare function errorVariantsJson(): string
 
 /** The record file name of a reservation. */
 export declare function journalFileName(reservationId: string): string

@@ -124,10 +124,9 @@ export function cyclesMiddleware(config: GuardConfig): CyclesLanguageModelMiddle
     // Always a new object: the map below keys each call by it.
     let sent: CallOptionsLike = params;
     try {
-      sent = { ...capped(r, params, model) };
+      sent = { ...(await capped(r, params, model)) };
     } catch (e) {
-      const o = await r.fail();
-      if (e instanceof CallNotSentError) e.released = o.released;
+      await r.fail(); // released (a refused call was released already: its outcome)
       throw e;
     }
     const settle = async (u: ReportedUsage, succeeded: boolean): Promise<unknown> => {
@@ -219,16 +218,11 @@ function asRequest(api: Api, params: CallOptionsLike): Obj {
  * `toolChoice` dropped; a `toolChoice` naming a removed tool dropped). `send: false` (a cap
  * of 0, or below the API's minimum) throws {@link CallNotSentError}.
  */
-function capped(r: GuardedReservation, params: CallOptionsLike, model: ModelLike): CallOptionsLike {
+async function capped(r: GuardedReservation, params: CallOptionsLike, model: ModelLike): Promise<CallOptionsLike> {
   if (r.decision !== "ALLOW_WITH_CAPS") return params;
   const api = apiOf(model.provider);
   const plan = r.planCaps(api, asRequest(api, params));
-  if (!plan.send) {
-    throw Object.assign(
-      new CallNotSentError(`caps lower the output bound to ${String(plan.boundTo)}, which ${api} does not accept: the model call was not made and reservation ${r.reservationId} was released`),
-      { reservationId: r.reservationId, plan },
-    );
-  }
+  if (!plan.send) throw Object.assign(await r.refuseCall(), { plan });
   if (!plan.changed) return params;
   const out: CallOptionsLike = { ...params };
   if (plan.boundTo !== null && plan.boundTo !== plan.boundFrom) out.maxOutputTokens = Number(plan.boundTo);

@@ -18,10 +18,19 @@ import { parseJson } from "./json";
 import type { Settlement } from "./lifecycle";
 import type { EvidenceRef } from "./models";
 import { native } from "./native";
+import type { CapsPlan } from "./pricing";
 
 /** Core's stable `name -> code` table, from the addon. */
 export const ERROR_CODES: ReadonlyMap<string, number> = new Map(
   JSON.parse(native.errorCodesJson()) as [string, number][],
+);
+
+/**
+ * The bridge's refinements of a kind, `variant -> [kind name, code]` (`error_variants()`):
+ * each has a subclass of its kind's class, named after it.
+ */
+export const ERROR_VARIANTS: ReadonlyMap<string, [string, number]> = new Map(
+  (JSON.parse(native.errorVariantsJson()) as [string, string, number][]).map(([v, name, code]) => [v, [name, code]]),
 );
 
 /** The fields every {@link CyclesError} carries. */
@@ -164,6 +173,24 @@ export class InvalidActualError extends InvalidArgumentError {
   /** `[errorKind, message]` of the failed release, null when it succeeded. */
   releaseError: [string, string] | null = null;
 }
+/**
+ * A provider call that was not made: under `ALLOW_WITH_CAPS` the caps leave no output bound
+ * the API accepts (a `caps.maxTokens` of 0, or below Responses' minimum of 16), so the
+ * integration did not send it and released the reservation
+ * (`GuardedReservation.refuseCall`). A {@link BudgetExceededError} (BUDGET_EXCEEDED,
+ * variant `call_not_sent`: the budget allows nothing for this call), so code that handles a
+ * denial handles this too. The message is core's text, the same in every language.
+ */
+export class CallNotSentError extends BudgetExceededError {
+  /** The reservation given back. */
+  reservationId = "";
+  /** Whether its release succeeded (false: the estimate stays held until the lease expires). */
+  released = false;
+  /** `[errorKind, message]` of the failed release, null when it succeeded. */
+  releaseError: [string, string] | null = null;
+  /** Core's caps plan that said not to send, when there was one. */
+  plan: CapsPlan | null = null;
+}
 /** The heartbeat stopped before the work finished, under `fail_on_finalize` (HEARTBEAT_LAPSED). */
 export class HeartbeatLapsedError extends CyclesError {
   /** The reservation. */
@@ -210,8 +237,17 @@ const BY_NAME: Record<string, typeof CyclesError> = {
   UNKNOWN_ERROR_CODE: UnknownErrorCodeError,
 };
 for (const [name, cls] of Object.entries(BY_NAME)) kind(cls, name);
-kind(ClientClosedError, "RUNTIME");
 kind(InvalidActualError, "INVALID_ARGUMENT");
+
+/** The class of each variant of {@link ERROR_VARIANTS}; its kind is the table's. @internal */
+export const BY_VARIANT: Record<string, typeof CyclesError> = {
+  closed: ClientClosedError,
+  call_not_sent: CallNotSentError,
+};
+for (const [variant, [name]] of ERROR_VARIANTS) {
+  const cls = BY_VARIANT[variant];
+  if (cls !== undefined) kind(cls, name);
+}
 
 /** The class of a stable kind name ({@link CyclesError} for a name this version does not know). */
 export function errorClass(name: string): typeof CyclesError {
@@ -220,7 +256,8 @@ export function errorClass(name: string): typeof CyclesError {
 
 const MARKER = native.errorMarker();
 
-interface NativeFields {
+/** The bridge's error fields (`ErrorFields`), as JSON decodes them. @internal */
+export interface NativeFields {
   code: number;
   name: string;
   message: string;
@@ -245,7 +282,12 @@ export function fromNative(e: unknown): unknown {
   } catch {
     return e;
   }
-  const cls = f.variant === "closed" ? ClientClosedError : errorClass(f.name);
+  return fromFields(f);
+}
+
+/** The {@link CyclesError} of the bridge's error fields (JSON decoded). @internal */
+export function fromFields(f: NativeFields): CyclesError {
+  const cls = (f.variant !== null ? BY_VARIANT[f.variant] : undefined) ?? errorClass(f.name);
   let details: Record<string, unknown> | null = null;
   if (f.details_json !== null) {
     try {

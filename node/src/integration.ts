@@ -7,12 +7,15 @@
  * @internal
  */
 import type { Client } from "./client";
-import { BudgetExceededError, InvalidArgumentError } from "./errors";
+import { InvalidArgumentError } from "./errors";
 import type { GuardedReservation } from "./lifecycle";
 import type { Action, Amount, Int64, Subject } from "./models";
 import * as pricing from "./pricing";
-import type { Api, CapsPlan, Pricing, ReportedUsage } from "./pricing";
+import type { Api, Pricing, ReportedUsage } from "./pricing";
 import { checkTokenizer, textTokens, type Tokenizer } from "./tokenizer";
+
+// Core's refusal of a call (`GuardedReservation.refuseCall`), a BudgetExceededError.
+export { CallNotSentError } from "./errors";
 
 export type { TextCounter, Tokenizer } from "./tokenizer";
 
@@ -72,20 +75,6 @@ export interface CyclesCallOptions {
  */
 export function withCycles<O extends object = Record<string, unknown>>(cycles: CyclesCallOptions, options?: O): O {
   return { ...(options ?? {}), cycles } as unknown as O;
-}
-
-/**
- * The provider call was not sent: the caps allow no output (`caps.max_tokens` of 0), so
- * the reservation was released. A {@link BudgetExceededError} (the budget allows nothing for
- * this call), so code that handles a denial handles this too.
- */
-export class CallNotSentError extends BudgetExceededError {
-  /** The reservation given back. */
-  reservationId = "";
-  /** Whether its release succeeded (false: the estimate stays held until the lease expires). */
-  released = false;
-  /** The caps plan that said not to send. */
-  plan: CapsPlan | null = null;
 }
 
 /** What a provider call handed back, as `APIPromise.withResponse()` resolves. */
@@ -215,15 +204,14 @@ async function runCall(
   let sent: Obj;
   let got: WithResponse<unknown>;
   try {
-    sent = applyCaps(r, api, request);
+    sent = await applyCaps(r, api, request);
     // Core's rule sets nothing on a request that does not stream: skip the crossing then.
     const streams = (sent as { stream?: unknown }).stream;
     if (streams !== undefined && streams !== null && streams !== false) {
       sent = { ...sent, ...pricing.streamRequest(api, sent) };
     }
   } catch (e) {
-    const o = await r.fail();
-    if (e instanceof CallNotSentError) e.released = o.released;
+    await r.fail(); // released (a refused call was released already: its outcome)
     throw e;
   }
   try {
@@ -249,15 +237,10 @@ async function runCall(
 }
 
 /** Under ALLOW_WITH_CAPS, the request rewritten by core's plan (the `caps_applied` event says so); `send: false` releases and throws. */
-function applyCaps(r: GuardedReservation, api: Api, request: Obj): Obj {
+async function applyCaps(r: GuardedReservation, api: Api, request: Obj): Promise<Obj> {
   if (r.decision !== "ALLOW_WITH_CAPS") return request;
   const plan = r.planCaps(api, request);
-  if (!plan.send) {
-    throw Object.assign(
-      new CallNotSentError(`caps lower the output bound to ${String(plan.boundTo)}, which ${api} does not accept: the call was not sent and reservation ${r.reservationId} was released`),
-      { reservationId: r.reservationId, plan },
-    );
-  }
+  if (!plan.send) throw Object.assign(await r.refuseCall(), { plan });
   if (!plan.changed) return request;
   const out: Obj = { ...request, ...plan.set };
   for (const k of plan.unset) delete out[k];

@@ -250,10 +250,9 @@ export class CyclesChatModel<O extends ChatModels.BaseChatModelCallOptions = Cha
     let sent: Call;
     try {
       call.onReservation?.(r);
-      sent = this.capped(r, api, request, options);
+      sent = await this.capped(r, api, request, options);
     } catch (e) {
-      const o = await r.fail(); // nothing was sent: released
-      if (e instanceof CallNotSentError) e.released = o.released;
+      await r.fail(); // nothing was sent: released (a refused call was released already)
       throw e;
     }
     sent.settle = (u, succeeded) => settleCall(r, table, model, estimate, u, succeeded);
@@ -261,17 +260,17 @@ export class CyclesChatModel<O extends ChatModels.BaseChatModelCallOptions = Cha
   }
 
   /** Under ALLOW_WITH_CAPS, core's plan of the request mapped back onto the model (its bound) and the call options (tools). */
-  private capped(r: GuardedReservation, api: Api, request: Obj, options: Obj): Call {
+  private async capped(r: GuardedReservation, api: Api, request: Obj, options: Obj): Promise<Call> {
     const call: Call = { model: this.inner, options, settle: async () => undefined };
     if (r.decision !== "ALLOW_WITH_CAPS") return call;
     const plan = r.planCaps(api, request);
-    const notSent = (why: string): CallNotSentError =>
-      Object.assign(new CallNotSentError(`${why}: the call was not sent and reservation ${r.reservationId} was released`), { reservationId: r.reservationId, plan });
-    if (!plan.send) throw notSent(`caps lower the output bound to ${String(plan.boundTo)}, which ${api} does not accept`);
+    // Core's refusal (released, its reason and message), with the plan that caused it.
+    const notSent = async (why?: string): Promise<CallNotSentError> => Object.assign(await r.refuseCall(why), { plan });
+    if (!plan.send) throw await notSent();
     if (!plan.changed) return call;
     if (plan.boundTo !== null && plan.boundTo !== plan.boundFrom) {
       // The bound is the model's field, not a call option, in LangChain.js: a model without one cannot carry the cap.
-      if (!hasBoundField(this.inner)) throw notSent(`caps lower the output bound to ${String(plan.boundTo)}, but ${this.inner._llmType()} has no maxTokens or maxOutputTokens field to carry it`);
+      if (!hasBoundField(this.inner)) throw await notSent(`caps lower the output bound to ${String(plan.boundTo)}, but ${this.inner._llmType()} has no maxTokens or maxOutputTokens field to carry it`);
       call.model = withBound(this.inner, Number(plan.boundTo));
     }
     if (plan.removedTools.length > 0 || plan.unset.length > 0) {

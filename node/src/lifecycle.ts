@@ -6,7 +6,7 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 
-import { HeartbeatLapsedError, InvalidActualError, InvalidArgumentError, MissingActualError, awaitNative, call } from "./errors";
+import { CallNotSentError, HeartbeatLapsedError, InvalidActualError, InvalidArgumentError, MissingActualError, type NativeFields, awaitNative, call, fromFields } from "./errors";
 import { parseJson, stringifyJson } from "./json";
 import type { Amount, Caps, Decision, Int64, StandardMetrics } from "./models";
 import { fromWire } from "./wire";
@@ -522,6 +522,38 @@ export class GuardedReservation implements AsyncDisposable {
     const pending = call(() => this.native.release(reason));
     this.finishing = this.ended(pending, false);
     return (await this.finishing) as ReleasedOutcome;
+  }
+
+  /**
+   * Does not make the provider call this reservation guards, and says so: releases it
+   * (`{key}:release` with core's reason) and resolves with the {@link CallNotSentError} to
+   * throw (its message is core's text; `released` and `releaseError` say how the release
+   * went). `why` is your own reason (a library that cannot carry the capped bound); without
+   * one it is why the latest {@link planCaps} said `send` false, and it rejects with
+   * `InvalidArgumentError` when no plan did. Refused like {@link release} once usage was
+   * reported. Afterwards `fail()` resolves with the released outcome.
+   *
+   * @example
+   * ```ts
+   * const plan = r.planCaps("messages", body);
+   * if (!plan.send) throw Object.assign(await r.refuseCall(), { plan });
+   * ```
+   */
+  async refuseCall(why?: string): Promise<CallNotSentError> {
+    if (why !== undefined && typeof why !== "string") throw new InvalidArgumentError("a refusal reason must be a string");
+    const pending = call(() => this.native.refuseCall(why));
+    let text = "";
+    this.finishing = this.ended(
+      pending.then((t) => (text = t)),
+      false,
+    );
+    await this.finishing;
+    const e = fromFields((parseJson(text) as { error: NativeFields }).error);
+    if (!(e instanceof CallNotSentError)) throw e; // the bridge's variant has no class: a bug
+    e.reservationId = this.reservationId;
+    e.released = this.released;
+    e.releaseError = this.releaseError;
+    return e;
   }
 
   /** @internal */

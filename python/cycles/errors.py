@@ -367,8 +367,23 @@ _CODES: dict[str, int] = dict(_native.ERROR_CODES)
 for _name, _cls in _BY_NAME.items():
     _cls._default_name = _name
     _cls._default_code = _CODES[_name]
-ClientClosedError._default_name = "RUNTIME"
-ClientClosedError._default_code = 3
+
+_VARIANTS: dict[str, tuple[str, int]] = {v: (k, c) for v, k, c in _native.ERROR_VARIANTS}
+"""The bridge's binding-level refinements of a kind, ``variant -> (kind name, code)``
+(``error_variants()``): each has a subclass of its kind's class, named after it."""
+
+_BY_VARIANT: dict[str, type[CyclesError]] = {}
+
+
+def _variant(name: str, cls: type[CyclesError]) -> None:
+    """Makes ``cls`` the class of variant ``name``, with its kind's name and code."""
+    kind, code = _VARIANTS[name]
+    cls._default_name = kind
+    cls._default_code = code
+    _BY_VARIANT[name] = cls
+
+
+_variant("closed", ClientClosedError)
 
 
 def error_class(name: str) -> type[CyclesError]:
@@ -394,7 +409,7 @@ def _from_native(
     variant: str | None,
 ) -> CyclesError:
     """Builds the exception for a native error (called by ``cycles._native`` only)."""
-    cls = ClientClosedError if variant == "closed" else error_class(name)
+    cls = _BY_VARIANT.get(variant or "") or error_class(name)
     details = None
     if details_json is not None:
         try:

@@ -39,8 +39,8 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from . import _native
-from .errors import CyclesError, InvalidArgumentError, error_class
+from . import _native, errors
+from .errors import BudgetExceededError, CyclesError, InvalidArgumentError, error_class
 from .models import Amount, Caps, MetricsLike, StandardMetrics
 from .pricing import Api, CapsPlan, _dumps
 
@@ -55,6 +55,7 @@ __all__ = [
     "LifecycleEvent",
     "MissingActualError",
     "InvalidActualError",
+    "CallNotSentError",
     "HeartbeatLapsedError",
     "NotSettledError",
     "current_reservation",
@@ -313,6 +314,30 @@ class InvalidActualError(InvalidArgumentError):
     release_error: tuple[str, str] | None = None
 
 
+class CallNotSentError(BudgetExceededError):
+    """A provider call that was not made: under ``ALLOW_WITH_CAPS`` the caps leave no output
+    bound the API accepts (a ``caps.max_tokens`` of 0, or below Responses' minimum of 16), so
+    the integration did not send it and released the reservation
+    (:meth:`GuardedReservation.refuse_call`). :attr:`released` is True when that release
+    succeeded; when it failed, :attr:`release_error` is its ``(error_kind, message)``.
+
+    A :class:`~cycles.BudgetExceededError` (``BUDGET_EXCEEDED``, 104, variant
+    ``call_not_sent``: the kind and the variant come from the bridge's table, the message is
+    core's text, the same in every language): code catching denials catches this too.
+    :attr:`plan` is core's caps plan (``send`` False) when the integration had one."""
+
+    reservation_id: str | None = None
+    #: True when the reservation was released.
+    released: bool = False
+    #: ``(error_kind, message)`` of the release when it failed, else ``None``.
+    release_error: tuple[str, str] | None = None
+    #: Core's plan that said not to send, when there was one.
+    plan: CapsPlan | None = None
+
+
+errors._variant("call_not_sent", CallNotSentError)
+
+
 class HeartbeatLapsedError(CyclesError):
     """Under ``heartbeat_policy="fail_on_finalize"`` the heartbeat stopped before the work
     ended. The known actual WAS settled: see :attr:`settlement`."""
@@ -531,6 +556,31 @@ class GuardedReservation:
     async def arelease(self, reason: str | None = None) -> None:
         """:meth:`release` for ``async`` code (awaits instead of blocking the event loop)."""
         self._released_with(await self._native.release_async(reason))
+
+    def refuse_call(self, why: str | None = None) -> CallNotSentError:
+        """Does not make the provider call this action guards, and says so: releases the
+        reservation (``{key}:release``, core's reason) and returns the
+        :class:`CallNotSentError` to raise (its message is core's text; :attr:`released`
+        and :attr:`release_error` say how the release went). ``why`` is your own reason
+        (a library that cannot carry the capped bound); without one it is why the latest
+        :meth:`plan_caps` said ``send`` False, and :class:`~cycles.InvalidArgumentError` when
+        no plan did. Refused like :meth:`release` once usage was reported. Blocking; use
+        :meth:`arefuse_call` in async code."""
+        return self._refused(self._native.refuse_call(why))
+
+    async def arefuse_call(self, why: str | None = None) -> CallNotSentError:
+        """:meth:`refuse_call` for ``async`` code."""
+        return self._refused(await self._native.refuse_call_async(why))
+
+    def _refused(self, text: str) -> CallNotSentError:
+        self._apply(text, True)
+        e = errors._from_native(**json.loads(text)["error"])
+        if not isinstance(e, CallNotSentError):  # the bridge's variant has no class: a bug
+            raise e
+        e.reservation_id = self.reservation_id
+        e.released = self._released
+        e.release_error = self.release_error
+        return e
 
     def _released_with(self, text: str) -> None:
         self._apply(text, True)

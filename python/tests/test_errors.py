@@ -276,6 +276,15 @@ def test_hierarchy_is_complete_and_picklable() -> None:
         assert name in named, f"core kind {name} ({code}) has no exported class"
         assert named[name]._default_code == code, name
     assert cycles.InvalidResponseError("x").code == 24
+    # Every variant of the bridge's table has its own exported class under its kind's, with
+    # the kind's name and code (a new variant without one would become its kind's class).
+    for variant, kind, code in _native.ERROR_VARIANTS:
+        cls = errors._BY_VARIANT[variant]
+        assert cls in exported and issubclass(cls, errors.error_class(kind)), variant
+        assert (cls._default_name, cls._default_code) == (kind, code), variant
+    assert [v for v, _, _ in _native.ERROR_VARIANTS] == ["closed", "call_not_sent"]
+    assert cycles.CallNotSentError("x").code == 104
+    assert issubclass(cycles.CallNotSentError, cycles.BudgetExceededError)
 
 
 def test_panics_become_internal_errors() -> None:

@@ -348,6 +348,13 @@ def test_a_cap_of_zero_releases_and_sends_nothing(provider: FakeProvider) -> Non
             llm.chat.completions.create(model="gpt-fake", max_tokens=50, messages=CHAT)
         assert isinstance(e.value, cycles.BudgetExceededError)
         assert e.value.released and e.value.plan is not None and not e.value.plan.send
+        assert (e.value.name, e.value.code, e.value.release_error) == ("BUDGET_EXCEEDED", 104, None)
+        # Core's text, the same in every language.
+        assert e.value.message == (
+            "caps lower the output bound to 0, which chat_completions does not accept: the call "
+            f"was not sent, nothing was charged to reservation {e.value.reservation_id}, and the "
+            "reservation was released"
+        )
         assert ledger(local) == [("reserve", RESERVED), ("release", RESERVED)]
     assert provider.requests() == []
 

@@ -221,6 +221,9 @@ def test_reservation_plan_caps_uses_the_actions_caps_and_reports_it() -> None:
             assert plan.set == {"max_tokens": 16}
             with pytest.raises(cycles.InvalidArgumentError, match="unknown provider API"):
                 r.plan_caps("completions", {})  # type: ignore[arg-type]
+            # No plan said not to send: nothing to refuse, and the action goes on.
+            with pytest.raises(cycles.InvalidArgumentError, match="no caps plan"):
+                r.refuse_call()
             r.set_actual(10)
         assert got.wait(5), [e.kind for e in seen]
     ev = next(e for e in seen if e.kind == "caps_applied")

@@ -1,6 +1,6 @@
 //! The error fields every host exception is built from: core's stable kind (code and name),
-//! the server's facts, and a binding-level `variant` ("closed" for a closed client). Hosts map
-//! `(code, name, variant)` to their exception type; nothing here knows a host.
+//! the server's facts, and a binding-level `variant` (the table is [`error_variants`]). Hosts
+//! map `(code, name, variant)` to their exception type; nothing here knows a host.
 
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -23,6 +23,27 @@ pub fn error_codes() -> Vec<(&'static str, u32)> {
         .iter()
         .map(|k| (k.name(), k.code()))
         .collect()
+}
+
+/// Variant of a call on a closed client or lifecycle (kind RUNTIME).
+pub const CLOSED: &str = "closed";
+/// Variant of a provider call an integration did not send because the caps allow no
+/// acceptable output bound (kind BUDGET_EXCEEDED: the budget allows nothing for this call).
+pub const CALL_NOT_SENT: &str = "call_not_sent";
+
+/// The binding-level refinements of a kind, `(variant, kind name, kind code)`: each host
+/// gives every variant an exception class of its own, a subclass of its kind's class, named
+/// after the variant (`call_not_sent`: `CallNotSentError`, `CallNotSentException`; the JVM
+/// makes `closed` its `ClientClosedException`, an `IllegalStateException`). The code and
+/// name stay the kind's, so code that tells errors apart by name sees the kind.
+pub fn error_variants() -> Vec<(&'static str, &'static str, u32)> {
+    [
+        (CLOSED, ErrorKind::Runtime),
+        (CALL_NOT_SENT, ErrorKind::BudgetExceeded),
+    ]
+    .into_iter()
+    .map(|(v, k)| (v, k.name(), k.code()))
+    .collect()
 }
 
 /// One error as a host sees it. The field names are the boundary's (docs/bindings.md).
@@ -52,7 +73,7 @@ pub struct ErrorFields {
     pub details_json: Option<String>,
     /// The server's `cycles_evidence` reference on the error body, when it sent one.
     pub cycles_evidence: Option<EvidenceRef>,
-    /// A binding-level refinement of the kind ("closed" for a closed client).
+    /// A binding-level refinement of the kind ([`error_variants`]).
     pub variant: Option<&'static str>,
 }
 
@@ -83,16 +104,30 @@ impl From<Error> for ErrorFields {
 }
 
 impl ErrorFields {
-    /// The error of a call on a closed client or lifecycle (RUNTIME, variant "closed").
-    pub fn closed() -> ErrorFields {
-        let kind = ErrorKind::Runtime;
+    /// An error of `variant` ([`error_variants`]: its kind's code and name).
+    fn of_variant(variant: &'static str, message: String) -> ErrorFields {
+        let (_, name, code) = error_variants()
+            .into_iter()
+            .find(|(v, _, _)| *v == variant)
+            .expect("a variant of the table");
         ErrorFields {
-            code: kind.code(),
-            name: kind.name().to_string(),
-            message: "the client is closed".into(),
-            variant: Some("closed"),
+            code,
+            name: name.to_string(),
+            message,
+            variant: Some(variant),
             ..ErrorFields::default()
         }
+    }
+
+    /// The error of a call on a closed client or lifecycle (RUNTIME, variant "closed").
+    pub fn closed() -> ErrorFields {
+        ErrorFields::of_variant(CLOSED, "the client is closed".into())
+    }
+
+    /// The error of a provider call an integration did not send (BUDGET_EXCEEDED, variant
+    /// "call_not_sent"); `message` is core's `guard::not_sent_text`.
+    pub fn call_not_sent(message: String) -> ErrorFields {
+        ErrorFields::of_variant(CALL_NOT_SENT, message)
     }
 
     /// An INTERNAL error (a panic caught at the boundary, or a bug).
@@ -169,6 +204,28 @@ mod tests {
         assert_eq!(codes.len(), ErrorKind::all().len());
         assert!(codes.contains(&("INVALID_ARGUMENT", ErrorKind::InvalidArgument.code())));
         assert!(codes.contains(&(INTERNAL_NAME, INTERNAL_CODE)));
+    }
+
+    #[test]
+    fn variants_refine_kinds_of_the_table() {
+        let codes = error_codes();
+        let variants = error_variants();
+        assert_eq!(
+            variants,
+            vec![
+                (CLOSED, "RUNTIME", 3),
+                (CALL_NOT_SENT, "BUDGET_EXCEEDED", 104)
+            ]
+        );
+        for (_, name, code) in variants {
+            assert!(codes.contains(&(name, code)), "{name}");
+        }
+        let f = ErrorFields::call_not_sent("why".into());
+        assert_eq!(
+            (f.code, f.name.as_str(), f.variant, f.message.as_str()),
+            (104, "BUDGET_EXCEEDED", Some(CALL_NOT_SENT), "why")
+        );
+        assert!(!f.retryable);
     }
 
     #[test]

@@ -371,6 +371,11 @@ pub fn finished_text(f: &Finished) -> String {
     serde_json::to_string(&finished_out(f)).unwrap_or_else(|_| "null".into())
 }
 
+/// [`finished_text`] as a JSON value (for a result that adds to it).
+pub fn finished_json(f: &Finished) -> Value {
+    serde_json::to_value(finished_out(f)).unwrap_or(Value::Null)
+}
+
 /// A drain (or flush, or close) report as JSON text: `outcomes`, `remaining`, `quarantined`,
 /// `unjournaled` (reservations pending only in memory: the journal could not be written).
 pub fn drain_json(r: &DrainReport) -> String {

@@ -41,7 +41,8 @@ pub mod timing;
 pub mod timing_json;
 
 pub use error::{
-    catch, catch_panic, error_codes, panic_message, ErrorFields, INTERNAL_CODE, INTERNAL_NAME,
+    catch, catch_panic, error_codes, error_variants, panic_message, ErrorFields, INTERNAL_CODE,
+    INTERNAL_NAME,
 };
 pub use guard::SpecDefaults;
 pub use lifecycle::{Active, EventPump, Lifecycle, SettleOverrides};

@@ -256,6 +256,9 @@ pub struct Active {
     caps: Option<String>,
     usage: Usage,
     active: Mutex<Option<ActiveGuard>>,
+    /// Why the latest caps plan said not to send (core's `CapsPlan::refusal`), for
+    /// [`Active::refuse_call`].
+    refusal: Mutex<Option<String>>,
 }
 
 impl Active {
@@ -267,6 +270,7 @@ impl Active {
             caps: a.caps().and_then(|c| serde_json::to_string(c).ok()),
             usage: a.usage().clone(),
             active: Mutex::new(Some(a)),
+            refusal: Mutex::new(None),
         }
     }
 
@@ -308,17 +312,21 @@ impl Active {
     /// would drop a known actual (end the action normally to commit it). Refused like
     /// [`Active::finish`] when already finished.
     pub fn release(&self, reason: Option<String>) -> Result<Work<String>, ErrorFields> {
+        let a = self.take_for_release()?;
+        Ok(Box::pin(
+            async move { finished_text(&a.release(reason).await) },
+        ))
+    }
+
+    /// The action, taken for a release: refused (and left running) once usage was reported.
+    fn take_for_release(&self) -> Result<ActiveGuard, ErrorFields> {
         let mut slot = self.active.lock().unwrap_or_else(|p| p.into_inner());
         match slot.as_ref() {
             None => return Err(ErrorFields::invalid(ALREADY_FINISHED)),
             Some(a) => a.check_release()?,
         }
-        let a = slot
-            .take()
-            .ok_or_else(|| ErrorFields::invalid(ALREADY_FINISHED))?;
-        Ok(Box::pin(
-            async move { finished_text(&a.release(reason).await) },
-        ))
+        slot.take()
+            .ok_or_else(|| ErrorFields::invalid(ALREADY_FINISHED))
     }
 
     /// The rewrite this action's caps ask of a provider request: `api` a wire name
@@ -338,7 +346,41 @@ impl Active {
         let a = slot
             .as_ref()
             .ok_or_else(|| ErrorFields::invalid(ALREADY_FINISHED))?;
-        Ok(crate::pricing_json::plan_json(&a.plan_caps(api, &request)?).to_string())
+        let plan = a.plan_caps(api, &request)?;
+        *self.refusal.lock().unwrap_or_else(|p| p.into_inner()) = plan.refusal(api);
+        Ok(crate::pricing_json::plan_json(&plan).to_string())
+    }
+
+    /// An integration's refusal to send a provider call: releases the reservation (as
+    /// [`Active::release`], with core's `not_sent_reason`) and returns the finished JSON (the
+    /// `released` outcome) with one more member, `error`: the `call_not_sent` error to raise
+    /// (BUDGET_EXCEEDED; its message core's `not_sent_text`, whether or not the release
+    /// succeeded). `why` is the host library's own reason; `None` takes the latest caps plan's
+    /// (`send` false), and INVALID_ARGUMENT when there is none. Refused like
+    /// [`Active::release`] once usage was reported or finished.
+    pub fn refuse_call(&self, why: Option<String>) -> Result<Work<String>, ErrorFields> {
+        let why = match why {
+            Some(w) => w,
+            None => self
+                .refusal
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone()
+                .ok_or_else(|| {
+                    ErrorFields::invalid("no caps plan of this action says not to send the call")
+                })?,
+        };
+        let id = self.reservation_id.clone();
+        let a = self.take_for_release()?;
+        Ok(Box::pin(async move {
+            let ended = a
+                .release(Some(cycles_core::guard::not_sent_reason(&why)))
+                .await;
+            let mut out = crate::guard::finished_json(&ended);
+            let message = cycles_core::guard::not_sent_text(&why, &id, &ended);
+            out["error"] = ErrorFields::call_not_sent(message).to_json();
+            out.to_string()
+        }))
     }
 
     /// What the work reports (actual, metrics, metadata) and its cancellation.

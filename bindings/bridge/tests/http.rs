@@ -271,6 +271,53 @@ fn guarded_contract_defaults_caps_release_and_missing_actual() {
         Some("this guarded action has already finished".to_string())
     );
 
+    // A call refused: released with core's reason, and the call_not_sent error to raise.
+    let active = block(lc.begin(&spec).unwrap()).unwrap();
+    let id = active.reservation_id().to_string();
+    let none = active
+        .refuse_call(None)
+        .err()
+        .expect("no plan said not to send");
+    assert_eq!(none.name, "INVALID_ARGUMENT");
+    let plan: Value = serde_json::from_str(
+        &active
+            .plan_caps("messages", r#"{"max_tokens": 0}"#)
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(plan["send"], false);
+    let done: Value = serde_json::from_str(&block(active.refuse_call(None).unwrap())).unwrap();
+    assert_eq!(
+        (&done["outcome"], &done["released"], &done["reservation_id"]),
+        (&json!("released"), &json!(true), &json!(id))
+    );
+    let e = &done["error"];
+    assert_eq!(
+        (&e["code"], &e["name"], &e["variant"]),
+        (
+            &json!(104),
+            &json!("BUDGET_EXCEEDED"),
+            &json!("call_not_sent")
+        )
+    );
+    assert_eq!(
+        e["message"],
+        format!(
+            "the request's output bound is 0, which messages does not accept: the call was not \
+             sent, nothing was charged to reservation {id}, and the reservation was released"
+        )
+    );
+    // A host library's own reason (a model that cannot carry the bound).
+    let active = block(lc.begin(&spec).unwrap()).unwrap();
+    let done: Value = serde_json::from_str(&block(
+        active.refuse_call(Some("no bound field".into())).unwrap(),
+    ))
+    .unwrap();
+    assert!(done["error"]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("no bound field: the call was not sent, nothing was charged"));
+
     let active = block(lc.begin(&spec).unwrap()).unwrap();
     let done: Value = serde_json::from_str(&block(active.finish(true).unwrap())).unwrap();
     assert_eq!(
@@ -288,6 +335,10 @@ fn guarded_contract_defaults_caps_release_and_missing_actual() {
         [
             ("reserve".to_string(), Some(100), tokens.clone()),
             ("commit".to_string(), Some(7), tokens.clone()),
+            ("reserve".to_string(), Some(100), tokens.clone()),
+            ("release".to_string(), Some(100), tokens.clone()),
+            ("reserve".to_string(), Some(100), tokens.clone()),
+            ("release".to_string(), Some(100), tokens.clone()),
             ("reserve".to_string(), Some(100), tokens.clone()),
             ("release".to_string(), Some(100), tokens.clone()),
             ("reserve".to_string(), Some(100), tokens.clone()),

@@ -700,7 +700,8 @@ const char *cycles_error_evidence_id(const struct cycles_error *e);
 const char *cycles_error_evidence_url(const struct cycles_error *e);
 
 /**
- * A binding-level refinement of the kind (`"closed"`: a call on a closed client), or NULL.
+ * A binding-level refinement of the kind (the bridge's `error_variants()`: `"closed"`, a call
+ * on a closed client; `"call_not_sent"`, a provider call an integration refused), or NULL.
  * Owned by the error.
  *
  * # Safety

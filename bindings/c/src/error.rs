@@ -217,7 +217,8 @@ pub unsafe extern "C" fn cycles_error_evidence_url(e: *const cycles_error) -> *c
     with_ref(e, |e| text(&e.evidence_url))
 }
 
-/// A binding-level refinement of the kind (`"closed"`: a call on a closed client), or NULL.
+/// A binding-level refinement of the kind (the bridge's `error_variants()`: `"closed"`, a call
+/// on a closed client; `"call_not_sent"`, a provider call an integration refused), or NULL.
 /// Owned by the error.
 ///
 /// # Safety

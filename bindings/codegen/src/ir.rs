@@ -61,6 +61,8 @@ pub struct Field {
     pub required: bool,
     /// Core's doc comment.
     pub doc: String,
+    /// The open enum (core's name) whose known values a string member takes, if any.
+    pub open_enum: Option<String>,
 }
 
 /// One struct of core's model.
@@ -213,6 +215,7 @@ fn model(name: &str, obj: &Map<String, Value>, defs: &Map<String, Value>) -> Res
             let s = schema.as_object().cloned().unwrap_or_default();
             fields.push(Field {
                 name: field.clone(),
+                open_enum: enum_ref(&s, defs),
                 ty,
                 required: required.contains(&field.as_str()) && !nullable,
                 doc: doc_of(&s),
@@ -225,6 +228,20 @@ fn model(name: &str, obj: &Map<String, Value>, defs: &Map<String, Value>) -> Res
         fields,
         extra: obj.get("additionalProperties") == Some(&Value::Bool(true)),
     })
+}
+
+/// The open enum a property refers to, directly or as the non-null side of an `anyOf`.
+fn enum_ref(s: &Map<String, Value>, defs: &Map<String, Value>) -> Option<String> {
+    let direct = s
+        .get("$ref")
+        .and_then(|r| ref_name(&serde_json::json!({ "$ref": r })).ok());
+    let name = direct.or_else(|| {
+        s.get("anyOf")?
+            .as_array()?
+            .iter()
+            .find_map(|v| enum_ref(v.as_object()?, defs))
+    })?;
+    defs.get(&name)?.get("x-open-enum").map(|_| name)
 }
 
 /// A property's type and whether it may be null.

@@ -3,12 +3,14 @@
 //! the bridge's JSON, and the JVM's idioms as rules: free-form members as JSON text
 //! (`<name>Json`), a model that keeps unknown members carries the whole object as `json`,
 //! lists are never null, and an accessor renamed to core's name keeps its old name as a
-//! deprecated alias.
+//! deprecated alias. Each open enum is a final class of `String` constants
+//! (`Unit.TOKENS`): the members that take one stay `String`, so a newer server's value
+//! passes through, as in core.
 
 use std::fmt::Write;
 
-use crate::ir::{Field, Ir, Model, Ty};
-use crate::table::{JAVA_ALIASES, JAVA_HAND_WRITTEN};
+use crate::ir::{Field, Ir, Model, OpenEnum, Ty};
+use crate::table::{JAVA_ALIASES, JAVA_NO_RECORD, JAVA_REQUEST_PARTS};
 use crate::text::camel;
 
 /// The first line of every generated JVM file: how the generator tells its own files from
@@ -36,7 +38,9 @@ pub fn java_name(core: &str) -> &str {
 pub fn emit(ir: &Ir) -> Result<Vec<(String, String)>, String> {
     let mut names: Vec<String> = Vec::new();
     fn visit(ir: &Ir, name: &str, out: &mut Vec<String>) {
-        if out.iter().any(|n| n == name) || JAVA_HAND_WRITTEN.contains(&java_name(name)) {
+        let elsewhere = JAVA_REQUEST_PARTS.contains(&java_name(name))
+            || JAVA_NO_RECORD.contains(&java_name(name));
+        if out.iter().any(|n| n == name) || elsewhere {
             return;
         }
         out.push(name.to_string());
@@ -49,15 +53,66 @@ pub fn emit(ir: &Ir) -> Result<Vec<(String, String)>, String> {
     for op in &ir.ops {
         visit(ir, &op.response, &mut names);
     }
-    names
+    let mut out: Vec<(String, String)> = ir
+        .enums
         .iter()
-        .map(|n| {
-            Ok((
-                format!("java/src/main/java/dev/cycles/{}.java", java_name(n)),
-                record(ir.model(n))?,
-            ))
-        })
-        .collect()
+        .map(|e| (path(&e.name), constants(e)))
+        .collect();
+    for n in &names {
+        out.push((path(java_name(n)), record(ir.model(n))?));
+    }
+    Ok(out)
+}
+
+fn path(java_name: &str) -> String {
+    format!("java/src/main/java/dev/cycles/{java_name}.java")
+}
+
+/// An open enum as a final class of its known values: Java's enums are closed, and a result
+/// member keeps any string a newer server sends, so the members stay `String` and the class
+/// names the values to compare them with.
+fn constants(e: &OpenEnum) -> String {
+    let mut out = format!("{HEADER}\npackage dev.cycles;\n\n/**\n");
+    for (i, p) in javadoc_paras(&e.doc).iter().enumerate() {
+        if i > 0 {
+            out.push_str(" *\n * <p>");
+        } else {
+            out.push_str(" * ");
+        }
+        out.push_str(&crate::text::wrap(p, 96).replace('\n', "\n * "));
+        out.push('\n');
+    }
+    out.push_str(
+        " *\n * <p>The known values of an open enumeration: the members that take one are {@code String}s,\n \
+         * and a value this version does not know (a newer server's) is passed through unchanged.\n */\n",
+    );
+    writeln!(out, "public final class {} {{", e.name).unwrap();
+    for (value, vdoc) in &e.values {
+        let doc = javadoc(vdoc);
+        let one = format!("    /** {doc} */");
+        if one.len() <= 120 {
+            writeln!(out, "{one}").unwrap();
+        } else {
+            out.push_str("    /**\n");
+            for l in crate::text::wrap(&doc, 110).lines() {
+                writeln!(out, "     * {l}").unwrap();
+            }
+            out.push_str("     */\n");
+        }
+        writeln!(
+            out,
+            "    public static final String {} = \"{value}\";\n",
+            value.to_uppercase()
+        )
+        .unwrap();
+    }
+    writeln!(out, "    private {}() {{}}\n}}", e.name).unwrap();
+    out
+}
+
+/// A doc comment's paragraphs in Javadoc.
+fn javadoc_paras(s: &str) -> Vec<String> {
+    s.split("\n\n").map(javadoc).collect()
 }
 
 /// A component: its name, type and decoding expression.
@@ -109,6 +164,9 @@ fn component(f: &Field) -> Result<Component, String> {
         other => return Err(format!("{k}: {other:?} has no JVM rule")),
     };
     let mut doc = javadoc(&f.doc);
+    if let Some(e) = &f.open_enum {
+        doc = format!("{}; known values: {{@link {e}}}", doc.trim_end_matches('.'));
+    }
     if ty == "String" && matches!(f.ty, Ty::Any | Ty::Object) {
         doc = format!("{} (JSON text)", doc.trim_end_matches('.'));
     }
@@ -200,7 +258,7 @@ fn record(m: &Model) -> Result<String, String> {
 }
 
 /// `head` followed by `items` joined with ", ", wrapped at `width` with `indent`.
-fn wrap_list(head: &str, items: &[String], indent: &str, width: usize) -> String {
+pub fn wrap_list(head: &str, items: &[String], indent: &str, width: usize) -> String {
     let mut out = head.to_string();
     let mut line_len = head.len();
     for (i, item) in items.iter().enumerate() {
@@ -220,7 +278,7 @@ fn wrap_list(head: &str, items: &[String], indent: &str, width: usize) -> String
 }
 
 /// Rustdoc Markdown to Javadoc: `code` and links to `{@code code}`, HTML escaped outside.
-fn javadoc(s: &str) -> String {
+pub fn javadoc(s: &str) -> String {
     let text = crate::text::md(s);
     let mut out = String::new();
     for (i, part) in text.split('`').enumerate() {

@@ -5,6 +5,7 @@
 mod c_docs;
 mod ir;
 mod java;
+mod java_parts;
 mod python;
 mod table;
 mod text;
@@ -25,6 +26,7 @@ fn outputs() -> Result<Vec<(String, String)>, String> {
         (c_client.to_string(), c_docs::rewrite(&c_source, &ir)?),
     ];
     out.extend(java::emit(&ir)?);
+    out.extend(java_parts::emit(&ir, &root())?);
     Ok(out)
 }
 
@@ -57,6 +59,18 @@ fn stale(outputs: &[(String, String)]) -> Result<Vec<String>, String> {
     }
     out.sort();
     Ok(out)
+}
+
+/// Refuses to replace a hand-written file in a folder of generated ones: a model or enum of
+/// core named like a hand-written JVM class is a clash to resolve, not to overwrite.
+fn hand_written(rel: &str, old: &str) -> Option<String> {
+    let in_generated_dir = ONE_FILE_PER_MODEL.iter().any(|d| {
+        rel.strip_prefix(d)
+            .is_some_and(|r| r.starts_with('/') && !r[1..].contains('/'))
+    });
+    (in_generated_dir && !old.is_empty() && !old.starts_with(java::HEADER)).then(|| {
+        format!("{rel} is hand-written (no generated header): rename one of the two, or remove it")
+    })
 }
 
 fn main() -> ExitCode {
@@ -99,6 +113,10 @@ fn main() -> ExitCode {
         let old = std::fs::read_to_string(&path).unwrap_or_default();
         if old == text {
             continue;
+        }
+        if let Some(e) = hand_written(&rel, &old) {
+            eprintln!("cycles-codegen: {e}");
+            return ExitCode::FAILURE;
         }
         if check {
             eprintln!("{rel}: differs from what core's types generate");
@@ -158,6 +176,18 @@ mod tests {
     }
 
     #[test]
+    fn a_hand_written_jvm_file_is_never_overwritten() {
+        let dir = ONE_FILE_PER_MODEL[0];
+        let generated = format!("{}\npackage dev.cycles;\n", java::HEADER);
+        let rel = format!("{dir}/Unit.java");
+        assert!(hand_written(&rel, "package dev.cycles;\n").is_some());
+        assert!(hand_written(&rel, &generated).is_none());
+        assert!(hand_written(&rel, "").is_none(), "a new file");
+        assert!(hand_written("python/cycles/models.py", "x = 1\n").is_none());
+        assert!(hand_written(&format!("{dir}/internal/Native.java"), "x").is_none());
+    }
+
+    #[test]
     fn free_form_members_are_never_renamed() {
         let ts = typescript::emit(&ir::load().unwrap()).unwrap();
         let set = &ts[ts.find("export const OPAQUE_MEMBERS").unwrap()..];
@@ -203,10 +233,28 @@ mod tests {
                 "{name}"
             );
         }
-        for hand in table::JAVA_HAND_WRITTEN {
+        for e in &ir.enums {
+            let (_, text) = files
+                .iter()
+                .find(|(p, _)| p.ends_with(&format!("/{}.java", e.name)))
+                .unwrap_or_else(|| panic!("no JVM class of {}", e.name));
+            assert!(text.starts_with(java::HEADER));
+            assert!(text.contains(&format!("public final class {} {{", e.name)));
+            for (value, _) in &e.values {
+                let line = format!(
+                    "public static final String {} = \"{value}\";",
+                    value.to_uppercase()
+                );
+                assert!(text.contains(&line), "{}: {line}", e.name);
+            }
+        }
+        for other in table::JAVA_REQUEST_PARTS
+            .iter()
+            .chain(table::JAVA_NO_RECORD)
+        {
             assert!(!files
                 .iter()
-                .any(|(p, _)| p.ends_with(&format!("/{hand}.java"))));
+                .any(|(p, _)| p.ends_with(&format!("/{other}.java"))));
         }
         let commit = &files
             .iter()
@@ -214,6 +262,41 @@ mod tests {
             .unwrap()
             .1;
         assert!(commit.contains("EvidenceRef cyclesEvidence)"));
+        // A member that takes an open enum's values names the class of its constants.
+        assert!(commit.contains("@param status"));
+        assert!(commit.contains("success; known values:\n *         {@link ReservationStatus}\n"));
         assert!(commit.contains("@Deprecated\n    public EvidenceRef evidence()"));
+    }
+
+    #[test]
+    fn jvm_request_parts_are_generated_with_their_idioms() {
+        let files = java_parts::emit(&ir::load().unwrap(), &root()).unwrap();
+        let text = |name: &str| {
+            &files
+                .iter()
+                .find(|(p, _)| p.ends_with(&format!("/{name}.java")))
+                .unwrap_or_else(|| panic!("no {name}"))
+                .1
+        };
+        assert_eq!(files.len(), table::JAVA_REQUEST_PARTS.len());
+        let subject = text("Subject");
+        assert!(subject.starts_with(java::HEADER));
+        // Core's members, a request's null rules, the idioms spliced in whole.
+        assert!(subject.contains("public record Subject(String tenant, String workspace, String app, String workflow, String agent, String toolset,\n        Map<String, String> dimensions) {"));
+        assert!(subject.contains(
+            "        if (agent != null) {\n            m.put(\"agent\", agent);\n        }\n"
+        ));
+        assert!(subject.contains("    public static Subject tenant(String tenant) {\n"));
+        assert!(subject.contains("Collections.unmodifiableMap(new LinkedHashMap<>(dimensions))"));
+        let amount = text("Amount");
+        assert!(amount.contains("public record Amount(String unit, long amount) {"));
+        assert!(amount.contains("        m.put(\"amount\", amount);\n"));
+        assert!(amount.contains(" * <p>The JVM's one amount record"));
+        assert!(amount.contains("known values: {@link Unit}"));
+        assert!(text("Action").contains("tags = tags == null ? null : List.copyOf(tags);"));
+        // A part without a fragment is the shape alone.
+        let caps = text("Caps");
+        assert!(caps.contains("public record Caps(Long maxTokens, Long maxStepsRemaining"));
+        assert!(caps.contains("static Caps from(Map<String, Object> m) {"));
     }
 }

@@ -45,12 +45,14 @@ fn code_spans(s: &str, mark: &str) -> String {
     out
 }
 
-/// The words of a paragraph, a `code span` with spaces counted as one word.
+/// The words of a paragraph, a `code span` or a Javadoc `{@tag ...}` with spaces counted as
+/// one word (a line break inside one is legal, but hard to read).
 fn words(p: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    let mut open = false;
+    let mut code = false;
+    let mut tag = false;
     for w in p.split_whitespace() {
-        if open {
+        if code || tag {
             let last = out.last_mut().expect("an open span has a word");
             last.push(' ');
             last.push_str(w);
@@ -58,7 +60,13 @@ fn words(p: &str) -> Vec<String> {
             out.push(w.to_string());
         }
         if w.matches('`').count() % 2 == 1 {
-            open = !open;
+            code = !code;
+        }
+        if w.contains("{@") {
+            tag = true;
+        }
+        if tag && w.rfind('}') > w.rfind("{@") {
+            tag = false;
         }
     }
     out
@@ -118,5 +126,7 @@ mod tests {
         assert_eq!(wrap("aa bb\ncc dd", 5), "aa bb\ncc dd");
         assert_eq!(wrap("aaaaaa b", 3), "aaaaaa\nb");
         assert_eq!(wrap("a `b c` d", 3), "a\n`b c`\nd");
+        assert_eq!(wrap("a {@link B c} d", 3), "a\n{@link B c}\nd");
+        assert_eq!(wrap("{@code x} y", 3), "{@code x}\ny");
     }
 }

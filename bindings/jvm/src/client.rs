@@ -9,7 +9,8 @@ use cycles_bridge::ops::Call;
 use cycles_bridge::options::{host_client, JVM};
 use cycles_bridge::task::Work;
 use cycles_bridge::{
-    error_codes, Active, ClientHandle, Connection, ErrorFields, Lifecycle, SettleOverrides,
+    error_codes, error_variants, Active, ClientHandle, Connection, ErrorFields, Lifecycle,
+    SettleOverrides,
 };
 use cycles_core::events::Level;
 use jni::sys::{jlong, JNI_FALSE, JNI_TRUE};
@@ -70,6 +71,11 @@ natives! {
     /// Core's error table as `[[name, code], ...]`.
     fn errorCodes(env) -> jstring {
         jstr(env, &json!(error_codes()).to_string())
+    }
+
+    /// The bridge's refinements of a kind as `[[variant, name, code], ...]`.
+    fn errorVariants(env) -> jstring {
+        jstr(env, &json!(error_variants()).to_string())
     }
 
     /// A client from options JSON (the bridge's one options table, `options::host_client`:
@@ -231,6 +237,16 @@ natives! {
     fn activeRelease(env, active: jlong, reason: JString) -> jstring {
         let reason = opt_string(env, &reason)?;
         let work = active_of(active)?.release(reason)?;
+        let out = block(work)?;
+        jstr(env, &out)
+    }
+
+    /// An integration's refusal to send a provider call (bridge `Active::refuse_call`:
+    /// releases, blocking): the finished JSON with the `error` to throw. `why` null: the
+    /// latest caps plan's reason.
+    fn activeRefuseCall(env, active: jlong, why: JString) -> jstring {
+        let why = opt_string(env, &why)?;
+        let work = active_of(active)?.refuse_call(why)?;
         let out = block(work)?;
         jstr(env, &out)
     }

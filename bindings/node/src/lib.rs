@@ -68,6 +68,16 @@ pub fn error_codes_json() -> napi::Result<String> {
     })
 }
 
+/// The bridge's refinements of a kind as JSON `[[variant, name, code], ...]`: a subclass
+/// each (`ClientClosedError`, `CallNotSentError`).
+#[napi]
+pub fn error_variants_json() -> napi::Result<String> {
+    errors::guard(|| {
+        serde_json::to_string(&cycles_bridge::error_variants())
+            .map_err(|e| errors::invalid(e.to_string()))
+    })
+}
+
 /// The message prefix of every error this addon throws or rejects with.
 #[napi]
 pub fn error_marker() -> String {

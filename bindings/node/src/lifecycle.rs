@@ -163,6 +163,16 @@ impl NativeActive {
         })
     }
 
+    /// An integration's refusal to send a provider call (the bridge's `Active::refuse_call`:
+    /// releases): the finished JSON with the `error` to throw.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn refuse_call<'e>(&self, env: &'e Env, why: Option<String>) -> napi::Result<Object<'e>> {
+        guard(|| {
+            let work = self.inner.refuse_call(why).map_err(to_js)?;
+            promise::spawn(env, async move { Ok(work.await) }, |s| s)
+        })
+    }
+
     /// The caps rewrite of a provider request (the bridge's `Active::plan_caps`): `api`
     /// `chat_completions`, `responses` or `messages`; the plan as JSON text.
     #[napi]

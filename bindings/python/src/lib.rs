@@ -50,6 +50,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("INTERNAL_CODE", cycles_bridge::INTERNAL_CODE)?;
     // Core's stable (name, code) table: the Python exception hierarchy is built from it.
     m.add("ERROR_CODES", cycles_bridge::error_codes())?;
+    // Its (variant, kind name, code) refinements: a subclass each (ClientClosedError, ...).
+    m.add("ERROR_VARIANTS", cycles_bridge::error_variants())?;
     m.add("INTERNAL_NAME", cycles_bridge::INTERNAL_NAME)?;
     m.add_class::<client::NativeClient>()?;
     m.add_class::<server::NativeLocalServer>()?;

@@ -197,6 +197,29 @@ impl NativeActive {
         })
     }
 
+    /// An integration's refusal to send a provider call (the bridge's `Active::refuse_call`:
+    /// releases, blocking with the GIL released): the finished JSON with the `error` to raise.
+    #[pyo3(signature = (why=None))]
+    fn refuse_call(&self, py: Python<'_>, why: Option<String>) -> PyResult<String> {
+        guard(|| {
+            let work = self.inner.refuse_call(why).map_err(to_pyerr)?;
+            wait(py, false, task::start(work).map_err(to_pyerr)?)
+        })
+    }
+
+    /// `refuse_call` as an awaitable.
+    #[pyo3(signature = (why=None))]
+    fn refuse_call_async<'py>(
+        &self,
+        py: Python<'py>,
+        why: Option<String>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        guard(|| {
+            let work = self.inner.refuse_call(why).map_err(to_pyerr)?;
+            awaitable(py, async move { Ok(work.await) })
+        })
+    }
+
     /// The caps rewrite of a provider request (the bridge's `Active::plan_caps`): `api`
     /// `chat_completions`, `responses` or `messages`; the plan as JSON text.
     fn plan_caps(&self, api: &str, request_json: &str) -> PyResult<String> {

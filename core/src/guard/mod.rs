@@ -223,6 +223,30 @@ pub fn invalid_actual_text(
     )
 }
 
+/// The message of a provider call an integration did not send (`why`: a caps plan's
+/// [`crate::pricing::wire::CapsPlan::refusal`], or the host library's own reason), once
+/// [`ActiveGuard::release`] ended its action (`ended`): the `CallNotSent` error of every
+/// language.
+pub fn not_sent_text(why: &str, reservation_id: &str, ended: &Finished) -> String {
+    match ended {
+        Finished::Released { release_error, .. } => format!(
+            "{why}: the call was not sent, nothing was charged to reservation \
+             {reservation_id}, {}",
+            released_text(release_error.as_ref())
+        ),
+        // Usage reported while the call was refused is never dropped: the release settled it.
+        _ => format!(
+            "{why}: the call was not sent; usage reported on reservation {reservation_id} \
+             meanwhile was settled instead of released"
+        ),
+    }
+}
+
+/// The reason a not-sent call's release sends to the server.
+pub fn not_sent_reason(why: &str) -> String {
+    format!("{why}: the call was not sent")
+}
+
 /// The end of a missing- or invalid-actual message: whether the estimate was given back.
 fn released_text(release_error: Option<&Error>) -> String {
     match release_error {

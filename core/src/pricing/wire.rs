@@ -121,6 +121,21 @@ impl CapsPlan {
     pub fn changed(&self) -> bool {
         !self.set.is_empty() || !self.unset.is_empty()
     }
+
+    /// Why the call must not be sent (`send` false), in the words every language's
+    /// `CallNotSent` error and release reason use; `None` when it may be sent.
+    pub fn refusal(&self, api: Api) -> Option<String> {
+        if self.send {
+            return None;
+        }
+        let to = self.bound_to.unwrap_or(0);
+        let api = api.as_str();
+        Some(if self.bound_from == self.bound_to {
+            format!("the request's output bound is {to}, which {api} does not accept")
+        } else {
+            format!("caps lower the output bound to {to}, which {api} does not accept")
+        })
+    }
 }
 
 /// A tool's name: `name`, else `function.name`, else `type`.
@@ -348,8 +363,13 @@ mod tests {
         assert_eq!(Value::Object(p.set), json!({"max_completion_tokens": 50}));
         let p = plan_caps(Api::Responses, &json!({"max_output_tokens": 20}), &c).unwrap();
         assert!(!p.changed());
+        assert_eq!(p.refusal(Api::Responses), None);
         let p = plan_caps(Api::Messages, &json!({"max_tokens": 0}), &c).unwrap();
         assert!(!p.send && !p.changed());
+        assert_eq!(
+            p.refusal(Api::Messages).unwrap(),
+            "the request's output bound is 0, which messages does not accept"
+        );
         let p = plan_caps(
             Api::Messages,
             &json!({"max_tokens": 9}),
@@ -357,6 +377,10 @@ mod tests {
         )
         .unwrap();
         assert!(!p.send && p.changed());
+        assert_eq!(
+            p.refusal(Api::Messages).unwrap(),
+            "caps lower the output bound to 0, which messages does not accept"
+        );
     }
 
     #[test]
@@ -388,6 +412,10 @@ mod tests {
         let c = caps(json!({"max_tokens": 10}));
         let p = plan_caps(Api::Responses, &json!({"max_output_tokens": 100}), &c).unwrap();
         assert!(!p.send && p.changed());
+        assert_eq!(
+            p.refusal(Api::Responses).unwrap(),
+            "caps lower the output bound to 10, which responses does not accept"
+        );
         // The caller's own small bound is the caller's: sent as given.
         let p = plan_caps(Api::Responses, &json!({"max_output_tokens": 8}), &c).unwrap();
         assert!(p.send && !p.changed());

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Union
 
 from ..client import AsyncClient, Client
-from ..errors import BudgetExceededError, InvalidArgumentError
-from ..lifecycle import GuardedReservation, ReservationContext
+from ..errors import InvalidArgumentError
+from ..lifecycle import CallNotSentError, GuardedReservation, ReservationContext
 from ..models import Action, Amount, Decision, SubjectLike
 from ..pricing import (
     Api,
@@ -108,17 +108,6 @@ def per_call(
     """``{"cycles": CallOptions(...)}``, to spread into a guarded call:
     ``client.chat.completions.create(model=..., messages=..., **per_call(name="summary"))``."""
     return {OPTION: CallOptions(name, kind, subject, estimate, idempotency_key)}
-
-
-class CallNotSentError(BudgetExceededError):
-    """The budget answered ``ALLOW_WITH_CAPS`` with ``caps.max_tokens`` 0: no provider
-    accepts an output bound of 0, so the call was not made and its reservation was released
-    (:attr:`released`). A :class:`~cycles.BudgetExceededError`: code catching denials catches
-    this too. :attr:`plan` is core's caps plan (``send`` False)."""
-
-    reservation_id: str | None = None
-    released: bool = False
-    plan: CapsPlan | None = None
 
 
 def _options(kw: dict[str, Any]) -> CallOptions:
@@ -278,28 +267,15 @@ class Call:
             return None
         return self.r.plan_caps(self.api, self.request)
 
-    def _not_sent(self, plan: CapsPlan) -> CallNotSentError:
-        e = CallNotSentError(
-            f"caps lower the output bound of {self.model} to {plan.bound_to}, which {self.api} "
-            f"does not accept: the call was not sent and reservation {self.r.reservation_id} "
-            "was released"
-        )
-        e.reservation_id = self.r.reservation_id
-        e.released = self.r.released
-        e.plan = plan
-        return e
-
-    def _release_reason(self, plan: CapsPlan) -> str:
-        return f"caps lower the output bound to {plan.bound_to}: the provider call was not sent"
-
     def caps(self, kw: dict[str, Any]) -> dict[str, Any]:
         """``kw`` rewritten under the caps; raises :class:`CallNotSentError` (released)."""
         plan = self._plan()
         if plan is None or not plan.changed:
             return kw
         if not plan.send:
-            self.r.release(self._release_reason(plan))
-            raise self._not_sent(plan)
+            e = self.r.refuse_call()
+            e.plan = plan
+            raise e
         return plan.apply(kw)
 
     async def acaps(self, kw: dict[str, Any]) -> dict[str, Any]:
@@ -307,8 +283,9 @@ class Call:
         if plan is None or not plan.changed:
             return kw
         if not plan.send:
-            await self.r.arelease(self._release_reason(plan))
-            raise self._not_sent(plan)
+            e = await self.r.arefuse_call()
+            e.plan = plan
+            raise e
         return plan.apply(kw)
 
     # --- usage ---

@@ -8,7 +8,8 @@ import java.util.Map;
 /**
  * Success body of {@code commitReservation} ({@code CommitResponse}).
  *
- * @param status Always COMMITTED on a schema-valid success.
+ * @param status Always COMMITTED on a schema-valid success; known values:
+ *         {@link ReservationStatus}
  * @param charged Amount actually charged.
  * @param released Amount returned from over-reservation; null when absent
  * @param balances Balances snapshot; empty when absent

@@ -50,10 +50,16 @@ public class CyclesException extends RuntimeException {
      */
     public static RuntimeException fromNative(String json) {
         Map<String, Object> f = Json.object(json);
-        if ("closed".equals(f.get("variant"))) {
+        String variant = Json.str(f, "variant");
+        if ("closed".equals(variant)) {
             return new ClientClosedException(Json.str(f, "message"), Json.lng(f, "code").intValue(), Json.str(f, "name"));
         }
-        Class<?> c = CLASSES.computeIfAbsent(Json.str(f, "name"), CyclesException::classOf);
+        // Another variant has its own class under its kind's, named after it (errorVariants());
+        // one this version has no class for is its kind's.
+        Class<?> c = variant == null ? CyclesException.class : CLASSES.computeIfAbsent(variant, CyclesException::classOf);
+        if (c == CyclesException.class) {
+            c = CLASSES.computeIfAbsent(Json.str(f, "name"), CyclesException::classOf);
+        }
         try {
             return (RuntimeException) c.getDeclaredConstructor(Map.class).newInstance(f);
         } catch (ReflectiveOperationException e) {
@@ -102,6 +108,23 @@ public class CyclesException extends RuntimeException {
         for (Object row : (java.util.List<?>) Json.parse(dev.cycles.internal.Native.errorCodes())) {
             java.util.List<?> r = (java.util.List<?>) row;
             out.put((String) r.get(0), ((Number) r.get(1)).intValue());
+        }
+        return out;
+    }
+
+    /**
+     * The bridge's refinements of a kind: variant to the kind's name, read from the native
+     * library. Each has a class of its own under its kind's ({@code call_not_sent}:
+     * {@link dev.cycles.errors.CallNotSentException}); {@code closed} is
+     * {@link ClientClosedException}.
+     *
+     * @return variant to kind name, in the bridge's order
+     */
+    public static Map<String, String> errorVariants() {
+        Map<String, String> out = new java.util.LinkedHashMap<>();
+        for (Object row : (java.util.List<?>) Json.parse(dev.cycles.internal.Native.errorVariants())) {
+            java.util.List<?> r = (java.util.List<?>) row;
+            out.put((String) r.get(0), (String) r.get(1));
         }
         return out;
     }

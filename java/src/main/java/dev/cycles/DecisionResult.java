@@ -8,9 +8,10 @@ import java.util.Map;
 /**
  * Success body of {@code decide} ({@code DecisionResponse}).
  *
- * @param decision The decision.
+ * @param decision The decision; known values: {@link Decision}
  * @param caps Present only with ALLOW_WITH_CAPS; null when absent
- * @param reasonCode Reason for DENY (open string); null when absent
+ * @param reasonCode Reason for DENY (open string); known values: {@link ReasonCode}; null when
+ *         absent
  * @param retryAfterMs Suggested wait before retrying; null when absent
  * @param affectedScopes Canonical scopes impacted; empty when absent
  * @param cyclesEvidence Evidence reference; null when absent

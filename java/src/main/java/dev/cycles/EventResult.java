@@ -8,7 +8,7 @@ import java.util.Map;
 /**
  * Success (201) body of {@code createEvent} ({@code EventCreateResponse}).
  *
- * @param status Always APPLIED on a schema-valid success.
+ * @param status Always APPLIED on a schema-valid success; known values: {@link EventStatus}
  * @param eventId Server event id.
  * @param charged Amount actually applied (when capped); null when absent
  * @param balances Balances snapshot; empty when absent

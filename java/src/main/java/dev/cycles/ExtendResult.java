@@ -8,7 +8,7 @@ import java.util.Map;
 /**
  * Success body of {@code extendReservation} ({@code ReservationExtendResponse}).
  *
- * @param status Always ACTIVE on a schema-valid success.
+ * @param status Always ACTIVE on a schema-valid success; known values: {@link ReservationStatus}
  * @param expiresAtMs New server-authoritative expiry (epoch ms).
  * @param remainingTtlMs Remaining lifetime (optional for older servers; normative heartbeat input
  *         when present); null when absent

@@ -70,6 +70,28 @@ public record Outcome(Kind kind, String reservationId, Long actual, Settlement s
         f.put("name", name);
         f.put("code", CyclesException.errorCodes().get(name).longValue());
         f.put("message", Json.str(m, "message"));
+        putRelease(m, f);
+        return kind == Kind.MISSING_ACTUAL ? new dev.cycles.errors.MissingActualException(f)
+                : new dev.cycles.errors.InvalidArgumentException(f);
+    }
+
+    /**
+     * The exception of a refused call ({@link Reservation#refuseCall}): the bridge's
+     * {@code error} member of the finished JSON, with the release's result.
+     */
+    dev.cycles.errors.CallNotSentException notSent() {
+        Map<String, Object> m = Json.object(json);
+        Map<String, Object> f = new java.util.LinkedHashMap<>(Json.obj(m, "error"));
+        putRelease(m, f);
+        RuntimeException e = CyclesException.fromNative(Json.write(f));
+        if (e instanceof dev.cycles.errors.CallNotSentException c) {
+            return c;
+        }
+        throw e; // the bridge's variant has no class here: a bug
+    }
+
+    /** The reservation and whether (and why not) the release that ended it succeeded. */
+    private void putRelease(Map<String, Object> m, Map<String, Object> f) {
         f.put("released", Boolean.TRUE.equals(m.get("released")));
         f.put("reservation_id", reservationId);
         Map<String, Object> re = Json.obj(m, "release_error");
@@ -82,8 +104,6 @@ public record Outcome(Kind kind, String reservationId, Long actual, Settlement s
             rf.put("message", Json.str(re, "message"));
             f.put("release_exception", CyclesException.fromNative(Json.write(rf)));
         }
-        return kind == Kind.MISSING_ACTUAL ? new dev.cycles.errors.MissingActualException(f)
-                : new dev.cycles.errors.InvalidArgumentException(f);
     }
 
     /** @return the amount the server applied, or null when nothing was */

@@ -8,7 +8,7 @@ import java.util.Map;
 /**
  * Success body of {@code releaseReservation} ({@code ReleaseResponse}).
  *
- * @param status Always RELEASED on a schema-valid success.
+ * @param status Always RELEASED on a schema-valid success; known values: {@link ReservationStatus}
  * @param released Amount returned to the budget.
  * @param balances Balances snapshot; empty when absent
  * @param cyclesEvidence Evidence reference; null when absent

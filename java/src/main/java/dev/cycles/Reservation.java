@@ -208,6 +208,37 @@ public final class Reservation implements AutoCloseable {
     }
 
     /**
+     * Does not make the provider call this action guards, and says so (blocking): releases
+     * the reservation ({@code <key>:release} with core's reason) and returns the exception to
+     * throw, with core's message, as every language's integrations do. {@link #close()} then
+     * does nothing; {@link #outcome()} is {@link Outcome.Kind#RELEASED}.
+     *
+     * <pre>{@code
+     * CapsPlan plan = r.planCaps(CapsPlan.Api.MESSAGES, body);
+     * if (!plan.send()) { throw r.refuseCall(null); }
+     * }</pre>
+     *
+     * @param why your own reason (a library that cannot carry the capped bound), or null: why
+     *     the latest {@link #planCaps} said {@code send} false
+     * @return the exception ({@code BUDGET_EXCEEDED}, variant {@code call_not_sent}; its
+     *     {@code released()} says whether the release succeeded)
+     * @throws dev.cycles.errors.InvalidArgumentException with a null {@code why} when no plan
+     *     said not to send, or once usage was reported (the action goes on)
+     */
+    public dev.cycles.errors.CallNotSentException refuseCall(String why) {
+        synchronized (this) {
+            if (outcome != null) {
+                throw new IllegalStateException("the guarded action has already finished");
+            }
+            String json = Native.activeRefuseCall(state.id, why);
+            exit();
+            outcome = Outcome.parse(json);
+            cleanable.clean();
+            return outcome.notSent();
+        }
+    }
+
+    /**
      * Sets what the work cost (replaces anything reported before).
      *
      * @param amount the actual, in the spec's unit

@@ -9,7 +9,8 @@ import java.util.Map;
  * One reservation as returned by {@code getReservation} ({@code ReservationDetail}).
  *
  * @param reservationId Reservation id.
- * @param status Lifecycle state (unknown future states tolerated).
+ * @param status Lifecycle state (unknown future states tolerated); known values:
+ *         {@link ReservationStatus}
  * @param idempotencyKey Creation idempotency key, if the server keeps it; null when absent
  * @param subject Subject.
  * @param action Action.

@@ -8,7 +8,7 @@ import java.util.Map;
 /**
  * Success body of {@code createReservation} ({@code ReservationCreateResponse}).
  *
- * @param decision ALLOW, ALLOW_WITH_CAPS or (dry run only) DENY.
+ * @param decision ALLOW, ALLOW_WITH_CAPS or (dry run only) DENY; known values: {@link Decision}
  * @param reservationId Present for a live (non dry-run) allowed reservation; null when absent
  * @param reserved Amount reserved; null when absent
  * @param expiresAtMs Server-authoritative expiry (epoch ms); null when absent
@@ -18,7 +18,8 @@ import java.util.Map;
  * @param affectedScopes Canonical scopes impacted, in canonical order; empty when absent
  * @param caps Present only with ALLOW_WITH_CAPS; null when absent
  * @param balances Balances snapshot; empty when absent
- * @param reasonCode Reason for DENY (open string); null when absent
+ * @param reasonCode Reason for DENY (open string); known values: {@link ReasonCode}; null when
+ *         absent
  * @param retryAfterMs Suggested wait before retrying a DENY; null when absent
  * @param cyclesEvidence Evidence reference; null when absent
  */

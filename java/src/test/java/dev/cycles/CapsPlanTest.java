@@ -32,11 +32,11 @@ class CapsPlanTest {
 
     @BeforeEach
     void start() {
-        server = LocalServer.builder().budget("tenant:acme", "TOKENS", 1_000_000)
-                .budget("tenant:acme/workspace:capped", "TOKENS", 1_000_000, new Caps(64L, null, null, List.of("shell"), null))
-                .budget("tenant:acme/workspace:zero", "TOKENS", 1_000_000, new Caps(0L, null, null, null, null)).start();
+        server = LocalServer.builder().budget("tenant:acme", Unit.TOKENS, 1_000_000)
+                .budget("tenant:acme/workspace:capped", Unit.TOKENS, 1_000_000, new Caps(64L, null, null, List.of("shell"), null))
+                .budget("tenant:acme/workspace:zero", Unit.TOKENS, 1_000_000, new Caps(0L, null, null, null, null)).start();
         client = CyclesClient.builder().baseUrl(server.url()).apiKey(server.apiKey()).tenant(server.tenant())
-                .journalEnabled(false).defaultUnit("TOKENS").onEvent(events::add).build();
+                .journalEnabled(false).defaultUnit(Unit.TOKENS).onEvent(events::add).build();
     }
 
     @AfterEach
@@ -119,7 +119,18 @@ class CapsPlanTest {
             CyclesEvent e = next("caps_applied");
             assertNotNull(e, "no caps_applied event");
             assertEquals(Boolean.FALSE, Json.object(e.json()).get("send"));
-            assertEquals(Outcome.Kind.RELEASED, r.release("capped to 0").kind());
+            // Core's refusal: released with its reason, the exception every language throws.
+            dev.cycles.errors.CallNotSentException no = r.refuseCall(null);
+            assertTrue(no instanceof dev.cycles.errors.BudgetExceededException);
+            assertEquals(104, no.code());
+            assertEquals("BUDGET_EXCEEDED", no.errorName());
+            assertTrue(no.released());
+            assertTrue(no.releaseError().isEmpty());
+            assertEquals(r.reservationId(), no.reservationId());
+            assertEquals("caps lower the output bound to 0, which messages does not accept: the call was not sent, "
+                    + "nothing was charged to reservation " + r.reservationId() + ", and the reservation was released",
+                    no.getMessage());
+            assertEquals(Outcome.Kind.RELEASED, r.outcome().orElseThrow().kind());
         }
         List<?> ledger = (List<?>) Json.parse(server.ledgerJson());
         assertEquals(List.of("reserve", "release"), ledger.stream().map(o -> ((Map<?, ?>) o).get("kind")).toList());
@@ -133,6 +144,8 @@ class CapsPlanTest {
         assertThrows(InvalidArgumentException.class, () -> r.planCaps(CapsPlan.Api.MESSAGES, Map.of("max_tokens", "many")));
         assertThrows(InvalidArgumentException.class, () -> r.planCaps(CapsPlan.Api.MESSAGES, "not json"));
         assertThrows(IllegalArgumentException.class, () -> r.planCaps(null, Map.of()));
+        // No plan said not to send: nothing to refuse, and the action goes on.
+        assertThrows(InvalidArgumentException.class, () -> r.refuseCall(null));
         r.setActual(1);
         r.close();
         // Finished: the action is gone (the closed error, as every call on a finished handle).

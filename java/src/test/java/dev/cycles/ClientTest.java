@@ -57,20 +57,20 @@ class ClientTest {
         assertTrue(r.affectedScopes().contains("tenant:acme"), r.affectedScopes().toString());
 
         ReservationDetail d = client.getReservation(r.reservationId()).body();
-        assertEquals("ACTIVE", d.status());
+        assertEquals(ReservationStatus.ACTIVE, d.status());
         assertEquals(ACTION, d.action());
         assertEquals("summarizer", d.subject().agent());
         assertEquals(Amount.usdMicrocents(500), d.reserved());
 
         ExtendResult x = client.extendReservation(r.reservationId(), ExtendRequest.of("java-op-1-x", 10_000)).body();
-        assertEquals("ACTIVE", x.status());
+        assertEquals(ReservationStatus.ACTIVE, x.status());
         assertTrue(x.expiresAtMs() > d.expiresAtMs(), "extended");
 
         CommitResult c = client.commitReservation(r.reservationId(), CommitRequest.of("java-op-1-c", Amount.usdMicrocents(420)))
                 .body();
-        assertEquals("COMMITTED", c.status());
+        assertEquals(ReservationStatus.COMMITTED, c.status());
         assertEquals(Amount.usdMicrocents(420), c.charged());
-        assertEquals("COMMITTED", client.getReservation(r.reservationId()).body().status());
+        assertEquals(ReservationStatus.COMMITTED, client.getReservation(r.reservationId()).body().status());
         assertEquals(420L, client.getReservation(r.reservationId()).body().committed().amount());
     }
 
@@ -78,7 +78,7 @@ class ClientTest {
     void releaseAndBalances() {
         ReservationResult r = client.createReservation(create("java-op-2", 700)).body();
         ReleaseResult rel = client.releaseReservation(r.reservationId(), new ReleaseRequest("java-op-2-r", "not needed")).body();
-        assertEquals("RELEASED", rel.status());
+        assertEquals(ReservationStatus.RELEASED, rel.status());
         assertEquals(Amount.usdMicrocents(700), rel.released());
         Balances b = client.getBalances(BalanceQuery.tenant("acme")).body();
         assertFalse(b.balances().isEmpty());
@@ -101,7 +101,7 @@ class ClientTest {
         CommitResult c = client.commitReservationAsync(r.reservationId(), CommitRequest.of("java-op-3-c", Amount.usdMicrocents(1)))
                 .get().body();
         assertEquals(Amount.usdMicrocents(1), c.charged());
-        assertEquals("COMMITTED", client.getReservationAsync(r.reservationId()).get().body().status());
+        assertEquals(ReservationStatus.COMMITTED, client.getReservationAsync(r.reservationId()).get().body().status());
     }
 
     @Test

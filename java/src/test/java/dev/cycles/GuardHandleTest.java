@@ -84,10 +84,15 @@ class GuardHandleTest {
                 Reservation r = c.reserve(GuardSpec.of(ACTION, 10).idempotencyKey("caps-1")
                         .subject(new Subject("acme", "capped", null, null, null, null)))) {
             assertEquals(Reservation.Decision.ALLOW_WITH_CAPS, r.decision());
+            // The guard's narrow enum beside the open enum's constants: the same wire names.
+            assertEquals(Decision.ALLOW_WITH_CAPS, r.decision().name());
             Caps caps = r.caps().orElseThrow();
             assertEquals(64L, caps.maxTokens());
             assertEquals(List.of("shell"), caps.toolDenylist());
             assertNull(caps.maxStepsRemaining());
+            // The generated request part: an unset list is null, a set one a read-only copy.
+            assertNull(caps.toolAllowlist());
+            assertThrows(UnsupportedOperationException.class, () -> caps.toolDenylist().add("x"));
             r.setActual(1);
         }
         assertEquals(List.of("reserve", "commit"), kinds());

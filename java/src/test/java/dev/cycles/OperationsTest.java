@@ -52,15 +52,15 @@ class OperationsTest {
         Response<DecisionResult> ok = client.decide(DecisionRequest.of("java-dec-1", ACME, ACTION, Amount.usdMicrocents(5)));
         assertEquals(200, ok.status());
         assertNotNull(ok.requestId());
-        assertEquals("ALLOW", ok.body().decision());
+        assertEquals(Decision.ALLOW, ok.body().decision());
         assertNull(ok.body().reasonCode());
         assertNotNull(ok.body().cyclesEvidence(), "evidence ref on decide");
         assertEquals(64, ok.body().cyclesEvidence().evidenceId().length());
 
         DecisionResult deny = client.decideAsync(new DecisionRequest("java-dec-2", ACME, ACTION, Amount.usdMicrocents(TOO_MUCH),
                 "{\"why\":\"deny\"}")).get().body();
-        assertEquals("DENY", deny.decision());
-        assertEquals("BUDGET_EXCEEDED", deny.reasonCode());
+        assertEquals(Decision.DENY, deny.decision());
+        assertEquals(ReasonCode.BUDGET_EXCEEDED, deny.reasonCode());
         assertNull(deny.caps());
         // decide persists nothing.
         assertFalse(fx.ledger().stream().anyMatch(e -> e.startsWith("reserve:" + TOO_MUCH)), fx.ledger().toString());
@@ -70,7 +70,7 @@ class OperationsTest {
     void aRequestWithoutSubjectIsForTheClientsTenant() throws Exception {
         // The bridge's rule (a guard's too): a null subject is left out and becomes the tenant.
         Response<DecisionResult> d = client.decide(DecisionRequest.of("java-nosub-1", null, ACTION, Amount.usdMicrocents(5)));
-        assertEquals("ALLOW", d.body().decision());
+        assertEquals(Decision.ALLOW, d.body().decision());
         assertTrue(d.body().affectedScopes().contains("tenant:" + fx.server.tenant()), d.body().affectedScopes().toString());
         try (CyclesClient noTenant = CyclesClient.builder().baseUrl(fx.server.url()).apiKey(fx.server.apiKey())
                 .journalEnabled(false).build()) {
@@ -96,7 +96,7 @@ class OperationsTest {
                 .withMetricsJson("{\"tokens_input\":12,\"latency_ms\":40}");
         Response<EventResult> r = client.createEvent(req);
         assertEquals(201, r.status());
-        assertEquals("APPLIED", r.body().status());
+        assertEquals(EventStatus.APPLIED, r.body().status());
         assertNotNull(r.body().eventId());
         assertTrue(fx.ledger().contains("event:250"), fx.ledger().toString());
         // The same key and body replays the same event; nothing is applied twice.
@@ -112,7 +112,7 @@ class OperationsTest {
                 () -> client.createEvent(EventRequest.of("java-evt-2", ACME, ACTION, Amount.usdMicrocents(4))));
         assertEquals(409, m.httpStatus());
         BudgetExceededException b = assertThrows(BudgetExceededException.class, () -> client.createEvent(
-                EventRequest.of("java-evt-3", ACME, ACTION, Amount.usdMicrocents(TOO_MUCH)).withOveragePolicy("REJECT")));
+                EventRequest.of("java-evt-3", ACME, ACTION, Amount.usdMicrocents(TOO_MUCH)).withOveragePolicy(OveragePolicy.REJECT)));
         assertEquals("BUDGET_EXCEEDED", b.errorName());
     }
 

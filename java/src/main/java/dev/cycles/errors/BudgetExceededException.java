@@ -4,7 +4,7 @@ package dev.cycles.errors;
 import java.util.Map;
 
 /** Core's error kind {@code BUDGET_EXCEEDED} (code 104). */
-public final class BudgetExceededException extends ApiException {
+public class BudgetExceededException extends ApiException {
     private static final long serialVersionUID = 1L;
 
     /**

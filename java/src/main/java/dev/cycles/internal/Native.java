@@ -22,6 +22,8 @@ public final class Native {
 
     public static native String errorCodes();
 
+    public static native String errorVariants();
+
     public static native long clientNew(String optionsJson, boolean fromEnv);
 
     public static native String clientInfo(long client);
@@ -53,6 +55,8 @@ public final class Native {
     public static native String activeInfo(long active);
 
     public static native String activeRelease(long active, String reason);
+
+    public static native String activeRefuseCall(long active, String why);
 
     public static native String activePlanCaps(long active, String api, String requestJson);
 

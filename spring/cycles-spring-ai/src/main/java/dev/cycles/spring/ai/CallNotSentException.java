@@ -1,50 +1,37 @@
 package dev.cycles.spring.ai;
 
 import dev.cycles.CapsPlan;
-import dev.cycles.CyclesException;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
  * The budget answered {@code ALLOW_WITH_CAPS} with caps under which no provider accepts the
  * call (core's {@code plan_caps} said {@code send: false}: a {@code max_tokens} cap of 0), so
- * {@link CyclesChatAdvisor} did not call the model and released the reservation. Its
- * {@link #errorName()} is {@code BUDGET_EXCEEDED} (code 104), as Python's
- * {@code CallNotSentError}, a {@code BudgetExceededError}: code telling denials apart by
- * error name treats it as one. Not a {@code dev.cycles.errors.BudgetExceededException}
- * (that class is the server's denial, and final).
+ * {@link CyclesChatAdvisor} did not call the model and released the reservation
+ * ({@link dev.cycles.Reservation#refuseCall}). The SDK's
+ * {@link dev.cycles.errors.CallNotSentException} (a
+ * {@link dev.cycles.errors.BudgetExceededException}, {@code BUDGET_EXCEEDED}, code 104, with
+ * core's message, as Python's and Node's {@code CallNotSentError}) with the plan that caused it.
  */
-public final class CallNotSentException extends CyclesException {
+public final class CallNotSentException extends dev.cycles.errors.CallNotSentException {
     private static final long serialVersionUID = 1L;
-    private final String reservationId;
-    private final boolean released;
     private final transient CapsPlan plan;
 
-    CallNotSentException(String reservationId, boolean released, CapsPlan plan) {
-        super(fields(reservationId, released, plan));
-        this.reservationId = reservationId;
-        this.released = released;
+    CallNotSentException(dev.cycles.errors.CallNotSentException refused, CapsPlan plan) {
+        super(fields(refused));
         this.plan = plan;
     }
 
-    private static Map<String, Object> fields(String reservationId, boolean released, CapsPlan plan) {
+    /** The SDK exception's facts (all from core and the bridge), kept as they are. */
+    private static Map<String, Object> fields(dev.cycles.errors.CallNotSentException e) {
         Map<String, Object> f = new LinkedHashMap<>();
-        f.put("name", "BUDGET_EXCEEDED");
-        f.put("code", 104L);
-        f.put("message", "reservation " + reservationId + ": caps lower the output bound to " + plan.boundTo()
-                + ", which the provider does not accept: the model was not called"
-                + (released ? " and the reservation was released" : " (its release failed: the reservation expires)"));
+        f.put("name", e.errorName());
+        f.put("code", (long) e.code());
+        f.put("message", e.getMessage());
+        f.put("reservation_id", e.reservationId());
+        f.put("released", e.released());
+        f.put("release_exception", e.releaseError().orElse(null));
         return f;
-    }
-
-    /** @return the reservation that was not used */
-    public String reservationId() {
-        return reservationId;
-    }
-
-    /** @return whether its release succeeded (else the server expires it) */
-    public boolean released() {
-        return released;
     }
 
     /** @return core's plan ({@code send} false) */

@@ -389,16 +389,12 @@ public final class CyclesChatAdvisor implements CallAdvisor, StreamAdvisor {
         throw new IllegalStateException("CyclesChatAdvisor: " + target.getClass().getName() + " has no " + name);
     }
 
-    /** Releases a reservation whose plan says not to send, and the exception refusing the call. */
+    /**
+     * Releases a reservation whose plan says not to send (core's refusal: its reason and
+     * message, as every language's integrations), and the exception refusing the call.
+     */
     private static CallNotSentException notSent(Reservation r, CapsPlan plan) {
-        boolean released;
-        try {
-            r.release("caps lower the output bound to " + plan.boundTo() + ": the model call was not sent");
-            released = true;
-        } catch (RuntimeException e) {
-            released = false;
-        }
-        return new CallNotSentException(r.reservationId(), released, plan);
+        return new CallNotSentException(r.refuseCall(null), plan);
     }
 
     /** The core's price of a usage, or null when the response carried none. */

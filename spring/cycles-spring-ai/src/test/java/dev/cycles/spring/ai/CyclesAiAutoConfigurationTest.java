@@ -250,6 +250,12 @@ class CyclesAiAutoConfigurationTest {
             assertTrue(call.released());
             assertEquals("BUDGET_EXCEEDED", call.errorName());
             assertFalse(call.plan().send());
+            // The SDK's exception (a BudgetExceededException) with core's message, as in every language.
+            assertTrue(call instanceof dev.cycles.errors.BudgetExceededException);
+            assertEquals(104, call.code());
+            assertTrue(call.getMessage().matches("caps lower the output bound to 0, which \\w+ does not accept: the call was not "
+                    + "sent, nothing was charged to reservation " + call.reservationId() + ", and the reservation was released"),
+                    call.getMessage());
             CallNotSentException stream = assertThrows(CallNotSentException.class,
                     () -> chat.prompt().user("What is the answer?").stream().content().collectList().block());
             assertTrue(stream.released());
