@@ -355,6 +355,31 @@ mod tests {
     use super::*;
     use crate::ErrorKind;
 
+    /// A number in a member core does not know is kept, correctly rounded, and survives a
+    /// round trip: `decode_response` fuzzing found a value whose shortest re-encoding
+    /// (`1.767225611111111e134`) serde_json's default float parsing (fast, not correctly
+    /// rounded) read one ulp off, so decoding what core re-encoded for a host changed it.
+    /// The workspace enables serde_json's `float_roundtrip`.
+    #[test]
+    fn an_unknown_members_big_number_is_read_correctly_rounded() {
+        let digits = format!("17672256{}00000", "1".repeat(122));
+        let body = format!(
+            r#"{{"keys":[{{"kty":"OKP","crv":"Ed25519","x":"nLKe","kid":"k","cycles_nbf_ms":1,"s":{digits}}}]}}"#
+        );
+        let d = decode_response(Operation::GetEvidenceJwks, 200, &[], body.as_bytes()).unwrap();
+        let DecodedBody::GetEvidenceJwks(jwks) = &d.body else {
+            panic!("{:?}", d.body)
+        };
+        // What Python's float() and JavaScript's Number() read from the same text.
+        assert_eq!(
+            jwks.keys[0].extra["s"].as_f64(),
+            Some(1.767225611111111e134)
+        );
+        let again = serde_json::to_string(&jwks).unwrap();
+        let d2 = decode_response(Operation::GetEvidenceJwks, 200, &[], again.as_bytes()).unwrap();
+        assert_eq!(d2.body, d.body);
+    }
+
     #[test]
     fn operation_ids_round_trip_and_writes_are_the_five_mutations() {
         for op in Operation::ALL {
