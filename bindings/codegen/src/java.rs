@@ -209,20 +209,12 @@ fn record(m: &Model) -> Result<String, String> {
         writeln!(out, " * {l}").unwrap();
     }
     out.push_str(" *\n");
-    for c in &comps {
-        let line = format!("@param {} {}", c.name, c.doc);
-        for (i, l) in crate::text::wrap(&line, 96).lines().enumerate() {
-            let pad = if i == 0 { "" } else { "        " };
-            writeln!(out, " * {pad}{l}").unwrap();
-        }
-    }
+    param_docs(
+        &mut out,
+        comps.iter().map(|c| (c.name.as_str(), c.doc.clone())),
+    );
     out.push_str(" */\n");
-    let params: Vec<String> = comps
-        .iter()
-        .map(|c| format!("{} {}", c.ty, c.name))
-        .collect();
-    let head = format!("public record {name}(");
-    let wrapped = wrap_list(&head, &params, "        ", 120);
+    let wrapped = record_head(name, comps.iter().map(|c| (c.ty.as_str(), c.name.as_str())));
     writeln!(out, "{wrapped}) {{").unwrap();
     for (model, old, field) in JAVA_ALIASES {
         if *model != m.name {
@@ -255,6 +247,27 @@ fn record(m: &Model) -> Result<String, String> {
     )
     .unwrap();
     Ok(out)
+}
+
+/// A record's Javadoc `@param` lines (name, doc), each wrapped at 96 columns with its
+/// continuation lines indented under the text.
+pub(crate) fn param_docs<'a>(out: &mut String, params: impl Iterator<Item = (&'a str, String)>) {
+    for (name, doc) in params {
+        let line = format!("@param {name} {doc}");
+        for (i, l) in crate::text::wrap(&line, 96).lines().enumerate() {
+            let pad = if i == 0 { "" } else { "        " };
+            writeln!(out, " * {pad}{l}").unwrap();
+        }
+    }
+}
+
+/// `public record Name(Type name, ...` wrapped at 120 columns (the caller closes it).
+pub(crate) fn record_head<'a>(
+    name: &str,
+    comps: impl Iterator<Item = (&'a str, &'a str)>,
+) -> String {
+    let params: Vec<String> = comps.map(|(ty, n)| format!("{ty} {n}")).collect();
+    wrap_list(&format!("public record {name}("), &params, "        ", 120)
 }
 
 /// `head` followed by `items` joined with ", ", wrapped at `width` with `indent`.

@@ -11,7 +11,7 @@ use std::fmt::Write;
 use std::path::Path;
 
 use crate::ir::{Field, Ir, Model, Ty};
-use crate::java::{javadoc, wrap_list, HEADER};
+use crate::java::{self, javadoc, wrap_list, HEADER};
 use crate::table::JAVA_REQUEST_PARTS;
 use crate::text::camel;
 
@@ -130,20 +130,13 @@ fn part(m: &Model, fragment: &str) -> Result<String, String> {
         out.push('\n');
     }
     out.push_str(" *\n");
-    for c in &comps {
-        let line = format!("@param {} {}", c.name, param_doc(c));
-        for (i, l) in crate::text::wrap(&line, 96).lines().enumerate() {
-            let pad = if i == 0 { "" } else { "        " };
-            writeln!(out, " * {pad}{l}").unwrap();
-        }
-    }
+    java::param_docs(
+        &mut out,
+        comps.iter().map(|c| (c.name.as_str(), param_doc(c))),
+    );
     out.push_str(" */\n");
-    let params: Vec<String> = comps
-        .iter()
-        .map(|c| format!("{} {}", c.ty, c.name))
-        .collect();
-    let head = format!("public record {name}(");
-    writeln!(out, "{}) {{", wrap_list(&head, &params, "        ", 120)).unwrap();
+    let head = java::record_head(name, comps.iter().map(|c| (c.ty, c.name.as_str())));
+    writeln!(out, "{head}) {{").unwrap();
     let copies: Vec<&Component> = comps.iter().filter(|c| c.copy.is_some()).collect();
     if !copies.is_empty() {
         out.push_str("    /** The lists and maps are read-only copies, in their given order. */\n");
