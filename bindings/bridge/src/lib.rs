@@ -45,7 +45,7 @@ pub use error::{
     INTERNAL_NAME,
 };
 pub use guard::SpecDefaults;
-pub use lifecycle::{Active, EventPump, Lifecycle, SettleOverrides};
+pub use lifecycle::{Active, EventPump, LazyLifecycle, Lifecycle, SettleOverrides};
 pub use ops::{
     client_of_options, decode_captured, headers_from_json, ClientHandle, ClientOptions, Connection,
     Op, Reply,

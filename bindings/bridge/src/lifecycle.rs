@@ -134,6 +134,40 @@ impl SettleOverrides {
     }
 }
 
+/// A client's [`Lifecycle`], created on its first use: a client that only calls operations
+/// never starts the settlement engine. For the bindings that keep one per client object (the
+/// JVM, uniffi).
+#[derive(Default)]
+pub struct LazyLifecycle(Mutex<Option<Arc<Lifecycle>>>);
+
+impl LazyLifecycle {
+    /// The lifecycle of `handle`'s client with `settle`, created now if it is not yet (the
+    /// closed error once the client is closed).
+    pub fn get(
+        &self,
+        handle: &crate::ops::ClientHandle,
+        settle: SettleOverrides,
+    ) -> Result<Arc<Lifecycle>, ErrorFields> {
+        let mut slot = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(l) = slot.as_ref() {
+            return Ok(l.clone());
+        }
+        let l = Arc::new(Lifecycle::new(
+            handle.live()?,
+            handle.config(),
+            settle.max_attempts,
+            settle.replay_interval_ms,
+        )?);
+        *slot = Some(l.clone());
+        Ok(l)
+    }
+
+    /// The lifecycle if one was created.
+    pub fn existing(&self) -> Option<Arc<Lifecycle>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
 impl Lifecycle {
     /// The lifecycle of `client` with `config`'s journal; starts the background replay on
     /// core's runtime. `max_attempts` and `replay_interval_ms` override core's settle

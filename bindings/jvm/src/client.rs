@@ -2,15 +2,15 @@
 //! first use), operations (blocking or queued for the completion thread), guarded actions,
 //! events, and the process-wide exports (error table, poll, live handles, debug panic).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use cycles_bridge::ops::Call;
 use cycles_bridge::options::{host_client, JVM};
 use cycles_bridge::task::Work;
 use cycles_bridge::{
-    error_codes, error_variants, Active, ClientHandle, Connection, ErrorFields, Lifecycle,
-    SettleOverrides,
+    error_codes, error_variants, Active, ClientHandle, Connection, ErrorFields, LazyLifecycle,
+    Lifecycle, SettleOverrides,
 };
 use cycles_core::events::Level;
 use jni::sys::{jlong, JNI_FALSE, JNI_TRUE};
@@ -25,25 +25,13 @@ pub struct Client {
     handle: ClientHandle,
     settle: SettleOverrides,
     close_timeout_ms: u64,
-    life: Mutex<Option<Arc<Lifecycle>>>,
+    life: LazyLifecycle,
 }
 
 impl Client {
     /// The lifecycle, created on first use (the closed error once closed).
     fn life(&self) -> Result<Arc<Lifecycle>, ErrorFields> {
-        let mut slot = self.life.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(l) = slot.as_ref() {
-            return Ok(l.clone());
-        }
-        let client = self.handle.live()?;
-        let l = Arc::new(Lifecycle::new(
-            client,
-            self.handle.config(),
-            self.settle.max_attempts,
-            self.settle.replay_interval_ms,
-        )?);
-        *slot = Some(l.clone());
-        Ok(l)
+        self.life.get(&self.handle, self.settle)
     }
 }
 
@@ -95,7 +83,7 @@ natives! {
             handle: host.client,
             settle: host.settle,
             close_timeout_ms: host.close_timeout_ms,
-            life: Mutex::new(None),
+            life: LazyLifecycle::default(),
         }))
     }
 
@@ -182,7 +170,7 @@ natives! {
         let Ok(c) = client_of(client) else {
             return Ok(std::ptr::null_mut());
         };
-        let life = c.life.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let life = c.life.existing();
         let report = match life {
             Some(l) => {
                 let t = Duration::from_millis(u64::try_from(timeout_ms).unwrap_or(0));

@@ -3,11 +3,13 @@
 //! dispatch, the client half of the guarded lifecycle (created on first use, as on the JVM)
 //! and its event queue.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use cycles_bridge::options::{host_client, UNIFFI};
-use cycles_bridge::{ClientHandle, Connection, ErrorFields, Lifecycle, SettleOverrides};
+use cycles_bridge::{
+    ClientHandle, Connection, ErrorFields, LazyLifecycle, Lifecycle, SettleOverrides,
+};
 use cycles_core::events::Level;
 use serde_json::json;
 
@@ -45,7 +47,7 @@ pub struct Client {
     handle: ClientHandle,
     settle: SettleOverrides,
     close_timeout_ms: u64,
-    life: Mutex<Option<Arc<Lifecycle>>>,
+    life: LazyLifecycle,
 }
 
 impl Client {
@@ -56,30 +58,18 @@ impl Client {
                 handle: host.client,
                 settle: host.settle,
                 close_timeout_ms: host.close_timeout_ms,
-                life: Mutex::new(None),
+                life: LazyLifecycle::default(),
             }))
         })
     }
 
     /// The lifecycle, created on first use (the closed error once the client is closed).
     fn life(&self) -> std::result::Result<Arc<Lifecycle>, ErrorFields> {
-        let mut slot = self.life.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(l) = slot.as_ref() {
-            return Ok(l.clone());
-        }
-        let client = self.handle.live()?;
-        let l = Arc::new(Lifecycle::new(
-            client,
-            self.handle.config(),
-            self.settle.max_attempts,
-            self.settle.replay_interval_ms,
-        )?);
-        *slot = Some(l.clone());
-        Ok(l)
+        self.life.get(&self.handle, self.settle)
     }
 
     fn existing_life(&self) -> Option<Arc<Lifecycle>> {
-        self.life.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.life.existing()
     }
 }
 
