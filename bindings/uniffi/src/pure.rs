@@ -3,7 +3,7 @@
 //! helpers (`journal_json`, `journal::names`, `journal::identity`), pricing (`pricing_json`)
 //! and the captured-response decoder every binding runs the reference corpus through.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use cycles_bridge::pricing_json;
 use cycles_bridge::timing_json::{self, FallbackJson, PrimaryJson};
@@ -25,6 +25,11 @@ pub fn pricing_call(name: String, args_json: String) -> Result<String> {
     ffi(|| Ok(pricing_json::call(&name, &args_json)?))
 }
 
+/// A planner's state (a panic while it was held leaves it usable: each step is one call).
+fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// Core's normative heartbeat planner driven by JSON steps.
 #[derive(uniffi::Object)]
 pub struct PrimaryPlanner(Mutex<PrimaryJson>);
@@ -43,21 +48,12 @@ impl PrimaryPlanner {
 
     /// One step (`at_us`, and `remaining_ttl_ms` / `rtt_ms` or a `failure`): the decision JSON.
     pub fn step(&self, step_json: String) -> Result<String> {
-        ffi(|| {
-            Ok(self
-                .0
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .step(&step_json)?)
-        })
+        ffi(|| Ok(locked(&self.0).step(&step_json)?))
     }
 
     /// The enforced timeout of the next attempt (JSON duration).
     pub fn attempt_timeout(&self) -> String {
-        self.0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .attempt_timeout()
+        locked(&self.0).attempt_timeout()
     }
 }
 
@@ -84,39 +80,22 @@ impl FallbackPlanner {
 
     /// The first beat's decision JSON (`prime`: extend at once).
     pub fn first_beat(&self, prime: bool) -> String {
-        self.0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .first_beat(prime)
+        locked(&self.0).first_beat(prime)
     }
 
     /// One step (`at_us`, and `expires_at_ms` or a `failure`): the decision JSON.
     pub fn step(&self, step_json: String) -> Result<String> {
-        ffi(|| {
-            Ok(self
-                .0
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .step(&step_json)?)
-        })
+        ffi(|| Ok(locked(&self.0).step(&step_json)?))
     }
 
     /// The current regime's name.
     pub fn regime(&self) -> String {
-        self.0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .regime()
-            .to_string()
+        locked(&self.0).regime().to_string()
     }
 
     /// The lower bound of the lead at `now_us`; none when it does not fit 64 bits.
     pub fn lead_min_ms(&self, now_us: u64) -> Option<i64> {
-        let lead = self
-            .0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .lead_min_ms(now_us);
+        let lead = locked(&self.0).lead_min_ms(now_us);
         i64::try_from(lead).ok()
     }
 }
