@@ -165,7 +165,7 @@ class Settings:
     tokenizer: Tokenizer = "auto"
     #: ``pricing`` parsed by core once here instead of on every crossing into it: the pricing
     #: is read when the client is guarded (a later change to the mapping is not seen).
-    pricing_json: Any = None
+    parsed_pricing: Any = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.cycles, (Client, AsyncClient)):
@@ -179,7 +179,7 @@ class Settings:
         if self.prompt_tokens is not None and not callable(self.prompt_tokens):
             raise InvalidArgumentError("prompt_tokens= must be a function of the request")
         check_tokenizer(self.tokenizer)
-        object.__setattr__(self, "pricing_json", _parsed(self.pricing))
+        object.__setattr__(self, "parsed_pricing", _parsed(self.pricing))
 
     def call(self, api: Api, kw: dict[str, Any]) -> Call:
         """A call of ``api`` with the library keywords ``kw`` (the options popped)."""
@@ -242,10 +242,10 @@ class Call:
             bound = output_bound(self.request, default)
             if bound is not None:
                 n = self.s.prompt_tokens(self.request)
-                return estimate(self.s.pricing_json, self.model, n, bound)
+                return estimate(self.s.parsed_pricing, self.model, n, bound)
             # No bound: core's estimate_request says why it cannot reserve.
         counts = text_tokens(self.s.tokenizer, self.model, self.request)
-        p = self.s.pricing_json
+        p = self.s.parsed_pricing
         return estimate_request(p, self.model, self.request, default, counts).amount
 
     @property
@@ -315,7 +315,7 @@ class Call:
 
     def _fold(self, body: Any) -> None:
         # One crossing for usage, failure and actual: every stream event comes through here.
-        o = observe(self.s.pricing_json, self.model, self.api, body, self.usage)
+        o = observe(self.s.parsed_pricing, self.model, self.api, body, self.usage)
         if o.failed:
             self.failed = True
         self._took(o.usage, o.actual)
@@ -323,7 +323,7 @@ class Call:
     def observe_usage(self, u: Usage) -> None:
         """Takes ``u`` as the usage so far; reports its actual when it changed."""
         if u != self.usage:
-            self._took(u, actual(self.s.pricing_json, self.model, u))
+            self._took(u, actual(self.s.parsed_pricing, self.model, u))
 
     def _took(self, u: Usage, a: Amount | None) -> None:
         if u != self.usage:
