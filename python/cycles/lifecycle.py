@@ -661,6 +661,14 @@ class GuardedReservation:
             h.reason = d.get("reason")
             raise h
 
+    def _apply_call(self, text: str, succeeded: bool) -> None:
+        # A provider call that returned but failed, with nothing reported, ends released:
+        # as :meth:`release`, a failed release is raised.
+        self._apply(text, succeeded)
+        if succeeded and self.outcome == "released" and self.release_error is not None:
+            kind, message = self.release_error
+            raise error_class(kind)(message)
+
     def __repr__(self) -> str:
         return (
             f"GuardedReservation(reservation_id={self.reservation_id!r}, actual={self.actual!r}, "
@@ -732,6 +740,41 @@ class ReservationContext:
         finally:
             self._restore()
         h._apply(text, ok)
+
+    def _end_call(self, call: _native.NativeProviderCall, exc: BaseException | None) -> None:
+        """``__exit__`` of an integration's provider call: core's settlement rule on the call's
+        meter (the bridge's ``finish_call``: an actual is committed, no actual and a failed
+        call releases, no actual and a call that succeeded commits the estimate) in the one
+        crossing that ends the action. ``exc`` is the call's exception (``None``: it
+        returned); it is not raised here, the caller rethrows it."""
+        h = self._started()
+        if h.outcome == "released":
+            self._restore()
+            return
+        ok = exc is None
+        try:
+            text = h._native.finish_call(call, ok)
+        except BaseException as e:
+            # Refused before the action was taken: end it as any block that raised.
+            self.__exit__(type(e), e, e.__traceback__)
+            raise
+        self._restore()
+        h._apply_call(text, ok)
+
+    async def _aend_call(self, call: _native.NativeProviderCall, exc: BaseException | None) -> None:
+        """:meth:`_end_call` for ``async`` code."""
+        h = self._started()
+        if h.outcome == "released":
+            self._restore()
+            return
+        ok = exc is None
+        try:
+            text = await h._native.finish_call_async(call, ok)
+        except BaseException as e:
+            await self.__aexit__(type(e), e, e.__traceback__)
+            raise
+        self._restore()
+        h._apply_call(text, ok)
 
     async def __aenter__(self) -> GuardedReservation:
         if self._handle is not None:

@@ -17,6 +17,7 @@
 //! - [`timing_json`]: core's pure heartbeat math as JSON in, JSON out (the vectors' encoding).
 //! - [`journal_json`]: journal records and the pending scan as JSON.
 //! - [`pricing_json`]: core's pure pricing (estimate, price table, caps, actual) as JSON.
+//! - [`provider_call`]: one guarded provider call metered (core's `Meter`) and settled.
 //!
 //! Threading rule: a host is never called from a tokio worker or under a core lock. Core's
 //! event callback only pushes JSON into a channel; the host drains it on its own thread.
@@ -35,6 +36,7 @@ pub mod ops;
 pub mod options;
 pub mod pricing_json;
 pub mod process;
+pub mod provider_call;
 pub mod server;
 pub mod task;
 pub mod timing;

@@ -446,3 +446,96 @@ fn raw_requests_without_a_subject_are_for_the_tenant() {
         );
     }
 }
+
+/// An integration's provider call (`ProviderCall` + `Active::finish_call`): core's estimate of
+/// the request, each body's usage reported to the action as it grows, and core's settlement
+/// rule at the end, on every path it has.
+#[test]
+fn a_provider_call_is_metered_and_settled_by_cores_rule() {
+    use cycles_bridge::provider_call::ProviderCall;
+    use std::sync::Arc;
+
+    let s = setup();
+    let lc = Lifecycle::new(s.client.live().unwrap(), s.client.config(), None, None).unwrap();
+    // One unit a token, in the local server's budget unit.
+    let table = r#"{"unit":"USD_MICROCENTS","default":{"input_per_mtok":1000000,"output_per_mtok":1000000}}"#;
+    let pricing = Arc::new(cycles_bridge::pricing_json::parse_pricing(table).unwrap());
+    let request =
+        r#"{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"abcdefgh"}]}"#;
+    let begin = |key: &str, call: &ProviderCall| {
+        let e = call.estimate();
+        let spec = json!({
+            "idempotency_key": key,
+            "subject": {"tenant": "acme"},
+            "action": {"kind": "llm.completion", "name": "m"},
+            "estimate": {"unit": e.unit.as_str(), "amount": e.amount},
+        });
+        block(lc.begin(&spec.to_string()).unwrap()).unwrap()
+    };
+    let end = |a: &cycles_bridge::Active, call: &ProviderCall, ok: bool| -> Value {
+        serde_json::from_str(&block(a.finish_call(call, ok).unwrap())).unwrap()
+    };
+    let new_call = || {
+        ProviderCall::for_request(
+            pricing.clone(),
+            "chat_completions",
+            "m",
+            request,
+            None,
+            None,
+        )
+        .unwrap()
+    };
+
+    // Usage reported: committed, and the grown actual reached the action at once.
+    let call = new_call();
+    assert_eq!(
+        call.estimate().amount,
+        16,
+        "6 prompt tokens + the bound of 10"
+    );
+    let a = begin("bridge-call-1", &call);
+    let body = r#"{"usage":{"prompt_tokens":3,"completion_tokens":4}}"#;
+    assert!(!call.observe(body, a.usage()).unwrap());
+    assert_eq!(a.usage().actual(), Some(7));
+    let done = end(&a, &call, true);
+    assert_eq!(
+        (done["outcome"].clone(), done["actual"].clone()),
+        (json!("settled"), json!(7))
+    );
+
+    // Raised after usage: still committed (the host rethrows its exception).
+    let call = new_call();
+    let a = begin("bridge-call-2", &call);
+    call.observe(body, a.usage()).unwrap();
+    let done = end(&a, &call, false);
+    assert_eq!(done["outcome"], json!("work_failed"), "{done}");
+    assert_eq!(done["settlement"]["status"], json!("committed"), "{done}");
+    assert_eq!(done["settlement"]["charged"]["amount"], json!(7), "{done}");
+
+    // Returned with no usage: the estimate is committed.
+    let call = new_call();
+    let a = begin("bridge-call-3", &call);
+    let done = end(&a, &call, true);
+    assert_eq!(done["actual"], json!(16), "{done}");
+
+    // A body said the call failed, none reported usage: released, although it returned.
+    let call = new_call();
+    let a = begin("bridge-call-4", &call);
+    assert!(call
+        .observe(r#"{"error":{"message":"x"}}"#, a.usage())
+        .unwrap());
+    let done = end(&a, &call, true);
+    assert_eq!(done["outcome"], json!("released"), "{done}");
+
+    // Raised with no usage: released.
+    let call = new_call();
+    let a = begin("bridge-call-5", &call);
+    let done = end(&a, &call, false);
+    assert_eq!(done["released"], json!(true), "{done}");
+
+    // A body that is not JSON is refused and changes nothing; a bad API name too.
+    assert!(call.observe("not json", a.usage()).is_err());
+    assert!(ProviderCall::for_request(pricing.clone(), "nope", "m", request, None, None).is_err());
+    block(lc.close(Duration::ZERO));
+}

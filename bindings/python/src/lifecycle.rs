@@ -21,6 +21,7 @@ use pyo3::prelude::*;
 use crate::aio::awaitable;
 use crate::client::wait;
 use crate::errors::{core_err, guard, to_pyerr};
+use crate::pricing::NativeProviderCall;
 
 /// The guarded lifecycle of one client: guard, settler, background replay, event pump.
 #[pyclass(module = "cycles._native", name = "NativeLifecycle", frozen)]
@@ -144,7 +145,7 @@ impl NativeLifecycle {
 /// A running guarded action (core's `ActiveGuard`) and its `Usage`.
 #[pyclass(module = "cycles._native", name = "NativeActive", frozen)]
 pub struct NativeActive {
-    inner: Active,
+    pub(crate) inner: Active,
 }
 
 #[pymethods]
@@ -276,6 +277,40 @@ impl NativeActive {
         guard(|| {
             let work = self.inner.finish(work_succeeded).map_err(to_pyerr)?;
             wait(py, false, task::start(work).map_err(to_pyerr)?)
+        })
+    }
+
+    /// Phase two of a provider call an integration guards (the bridge's
+    /// `Active::finish_call`: core's settlement rule on the call's meter; blocking, GIL
+    /// released): the finished JSON.
+    fn finish_call(
+        &self,
+        py: Python<'_>,
+        call: &NativeProviderCall,
+        work_succeeded: bool,
+    ) -> PyResult<String> {
+        guard(|| {
+            let work = self
+                .inner
+                .finish_call(&call.inner, work_succeeded)
+                .map_err(to_pyerr)?;
+            wait(py, false, task::start(work).map_err(to_pyerr)?)
+        })
+    }
+
+    /// `finish_call` as an awaitable.
+    fn finish_call_async<'py>(
+        &self,
+        py: Python<'py>,
+        call: &NativeProviderCall,
+        work_succeeded: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        guard(|| {
+            let work = self
+                .inner
+                .finish_call(&call.inner, work_succeeded)
+                .map_err(to_pyerr)?;
+            awaitable(py, async move { Ok(work.await) })
         })
     }
 

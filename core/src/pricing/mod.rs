@@ -14,17 +14,21 @@
 //!
 //! 5. [`wire`]: where each provider API keeps its bound and tools, and reports usage: the
 //!    caps rewrite of a request and the usage of a response or stream event.
+//! 6. [`meter`]: one call from its estimate to its settlement, steps 4 and 5 with the usage
+//!    between them kept (what an integration holds per call).
 //!
 //! `conformance/vectors/pricing.json` pins every rule; the bridge's `pricing_json` exposes
 //! the same functions as JSON for hosts.
 
 pub mod caps;
 pub mod charge;
+pub mod meter;
 pub mod table;
 pub mod tokens;
 pub mod wire;
 
 pub use caps::{CappedBound, ToolFilter};
 pub use charge::{Settlement, Usage};
+pub use meter::Meter;
 pub use table::{Price, PriceTable, Pricing};
 pub use wire::{Api, CapsPlan};

@@ -4,8 +4,9 @@ The amounts and the provider's formats are core's (:mod:`cycles.pricing`): the e
 (``estimate_request``, with a tokenizer's counts of the prompt's texts where one applies, or
 ``estimate`` of your own exact prompt count), the caps rewrite
 (:meth:`~cycles.GuardedReservation.plan_caps`), the usage of each body or stream event
-(``usage``), the actual (``actual``) and what to do at the end (``settlement``). This module
-only drives the guarded lifecycle (:meth:`cycles.Client.reserve`) in that order:
+(``usage``), the actual (``actual``) and what to do at the end (``settlement``), held per
+call by core's meter (the bridge's ``ProviderCall``, one crossing a step). This module only
+drives the guarded lifecycle (:meth:`cycles.Client.reserve`) in that order:
 
 1. estimate, then reserve it in the pricing's unit (a denial raises
    :class:`~cycles.BudgetExceededError` and nothing is sent);
@@ -26,28 +27,26 @@ or the estimate when it reported none (the provider may have produced up to the 
 from __future__ import annotations
 
 import inspect
+import json
 import logging
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Union
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Union, cast
 
+from .. import _native
 from ..client import AsyncClient, Client
 from ..errors import InvalidArgumentError
-from ..lifecycle import CallNotSentError, GuardedReservation, ReservationContext
+from ..lifecycle import CallNotSentError, GuardedReservation, ReservationContext, _int64
 from ..models import Action, Amount, Decision, SubjectLike
 from ..pricing import (
     Api,
     CapsPlan,
     Pricing,
     Usage,
-    _Json,
+    _dumps,
     _parsed,
-    actual,
     estimate,
-    estimate_request,
-    observe,
     output_bound,
-    settlement,
 )
 from .tokenizer import Tokenizer, text_tokens
 from .tokenizer import check as check_tokenizer
@@ -135,7 +134,7 @@ def _body(obj: Any) -> Mapping[str, Any] | None:
     return None
 
 
-def _raw_body(response: Any) -> _Json | None:
+def _raw_body(response: Any) -> str | None:
     """The body of a raw response (the libraries' ``LegacyAPIResponse``, what
     ``with_raw_response`` returns) of a call that did not stream, as the provider sent it;
     ``None`` for anything else or a body not yet read."""
@@ -144,7 +143,7 @@ def _raw_body(response: Any) -> _Json | None:
         return None
     try:
         content = http.content  # read already unless the response streams
-        return _Json(content.decode("utf-8")) if isinstance(content, bytes) else None
+        return content.decode("utf-8") if isinstance(content, bytes) else None
     except Exception:  # not read (a stream), not UTF-8: no usage from it
         return None
 
@@ -165,7 +164,7 @@ class Settings:
     tokenizer: Tokenizer = "auto"
     #: ``pricing`` parsed by core once here instead of on every crossing into it: the pricing
     #: is read when the client is guarded (a later change to the mapping is not seen).
-    parsed_pricing: Any = None
+    parsed_pricing: _native.ParsedPricing = field(init=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.cycles, (Client, AsyncClient)):
@@ -187,7 +186,10 @@ class Settings:
 
 
 class Call:
-    """One guarded provider call: estimate, reservation, caps, usage, settlement."""
+    """One guarded provider call: estimate, reservation, caps, usage, settlement. Core's
+    meter of the call (the bridge's ``ProviderCall``) holds the usage, whether a body said
+    the call failed, and the actual, and reports each grown actual to the reservation; the
+    end applies core's settlement rule in the crossing that ends the reservation."""
 
     def __init__(self, s: Settings, api: Api, kw: dict[str, Any], opts: CallOptions) -> None:
         self.s = s
@@ -202,7 +204,8 @@ class Call:
             raise InvalidArgumentError(f"model must be a string, not {model!r}")
         self.model = model
         self.request = self._request(kw)
-        self.estimate = self._estimate(opts)
+        self.meter = self._meter(opts)
+        self.estimate = Amount(s.parsed_pricing.unit, self.meter.estimate)
         self.ctx: ReservationContext = s.cycles.reserve(
             self.estimate,
             action=Action(opts.kind or s.action_kind, opts.name or model),
@@ -210,9 +213,6 @@ class Call:
             idempotency_key=opts.idempotency_key,
         )
         self._r: GuardedReservation | None = None
-        self.usage = Usage()
-        self.actual: Amount | None = None  # core's actual of self.usage
-        self.failed = False  # a body or event said the call failed (core's call_failed)
         self.done = False
 
     def _request(self, kw: Mapping[str, Any]) -> dict[str, Any]:
@@ -224,29 +224,42 @@ class Call:
             body.update(extra)
         return body
 
-    def _estimate(self, opts: CallOptions) -> Amount:
-        unit = self.s.pricing["unit"]
+    def _meter(self, opts: CallOptions) -> _native.NativeProviderCall:
+        """Core's meter of this call, with its estimate: core's of the request (one
+        crossing), or the caller's own."""
+        p = self.s.parsed_pricing
         e = opts.estimate
         if e is not None:
+            unit = p.unit
             if isinstance(e, Amount):
                 if e.unit != unit:
                     raise InvalidArgumentError(
                         f"the estimate's unit {e.unit} differs from the pricing's {unit}"
                     )
-                return e
+                e = e.amount
             if isinstance(e, bool) or not isinstance(e, int):
                 raise InvalidArgumentError(f"estimate must be an int or an Amount, not {e!r}")
-            return Amount(unit, e)
+            return _native.NativeProviderCall.with_estimate(
+                p, self.api, self.model, _int64(e, "the estimate")
+            )
         default = self.s.default_output_bound
         if self.s.prompt_tokens is not None:
             bound = output_bound(self.request, default)
             if bound is not None:
                 n = self.s.prompt_tokens(self.request)
-                return estimate(self.s.parsed_pricing, self.model, n, bound)
-            # No bound: core's estimate_request says why it cannot reserve.
+                # The parsed table stands in for the mapping (pricing._call takes either).
+                amount = estimate(cast(Pricing, p), self.model, n, bound).amount
+                return _native.NativeProviderCall.with_estimate(p, self.api, self.model, amount)
+            # No bound: core's estimate of the request says why it cannot reserve.
         counts = text_tokens(self.s.tokenizer, self.model, self.request)
-        p = self.s.parsed_pricing
-        return estimate_request(p, self.model, self.request, default, counts).amount
+        return _native.NativeProviderCall.for_request(
+            p,
+            self.api,
+            self.model,
+            _dumps(self.request, "the request"),
+            default,
+            None if counts is None else json.dumps(counts),
+        )
 
     @property
     def r(self) -> GuardedReservation:
@@ -295,11 +308,23 @@ class Call:
         """Whether the request asks for a stream (its body is events, not one JSON body)."""
         return self.request.get("stream") not in (None, False)
 
+    def read_as(self, api: Api) -> None:
+        """Reads the bodies and events that follow as ``api``'s (a library that converts
+        the provider's stream into another API's events)."""
+        self.meter.read_as(api)
+        self.api = api
+
+    @property
+    def usage(self) -> Usage:
+        """The usage reported so far."""
+        i, o = self.meter.usage
+        return Usage(i, o)
+
     def observe(self, obj: Any) -> None:
         """Folds one response or stream event into the usage; reports a grown actual."""
         body = _body(obj)
         if body is not None:
-            self._fold(body)
+            self.meter.observe(_dumps(body, "the response body"), self.r._native)
 
     def observe_raw(self, response: Any) -> bool:
         """Folds a raw response's body as the provider sent it (not decoded and re-encoded
@@ -308,72 +333,35 @@ class Call:
         if body is None:
             return False
         try:
-            self._fold(body)
+            self.meter.observe(body, self.r._native)
         except InvalidArgumentError:
             return False
         return True
 
-    def _fold(self, body: Any) -> None:
-        # One crossing for usage, failure and actual: every stream event comes through here.
-        o = observe(self.s.parsed_pricing, self.model, self.api, body, self.usage)
-        if o.failed:
-            self.failed = True
-        self._took(o.usage, o.actual)
-
     def observe_usage(self, u: Usage) -> None:
         """Takes ``u`` as the usage so far; reports its actual when it changed."""
-        if u != self.usage:
-            self._took(u, actual(self.s.parsed_pricing, self.model, u))
-
-    def _took(self, u: Usage, a: Amount | None) -> None:
-        if u != self.usage:
-            self.usage, self.actual = u, a
-            if a is not None:
-                self.r.set_actual(a)
+        try:
+            self.meter.take_usage(u.input_tokens, u.output_tokens, self.r._native)
+        except (OverflowError, TypeError):
+            raise InvalidArgumentError(
+                f"usage counts must be non-negative ints or None, not {u!r}"
+            ) from None
 
     # --- settle ---
 
-    def _decide(self, raised: bool) -> bool:
-        """Applies core's settlement to a call that raised, or ended (failed when a body or
-        event said so); True when the reservation must be released here."""
-        plan = settlement(self.actual, not raised and not self.failed, self.estimate)
-        if plan.action == "commit" and plan.amount is not None:
-            self.r.set_actual(plan.amount)
-            return False
-        return not raised  # a call that raised releases through the guard's exit
-
     def end(self, exc: BaseException | None) -> None:
-        """Settles once: ``exc`` is the call's exception (``None``: it succeeded)."""
+        """Settles once by core's rule: ``exc`` is the call's exception (``None``: it
+        returned; a body that said the call failed counts as failed all the same)."""
         if self.done or self._r is None:
             return
         self.done = True
-        try:
-            release = self._decide(exc is not None)
-        except BaseException as e:
-            self.ctx.__exit__(type(e), e, e.__traceback__)
-            raise
-        if release:
-            self.r.release()
-        if exc is None:
-            self.ctx.__exit__(None, None, None)
-        else:
-            self.ctx.__exit__(type(exc), exc, exc.__traceback__)
+        self.ctx._end_call(self.meter, exc)
 
     async def aend(self, exc: BaseException | None) -> None:
         if self.done or self._r is None:
             return
         self.done = True
-        try:
-            release = self._decide(exc is not None)
-        except BaseException as e:
-            await self.ctx.__aexit__(type(e), e, e.__traceback__)
-            raise
-        if release:
-            await self.r.arelease()
-        if exc is None:
-            await self.ctx.__aexit__(None, None, None)
-        else:
-            await self.ctx.__aexit__(type(exc), exc, exc.__traceback__)
+        await self.ctx._aend_call(self.meter, exc)
 
     # --- streams ---
 

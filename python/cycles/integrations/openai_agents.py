@@ -211,7 +211,7 @@ class CyclesModel(Model):
         try:
             turn.apply(await call.acaps(turn.kw))
             # Every model's stream is of Responses events (the SDK converts Chat Completions').
-            call.api = "responses"
+            call.read_as("responses")
             events = self.inner.stream_response(
                 system_instructions,
                 input,
