@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Kotlin face's tests: build libcycles_uniffi (cargo, debug profile, honouring
+# The Kotlin face's tests (the recovery conformance suites Recovery*Test included): build libcycles_uniffi (cargo, debug profile, honouring
 # $CARGO_TARGET_DIR); check that the committed generated Kotlin and Swift are what uniffi-bindgen
 # writes from it (bindings/uniffi/scripts/generate.sh --check); extract docs/kotlin.md's quick
 # start; compile everything with the Kotlin compiler from Maven Central (kotlin-maven-plugin)
@@ -14,7 +14,8 @@ TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 log() { printf '== kotlin: %s (%ds)\n' "$*" "$SECONDS" >&2; }
 # Tests per class; a new test needs its count here.
 declare -A EXPECTED=([OperationsTest]=6 [LifecycleTest]=11 [VectorsTest]=3 [ReferenceCorpusTest]=2
-    [BoundaryTest]=5 [ExitTest]=2)
+    [BoundaryTest]=5 [ExitTest]=2 [RecoveryCoreTest]=7 [RecoveryJournalTest]=3 [RecoveryProcessTest]=6
+    [JournalRedisTest]=1)
 
 # A JDK 17+ and Maven; a bare image gets them from apt.
 if ! command -v mvn >/dev/null || ! command -v javac >/dev/null; then
@@ -22,6 +23,14 @@ if ! command -v mvn >/dev/null || ! command -v javac >/dev/null; then
     SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
     $SUDO apt-get update -qq
     $SUDO apt-get install -y -qq openjdk-17-jdk-headless maven >/dev/null
+fi
+# The Redis journal tests (JournalRedisTest, and the recovery tests with
+# CYCLES_TEST_JOURNAL_STORE=redis) start their own redis-server and read it with redis-cli.
+if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
+    log "installing redis-server (Debian's package)"
+    SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends redis-server >/dev/null
 fi
 
 check_reports() {
@@ -60,9 +69,13 @@ open(sys.argv[2], "w").write(re.search(r"```kotlin\n(.*?)```", section, re.S).gr
 PY
 
 # Offline once Maven's cache has the plugins and libraries (the first run downloads them);
-# keyed by the pom's Kotlin version, so a version bump goes online once.
+# keyed by the pom's Kotlin version and the console launcher's and dependency plugin's
+# versions, so a version bump goes online once.
 kv="$(sed -n 's:.*<kotlin.version>\(.*\)</kotlin.version>.*:\1:p' "$K/pom.xml")"
-MVN=(mvn -B -q); [[ -d "$HOME/.m2/repository/org/jetbrains/kotlin/kotlin-maven-plugin/$kv" ]] && MVN+=(-o)
+m2="$HOME/.m2/repository"
+MVN=(mvn -B -q)
+[[ -d "$m2/org/jetbrains/kotlin/kotlin-maven-plugin/$kv" && -d "$m2/org/junit/platform/junit-platform-console/6.1.3" &&
+    -d "$m2/org/apache/maven/plugins/maven-dependency-plugin/3.8.1" ]] && MVN+=(-o)
 log "compile (kotlin-maven-plugin) and the JUnit suite"
 rm -rf "$K/target/surefire-reports"
 (cd "$K" && "${MVN[@]}" test -Dcycles.native.dir="$TARGET/debug") >&2
