@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# The Kotlin face's tests (the recovery conformance suites Recovery*Test included): build libcycles_uniffi (cargo, debug profile, honouring
+# The Kotlin face's tests: build libcycles_uniffi (cargo, debug profile, honouring
 # $CARGO_TARGET_DIR); check that the committed generated Kotlin and Swift are what uniffi-bindgen
 # writes from it (bindings/uniffi/scripts/generate.sh --check); extract docs/kotlin.md's quick
 # start; compile everything with the Kotlin compiler from Maven Central (kotlin-maven-plugin)
-# and run the JUnit suite on the JVM against the local server (spec mode), then the operations,
+# and run the JUnit suite on the JVM against the local server (spec mode; the recovery
+# conformance suites Recovery*Test and JournalRedisTest included), then the operations,
 # lifecycle and boundary suites again against its reference mode; Surefire's XML is checked
 # for exactly the expected tests per class, all passed (a filter matching nothing still says
-# BUILD SUCCESS).
+# BUILD SUCCESS). Last, the jar carrying libcycles_uniffi (scripts/package.sh OUT kotlin, dev
+# profile) and its install check (kotlin/scripts/install-check.sh: the quick start compiled and
+# run in a fresh folder against that jar and its declared dependencies only).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 K="$ROOT/kotlin"
@@ -88,4 +91,7 @@ rm -rf "$K/target/surefire-reports"
     -Dtest='OperationsTest,LifecycleTest,BoundaryTest' -Dsurefire.failIfNoSpecifiedTests=true) >&2
 check_reports "OperationsTest=${EXPECTED[OperationsTest]}" "LifecycleTest=${EXPECTED[LifecycleTest]}" \
     "BoundaryTest=${EXPECTED[BoundaryTest]}"
+log "the jar with libcycles_uniffi (scripts/package.sh, dev profile) and its install check"
+CYCLES_PACKAGE_PROFILE=dev bash "$ROOT/scripts/package.sh" "$TARGET/kotlin-package-check" kotlin
+bash "$K/scripts/install-check.sh" "$TARGET"/kotlin-package-check/kotlin/cycles-kotlin-*[0-9].jar
 log "all Kotlin tests passed"
