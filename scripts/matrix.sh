@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # One behaviour in every language, proven in one command: the shared vectors, the
 # reference-server corpus, a seeded differential of the timing math and journal helpers, the
-# journal interop matrix (Rust, Python, Node, JVM, C and the official Python SDK runcycles
-# 0.5.3 writing and draining each other's records) and every recovery adapter (durable claim)
-# across all five faces; the face-by-check table is printed last and checked against
-# docs/matrix.md. Protocol: conformance/matrix/PROTOCOL.md.
+# journal interop matrix (Rust, Python, Node, JVM, C, Kotlin and the official Python SDK
+# runcycles 0.5.3 writing and draining each other's records) and every recovery adapter
+# (durable claim) across all six faces; the face-by-check table is printed last and checked
+# against docs/matrix.md. Protocol: conformance/matrix/PROTOCOL.md.
 #
 # Usage: scripts/matrix.sh [--write-doc]   (--write-doc regenerates docs/matrix.md and the table
 #                                           between the matrix markers in README.md)
 # Runs after the per-language suites (scripts/test-all.sh calls it last): it reuses what they
-# leave (the Python test venv, the C CTest build, the Node build, java/target), and each face's
-# prepare.sh builds what is missing. Honours CARGO_TARGET_DIR, CYCLES_PY_CACHE and
-# CYCLES_MATRIX_COUNT (inputs per timing function and planner, default 10000; the committed
-# docs/matrix.md is for the default).
+# leave (the Python test venv, the C CTest build, the Node build, java/target, kotlin/target's
+# compiled tests), and each face's prepare.sh builds what is missing. Honours CARGO_TARGET_DIR,
+# CYCLES_PY_CACHE and CYCLES_MATRIX_COUNT (inputs per timing function and planner, default
+# 10000; the committed docs/matrix.md is for the default).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -31,8 +31,8 @@ cargo build -q --locked -p cycles-matrix -p cycles-conformance-runner
 matrix="$CARGO_TARGET_DIR/debug/cycles-matrix"
 runner="$CARGO_TARGET_DIR/debug/cycles-conformance"
 
-step "prepare the faces (C and Java drivers compile with warnings as errors)"
-for face in python c node jvm runcycles; do
+step "prepare the faces (C, Java and Kotlin drivers compile with warnings as errors)"
+for face in python c node jvm kotlin runcycles; do
     bash "$faces/$face/prepare.sh"
 done
 
@@ -62,15 +62,20 @@ cargo test -q --locked -p cycles-core --no-run
 # This checkout's CTest tree, brought up to date with these sources first (incrementally): the
 # adapter must run the tests of the sources it stands in, never a tree built from others.
 c_tree="$(bash bindings/c/scripts/tests-tree.sh --build)"
+# The Kotlin classes compiled from this checkout's sources (the adapter recompiles them when its
+# stamp says otherwise; done here once, not inside the first scenario's time limit).
+python3 conformance/adapters/kotlin --build
 
 # Every face's claim, then again with the journal in Redis (issue 35): the same mapped tests,
 # each on a Redis it starts, looking into the journal only through the face's TestJournal
 # (core/tests/common/store.rs, python/tests/journal_store.py, bindings/c/tests/recovery.h,
-# node/test/recovery-support.mjs, java/src/test/java/dev/cycles/TestJournal.java).
+# node/test/recovery-support.mjs, java/src/test/java/dev/cycles/TestJournal.java,
+# kotlin/src/test/kotlin/dev/cycles/kotlin/TestJournal.kt).
 # Two lanes side by side: the claims mostly wait (child processes killed and restarted, leases
 # lapsing, one process start per mapped test), so one after another they left the machine
-# idle for minutes. Rust, Python and C in one lane, Node and the JVM (the heaviest, one Maven
-# start per mapped test) in the other; each lane's log is printed whole when it ends.
+# idle for minutes. Rust, Python, C and Kotlin (one JVM per scenario) in one lane, Node and the
+# JVM (the heaviest, one Maven start per mapped test) in the other; each lane's log is printed
+# whole when it ends.
 lane_native() {
     adapter rust cycles-sdk/rust-core "$reports/recovery-conformance.json" --adapter conformance/adapters/rust
     CYCLES_TEST_JOURNAL_STORE=redis adapter rust-redis cycles-sdk/rust-core-redis-journal \
@@ -87,6 +92,10 @@ lane_native() {
     CYCLES_TEST_JOURNAL_STORE=redis adapter c-redis cycles-sdk/c-redis-journal \
         "$reports/recovery-conformance-c-redis.json" \
         --adapter conformance/adapters/c --build-dir "$c_tree/build" --map conformance/adapters/c-redis-map.json
+    adapter kotlin cycles-sdk/kotlin "$reports/recovery-conformance-kotlin.json" --adapter conformance/adapters/kotlin
+    CYCLES_TEST_JOURNAL_STORE=redis adapter kotlin-redis cycles-sdk/kotlin-redis-journal \
+        "$reports/recovery-conformance-kotlin-redis.json" \
+        --adapter conformance/adapters/kotlin --map conformance/adapters/kotlin-redis-map.json
 }
 lane_runtimes() {
     adapter node cycles-sdk/node "$reports/recovery-conformance-node.json" --adapter conformance/adapters/node
@@ -133,9 +142,11 @@ step "the matrix: vectors, corpus, differential ($count inputs each), journal, r
     --face "node=$faces/node/run.sh" \
     --face "jvm=$faces/jvm/run.sh" \
     --face "c=$faces/c/run.sh" \
+    --face "kotlin=$faces/kotlin/run.sh" \
     --journal-face "runcycles=$faces/runcycles/run.sh" \
     --report "rust=$reports/recovery-conformance.json" \
     --report "python=$reports/recovery-conformance-python.json" \
     --report "node=$reports/recovery-conformance-node.json" \
     --report "jvm=$reports/recovery-conformance-jvm.json" \
-    --report "c=$reports/recovery-conformance-c.json"
+    --report "c=$reports/recovery-conformance-c.json" \
+    --report "kotlin=$reports/recovery-conformance-kotlin.json"

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds what users install, into OUT/<language>/:
 #
-#   scripts/package.sh OUT [--all-platforms | --platform NAME]... [python] [c] [cli] [node] [java] ...
+#   scripts/package.sh OUT [--all-platforms | --platform NAME]... [python] [c] [cli] [node] [java] [kotlin] ...
 #
-# No language: every language. Platforms (scripts/package/common.sh): linux-x64-gnu (the host,
+# No language: python, c, cli, node and java (kotlin only when named: it is not released yet). Platforms (scripts/package/common.sh): linux-x64-gnu (the host,
 # the default), linux-arm64-gnu, linux-x64-musl, linux-arm64-musl; --all-platforms takes all
 # four. What each language writes is documented in scripts/package/<language>.sh and in
 # docs/packaging.md.
@@ -21,6 +21,9 @@
 #   OUT/java/cycles-sdk-X.Y.Z.jar      dev.cycles:cycles-sdk with native/CLASSIFIER/libcycles_jvm.so
 #                                      per platform (+ -sources.jar, -javadoc.jar); Maven runs
 #                                      the JUnit suite unless CYCLES_PACKAGE_SKIP_TESTS=1
+#   OUT/kotlin/cycles-kotlin-X.Y.Z.jar  dev.cycles:cycles-kotlin with libcycles_uniffi.so in JNA's
+#                                      layout (linux-x86-64/, linux-aarch64/; glibc platforms
+#                                      only), checked by kotlin/scripts/install-check.sh
 #
 # Release builds by default; CYCLES_PACKAGE_PROFILE=dev builds the debug profile (the C tests
 # use it: much faster, same ABI). Cargo builds in $CARGO_TARGET_DIR (default target/); other
@@ -28,7 +31,7 @@
 # $CARGO_TARGET_DIR/platforms/ (scripts/package/common.sh platform_cargo).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-usage() { echo "usage: scripts/package.sh OUT [--all-platforms | --platform NAME]... [python] [c] [cli] [node] [java] ..." >&2; exit 2; }
+usage() { echo "usage: scripts/package.sh OUT [--all-platforms | --platform NAME]... [python] [c] [cli] [node] [java] [kotlin] ..." >&2; exit 2; }
 [[ $# -ge 1 ]] || usage
 OUT="$(mkdir -p "$1" && cd "$1" && pwd)"
 shift

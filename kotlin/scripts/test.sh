@@ -3,10 +3,13 @@
 # $CARGO_TARGET_DIR); check that the committed generated Kotlin and Swift are what uniffi-bindgen
 # writes from it (bindings/uniffi/scripts/generate.sh --check); extract docs/kotlin.md's quick
 # start; compile everything with the Kotlin compiler from Maven Central (kotlin-maven-plugin)
-# and run the JUnit suite on the JVM against the local server (spec mode), then the operations,
+# and run the JUnit suite on the JVM against the local server (spec mode; the recovery
+# conformance suites Recovery*Test and JournalRedisTest included), then the operations,
 # lifecycle and boundary suites again against its reference mode; Surefire's XML is checked
 # for exactly the expected tests per class, all passed (a filter matching nothing still says
-# BUILD SUCCESS).
+# BUILD SUCCESS). Last, the jar carrying libcycles_uniffi (scripts/package.sh OUT kotlin, dev
+# profile) and its install check (kotlin/scripts/install-check.sh: the quick start compiled and
+# run in a fresh folder against that jar and its declared dependencies only).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 K="$ROOT/kotlin"
@@ -14,7 +17,8 @@ TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 log() { printf '== kotlin: %s (%ds)\n' "$*" "$SECONDS" >&2; }
 # Tests per class; a new test needs its count here.
 declare -A EXPECTED=([OperationsTest]=6 [LifecycleTest]=11 [VectorsTest]=3 [ReferenceCorpusTest]=2
-    [BoundaryTest]=5 [ExitTest]=2)
+    [BoundaryTest]=5 [ExitTest]=2 [RecoveryCoreTest]=7 [RecoveryJournalTest]=3 [RecoveryProcessTest]=6
+    [JournalRedisTest]=1)
 
 # A JDK 17+ and Maven; a bare image gets them from apt.
 if ! command -v mvn >/dev/null || ! command -v javac >/dev/null; then
@@ -22,6 +26,14 @@ if ! command -v mvn >/dev/null || ! command -v javac >/dev/null; then
     SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
     $SUDO apt-get update -qq
     $SUDO apt-get install -y -qq openjdk-17-jdk-headless maven >/dev/null
+fi
+# The Redis journal tests (JournalRedisTest, and the recovery tests with
+# CYCLES_TEST_JOURNAL_STORE=redis) start their own redis-server and read it with redis-cli.
+if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
+    log "installing redis-server (Debian's package)"
+    SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends redis-server >/dev/null
 fi
 
 check_reports() {
@@ -60,9 +72,13 @@ open(sys.argv[2], "w").write(re.search(r"```kotlin\n(.*?)```", section, re.S).gr
 PY
 
 # Offline once Maven's cache has the plugins and libraries (the first run downloads them);
-# keyed by the pom's Kotlin version, so a version bump goes online once.
+# keyed by the pom's Kotlin version and the console launcher's and dependency plugin's
+# versions, so a version bump goes online once.
 kv="$(sed -n 's:.*<kotlin.version>\(.*\)</kotlin.version>.*:\1:p' "$K/pom.xml")"
-MVN=(mvn -B -q); [[ -d "$HOME/.m2/repository/org/jetbrains/kotlin/kotlin-maven-plugin/$kv" ]] && MVN+=(-o)
+m2="$HOME/.m2/repository"
+MVN=(mvn -B -q)
+[[ -d "$m2/org/jetbrains/kotlin/kotlin-maven-plugin/$kv" && -d "$m2/org/junit/platform/junit-platform-console/6.1.3" &&
+    -d "$m2/org/apache/maven/plugins/maven-dependency-plugin/3.8.1" ]] && MVN+=(-o)
 log "compile (kotlin-maven-plugin) and the JUnit suite"
 rm -rf "$K/target/surefire-reports"
 (cd "$K" && "${MVN[@]}" test -Dcycles.native.dir="$TARGET/debug") >&2
@@ -75,4 +91,7 @@ rm -rf "$K/target/surefire-reports"
     -Dtest='OperationsTest,LifecycleTest,BoundaryTest' -Dsurefire.failIfNoSpecifiedTests=true) >&2
 check_reports "OperationsTest=${EXPECTED[OperationsTest]}" "LifecycleTest=${EXPECTED[LifecycleTest]}" \
     "BoundaryTest=${EXPECTED[BoundaryTest]}"
+log "the jar with libcycles_uniffi (scripts/package.sh, dev profile) and its install check"
+CYCLES_PACKAGE_PROFILE=dev bash "$ROOT/scripts/package.sh" "$TARGET/kotlin-package-check" kotlin
+bash "$K/scripts/install-check.sh" "$TARGET"/kotlin-package-check/kotlin/cycles-kotlin-*[0-9].jar
 log "all Kotlin tests passed"

@@ -6,6 +6,7 @@ import kotlin.time.Duration
 import kotlinx.coroutines.Dispatchers
 import kotlinx.coroutines.NonCancellable
 import kotlinx.coroutines.flow.Flow
+import kotlinx.coroutines.flow.emitAll
 import kotlinx.coroutines.flow.flow
 import kotlinx.coroutines.flow.flowOn
 import kotlinx.coroutines.withContext
@@ -150,21 +151,28 @@ class CyclesClient private constructor(private val native: Client) : AutoCloseab
      * Core's events (heartbeats, settlements, retries, quarantines; docs/events.md) at
      * [floor] or above, while collected; it completes when the client is closed. One
      * collector at a time (a second one fails with [IllegalStateException]); events are not
-     * even built while nobody collects.
+     * even built while nobody collects. The subscription is made in the collector's own
+     * context before its first suspension (only the reading runs on [Dispatchers.IO]), so a
+     * collector launched with `CoroutineStart.UNDISPATCHED` sees every event of what follows
+     * the `launch`.
      */
     fun events(floor: EventLevel = EventLevel.DEBUG): Flow<CyclesEvent> = flow {
         check(collecting.compareAndSet(false, true)) { "the events of this client are already being collected" }
         try {
             native { native.setEventFloor(floor) }
-            while (true) {
-                val batch = native.nextEvents(200u) ?: break
-                for (e in batch) emit(CyclesEvent.parse(e))
-            }
+            emitAll(
+                flow {
+                    while (true) {
+                        val batch = native.nextEvents(200u) ?: break
+                        for (e in batch) emit(CyclesEvent.parse(e))
+                    }
+                }.flowOn(Dispatchers.IO),
+            )
         } finally {
             collecting.set(false)
             runCatching { native.setEventFloor(null) }
         }
-    }.flowOn(Dispatchers.IO)
+    }
 
     /** Until a collector asks for events, core builds none (they would pile up unread). */
     private fun quietUntilCollected() {

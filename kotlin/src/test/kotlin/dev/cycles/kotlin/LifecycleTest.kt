@@ -11,7 +11,6 @@ import kotlinx.coroutines.CoroutineStart
 import kotlinx.coroutines.async
 import kotlinx.coroutines.awaitCancellation
 import kotlinx.coroutines.cancelAndJoin
-import kotlinx.coroutines.delay
 import kotlinx.coroutines.flow.first
 import kotlinx.coroutines.flow.toList
 import kotlinx.coroutines.launch
@@ -222,8 +221,8 @@ class LifecycleTest {
     fun eventsFlowWhileCollectedAndEndWithTheClient() = runBlocking {
         val client = fx.client()
         val got = CopyOnWriteArrayList<CyclesEvent>()
-        val collector = launch { client.events().collect { got.add(it) } }
-        delay(100) // the collector is subscribed before the work
+        // Subscribed when launch returns: events() subscribes before its first suspension.
+        val collector = launch(start = CoroutineStart.UNDISPATCHED) { client.events().collect { got.add(it) } }
         val value = client.withReservation(spec(100)) { setActual(60); "x" }
         assertEquals("x", value)
         eventually("settlement_settled") { got.any { it.kind == "settlement_settled" } }
