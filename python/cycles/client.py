@@ -134,16 +134,25 @@ class Client(_Operations, _Base):
         workflow: str | None = None,
         agent: str | None = None,
         toolset: str | None = None,
+        from_: str | None = None,
+        to: str | None = None,
+        expires_from: str | None = None,
+        expires_to: str | None = None,
+        finalized_from: str | None = None,
+        finalized_to: str | None = None,
         sort_by: str | None = None,
         sort_dir: str | None = None,
         include: Sequence[str] | None = None,
         limit: int | None = None,
     ) -> list[Reservation]:
-        """Every row, following ``next_cursor`` for at most ``max_pages`` pages."""
+        """Every row, following ``next_cursor`` for at most ``max_pages`` pages. The filters are
+        :meth:`list_reservations`'s (``from_`` is the wire's ``from``)."""
         args = self._query(
             max_pages=max_pages, idempotency_key=idempotency_key, status=status,
             tenant=tenant, workspace=workspace, app=app, workflow=workflow, agent=agent,
-            toolset=toolset, sort_by=sort_by, sort_dir=sort_dir, include=include, limit=limit,
+            toolset=toolset, to=to, expires_from=expires_from, expires_to=expires_to,
+            finalized_from=finalized_from, finalized_to=finalized_to, sort_by=sort_by,
+            sort_dir=sort_dir, include=include, limit=limit, **{"from": from_},
         )  # fmt: skip
         out = self._native.call("list_reservations_all", args)
         return [Reservation._from_json(r) for r in json.loads(out[4])]
@@ -244,6 +253,12 @@ class AsyncClient(_AsyncOperations, _Base):
         workflow: str | None = None,
         agent: str | None = None,
         toolset: str | None = None,
+        from_: str | None = None,
+        to: str | None = None,
+        expires_from: str | None = None,
+        expires_to: str | None = None,
+        finalized_from: str | None = None,
+        finalized_to: str | None = None,
         sort_by: str | None = None,
         sort_dir: str | None = None,
         include: Sequence[str] | None = None,
@@ -253,7 +268,9 @@ class AsyncClient(_AsyncOperations, _Base):
         args = self._query(
             max_pages=max_pages, idempotency_key=idempotency_key, status=status,
             tenant=tenant, workspace=workspace, app=app, workflow=workflow, agent=agent,
-            toolset=toolset, sort_by=sort_by, sort_dir=sort_dir, include=include, limit=limit,
+            toolset=toolset, to=to, expires_from=expires_from, expires_to=expires_to,
+            finalized_from=finalized_from, finalized_to=finalized_to, sort_by=sort_by,
+            sort_dir=sort_dir, include=include, limit=limit, **{"from": from_},
         )  # fmt: skip
         out = await self._native.call_async("list_reservations_all", args)
         return [Reservation._from_json(r) for r in json.loads(out[4])]

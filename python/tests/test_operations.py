@@ -114,6 +114,17 @@ def test_list_all_follows_cursors(api) -> None:
     }
 
 
+def test_list_and_list_all_take_the_window_filters(api) -> None:
+    rid = reserve(api, "k-window").reservation_id
+    epoch = "1970-01-01T00:00:00Z"
+    rows = api.list_all_reservations(tenant="acme", from_=epoch, expires_from=epoch)
+    assert [r.reservation_id for r in rows] == [rid]
+    assert api.list_all_reservations(tenant="acme", to=epoch) == []
+    page = api.list_reservations(tenant="acme", from_=epoch)
+    assert [r.reservation_id for r in page.reservations] == [rid]
+    assert api.list_reservations(tenant="acme", expires_to=epoch).reservations == []
+
+
 def test_decide_event_balances(api, server) -> None:
     d = api.decide(idempotency_key="k-d", action=ACTION, estimate=usd(10))
     assert isinstance(d, cycles.DecisionResult) and d.decision == "ALLOW"
