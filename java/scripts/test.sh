@@ -25,7 +25,7 @@ trap 'rm -rf "$WORK"' EXIT
 # Tests per class; a new test needs its count here.
 declare -A EXPECTED=([VectorsTest]=3 [ClientTest]=11 [LifecycleTest]=13 [BoundaryTest]=5
     [RecoveryCoreTest]=7 [RecoveryProcessTest]=6 [RecoveryJournalTest]=3 [ReferenceCorpusTest]=2 [OfficialRecordsTest]=1
-    [ClassLoaderTest]=3 [ExecutorPropagationTest]=3 [OperationsTest]=12 [DrainReportTest]=1 [NativeDeclarationsTest]=2
+    [ClassLoaderTest]=3 [ExecutorPropagationTest]=3 [OperationsTest]=13 [DrainReportTest]=1 [NativeDeclarationsTest]=2
     [LocalServerTest]=3 [GuardHandleTest]=8 [CapsPlanTest]=3 [NativeLoaderTest]=4 [PricingVectorsTest]=1 [JournalRedisTest]=3)
 EXIT_LIMIT=20
 

@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # node --test passes silently when nothing matches: the suite must run exactly this many.
-EXPECTED_TESTS=111
+EXPECTED_TESTS=112
 # The client and lifecycle suites again against the local server's reference mode.
 REFERENCE_SUITES=(test/operations.test.mjs test/lifecycle.test.mjs)
 EXPECTED_REFERENCE_TESTS=41

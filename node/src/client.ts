@@ -307,55 +307,102 @@ export class Client implements AsyncDisposable {
     return { ...body, meta } as T;
   }
 
-  /** Reserves budget (`POST /v1/reservations`). A DENY is a result, not an error. */
-  createReservation(request: M.ReservationCreateRequest): Promise<M.ReservationCreated> {
-    return this.op("create_reservation", toWire(request));
-  }
-  /** Commits the actual amount of a reservation. */
-  commitReservation(reservationId: string, request: M.CommitRequest): Promise<M.CommitResult> {
-    return this.op("commit_reservation", { reservation_id: reservationId, request: toWire(request) });
-  }
-  /** Releases a reservation. */
-  releaseReservation(reservationId: string, request: M.ReleaseRequest): Promise<M.ReleaseResult> {
-    return this.op("release_reservation", { reservation_id: reservationId, request: toWire(request) });
-  }
-  /** Extends a reservation's lease. */
-  extendReservation(reservationId: string, request: M.ExtendRequest): Promise<M.ExtendResult> {
-    return this.op("extend_reservation", { reservation_id: reservationId, request: toWire(request) });
-  }
-  /** Asks for a decision without reserving. */
+  // BEGIN generated operations (`cargo run -p cycles-codegen`, from core's operation table): do not edit.
+  /**
+   * Asks whether a spend would be allowed, reserving nothing; a denial is a result (`DENY` with its
+   * reason code), not an error.
+   *
+   * `POST /v1/decide` (`decide`).
+   */
   decide(request: M.DecisionRequest): Promise<M.DecisionResult> {
     return this.op("decide", toWire(request));
   }
-  /** Records spend without a reservation. */
-  createEvent(request: M.EventCreateRequest): Promise<M.EventResult> {
-    return this.op("create_event", toWire(request));
+  /**
+   * Reserves an estimate for an action; a denial is a result, not an error.
+   *
+   * `POST /v1/reservations` (`createReservation`).
+   */
+  createReservation(request: M.ReservationCreateRequest): Promise<M.ReservationCreated> {
+    return this.op("create_reservation", toWire(request));
   }
-  /** Balances of the scopes matching a query. */
-  getBalances(query: M.BalanceQuery): Promise<M.BalancesResult> {
-    return this.op("get_balances", toWire(query));
-  }
-  /** One page of reservations. */
+  /**
+   * Lists reservations, one page; the page's `next_cursor` asks for the next.
+   *
+   * `GET /v1/reservations` (`listReservations`).
+   */
   listReservations(query: M.ListReservationsQuery = {}): Promise<M.ReservationPage> {
     return this.op("list_reservations", toWire(query));
   }
+  /**
+   * Reads one reservation.
+   *
+   * `GET /v1/reservations/{reservation_id}` (`getReservation`).
+   */
+  getReservation(reservationId: string): Promise<M.ReservationResult> {
+    return this.op("get_reservation", { reservation_id: reservationId });
+  }
+  /**
+   * Commits the actual amount a reservation's work cost.
+   *
+   * `POST /v1/reservations/{reservation_id}/commit` (`commitReservation`).
+   */
+  commitReservation(reservationId: string, request: M.CommitRequest): Promise<M.CommitResult> {
+    return this.op("commit_reservation", { reservation_id: reservationId, request: toWire(request) });
+  }
+  /**
+   * Releases a reservation, returning its amount.
+   *
+   * `POST /v1/reservations/{reservation_id}/release` (`releaseReservation`).
+   */
+  releaseReservation(reservationId: string, request: M.ReleaseRequest): Promise<M.ReleaseResult> {
+    return this.op("release_reservation", { reservation_id: reservationId, request: toWire(request) });
+  }
+  /**
+   * Extends a reservation's lease once.
+   *
+   * `POST /v1/reservations/{reservation_id}/extend` (`extendReservation`).
+   */
+  extendReservation(reservationId: string, request: M.ExtendRequest): Promise<M.ExtendResult> {
+    return this.op("extend_reservation", { reservation_id: reservationId, request: toWire(request) });
+  }
+  /**
+   * Records spend without a reservation (post-only accounting).
+   *
+   * `POST /v1/events` (`createEvent`).
+   */
+  createEvent(request: M.EventCreateRequest): Promise<M.EventResult> {
+    return this.op("create_event", toWire(request));
+  }
+  /**
+   * Reads the balances of the scopes a query matches, one page (at least one subject filter).
+   *
+   * `GET /v1/balances` (`getBalances`).
+   */
+  getBalances(query: M.BalanceQuery): Promise<M.BalancesResult> {
+    return this.op("get_balances", toWire(query));
+  }
+  /**
+   * Fetches one signed evidence envelope (public: sent without the API key; no signature check
+   * here).
+   *
+   * `GET /v1/evidence/{evidence_id}` (`getEvidence`).
+   */
+  getEvidence(evidenceId: string): Promise<M.EvidenceEnvelope> {
+    return this.op("get_evidence", { evidence_id: evidenceId });
+  }
+  /**
+   * Fetches the server's evidence signing keys (public).
+   *
+   * `GET /v1/.well-known/cycles-jwks.json` (`getEvidenceJwks`).
+   */
+  getEvidenceJwks(): Promise<M.EvidenceJwks> {
+    return this.op("get_evidence_jwks", {});
+  }
+  // END generated operations
   /** Every page of reservations (at most `maxPages`, default 100), as one array. */
   async listAllReservations(query: M.ListReservationsQuery & { maxPages?: number } = {}): Promise<M.Reservation[]> {
     return this.op<M.Reservation[]>("list_reservations_all", toWire(query));
   }
-  /** One reservation. */
-  getReservation(reservationId: string): Promise<M.ReservationResult> {
-    return this.op("get_reservation", { reservation_id: reservationId });
-  }
-  /** One signed evidence envelope. */
-  getEvidence(evidenceId: string): Promise<M.EvidenceEnvelope> {
-    return this.op("get_evidence", { evidence_id: evidenceId });
-  }
-  /** The server's evidence signing keys. */
-  getEvidenceJwks(): Promise<M.EvidenceJwks> {
-    return this.op("get_evidence_jwks", {});
-  }
-
   /**
    * The guard spec of what the caller gave, nothing more: the bridge fills the idempotency
    * key, the subject (the client's tenant) and a bare estimate's unit (`guard::parse_spec_with`).

@@ -170,6 +170,29 @@ export const SortDir = {
 export type SortDir = (typeof SortDir)[keyof typeof SortDir] | (string & {});
 
 /**
+ * A token of `listReservations`' `include`, the spec's field projection: which optional heavy
+ * members each row of the page carries (by default none; `committed` is always there). Servers
+ * ignore tokens they do not know.
+ *
+ * Known values; any other string is passed through unchanged.
+ */
+export const ListInclude = {
+  /** `metadata`: the reservation's RESERVE-time metadata, on rows that carry it. */
+  METADATA: "metadata",
+  /**
+   * `committed_metadata`: the COMMIT-time metadata, on committed rows whose commit carried it.
+   */
+  COMMITTED_METADATA: "committed_metadata",
+  /**
+   * `evidence`: the evidence references of the reservation's reserve, commit and release, on rows
+   * that have recorded evidence.
+   */
+  EVIDENCE: "evidence",
+} as const;
+/** A `ListInclude`: one of {@link ListInclude}'s values, or another string a newer server sends. */
+export type ListInclude = (typeof ListInclude)[keyof typeof ListInclude] | (string & {});
+
+/**
  * Status of a created event (`EventCreateResponse.status`).
  *
  * Known values; any other string is passed through unchanged.
@@ -422,7 +445,10 @@ export interface ListReservationsQuery {
   sortBy?: string;
   /** Sort direction. */
   sortDir?: string;
-  /** Projection tokens (`metadata`, `committed_metadata`, `evidence`), sent comma-joined. */
+  /**
+   * Projection tokens (`ListInclude`: `metadata`, `committed_metadata`, `evidence`), sent
+   * comma-joined.
+   */
   include?: string[];
   /** Page size (1..=200). */
   limit?: number;

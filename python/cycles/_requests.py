@@ -9,20 +9,15 @@ import inspect
 import json
 import math
 import os
-from typing import Any, Mapping, TypeVar
+from typing import Any, Mapping, Sequence, TypeVar
 
 from . import _native
 from ._model_base import _encode, _Model
 from .errors import InvalidArgumentError
 from .lifecycle import HEARTBEAT_POLICIES, _int64
 from .models import (
-    Action,
-    ActionLike,
     Amount,
-    AmountLike,
-    MetricsLike,
     ResponseMeta,
-    StandardMetrics,
     Subject,
     SubjectLike,
 )
@@ -97,6 +92,23 @@ def _part(value: Any, cls: type, what: str) -> Any:
     raise InvalidArgumentError(f"{what} must be {article} {cls.__name__} or a mapping")
 
 
+def _opt_part(value: Any, cls: type, what: str) -> Any:
+    """An optional request part: None stays None (and is left out)."""
+    return None if value is None else _part(value, cls, what)
+
+
+def _opt_dict(value: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A free-form member (metadata): the caller's own keys, copied as they are."""
+    return None if value is None else dict(value)
+
+
+def _strs(value: str | Sequence[str] | None) -> list[str] | None:
+    """A list of strings; one string is a list of one."""
+    if value is None:
+        return None
+    return [value] if isinstance(value, str) else list(value)
+
+
 def _clean(d: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in d.items() if v is not None}
 
@@ -160,123 +172,6 @@ class _Requests:
         # None: left out, and the bridge makes it the client's tenant (the same rule and
         # error text in every language, raw operations and guarded ones alike).
         return None if subject is None else _part(subject, Subject, "subject")
-
-    def _create(
-        self,
-        idempotency_key: str,
-        subject: SubjectLike | None,
-        action: ActionLike,
-        estimate: AmountLike,
-        ttl_ms: int | None,
-        grace_period_ms: int | None,
-        overage_policy: str | None,
-        dry_run: bool | None,
-        metadata: Mapping[str, Any] | None,
-    ) -> str:
-        return _dumps(
-            _clean(
-                {
-                    "idempotency_key": idempotency_key,
-                    "subject": self._subject(subject),
-                    "action": _part(action, Action, "action"),
-                    "estimate": _part(estimate, Amount, "estimate"),
-                    "ttl_ms": ttl_ms,
-                    "grace_period_ms": grace_period_ms,
-                    "overage_policy": overage_policy,
-                    "dry_run": dry_run,
-                    "metadata": None if metadata is None else dict(metadata),
-                }
-            )
-        )
-
-    @staticmethod
-    def _metrics(metrics: MetricsLike | None) -> Any:
-        return None if metrics is None else _part(metrics, StandardMetrics, "metrics")
-
-    def _commit(
-        self,
-        reservation_id: str,
-        idempotency_key: str,
-        actual: AmountLike,
-        metrics: MetricsLike | None,
-        metadata: Mapping[str, Any] | None,
-    ) -> str:
-        req = _clean(
-            {
-                "idempotency_key": idempotency_key,
-                "actual": _part(actual, Amount, "actual"),
-                "metrics": self._metrics(metrics),
-                "metadata": None if metadata is None else dict(metadata),
-            }
-        )
-        return _dumps({"reservation_id": reservation_id, "request": req})
-
-    @staticmethod
-    def _release(reservation_id: str, idempotency_key: str, reason: str | None) -> str:
-        req = _clean({"idempotency_key": idempotency_key, "reason": reason})
-        return _dumps({"reservation_id": reservation_id, "request": req})
-
-    @staticmethod
-    def _extend(
-        reservation_id: str,
-        idempotency_key: str,
-        extend_by_ms: int,
-        metadata: Mapping[str, Any] | None,
-    ) -> str:
-        req = _clean(
-            {
-                "idempotency_key": idempotency_key,
-                "extend_by_ms": extend_by_ms,
-                "metadata": None if metadata is None else dict(metadata),
-            }
-        )
-        return _dumps({"reservation_id": reservation_id, "request": req})
-
-    def _decide(
-        self,
-        idempotency_key: str,
-        subject: SubjectLike | None,
-        action: ActionLike,
-        estimate: AmountLike,
-        metadata: Mapping[str, Any] | None,
-    ) -> str:
-        return _dumps(
-            _clean(
-                {
-                    "idempotency_key": idempotency_key,
-                    "subject": self._subject(subject),
-                    "action": _part(action, Action, "action"),
-                    "estimate": _part(estimate, Amount, "estimate"),
-                    "metadata": None if metadata is None else dict(metadata),
-                }
-            )
-        )
-
-    def _event(
-        self,
-        idempotency_key: str,
-        subject: SubjectLike | None,
-        action: ActionLike,
-        actual: AmountLike,
-        overage_policy: str | None,
-        metrics: MetricsLike | None,
-        client_time_ms: int | None,
-        metadata: Mapping[str, Any] | None,
-    ) -> str:
-        return _dumps(
-            _clean(
-                {
-                    "idempotency_key": idempotency_key,
-                    "subject": self._subject(subject),
-                    "action": _part(action, Action, "action"),
-                    "actual": _part(actual, Amount, "actual"),
-                    "overage_policy": overage_policy,
-                    "metrics": self._metrics(metrics),
-                    "client_time_ms": client_time_ms,
-                    "metadata": None if metadata is None else dict(metadata),
-                }
-            )
-        )
 
     @staticmethod
     def _query(**kw: Any) -> str:

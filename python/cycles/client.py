@@ -15,9 +15,7 @@ from __future__ import annotations
 import json
 import os
 from typing import (
-    Any,
     Callable,
-    Mapping,
     Sequence,
     TypeVar,
 )
@@ -26,9 +24,9 @@ from ._base import ActualLike as ActualLike  # re-exported: part of the signatur
 from ._base import EstimateLike as EstimateLike
 from ._base import _Base
 from ._model_base import _Model
+from ._operations import _AsyncOperations, _Operations
 from ._requests import (
     _close_seconds,
-    _dumps,
     _ms,
     _result,
 )
@@ -36,30 +34,14 @@ from .lifecycle import (
     DrainReport,
     LifecycleEvent,
 )
-from .models import (
-    ActionLike,
-    AmountLike,
-    BalancesResult,
-    CommitResult,
-    DecisionResult,
-    EventResult,
-    EvidenceEnvelope,
-    EvidenceJwks,
-    ExtendResult,
-    MetricsLike,
-    ReleaseResult,
-    Reservation,
-    ReservationCreated,
-    ReservationPage,
-    SubjectLike,
-)
+from .models import Reservation
 
 __all__ = ["Client", "AsyncClient"]
 
 R = TypeVar("R", bound=_Model)
 
 
-class Client(_Base):
+class Client(_Operations, _Base):
     """Blocking client. Use as a context manager, or call :meth:`close`.
 
     ``Client(base_url, api_key, tenant=..., request_timeout=10.0, connect_timeout=5.0)``
@@ -140,135 +122,6 @@ class Client(_Base):
     def _call(self, cls: type[R], op: str, args: str) -> R:
         return _result(cls, self._native.call(op, args))
 
-    def create_reservation(
-        self,
-        *,
-        idempotency_key: str,
-        action: ActionLike,
-        estimate: AmountLike,
-        subject: SubjectLike | None = None,
-        ttl_ms: int | None = None,
-        grace_period_ms: int | None = None,
-        overage_policy: str | None = None,
-        dry_run: bool | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> ReservationCreated:
-        """``POST /v1/reservations``: reserve ``estimate`` for ``action``."""
-        args = self._create(
-            idempotency_key, subject, action, estimate, ttl_ms, grace_period_ms,
-            overage_policy, dry_run, metadata,
-        )  # fmt: skip
-        return self._call(ReservationCreated, "create_reservation", args)
-
-    def commit_reservation(
-        self,
-        reservation_id: str,
-        *,
-        idempotency_key: str,
-        actual: AmountLike,
-        metrics: MetricsLike | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> CommitResult:
-        """``POST /v1/reservations/{id}/commit``: settle the actual amount."""
-        args = self._commit(reservation_id, idempotency_key, actual, metrics, metadata)
-        return self._call(CommitResult, "commit_reservation", args)
-
-    def release_reservation(
-        self, reservation_id: str, *, idempotency_key: str, reason: str | None = None
-    ) -> ReleaseResult:
-        """``POST /v1/reservations/{id}/release``: return the reserved amount."""
-        args = self._release(reservation_id, idempotency_key, reason)
-        return self._call(ReleaseResult, "release_reservation", args)
-
-    def extend_reservation(
-        self,
-        reservation_id: str,
-        *,
-        idempotency_key: str,
-        extend_by_ms: int,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> ExtendResult:
-        """``POST /v1/reservations/{id}/extend``: one lease extension."""
-        args = self._extend(reservation_id, idempotency_key, extend_by_ms, metadata)
-        return self._call(ExtendResult, "extend_reservation", args)
-
-    def decide(
-        self,
-        *,
-        idempotency_key: str,
-        action: ActionLike,
-        estimate: AmountLike,
-        subject: SubjectLike | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> DecisionResult:
-        """``POST /v1/decide``: a budget decision that persists nothing."""
-        args = self._decide(idempotency_key, subject, action, estimate, metadata)
-        return self._call(DecisionResult, "decide", args)
-
-    def create_event(
-        self,
-        *,
-        idempotency_key: str,
-        action: ActionLike,
-        actual: AmountLike,
-        subject: SubjectLike | None = None,
-        overage_policy: str | None = None,
-        metrics: MetricsLike | None = None,
-        client_time_ms: int | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> EventResult:
-        """``POST /v1/events``: post-only accounting without a reservation."""
-        args = self._event(
-            idempotency_key, subject, action, actual, overage_policy, metrics,
-            client_time_ms, metadata,
-        )  # fmt: skip
-        return self._call(EventResult, "create_event", args)
-
-    def get_balances(
-        self,
-        *,
-        tenant: str | None = None,
-        workspace: str | None = None,
-        app: str | None = None,
-        workflow: str | None = None,
-        agent: str | None = None,
-        toolset: str | None = None,
-        include_children: bool | None = None,
-        limit: int | None = None,
-        cursor: str | None = None,
-    ) -> BalancesResult:
-        """``GET /v1/balances`` (one page; at least one subject filter)."""
-        args = self._query(
-            tenant=tenant, workspace=workspace, app=app, workflow=workflow, agent=agent,
-            toolset=toolset, include_children=include_children, limit=limit, cursor=cursor,
-        )  # fmt: skip
-        return self._call(BalancesResult, "get_balances", args)
-
-    def list_reservations(
-        self,
-        *,
-        idempotency_key: str | None = None,
-        status: str | None = None,
-        tenant: str | None = None,
-        workspace: str | None = None,
-        app: str | None = None,
-        workflow: str | None = None,
-        agent: str | None = None,
-        toolset: str | None = None,
-        sort_by: str | None = None,
-        sort_dir: str | None = None,
-        include: Sequence[str] | None = None,
-        limit: int | None = None,
-        cursor: str | None = None,
-    ) -> ReservationPage:
-        """``GET /v1/reservations`` (one page)."""
-        args = self._query(
-            idempotency_key=idempotency_key, status=status, tenant=tenant,
-            workspace=workspace, app=app, workflow=workflow, agent=agent, toolset=toolset,
-            sort_by=sort_by, sort_dir=sort_dir, include=include, limit=limit, cursor=cursor,
-        )  # fmt: skip
-        return self._call(ReservationPage, "list_reservations", args)
-
     def list_all_reservations(
         self,
         *,
@@ -281,36 +134,31 @@ class Client(_Base):
         workflow: str | None = None,
         agent: str | None = None,
         toolset: str | None = None,
+        from_: str | None = None,
+        to: str | None = None,
+        expires_from: str | None = None,
+        expires_to: str | None = None,
+        finalized_from: str | None = None,
+        finalized_to: str | None = None,
         sort_by: str | None = None,
         sort_dir: str | None = None,
         include: Sequence[str] | None = None,
         limit: int | None = None,
     ) -> list[Reservation]:
-        """Every row, following ``next_cursor`` for at most ``max_pages`` pages."""
+        """Every row, following ``next_cursor`` for at most ``max_pages`` pages. The filters are
+        :meth:`list_reservations`'s (``from_`` is the wire's ``from``)."""
         args = self._query(
             max_pages=max_pages, idempotency_key=idempotency_key, status=status,
             tenant=tenant, workspace=workspace, app=app, workflow=workflow, agent=agent,
-            toolset=toolset, sort_by=sort_by, sort_dir=sort_dir, include=include, limit=limit,
+            toolset=toolset, to=to, expires_from=expires_from, expires_to=expires_to,
+            finalized_from=finalized_from, finalized_to=finalized_to, sort_by=sort_by,
+            sort_dir=sort_dir, include=include, limit=limit, **{"from": from_},
         )  # fmt: skip
         out = self._native.call("list_reservations_all", args)
         return [Reservation._from_json(r) for r in json.loads(out[4])]
 
-    def get_reservation(self, reservation_id: str) -> Reservation:
-        """``GET /v1/reservations/{id}``."""
-        args = _dumps({"reservation_id": reservation_id})
-        return self._call(Reservation, "get_reservation", args)
 
-    def get_evidence(self, evidence_id: str) -> EvidenceEnvelope:
-        """``GET /v1/evidence/{id}`` (public; sent without the API key)."""
-        args = _dumps({"evidence_id": evidence_id})
-        return self._call(EvidenceEnvelope, "get_evidence", args)
-
-    def get_evidence_jwks(self) -> EvidenceJwks:
-        """``GET /v1/.well-known/cycles-jwks.json`` (public)."""
-        return self._call(EvidenceJwks, "get_evidence_jwks", "{}")
-
-
-class AsyncClient(_Base):
+class AsyncClient(_AsyncOperations, _Base):
     """asyncio client: the same operations as :class:`Client`, as coroutines.
 
     Use ``async with AsyncClient(...) as client:``, or call :meth:`aclose`. Takes the
@@ -393,135 +241,6 @@ class AsyncClient(_Base):
     async def _call(self, cls: type[R], op: str, args: str) -> R:
         return _result(cls, await self._native.call_async(op, args))
 
-    async def create_reservation(
-        self,
-        *,
-        idempotency_key: str,
-        action: ActionLike,
-        estimate: AmountLike,
-        subject: SubjectLike | None = None,
-        ttl_ms: int | None = None,
-        grace_period_ms: int | None = None,
-        overage_policy: str | None = None,
-        dry_run: bool | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> ReservationCreated:
-        """See :meth:`Client.create_reservation`."""
-        args = self._create(
-            idempotency_key, subject, action, estimate, ttl_ms, grace_period_ms,
-            overage_policy, dry_run, metadata,
-        )  # fmt: skip
-        return await self._call(ReservationCreated, "create_reservation", args)
-
-    async def commit_reservation(
-        self,
-        reservation_id: str,
-        *,
-        idempotency_key: str,
-        actual: AmountLike,
-        metrics: MetricsLike | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> CommitResult:
-        """See :meth:`Client.commit_reservation`."""
-        args = self._commit(reservation_id, idempotency_key, actual, metrics, metadata)
-        return await self._call(CommitResult, "commit_reservation", args)
-
-    async def release_reservation(
-        self, reservation_id: str, *, idempotency_key: str, reason: str | None = None
-    ) -> ReleaseResult:
-        """See :meth:`Client.release_reservation`."""
-        args = self._release(reservation_id, idempotency_key, reason)
-        return await self._call(ReleaseResult, "release_reservation", args)
-
-    async def extend_reservation(
-        self,
-        reservation_id: str,
-        *,
-        idempotency_key: str,
-        extend_by_ms: int,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> ExtendResult:
-        """See :meth:`Client.extend_reservation`."""
-        args = self._extend(reservation_id, idempotency_key, extend_by_ms, metadata)
-        return await self._call(ExtendResult, "extend_reservation", args)
-
-    async def decide(
-        self,
-        *,
-        idempotency_key: str,
-        action: ActionLike,
-        estimate: AmountLike,
-        subject: SubjectLike | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> DecisionResult:
-        """See :meth:`Client.decide`."""
-        args = self._decide(idempotency_key, subject, action, estimate, metadata)
-        return await self._call(DecisionResult, "decide", args)
-
-    async def create_event(
-        self,
-        *,
-        idempotency_key: str,
-        action: ActionLike,
-        actual: AmountLike,
-        subject: SubjectLike | None = None,
-        overage_policy: str | None = None,
-        metrics: MetricsLike | None = None,
-        client_time_ms: int | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> EventResult:
-        """See :meth:`Client.create_event`."""
-        args = self._event(
-            idempotency_key, subject, action, actual, overage_policy, metrics,
-            client_time_ms, metadata,
-        )  # fmt: skip
-        return await self._call(EventResult, "create_event", args)
-
-    async def get_balances(
-        self,
-        *,
-        tenant: str | None = None,
-        workspace: str | None = None,
-        app: str | None = None,
-        workflow: str | None = None,
-        agent: str | None = None,
-        toolset: str | None = None,
-        include_children: bool | None = None,
-        limit: int | None = None,
-        cursor: str | None = None,
-    ) -> BalancesResult:
-        """See :meth:`Client.get_balances`."""
-        args = self._query(
-            tenant=tenant, workspace=workspace, app=app, workflow=workflow, agent=agent,
-            toolset=toolset, include_children=include_children, limit=limit, cursor=cursor,
-        )  # fmt: skip
-        return await self._call(BalancesResult, "get_balances", args)
-
-    async def list_reservations(
-        self,
-        *,
-        idempotency_key: str | None = None,
-        status: str | None = None,
-        tenant: str | None = None,
-        workspace: str | None = None,
-        app: str | None = None,
-        workflow: str | None = None,
-        agent: str | None = None,
-        toolset: str | None = None,
-        sort_by: str | None = None,
-        sort_dir: str | None = None,
-        include: Sequence[str] | None = None,
-        limit: int | None = None,
-        cursor: str | None = None,
-    ) -> ReservationPage:
-        """See :meth:`Client.list_reservations`."""
-        args = self._query(
-            idempotency_key=idempotency_key, status=status, tenant=tenant,
-            workspace=workspace, app=app, workflow=workflow, agent=agent, toolset=toolset,
-            sort_by=sort_by, sort_dir=sort_dir, include=include, limit=limit, cursor=cursor,
-        )  # fmt: skip
-        return await self._call(ReservationPage, "list_reservations", args)
-
     async def list_all_reservations(
         self,
         *,
@@ -534,6 +253,12 @@ class AsyncClient(_Base):
         workflow: str | None = None,
         agent: str | None = None,
         toolset: str | None = None,
+        from_: str | None = None,
+        to: str | None = None,
+        expires_from: str | None = None,
+        expires_to: str | None = None,
+        finalized_from: str | None = None,
+        finalized_to: str | None = None,
         sort_by: str | None = None,
         sort_dir: str | None = None,
         include: Sequence[str] | None = None,
@@ -543,21 +268,9 @@ class AsyncClient(_Base):
         args = self._query(
             max_pages=max_pages, idempotency_key=idempotency_key, status=status,
             tenant=tenant, workspace=workspace, app=app, workflow=workflow, agent=agent,
-            toolset=toolset, sort_by=sort_by, sort_dir=sort_dir, include=include, limit=limit,
+            toolset=toolset, to=to, expires_from=expires_from, expires_to=expires_to,
+            finalized_from=finalized_from, finalized_to=finalized_to, sort_by=sort_by,
+            sort_dir=sort_dir, include=include, limit=limit, **{"from": from_},
         )  # fmt: skip
         out = await self._native.call_async("list_reservations_all", args)
         return [Reservation._from_json(r) for r in json.loads(out[4])]
-
-    async def get_reservation(self, reservation_id: str) -> Reservation:
-        """See :meth:`Client.get_reservation`."""
-        args = _dumps({"reservation_id": reservation_id})
-        return await self._call(Reservation, "get_reservation", args)
-
-    async def get_evidence(self, evidence_id: str) -> EvidenceEnvelope:
-        """See :meth:`Client.get_evidence`."""
-        args = _dumps({"evidence_id": evidence_id})
-        return await self._call(EvidenceEnvelope, "get_evidence", args)
-
-    async def get_evidence_jwks(self) -> EvidenceJwks:
-        """See :meth:`Client.get_evidence_jwks`."""
-        return await self._call(EvidenceJwks, "get_evidence_jwks", "{}")

@@ -23,6 +23,7 @@ __all__ = [
     "ReservationStatus",
     "SortBy",
     "SortDir",
+    "ListInclude",
     "EventStatus",
     "Amount",
     "SignedAmount",
@@ -196,6 +197,27 @@ class SortDir:
 
     DESC = "desc"
     """Descending."""
+
+
+class ListInclude:
+    """A token of ``listReservations``' ``include``, the spec's field projection: which optional
+    heavy members each row of the page carries (by default none; ``committed`` is always there).
+    Servers ignore tokens they do not know.
+
+    Known values; any other string is passed through unchanged.
+    """
+
+    METADATA = "metadata"
+    """``metadata``: the reservation's RESERVE-time metadata, on rows that carry it."""
+
+    COMMITTED_METADATA = "committed_metadata"
+    """``committed_metadata``: the COMMIT-time metadata, on committed rows whose commit carried it.
+    """
+
+    EVIDENCE = "evidence"
+    """``evidence``: the evidence references of the reservation's reserve, commit and release, on
+    rows that have recorded evidence.
+    """
 
 
 class EventStatus:

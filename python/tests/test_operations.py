@@ -87,6 +87,18 @@ def test_release_extend_get_list(api, server) -> None:
     assert [e.kind for e in server.ledger()] == ["reserve", "extend", "release"]
 
 
+def test_include_projects_the_listed_rows_optional_members(api) -> None:
+    reserve(api, "k-inc", metadata={"run": "7"})
+    (plain,) = api.list_reservations(idempotency_key="k-inc").reservations
+    assert plain.metadata is None
+    page = api.list_reservations(idempotency_key="k-inc", include=[cycles.ListInclude.METADATA])
+    (row,) = page.reservations
+    assert row.metadata == {"run": "7"}
+    assert cycles.ListInclude.METADATA == "metadata"
+    assert cycles.ListInclude.COMMITTED_METADATA == "committed_metadata"
+    assert cycles.ListInclude.EVIDENCE == "evidence"
+
+
 def test_list_all_follows_cursors(api) -> None:
     ids = {reserve(api, f"k-page-{i}").reservation_id for i in range(5)}
     rows = api.list_all_reservations(tenant="acme", limit=2)
@@ -100,6 +112,17 @@ def test_list_all_follows_cursors(api) -> None:
     assert not {r.reservation_id for r in first.reservations} & {
         r.reservation_id for r in second.reservations
     }
+
+
+def test_list_and_list_all_take_the_window_filters(api) -> None:
+    rid = reserve(api, "k-window").reservation_id
+    epoch = "1970-01-01T00:00:00Z"
+    rows = api.list_all_reservations(tenant="acme", from_=epoch, expires_from=epoch)
+    assert [r.reservation_id for r in rows] == [rid]
+    assert api.list_all_reservations(tenant="acme", to=epoch) == []
+    page = api.list_reservations(tenant="acme", from_=epoch)
+    assert [r.reservation_id for r in page.reservations] == [rid]
+    assert api.list_reservations(tenant="acme", expires_to=epoch).reservations == []
 
 
 def test_decide_event_balances(api, server) -> None:

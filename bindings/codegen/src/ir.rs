@@ -96,6 +96,14 @@ pub struct Op {
     pub operation_id: &'static str,
     /// The host method name.
     pub method: &'static str,
+    /// `GET` or `POST`.
+    pub http_method: &'static str,
+    /// The spec's path template (`/v1/reservations/{reservation_id}`).
+    pub path: &'static str,
+    /// The path template's parameters: each host method's positional arguments.
+    pub path_params: Vec<&'static str>,
+    /// What the operation does, in one sentence (core's `Operation::summary`).
+    pub summary: &'static str,
     /// The request body's model (`None`: a path or query).
     pub request: Option<String>,
     /// The success body's model.
@@ -129,6 +137,10 @@ pub fn load() -> Result<Ir, String> {
         ops.push(Op {
             operation_id: op.operation_id(),
             method: op.method_name(),
+            http_method: op.http_method(),
+            path: op.path(),
+            path_params: op.path_params(),
+            summary: op.summary(),
             request: req.map(|s| ref_name(s.as_value())).transpose()?,
             response: ref_name(resp.as_value())?,
         });

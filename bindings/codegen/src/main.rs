@@ -6,6 +6,7 @@ mod c_docs;
 mod ir;
 mod java;
 mod java_parts;
+mod methods;
 mod python;
 mod table;
 mod text;
@@ -25,9 +26,39 @@ fn outputs() -> Result<Vec<(String, String)>, String> {
         ("node/src/models.ts".to_string(), typescript::emit(&ir)?),
         (c_client.to_string(), c_docs::rewrite(&c_source, &ir)?),
     ];
+    out.push((
+        "python/cycles/_operations.py".to_string(),
+        methods::python(&ir)?,
+    ));
+    let ts_client = "node/src/client.ts";
+    out.push((
+        ts_client.to_string(),
+        methods::splice(
+            ts_client,
+            &read(ts_client)?,
+            methods::TS_BEGIN,
+            methods::TS_END,
+            &methods::typescript(&ir)?,
+        )?,
+    ));
+    let java_client = "java/src/main/java/dev/cycles/CyclesClient.java";
+    out.push((
+        java_client.to_string(),
+        methods::splice(
+            java_client,
+            &read(java_client)?,
+            methods::JAVA_BEGIN,
+            methods::JAVA_END,
+            &methods::java(&ir)?,
+        )?,
+    ));
     out.extend(java::emit(&ir)?);
     out.extend(java_parts::emit(&ir, &root())?);
     Ok(out)
+}
+
+fn read(rel: &str) -> Result<String, String> {
+    std::fs::read_to_string(root().join(rel)).map_err(|e| format!("cannot read {rel}: {e}"))
 }
 
 fn root() -> PathBuf {
@@ -68,7 +99,9 @@ fn hand_written(rel: &str, old: &str) -> Option<String> {
         rel.strip_prefix(d)
             .is_some_and(|r| r.starts_with('/') && !r[1..].contains('/'))
     });
-    (in_generated_dir && !old.is_empty() && !old.starts_with(java::HEADER)).then(|| {
+    // A hand-written file with a generated region (`CyclesClient.java`) is rewritten there only.
+    let spliced = old.contains(methods::JAVA_BEGIN);
+    (in_generated_dir && !old.is_empty() && !old.starts_with(java::HEADER) && !spliced).then(|| {
         format!("{rel} is hand-written (no generated header): rename one of the two, or remove it")
     })
 }
@@ -157,6 +190,67 @@ mod tests {
                 "{name}"
             );
         }
+    }
+
+    /// Core's operation table (method, path) is the spec's: every host method and the C
+    /// docs are generated from it, so it is checked against the pinned spec itself.
+    #[test]
+    fn core_operations_are_the_specs() {
+        use cycles_core::transport::decode::Operation;
+        let path = root().join("../shared/spec/cycles-protocol-v0.yaml");
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("missing ../shared/spec/cycles-protocol-v0.yaml ({e})"));
+        let spec: serde_json::Value = serde_yaml_ng::from_str(&text).unwrap();
+        let mut seen = Vec::new();
+        for (p, ops) in spec["paths"].as_object().unwrap() {
+            for (method, op) in ops.as_object().unwrap() {
+                let Some(id) = op.get("operationId").and_then(|v| v.as_str()) else {
+                    continue;
+                };
+                let core = Operation::from_operation_id(id)
+                    .unwrap_or_else(|| panic!("core has no operation {id}"));
+                assert_eq!(core.path(), p, "{id}");
+                assert_eq!(core.http_method(), method.to_uppercase(), "{id}");
+                seen.push(core);
+            }
+        }
+        assert_eq!(
+            seen.len(),
+            Operation::ALL.len(),
+            "an operation the spec does not have"
+        );
+    }
+
+    #[test]
+    fn every_operation_has_a_method_in_every_host() {
+        let ir = ir::load().unwrap();
+        let py = methods::python(&ir).unwrap();
+        let ts = methods::typescript(&ir).unwrap();
+        let java = methods::java(&ir).unwrap();
+        for op in &ir.ops {
+            assert!(
+                py.contains(&format!("    def {}(", op.method)),
+                "{}",
+                op.method
+            );
+            assert!(
+                py.contains(&format!("    async def {}(", op.method)),
+                "{}",
+                op.method
+            );
+            let camel = text::camel(op.method);
+            assert!(ts.contains(&format!("  {camel}(")), "{camel}");
+            assert!(java.contains(&format!(" {camel}(")), "{camel}");
+            assert!(java.contains(&format!(" {camel}Async(")), "{camel}");
+        }
+    }
+
+    #[test]
+    fn a_region_is_rewritten_between_its_markers_only() {
+        let src = "a\n  // BEGIN x\n  old\n  // END x\nb\n";
+        let out = methods::splice("f", src, "// BEGIN x", "// END x", "  new\n").unwrap();
+        assert_eq!(out, "a\n  // BEGIN x\n  new\n  // END x\nb\n");
+        assert!(methods::splice("f", "a\n", "// BEGIN x", "// END x", "").is_err());
     }
 
     #[test]

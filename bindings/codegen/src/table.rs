@@ -74,3 +74,21 @@ pub const JAVA_ALIASES: &[(&str, &str, &str)] = &[
     ("EvidenceJwk", "notBeforeMs", "cycles_nbf_ms"),
     ("EvidenceJwk", "expiresMs", "cycles_exp_ms"),
 ];
+
+/// TypeScript: the operations (operationIds) whose query may be left out (`= {}`): every
+/// member optional and none needed. (A balance query needs one subject filter, so it has none.)
+pub const TS_QUERY_DEFAULT: &[&str] = &["listReservations"];
+
+/// The JVM: `(core request model, hand-written JVM request class, true when its package-private
+/// `toJson()` returns the JSON text rather than a map)`. A request with a path parameter must
+/// return a map (the generated method nests it under `request`).
+pub const JAVA_REQUESTS: &[(&str, &str, bool)] = &[
+    ("ReservationCreateRequest", "CreateReservationRequest", true),
+    ("CommitRequest", "CommitRequest", false),
+    ("ReleaseRequest", "ReleaseRequest", false),
+    ("ReservationExtendRequest", "ExtendRequest", false),
+    ("DecisionRequest", "DecisionRequest", true),
+    ("EventCreateRequest", "EventRequest", true),
+    ("BalanceQuery", "BalanceQuery", false),
+    ("ListReservationsQuery", "ReservationQuery", false),
+];

@@ -58,16 +58,10 @@ fn ts_ty(t: &Ty) -> String {
     }
 }
 
-/// The module's text.
-pub fn emit(ir: &Ir) -> Result<String, String> {
-    let mut out = String::from(HEAD);
-    for e in &ir.enums {
-        open_enum(&mut out, e);
-    }
-    // A result that is also another model's member (a reservation is a page's row) is
-    // written plain, and its result as `<Name>Result extends <Name>, WithMeta`.
-    let members: BTreeSet<String> = ir
-        .models
+/// The models that are another model's member. A result that is also one (a reservation is
+/// a page's row) is written plain, and its result as `<Name>Result extends <Name>, WithMeta`.
+fn members(ir: &Ir) -> BTreeSet<String> {
+    ir.models
         .values()
         .flat_map(|m| {
             m.fields
@@ -75,7 +69,26 @@ pub fn emit(ir: &Ir) -> Result<String, String> {
                 .filter(|f| !opaque_list(&m.name, &f.name))
                 .filter_map(|f| f.ty.model().map(str::to_string))
         })
-        .collect();
+        .collect()
+}
+
+/// The TypeScript name of an operation's result (see [`members`]).
+pub fn result_name(ir: &Ir, response: &str) -> String {
+    let name = host_name(response);
+    if members(ir).contains(response) {
+        format!("{name}Result")
+    } else {
+        name.to_string()
+    }
+}
+
+/// The module's text.
+pub fn emit(ir: &Ir) -> Result<String, String> {
+    let mut out = String::from(HEAD);
+    for e in &ir.enums {
+        open_enum(&mut out, e);
+    }
+    let members = members(ir);
     let mut written = BTreeSet::new();
     for p in PARTS {
         interface(&mut out, ir.model(p), Kind::Part, &mut written);

@@ -6,53 +6,7 @@ use serde_json::json;
 
 use crate::error::ApiError;
 
-/// A runtime operation; serde names are the spec's operationIds.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Hash)]
-#[serde(rename_all = "camelCase")]
-#[allow(missing_docs)]
-pub enum Operation {
-    #[serde(alias = "Decide")]
-    Decide,
-    #[serde(alias = "CreateReservation")]
-    CreateReservation,
-    #[serde(alias = "ListReservations")]
-    ListReservations,
-    #[serde(alias = "GetReservation")]
-    GetReservation,
-    #[serde(alias = "CommitReservation")]
-    CommitReservation,
-    #[serde(alias = "ReleaseReservation")]
-    ReleaseReservation,
-    #[serde(alias = "ExtendReservation")]
-    ExtendReservation,
-    #[serde(alias = "CreateEvent")]
-    CreateEvent,
-    #[serde(alias = "GetBalances")]
-    GetBalances,
-    #[serde(alias = "GetEvidence")]
-    GetEvidence,
-    #[serde(alias = "GetEvidenceJwks")]
-    GetEvidenceJwks,
-}
-
-impl Operation {
-    /// The spec's operationId.
-    pub fn operation_id(self) -> &'static str {
-        match self {
-            Operation::Decide => "decide",
-            Operation::CreateReservation => "createReservation",
-            Operation::ListReservations => "listReservations",
-            Operation::GetReservation => "getReservation",
-            Operation::CommitReservation => "commitReservation",
-            Operation::ReleaseReservation => "releaseReservation",
-            Operation::ExtendReservation => "extendReservation",
-            Operation::CreateEvent => "createEvent",
-            Operation::GetBalances => "getBalances",
-            Operation::GetEvidence => "getEvidence",
-            Operation::GetEvidenceJwks => "getEvidenceJwks",
-        }
-    }
-}
+pub use crate::routes::Operation;
 
 /// When and how to inject a fault. Unknown keys are refused: a misspelt key would otherwise
 /// script a different fault than the test meant.

@@ -62,28 +62,12 @@ fn render_ok(o: Outcome) -> Rendered {
     }
 }
 
-/// The field each operation's success schema requires (the one a malformed response breaks).
-fn required_field(op: Operation) -> &'static str {
-    match op {
-        Operation::Decide | Operation::CreateReservation => "decision",
-        Operation::ListReservations => "reservations",
-        Operation::GetReservation => "reservation_id",
-        Operation::CommitReservation => "charged",
-        Operation::ReleaseReservation => "released",
-        Operation::ExtendReservation => "expires_at_ms",
-        Operation::CreateEvent => "event_id",
-        Operation::GetBalances => "balances",
-        Operation::GetEvidence => "signature",
-        Operation::GetEvidenceJwks => "keys",
-    }
-}
-
 fn malform(op: Operation, shape: Malformed, ok: Option<Outcome>) -> Rendered {
     let (status, mut body, tenant) = match ok {
         Some(o) => (o.status, o.body, o.tenant),
         None => (200, json!({}), None),
     };
-    let field = required_field(op);
+    let field = op.required_field();
     let (status, bytes) = match shape {
         Malformed::WrongStatusCode => (202, body.to_string().into_bytes()),
         Malformed::NotJson => (

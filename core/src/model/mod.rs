@@ -25,7 +25,9 @@ pub use error_body::ErrorResponse;
 pub use event::{EventCreateRequest, EventCreateResponse};
 pub use evidence::{EvidenceEnvelope, EvidenceJwk, EvidenceJwks};
 pub use json_object::JsonObject;
-pub use query::{BalanceQuery, BalanceResponse, ListReservationsQuery, SortBy, SortDir};
+pub use query::{
+    BalanceQuery, BalanceResponse, ListInclude, ListReservationsQuery, SortBy, SortDir,
+};
 pub use reservation::{
     CommitRequest, CommitResponse, ReleaseRequest, ReleaseResponse, ReservationCreateRequest,
     ReservationCreateResponse, ReservationDetail, ReservationExtendRequest,

@@ -103,6 +103,22 @@ open_string_enum! {
     }
 }
 
+open_string_enum! {
+    /// A token of `listReservations`' `include`, the spec's field projection: which optional
+    /// heavy members each row of the page carries (by default none; `committed` is always
+    /// there). Servers ignore tokens they do not know.
+    ListInclude {
+        /// `metadata`: the reservation's RESERVE-time metadata, on rows that carry it.
+        Metadata => "metadata",
+        /// `committed_metadata`: the COMMIT-time metadata, on committed rows whose commit
+        /// carried it.
+        CommittedMetadata => "committed_metadata",
+        /// `evidence`: the evidence references of the reservation's reserve, commit and
+        /// release, on rows that have recorded evidence.
+        Evidence => "evidence",
+    }
+}
+
 /// Query of `GET /v1/reservations` with every filter of the spec.
 ///
 /// Window bounds (`from`/`to` on `created_at_ms`, `expires_from`/`expires_to`,
@@ -143,7 +159,9 @@ pub struct ListReservationsQuery {
     pub sort_by: Option<SortBy>,
     /// Sort direction.
     pub sort_dir: Option<SortDir>,
-    /// Projection tokens (`metadata`, `committed_metadata`, `evidence`), sent comma-joined.
+    /// Projection tokens ([`ListInclude`]: `metadata`, `committed_metadata`, `evidence`),
+    /// sent comma-joined.
+    #[cfg_attr(feature = "schema", schemars(with = "Vec<ListInclude>"))]
     pub include: Vec<String>,
     /// Page size (1..=200).
     pub limit: Option<u32>,

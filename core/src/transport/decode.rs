@@ -97,6 +97,80 @@ impl Operation {
         }
     }
 
+    /// The HTTP method of the operation (`GET` or `POST`).
+    pub fn http_method(self) -> &'static str {
+        match self {
+            Operation::ListReservations
+            | Operation::GetReservation
+            | Operation::GetBalances
+            | Operation::GetEvidence
+            | Operation::GetEvidenceJwks => "GET",
+            Operation::Decide
+            | Operation::CreateReservation
+            | Operation::CommitReservation
+            | Operation::ReleaseReservation
+            | Operation::ExtendReservation
+            | Operation::CreateEvent => "POST",
+        }
+    }
+
+    /// The spec's path template, its parameters in braces (`/v1/reservations/{reservation_id}`).
+    /// A path parameter is the host methods' positional argument, and the bridge's argument
+    /// of the same name.
+    pub fn path(self) -> &'static str {
+        match self {
+            Operation::Decide => "/v1/decide",
+            Operation::CreateReservation | Operation::ListReservations => "/v1/reservations",
+            Operation::GetReservation => "/v1/reservations/{reservation_id}",
+            Operation::CommitReservation => "/v1/reservations/{reservation_id}/commit",
+            Operation::ReleaseReservation => "/v1/reservations/{reservation_id}/release",
+            Operation::ExtendReservation => "/v1/reservations/{reservation_id}/extend",
+            Operation::CreateEvent => "/v1/events",
+            Operation::GetBalances => "/v1/balances",
+            Operation::GetEvidence => "/v1/evidence/{evidence_id}",
+            Operation::GetEvidenceJwks => "/v1/.well-known/cycles-jwks.json",
+        }
+    }
+
+    /// The path template's parameters, in order (`["reservation_id"]`).
+    pub fn path_params(self) -> Vec<&'static str> {
+        self.path()
+            .split('/')
+            .filter_map(|seg| seg.strip_prefix('{')?.strip_suffix('}'))
+            .collect()
+    }
+
+    /// What the operation does, in one sentence: the doc comment every host's method starts
+    /// with (the generator adds each language's own markup and the method and path).
+    pub fn summary(self) -> &'static str {
+        match self {
+            Operation::Decide => {
+                "Asks whether a spend would be allowed, reserving nothing; a denial is a result \
+                 (`DENY` with its reason code), not an error."
+            }
+            Operation::CreateReservation => {
+                "Reserves an estimate for an action; a denial is a result, not an error."
+            }
+            Operation::ListReservations => {
+                "Lists reservations, one page; the page's `next_cursor` asks for the next."
+            }
+            Operation::GetReservation => "Reads one reservation.",
+            Operation::CommitReservation => "Commits the actual amount a reservation's work cost.",
+            Operation::ReleaseReservation => "Releases a reservation, returning its amount.",
+            Operation::ExtendReservation => "Extends a reservation's lease once.",
+            Operation::CreateEvent => "Records spend without a reservation (post-only accounting).",
+            Operation::GetBalances => {
+                "Reads the balances of the scopes a query matches, one page (at least one \
+                 subject filter)."
+            }
+            Operation::GetEvidence => {
+                "Fetches one signed evidence envelope (public: sent without the API key; no \
+                 signature check here)."
+            }
+            Operation::GetEvidenceJwks => "Fetches the server's evidence signing keys (public).",
+        }
+    }
+
     /// The JSON Schemas of the operation's request (its body, or its query; `None`: its only
     /// argument is in the path) and of its success body, as core's serde types
     /// define them. The host-model generator (`bindings/codegen`) writes every host's models
@@ -354,6 +428,17 @@ pub fn decode_response(
 mod tests {
     use super::*;
     use crate::ErrorKind;
+
+    #[test]
+    fn path_parameters_are_read_from_the_template() {
+        assert_eq!(
+            Operation::CommitReservation.path_params(),
+            ["reservation_id"]
+        );
+        assert_eq!(Operation::GetEvidence.path_params(), ["evidence_id"]);
+        assert!(Operation::GetEvidenceJwks.path_params().is_empty());
+        assert!(Operation::ALL.iter().all(|o| o.path().starts_with("/v1/")));
+    }
 
     /// A number in a member core does not know is kept, correctly rounded, and survives a
     /// round trip: `decode_response` fuzzing found a value whose shortest re-encoding

@@ -10,11 +10,11 @@ mod query;
 mod reserve;
 
 use crate::error::ApiError;
-use crate::faults::Operation;
 use crate::shared::Shared;
 use crate::state::{IdemRecord, State, Status};
 use axum::body::Bytes;
 use hyper::HeaderMap;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 pub(crate) use query::Query;
@@ -53,8 +53,134 @@ impl Outcome {
     }
 }
 
-/// Map method + path to an operation and the decoded reservation id.
-/// `Err(405)` when the path exists with another method, `Err(404)` when it does not exist.
+/// The server's operation table, its one list of operations: each runtime operation's
+/// operationId, HTTP method and path template (the spec's, checked against the pinned spec by
+/// `tests::the_table_is_the_specs`; the server does not take them from core, whose client it tests),
+/// the member its success schema requires (the one a malformed-2xx fault removes) and its
+/// handler. It makes [`Operation`] (the fault rules name it), [`route`] and the dispatch;
+/// adding an operation is its line here and its handler.
+macro_rules! operations {
+    ($($(#[$doc:meta])* $variant:ident = $id:literal, $method:literal $path:literal,
+        $required:literal => $handler:path;)*) => {
+        /// A runtime operation; serialized as the spec's operationId (the variant's name,
+        /// `CommitReservation`, is read too).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum Operation {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl Operation {
+            /// Every operation, in the table's order.
+            pub const ALL: &'static [Operation] = &[$(Operation::$variant),*];
+
+            /// The spec's operationId.
+            pub fn operation_id(self) -> &'static str {
+                match self { $(Operation::$variant => $id,)* }
+            }
+
+            /// The variant's name (`CommitReservation`), also accepted in fault rules.
+            fn variant_name(self) -> &'static str {
+                match self { $(Operation::$variant => stringify!($variant),)* }
+            }
+
+            /// The HTTP method.
+            pub fn method(self) -> &'static str {
+                match self { $(Operation::$variant => $method,)* }
+            }
+
+            /// The path template, its parameter in braces.
+            pub fn path(self) -> &'static str {
+                match self { $(Operation::$variant => $path,)* }
+            }
+
+            /// The member the success schema requires (a malformed response removes it).
+            pub(crate) fn required_field(self) -> &'static str {
+                match self { $(Operation::$variant => $required,)* }
+            }
+        }
+
+        fn run(sh: &Shared, ctx: &Ctx) -> Result<Outcome, ApiError> {
+            match ctx.op { $(Operation::$variant => $handler(sh, ctx),)* }
+        }
+    };
+}
+
+operations! {
+    /// `POST /v1/decide`.
+    Decide = "decide", "POST" "/v1/decide", "decision" => decide::decide;
+    /// `POST /v1/reservations`.
+    CreateReservation = "createReservation", "POST" "/v1/reservations", "decision" => reserve::create;
+    /// `GET /v1/reservations`.
+    ListReservations = "listReservations", "GET" "/v1/reservations", "reservations" => list::list;
+    /// `GET /v1/reservations/{reservation_id}`.
+    GetReservation = "getReservation", "GET" "/v1/reservations/{reservation_id}", "reservation_id"
+        => list::get;
+    /// `POST /v1/reservations/{reservation_id}/commit`.
+    CommitReservation = "commitReservation", "POST" "/v1/reservations/{reservation_id}/commit",
+        "charged" => mutate::commit;
+    /// `POST /v1/reservations/{reservation_id}/release`.
+    ReleaseReservation = "releaseReservation", "POST" "/v1/reservations/{reservation_id}/release",
+        "released" => mutate::release;
+    /// `POST /v1/reservations/{reservation_id}/extend`.
+    ExtendReservation = "extendReservation", "POST" "/v1/reservations/{reservation_id}/extend",
+        "expires_at_ms" => mutate::extend;
+    /// `POST /v1/events`.
+    CreateEvent = "createEvent", "POST" "/v1/events", "event_id" => decide::event;
+    /// `GET /v1/balances`.
+    GetBalances = "getBalances", "GET" "/v1/balances", "balances" => balances::balances;
+    /// `GET /v1/evidence/{evidence_id}`.
+    GetEvidence = "getEvidence", "GET" "/v1/evidence/{evidence_id}", "signature" => evidence::get;
+    /// `GET /v1/.well-known/cycles-jwks.json`.
+    GetEvidenceJwks = "getEvidenceJwks", "GET" "/v1/.well-known/cycles-jwks.json", "keys"
+        => evidence::jwks;
+}
+
+impl Serialize for Operation {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.operation_id())
+    }
+}
+
+impl<'de> Deserialize<'de> for Operation {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        Operation::ALL
+            .iter()
+            .copied()
+            .find(|o| o.operation_id() == name || o.variant_name() == name)
+            .ok_or_else(|| {
+                let known: Vec<&str> = Operation::ALL.iter().map(|o| o.operation_id()).collect();
+                serde::de::Error::custom(format!(
+                    "unknown variant `{name}`, expected one of `{}`",
+                    known.join("`, `")
+                ))
+            })
+    }
+}
+
+/// The path's parameter when `segs` match `template` (`Some(None)`: a match without one).
+fn matches<'a>(template: &str, segs: &[&'a str]) -> Option<Option<&'a str>> {
+    let parts: Vec<&str> = template.trim_start_matches('/').split('/').collect();
+    if parts.len() != segs.len() {
+        return None;
+    }
+    let mut param = None;
+    for (t, s) in parts.iter().zip(segs) {
+        if t.starts_with('{') {
+            if s.is_empty() {
+                return None;
+            }
+            param = Some(*s);
+        } else if t != s {
+            return None;
+        }
+    }
+    Some(param)
+}
+
+/// Map method + path to an operation and its decoded path parameter (the reservation id, or
+/// the evidence id). `Err(405)` when the path exists with another method, `Err(404)` when it
+/// does not exist.
 pub(crate) fn route(method: &str, path: &str) -> Result<(Operation, Option<String>), u16> {
     let segs: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     let decode = |s: &str| {
@@ -62,39 +188,17 @@ pub(crate) fn route(method: &str, path: &str) -> Result<(Operation, Option<Strin
             .decode_utf8_lossy()
             .into_owned()
     };
-    let (op, rid) = match segs.as_slice() {
-        ["v1", "decide"] => (Some(("POST", Operation::Decide)), None),
-        ["v1", "reservations"] => match method {
-            "GET" => (Some(("GET", Operation::ListReservations)), None),
-            _ => (Some(("POST", Operation::CreateReservation)), None),
-        },
-        ["v1", "reservations", id] if !id.is_empty() => {
-            (Some(("GET", Operation::GetReservation)), Some(decode(id)))
+    let mut exists = false;
+    for &op in Operation::ALL {
+        let Some(param) = matches(op.path(), &segs) else {
+            continue;
+        };
+        if op.method() == method {
+            return Ok((op, param.map(decode)));
         }
-        ["v1", "reservations", id, action] if !id.is_empty() => {
-            let op = match *action {
-                "commit" => Operation::CommitReservation,
-                "release" => Operation::ReleaseReservation,
-                "extend" => Operation::ExtendReservation,
-                _ => return Err(404),
-            };
-            (Some(("POST", op)), Some(decode(id)))
-        }
-        ["v1", "events"] => (Some(("POST", Operation::CreateEvent)), None),
-        ["v1", "balances"] => (Some(("GET", Operation::GetBalances)), None),
-        ["v1", "evidence", id] if !id.is_empty() => {
-            (Some(("GET", Operation::GetEvidence)), Some(decode(id)))
-        }
-        ["v1", ".well-known", "cycles-jwks.json"] => {
-            (Some(("GET", Operation::GetEvidenceJwks)), None)
-        }
-        _ => (None, None),
-    };
-    match op {
-        Some((m, op)) if m == method => Ok((op, rid)),
-        Some(_) => Err(405),
-        None => Err(404),
+        exists = true;
     }
+    Err(if exists { 405 } else { 404 })
 }
 
 /// Run the operation's handler.
@@ -106,22 +210,6 @@ pub(crate) fn dispatch(sh: &Shared, ctx: &Ctx) -> Result<Outcome, ApiError> {
         }
         e
     })
-}
-
-fn run(sh: &Shared, ctx: &Ctx) -> Result<Outcome, ApiError> {
-    match ctx.op {
-        Operation::Decide => decide::decide(sh, ctx),
-        Operation::CreateReservation => reserve::create(sh, ctx),
-        Operation::ListReservations => list::list(sh, ctx),
-        Operation::GetReservation => list::get(sh, ctx),
-        Operation::CommitReservation => mutate::commit(sh, ctx),
-        Operation::ReleaseReservation => mutate::release(sh, ctx),
-        Operation::ExtendReservation => mutate::extend(sh, ctx),
-        Operation::CreateEvent => decide::event(sh, ctx),
-        Operation::GetBalances => balances::balances(sh, ctx),
-        Operation::GetEvidence => evidence::get(sh, ctx),
-        Operation::GetEvidenceJwks => evidence::jwks(sh, ctx),
-    }
 }
 
 /// Who is calling.
@@ -310,4 +398,60 @@ pub(crate) fn error_with_evidence(
     let body = err.body(&ctx.request_id, &ctx.trace_id);
     err.evidence = emit_evidence(sh, st, "error", request, &body, now, &ctx.trace_id).map(Box::new);
     err
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The table is the pinned spec's (`../shared/spec/cycles-protocol-v0.yaml` beside the
+    /// repository): every operation, method and path, and nothing else.
+    #[test]
+    fn the_table_is_the_specs() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../shared/spec/cycles-protocol-v0.yaml");
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("missing ../shared/spec/cycles-protocol-v0.yaml ({e})"));
+        let spec: Value = serde_yaml_ng::from_str(&text).unwrap();
+        let mut seen = Vec::new();
+        for (p, ops) in spec["paths"].as_object().unwrap() {
+            for (method, op) in ops.as_object().unwrap() {
+                let Some(id) = op.get("operationId").and_then(Value::as_str) else {
+                    continue;
+                };
+                let concrete = p
+                    .replace("{reservation_id}", "r%2F1")
+                    .replace("{evidence_id}", "e1");
+                let (found, param) = route(&method.to_uppercase(), &concrete).unwrap();
+                assert_eq!(found.operation_id(), id);
+                assert_eq!(found.path(), p);
+                assert_eq!(found.method(), method.to_uppercase());
+                if p.contains('{') {
+                    assert!(matches!(param.as_deref(), Some("r/1") | Some("e1")), "{id}");
+                }
+                seen.push(found);
+            }
+        }
+        assert_eq!(seen.len(), Operation::ALL.len());
+    }
+
+    #[test]
+    fn unknown_paths_are_404_and_other_methods_405() {
+        assert_eq!(route("GET", "/v1/nope").unwrap_err(), 404);
+        assert_eq!(route("GET", "/v1/reservations/").unwrap_err(), 404);
+        assert_eq!(route("POST", "/v1/reservations/r1/undo").unwrap_err(), 404);
+        assert_eq!(route("POST", "/v1/reservations/r1").unwrap_err(), 405);
+        assert_eq!(route("PUT", "/v1/reservations").unwrap_err(), 405);
+        assert_eq!(route("GET", "/v1/decide").unwrap_err(), 405);
+    }
+
+    #[test]
+    fn fault_rules_name_operations_by_operation_id_or_variant() {
+        let a: Operation = serde_json::from_value(json!("commitReservation")).unwrap();
+        let b: Operation = serde_json::from_value(json!("CommitReservation")).unwrap();
+        assert_eq!(a, Operation::CommitReservation);
+        assert_eq!(a, b);
+        assert_eq!(serde_json::to_value(a).unwrap(), json!("commitReservation"));
+        assert!(serde_json::from_value::<Operation>(json!("commit")).is_err());
+    }
 }

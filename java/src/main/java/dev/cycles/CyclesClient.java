@@ -127,9 +127,9 @@ public final class CyclesClient implements AutoCloseable {
         return Completions.submit(f -> Native.clientCallAsync(handle.id, op, args, f)).thenApply(decode);
     }
 
-    private static String withId(String reservationId, Map<String, Object> request) {
+    private static String withId(String key, String id, Map<String, Object> request) {
         Map<String, Object> m = new LinkedHashMap<>();
-        m.put("reservation_id", reservationId);
+        m.put(key, id);
         m.put("request", request);
         return Json.write(m);
     }
@@ -140,11 +140,34 @@ public final class CyclesClient implements AutoCloseable {
         return Json.write(m);
     }
 
+    // BEGIN generated operations (`cargo run -p cycles-codegen`, from core's operation table): do not edit.
     /**
-     * Reserves budget ({@code createReservation}).
+     * Asks whether a spend would be allowed, reserving nothing; a denial is a result ({@code DENY}
+     * with its reason code), not an error ({@code decide}, {@code POST /v1/decide}).
      *
      * @param request the request
-     * @return the decision and the reservation
+     * @return the response: its status, ids and round trip, and the {@link DecisionResult}
+     */
+    public Response<DecisionResult> decide(DecisionRequest request) {
+        return call("decide", request.toJson(), DecisionResult::from);
+    }
+
+    /**
+     * {@link #decide}, not blocking.
+     *
+     * @param request the request
+     * @return the response, completed off the native threads
+     */
+    public CompletableFuture<Response<DecisionResult>> decideAsync(DecisionRequest request) {
+        return async("decide", request.toJson(), j -> response(j, DecisionResult::from));
+    }
+
+    /**
+     * Reserves an estimate for an action; a denial is a result, not an error
+     * ({@code createReservation}, {@code POST /v1/reservations}).
+     *
+     * @param request the request
+     * @return the response: its status, ids and round trip, and the {@link ReservationResult}
      */
     public Response<ReservationResult> createReservation(CreateReservationRequest request) {
         return call("create_reservation", request.toJson(), ReservationResult::from);
@@ -161,158 +184,11 @@ public final class CyclesClient implements AutoCloseable {
     }
 
     /**
-     * Commits what the work cost ({@code commitReservation}).
-     *
-     * @param reservationId the reservation
-     * @param request the request
-     * @return what was charged
-     */
-    public Response<CommitResult> commitReservation(String reservationId, CommitRequest request) {
-        return call("commit_reservation", withId(reservationId, request.toJson()), CommitResult::from);
-    }
-
-    /**
-     * {@link #commitReservation}, not blocking.
-     *
-     * @param reservationId the reservation
-     * @param request the request
-     * @return the response
-     */
-    public CompletableFuture<Response<CommitResult>> commitReservationAsync(String reservationId, CommitRequest request) {
-        return async("commit_reservation", withId(reservationId, request.toJson()), j -> response(j, CommitResult::from));
-    }
-
-    /**
-     * Releases a reservation ({@code releaseReservation}).
-     *
-     * @param reservationId the reservation
-     * @param request the request
-     * @return what was released
-     */
-    public Response<ReleaseResult> releaseReservation(String reservationId, ReleaseRequest request) {
-        return call("release_reservation", withId(reservationId, request.toJson()), ReleaseResult::from);
-    }
-
-    /**
-     * {@link #releaseReservation}, not blocking.
-     *
-     * @param reservationId the reservation
-     * @param request the request
-     * @return the response
-     */
-    public CompletableFuture<Response<ReleaseResult>> releaseReservationAsync(String reservationId, ReleaseRequest request) {
-        return async("release_reservation", withId(reservationId, request.toJson()), j -> response(j, ReleaseResult::from));
-    }
-
-    /**
-     * Extends a reservation's lease ({@code extendReservation}).
-     *
-     * @param reservationId the reservation
-     * @param request the request
-     * @return the new expiry
-     */
-    public Response<ExtendResult> extendReservation(String reservationId, ExtendRequest request) {
-        return call("extend_reservation", withId(reservationId, request.toJson()), ExtendResult::from);
-    }
-
-    /**
-     * {@link #extendReservation}, not blocking.
-     *
-     * @param reservationId the reservation
-     * @param request the request
-     * @return the response
-     */
-    public CompletableFuture<Response<ExtendResult>> extendReservationAsync(String reservationId, ExtendRequest request) {
-        return async("extend_reservation", withId(reservationId, request.toJson()), j -> response(j, ExtendResult::from));
-    }
-
-    /**
-     * Reads a reservation ({@code getReservation}).
-     *
-     * @param reservationId the reservation
-     * @return its detail
-     */
-    public Response<ReservationDetail> getReservation(String reservationId) {
-        return call("get_reservation", idOnly("reservation_id", reservationId), ReservationDetail::from);
-    }
-
-    /**
-     * {@link #getReservation}, not blocking.
-     *
-     * @param reservationId the reservation
-     * @return the response
-     */
-    public CompletableFuture<Response<ReservationDetail>> getReservationAsync(String reservationId) {
-        return async("get_reservation", idOnly("reservation_id", reservationId), j -> response(j, ReservationDetail::from));
-    }
-
-    /**
-     * Reads balances ({@code getBalances}).
+     * Lists reservations, one page; the page's {@code next_cursor} asks for the next
+     * ({@code listReservations}, {@code GET /v1/reservations}).
      *
      * @param query the query
-     * @return one page of balances
-     */
-    public Response<Balances> getBalances(BalanceQuery query) {
-        return call("get_balances", Json.write(query.toJson()), Balances::from);
-    }
-
-    /**
-     * {@link #getBalances}, not blocking.
-     *
-     * @param query the query
-     * @return the response
-     */
-    public CompletableFuture<Response<Balances>> getBalancesAsync(BalanceQuery query) {
-        return async("get_balances", Json.write(query.toJson()), j -> response(j, Balances::from));
-    }
-
-    /**
-     * Asks whether a spend would be allowed, reserving nothing ({@code decide}). A denial is a
-     * result ({@code DENY} with its reason code), not an exception.
-     *
-     * @param request the request
-     * @return the decision
-     */
-    public Response<DecisionResult> decide(DecisionRequest request) {
-        return call("decide", request.toJson(), DecisionResult::from);
-    }
-
-    /**
-     * {@link #decide}, not blocking.
-     *
-     * @param request the request
-     * @return the response
-     */
-    public CompletableFuture<Response<DecisionResult>> decideAsync(DecisionRequest request) {
-        return async("decide", request.toJson(), j -> response(j, DecisionResult::from));
-    }
-
-    /**
-     * Accounts for spend without a reservation ({@code createEvent}).
-     *
-     * @param request the request
-     * @return the applied event
-     */
-    public Response<EventResult> createEvent(EventRequest request) {
-        return call("create_event", request.toJson(), EventResult::from);
-    }
-
-    /**
-     * {@link #createEvent}, not blocking.
-     *
-     * @param request the request
-     * @return the response
-     */
-    public CompletableFuture<Response<EventResult>> createEventAsync(EventRequest request) {
-        return async("create_event", request.toJson(), j -> response(j, EventResult::from));
-    }
-
-    /**
-     * Lists reservations, one page ({@code listReservations}); pass the page's
-     * {@link ReservationPage#nextCursor} to {@link ReservationQuery#withCursor} for the next.
-     *
-     * @param query the query
-     * @return one page
+     * @return the response: its status, ids and round trip, and the {@link ReservationPage}
      */
     public Response<ReservationPage> listReservations(ReservationQuery query) {
         return call("list_reservations", Json.write(query.toJson()), ReservationPage::from);
@@ -322,11 +198,185 @@ public final class CyclesClient implements AutoCloseable {
      * {@link #listReservations}, not blocking.
      *
      * @param query the query
-     * @return the response
+     * @return the response, completed off the native threads
      */
     public CompletableFuture<Response<ReservationPage>> listReservationsAsync(ReservationQuery query) {
         return async("list_reservations", Json.write(query.toJson()), j -> response(j, ReservationPage::from));
     }
+
+    /**
+     * Reads one reservation ({@code getReservation},
+     * {@code GET /v1/reservations/{reservation_id}}).
+     *
+     * @param reservationId the reservation's id
+     * @return the response: its status, ids and round trip, and the {@link ReservationDetail}
+     */
+    public Response<ReservationDetail> getReservation(String reservationId) {
+        return call("get_reservation", idOnly("reservation_id", reservationId), ReservationDetail::from);
+    }
+
+    /**
+     * {@link #getReservation}, not blocking.
+     *
+     * @param reservationId the reservation's id
+     * @return the response, completed off the native threads
+     */
+    public CompletableFuture<Response<ReservationDetail>> getReservationAsync(String reservationId) {
+        return async("get_reservation", idOnly("reservation_id", reservationId), j -> response(j, ReservationDetail::from));
+    }
+
+    /**
+     * Commits the actual amount a reservation's work cost ({@code commitReservation},
+     * {@code POST /v1/reservations/{reservation_id}/commit}).
+     *
+     * @param reservationId the reservation's id
+     * @param request the request
+     * @return the response: its status, ids and round trip, and the {@link CommitResult}
+     */
+    public Response<CommitResult> commitReservation(String reservationId, CommitRequest request) {
+        return call("commit_reservation", withId("reservation_id", reservationId, request.toJson()), CommitResult::from);
+    }
+
+    /**
+     * {@link #commitReservation}, not blocking.
+     *
+     * @param reservationId the reservation's id
+     * @param request the request
+     * @return the response, completed off the native threads
+     */
+    public CompletableFuture<Response<CommitResult>> commitReservationAsync(String reservationId, CommitRequest request) {
+        return async("commit_reservation", withId("reservation_id", reservationId, request.toJson()), j -> response(j, CommitResult::from));
+    }
+
+    /**
+     * Releases a reservation, returning its amount ({@code releaseReservation},
+     * {@code POST /v1/reservations/{reservation_id}/release}).
+     *
+     * @param reservationId the reservation's id
+     * @param request the request
+     * @return the response: its status, ids and round trip, and the {@link ReleaseResult}
+     */
+    public Response<ReleaseResult> releaseReservation(String reservationId, ReleaseRequest request) {
+        return call("release_reservation", withId("reservation_id", reservationId, request.toJson()), ReleaseResult::from);
+    }
+
+    /**
+     * {@link #releaseReservation}, not blocking.
+     *
+     * @param reservationId the reservation's id
+     * @param request the request
+     * @return the response, completed off the native threads
+     */
+    public CompletableFuture<Response<ReleaseResult>> releaseReservationAsync(String reservationId, ReleaseRequest request) {
+        return async("release_reservation", withId("reservation_id", reservationId, request.toJson()), j -> response(j, ReleaseResult::from));
+    }
+
+    /**
+     * Extends a reservation's lease once ({@code extendReservation},
+     * {@code POST /v1/reservations/{reservation_id}/extend}).
+     *
+     * @param reservationId the reservation's id
+     * @param request the request
+     * @return the response: its status, ids and round trip, and the {@link ExtendResult}
+     */
+    public Response<ExtendResult> extendReservation(String reservationId, ExtendRequest request) {
+        return call("extend_reservation", withId("reservation_id", reservationId, request.toJson()), ExtendResult::from);
+    }
+
+    /**
+     * {@link #extendReservation}, not blocking.
+     *
+     * @param reservationId the reservation's id
+     * @param request the request
+     * @return the response, completed off the native threads
+     */
+    public CompletableFuture<Response<ExtendResult>> extendReservationAsync(String reservationId, ExtendRequest request) {
+        return async("extend_reservation", withId("reservation_id", reservationId, request.toJson()), j -> response(j, ExtendResult::from));
+    }
+
+    /**
+     * Records spend without a reservation (post-only accounting) ({@code createEvent},
+     * {@code POST /v1/events}).
+     *
+     * @param request the request
+     * @return the response: its status, ids and round trip, and the {@link EventResult}
+     */
+    public Response<EventResult> createEvent(EventRequest request) {
+        return call("create_event", request.toJson(), EventResult::from);
+    }
+
+    /**
+     * {@link #createEvent}, not blocking.
+     *
+     * @param request the request
+     * @return the response, completed off the native threads
+     */
+    public CompletableFuture<Response<EventResult>> createEventAsync(EventRequest request) {
+        return async("create_event", request.toJson(), j -> response(j, EventResult::from));
+    }
+
+    /**
+     * Reads the balances of the scopes a query matches, one page (at least one subject filter)
+     * ({@code getBalances}, {@code GET /v1/balances}).
+     *
+     * @param query the query
+     * @return the response: its status, ids and round trip, and the {@link Balances}
+     */
+    public Response<Balances> getBalances(BalanceQuery query) {
+        return call("get_balances", Json.write(query.toJson()), Balances::from);
+    }
+
+    /**
+     * {@link #getBalances}, not blocking.
+     *
+     * @param query the query
+     * @return the response, completed off the native threads
+     */
+    public CompletableFuture<Response<Balances>> getBalancesAsync(BalanceQuery query) {
+        return async("get_balances", Json.write(query.toJson()), j -> response(j, Balances::from));
+    }
+
+    /**
+     * Fetches one signed evidence envelope (public: sent without the API key; no signature check
+     * here) ({@code getEvidence}, {@code GET /v1/evidence/{evidence_id}}).
+     *
+     * @param evidenceId the evidence's id
+     * @return the response: its status, ids and round trip, and the {@link EvidenceEnvelope}
+     */
+    public Response<EvidenceEnvelope> getEvidence(String evidenceId) {
+        return call("get_evidence", idOnly("evidence_id", evidenceId), EvidenceEnvelope::from);
+    }
+
+    /**
+     * {@link #getEvidence}, not blocking.
+     *
+     * @param evidenceId the evidence's id
+     * @return the response, completed off the native threads
+     */
+    public CompletableFuture<Response<EvidenceEnvelope>> getEvidenceAsync(String evidenceId) {
+        return async("get_evidence", idOnly("evidence_id", evidenceId), j -> response(j, EvidenceEnvelope::from));
+    }
+
+    /**
+     * Fetches the server's evidence signing keys (public) ({@code getEvidenceJwks},
+     * {@code GET /v1/.well-known/cycles-jwks.json}).
+     *
+     * @return the response: its status, ids and round trip, and the {@link EvidenceJwks}
+     */
+    public Response<EvidenceJwks> getEvidenceJwks() {
+        return call("get_evidence_jwks", "{}", EvidenceJwks::from);
+    }
+
+    /**
+     * {@link #getEvidenceJwks}, not blocking.
+     *
+     * @return the response, completed off the native threads
+     */
+    public CompletableFuture<Response<EvidenceJwks>> getEvidenceJwksAsync() {
+        return async("get_evidence_jwks", "{}", j -> response(j, EvidenceJwks::from));
+    }
+
+    // END generated operations
 
     private static String allArgs(ReservationQuery query, int maxPages) {
         Map<String, Object> m = query.toJson();
@@ -365,44 +415,6 @@ public final class CyclesClient implements AutoCloseable {
      */
     public CompletableFuture<Response<List<ReservationDetail>>> listAllReservationsAsync(ReservationQuery query, int maxPages) {
         return async("list_reservations_all", allArgs(query, maxPages), CyclesClient::rows);
-    }
-
-    /**
-     * Fetches a signed evidence envelope ({@code getEvidence}; no signature check here).
-     *
-     * @param evidenceId the envelope's id ({@link EvidenceRef#evidenceId})
-     * @return the envelope
-     */
-    public Response<EvidenceEnvelope> getEvidence(String evidenceId) {
-        return call("get_evidence", idOnly("evidence_id", evidenceId), EvidenceEnvelope::from);
-    }
-
-    /**
-     * {@link #getEvidence}, not blocking.
-     *
-     * @param evidenceId the envelope's id
-     * @return the response
-     */
-    public CompletableFuture<Response<EvidenceEnvelope>> getEvidenceAsync(String evidenceId) {
-        return async("get_evidence", idOnly("evidence_id", evidenceId), j -> response(j, EvidenceEnvelope::from));
-    }
-
-    /**
-     * Fetches the server's evidence signer keys ({@code getEvidenceJwks}).
-     *
-     * @return the key set
-     */
-    public Response<EvidenceJwks> getEvidenceJwks() {
-        return call("get_evidence_jwks", "{}", EvidenceJwks::from);
-    }
-
-    /**
-     * {@link #getEvidenceJwks}, not blocking.
-     *
-     * @return the response
-     */
-    public CompletableFuture<Response<EvidenceJwks>> getEvidenceJwksAsync() {
-        return async("get_evidence_jwks", "{}", j -> response(j, EvidenceJwks::from));
     }
 
     /**

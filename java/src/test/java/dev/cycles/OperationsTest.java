@@ -15,9 +15,14 @@ import dev.cycles.errors.InvalidArgumentException;
 import dev.cycles.errors.InvalidRequestException;
 import dev.cycles.errors.NotFoundException;
 import dev.cycles.internal.Json;
+import java.lang.reflect.Method;
+import java.lang.reflect.ParameterizedType;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletionException;
 import org.junit.jupiter.api.AfterAll;
@@ -45,6 +50,48 @@ class OperationsTest {
     static void stop() {
         client.close();
         fx.close();
+    }
+
+    /**
+     * Every operation of conformance/vectors/operations.json (the shared per-operation test the
+     * Python and Node suites run step by step) has its generated pair here: a blocking method
+     * returning {@code Response<Result>} and its {@code ...Async} twin, taking the path
+     * parameters and the request.
+     */
+    @Test
+    @SuppressWarnings("unchecked")
+    void everyVectorOperationHasItsTypedMethodPair() throws Exception {
+        Path dir = Path.of(System.getProperty("cycles.vectors.dir", "../conformance/vectors"));
+        Map<String, Object> doc = Json.object(Files.readString(dir.resolve("operations.json")));
+        assertEquals("cycles-operation-vectors", doc.get("format"));
+        Set<String> ops = new HashSet<>();
+        for (Object o : (List<Object>) doc.get("steps")) {
+            Map<String, Object> step = (Map<String, Object>) o;
+            String op = (String) step.get("operation");
+            if (!ops.add(op)) {
+                continue;
+            }
+            int arity = ((List<Object>) step.getOrDefault("path", List.of())).size()
+                    + (step.containsKey("args") ? 1 : 0);
+            Method blocking = null;
+            Method async = null;
+            for (Method m : CyclesClient.class.getMethods()) {
+                if (m.getParameterCount() != arity) {
+                    continue;
+                }
+                if (m.getName().equals(op)) {
+                    blocking = m;
+                } else if (m.getName().equals(op + "Async")) {
+                    async = m;
+                }
+            }
+            assertNotNull(blocking, op);
+            assertNotNull(async, op + "Async");
+            assertEquals(Response.class, blocking.getReturnType(), op);
+            Class<?> result = (Class<?>) ((ParameterizedType) blocking.getGenericReturnType())
+                    .getActualTypeArguments()[0];
+            assertTrue(result.isRecord(), op + ": " + result);
+        }
     }
 
     @Test
