@@ -50,11 +50,13 @@ node --check "$faces/node/face.mjs" && node --check "$faces/node/work.mjs"
 # Each adapter maps every scenario to exact native tests and fails on a missing, renamed or
 # skipped one; each writes its evidence report, which the matrix validates against the schema.
 adapter() { # name implementation report args...
-    local name="$1" impl="$2" report="$3"
+    local name="$1" impl="$2" report="$3" started="$SECONDS"
     shift 3
     step "recovery conformance, durable claim: $name (conformance/adapters/$name-map.json)"
     "$runner" --claim durable --report-json "$report" --implementation "$impl" "$@" ||
         { echo "$name recovery conformance FAILED; report: $report" >&2; exit 1; }
+    # Each claim's time, so the two lanes can be balanced (CI's time budget).
+    echo "$name recovery conformance: $((SECONDS - started)) s"
 }
 # The Rust adapter runs each mapped test as `cargo test -p cycles-core --test X -- --exact N`;
 # building that package selection first makes each run a quick no-op build.
