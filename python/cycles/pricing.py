@@ -131,12 +131,6 @@ def _dumps(value: Any, what: str) -> str:
         raise InvalidArgumentError(f"{what} is not JSON-serialisable: {e}") from None
 
 
-class _Json(str):
-    """JSON text that crosses verbatim as one argument: a guard's pricing (encoded once, not
-    on every call) or a response body as the provider sent it (never decoded and re-encoded
-    in Python). Core parses it like any other argument and says what is wrong with it."""
-
-
 def _parsed(pricing: Pricing) -> _native.ParsedPricing:
     """``pricing`` parsed once by core, to pass as the ``pricing`` of this module's functions
     where one table prices many calls (a guard's): each call then skips encoding and parsing
@@ -149,19 +143,8 @@ def _call(name: str, args: Mapping[str, Any]) -> Any:
     parsed = args.get("pricing")
     if isinstance(parsed, _native.ParsedPricing):
         rest = {k: v for k, v in args.items() if k != "pricing"}
-        return json.loads(parsed.call(name, _args_text(rest, what)))
-    return json.loads(_native.pricing_call(name, _args_text(args, what)))
-
-
-def _args_text(args: Mapping[str, Any], what: str) -> str:
-    verbatim = [(k, v) for k, v in args.items() if isinstance(v, _Json)]
-    if not verbatim:
-        text = _dumps(args, what)
-    else:
-        rest = _dumps({k: v for k, v in args.items() if not isinstance(v, _Json)}, what)
-        head = ",".join(f'"{k}":{v}' for k, v in verbatim)  # the keys are this module's
-        text = "{" + head + ("}" if rest == "{}" else "," + rest[1:])
-    return text
+        return json.loads(parsed.call(name, _dumps(rest, what)))
+    return json.loads(_native.pricing_call(name, _dumps(args, what)))
 
 
 def _caps(caps: CapsLike) -> Any:

@@ -387,6 +387,13 @@ def test_per_call_options_and_pricing(provider: FakeProvider) -> None:
             llm.chat.completions.create(model="unknown-model", max_tokens=5, messages=CHAT)
         with pytest.raises(cycles.InvalidArgumentError, match="output bound"):
             llm.chat.completions.create(model="gpt-fake", messages=CHAT)
+        with pytest.raises(cycles.InvalidArgumentError, match="unit TOKENS differs from the"):
+            llm.chat.completions.create(
+                model="gpt-fake",
+                max_tokens=5,
+                messages=CHAT,
+                **per_call(estimate=cycles.Amount("TOKENS", 5)),
+            )
         exact = guard(oai(provider), cycles=c, pricing=table, prompt_tokens=lambda req: 1000)
         exact.chat.completions.create(
             model="gpt-fake", max_tokens=50, messages=CHAT, **per_call(name="exact")

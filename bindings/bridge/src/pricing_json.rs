@@ -52,13 +52,22 @@ fn opt_count(o: &Value, name: &str) -> Result<Option<u64>, Error> {
 fn text_tokens_arg(a: &Value) -> Result<Option<Vec<Vec<u64>>>, Error> {
     match a.get("text_tokens") {
         None | Some(Value::Null) => Ok(None),
-        Some(v) => serde_json::from_value(v.clone()).map(Some).map_err(|_| {
-            bad(
-                "text_tokens",
-                "an array (one per message) of arrays of non-negative integers",
-            )
-        }),
+        Some(v) => serde_json::from_value(v.clone())
+            .map(Some)
+            .map_err(|_| bad_text_tokens()),
     }
+}
+
+/// A host tokenizer's counts of `prompt_texts` as JSON text (`text_tokens`, on its own).
+pub fn parse_text_tokens(json: &str) -> Result<Vec<Vec<u64>>, Error> {
+    serde_json::from_str(json).map_err(|_| bad_text_tokens())
+}
+
+fn bad_text_tokens() -> Error {
+    bad(
+        "text_tokens",
+        "an array (one per message) of arrays of non-negative integers",
+    )
 }
 
 fn amount_out(a: &Amount) -> Value {

@@ -13,6 +13,7 @@ use cycles_core::{Amount, Error};
 
 use crate::error::ErrorFields;
 use crate::lifecycle::Active;
+use crate::pricing_json::parse_text_tokens;
 use crate::task::Work;
 use crate::timing_json::parse;
 
@@ -24,21 +25,28 @@ pub struct ProviderCall {
 
 impl ProviderCall {
     /// A call whose estimate is core's of its request body (`charge::estimate_request`: the
-    /// prompt estimate, or a host tokenizer's `text_tokens`, plus the output bound or
-    /// `default_output_bound`). `api` is a wire name (`chat_completions`, `responses`,
-    /// `messages`); INVALID_ARGUMENT for a bad name or request, or when there is no bound.
+    /// prompt estimate, or a host tokenizer's counts of its texts, `text_tokens_json`, plus
+    /// the output bound or `default_output_bound`). `api` is a wire name
+    /// (`chat_completions`, `responses`, `messages`); INVALID_ARGUMENT for a bad name,
+    /// request or counts, or when there is no bound.
     pub fn for_request(
         pricing: Arc<Pricing>,
         api: &str,
         model: &str,
         request_json: &str,
         default_output_bound: Option<u64>,
-        text_tokens: Option<&[Vec<u64>]>,
+        text_tokens_json: Option<&str>,
     ) -> Result<ProviderCall, Error> {
         let api = Api::parse(api)?;
         let request = parse(request_json, "the request")?;
-        let e =
-            charge::estimate_request(&pricing, model, &request, default_output_bound, text_tokens)?;
+        let counts = text_tokens_json.map(parse_text_tokens).transpose()?;
+        let e = charge::estimate_request(
+            &pricing,
+            model,
+            &request,
+            default_output_bound,
+            counts.as_deref(),
+        )?;
         Ok(ProviderCall::new(pricing, api, model, e.amount))
     }
 
@@ -106,21 +114,6 @@ impl ProviderCall {
             report.set_actual(a.amount)?;
         }
         Ok(())
-    }
-
-    /// The usage reported so far.
-    pub fn usage(&self) -> charge::Usage {
-        self.meter().usage()
-    }
-
-    /// The actual of that usage (`None`: nothing reported).
-    pub fn actual(&self) -> Option<Amount> {
-        self.meter().actual().cloned()
-    }
-
-    /// Whether a body or event said the call failed.
-    pub fn failed(&self) -> bool {
-        self.meter().failed()
     }
 
     fn settlement(&self, raised: bool) -> Settlement {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use cycles_bridge::provider_call::ProviderCall;
 use cycles_core::pricing::{Pricing, Usage};
-use cycles_core::Amount;
+use cycles_core::{Amount, Unit};
 use pyo3::prelude::*;
 
 use crate::errors::core_err;
@@ -70,35 +70,31 @@ impl NativeProviderCall {
         default_output_bound: Option<u64>,
         text_tokens_json: Option<&str>,
     ) -> PyResult<Self> {
-        let counts: Option<Vec<Vec<u64>>> = match text_tokens_json {
-            None => None,
-            Some(t) => Some(serde_json::from_str(t).map_err(|_| {
-                core_err(&cycles_core::Error::invalid_argument(
-                    "text_tokens must be an array (one per message) of arrays of non-negative integers",
-                ))
-            })?),
-        };
         ProviderCall::for_request(
             pricing.inner.clone(),
             api,
             model,
             request_json,
             default_output_bound,
-            counts.as_deref(),
+            text_tokens_json,
         )
         .map(|inner| Self { inner })
         .map_err(|e| core_err(&e))
     }
 
-    /// A call reserving the caller's own `estimate` (in the pricing's unit).
+    /// A call reserving the caller's own `estimate`, in `unit` (default: the pricing's; core
+    /// refuses another).
     #[staticmethod]
+    #[pyo3(signature = (pricing, api, model, estimate, unit=None))]
     fn with_estimate(
         pricing: &ParsedPricing,
         api: &str,
         model: &str,
         estimate: i64,
+        unit: Option<&str>,
     ) -> PyResult<Self> {
-        let amount = Amount::new(pricing.inner.unit(), estimate);
+        let unit = unit.map_or_else(|| pricing.inner.unit(), Unit::from);
+        let amount = Amount::new(unit, estimate);
         ProviderCall::with_estimate(pricing.inner.clone(), api, model, amount)
             .map(|inner| Self { inner })
             .map_err(|e| core_err(&e))
@@ -138,25 +134,6 @@ impl NativeProviderCall {
         self.inner
             .take_usage(usage, active.inner.usage())
             .map_err(|e| core_err(&e))
-    }
-
-    /// `(input_tokens, output_tokens)` reported so far (`None`: that half was not).
-    #[getter]
-    fn usage(&self) -> (Option<u64>, Option<u64>) {
-        let u = self.inner.usage();
-        (u.input_tokens, u.output_tokens)
-    }
-
-    /// The actual of that usage, in the pricing's unit (`None`: nothing reported).
-    #[getter]
-    fn actual(&self) -> Option<i64> {
-        self.inner.actual().map(|a| a.amount)
-    }
-
-    /// Whether a body said the call failed.
-    #[getter]
-    fn failed(&self) -> bool {
-        self.inner.failed()
     }
 }
 

@@ -230,17 +230,13 @@ class Call:
         p = self.s.parsed_pricing
         e = opts.estimate
         if e is not None:
-            unit = p.unit
+            unit = None  # the pricing's; an Amount's own unit is checked against it by core
             if isinstance(e, Amount):
-                if e.unit != unit:
-                    raise InvalidArgumentError(
-                        f"the estimate's unit {e.unit} differs from the pricing's {unit}"
-                    )
-                e = e.amount
+                unit, e = e.unit, e.amount
             if isinstance(e, bool) or not isinstance(e, int):
                 raise InvalidArgumentError(f"estimate must be an int or an Amount, not {e!r}")
             return _native.NativeProviderCall.with_estimate(
-                p, self.api, self.model, _int64(e, "the estimate")
+                p, self.api, self.model, _int64(e, "the estimate"), unit
             )
         default = self.s.default_output_bound
         if self.s.prompt_tokens is not None:
@@ -313,12 +309,6 @@ class Call:
         the provider's stream into another API's events)."""
         self.meter.read_as(api)
         self.api = api
-
-    @property
-    def usage(self) -> Usage:
-        """The usage reported so far."""
-        i, o = self.meter.usage
-        return Usage(i, o)
 
     def observe(self, obj: Any) -> None:
         """Folds one response or stream event into the usage; reports a grown actual."""
