@@ -95,6 +95,8 @@ def vectors() -> None:
     for fn, cases in pricing["functions"].items():
         for c in cases:
             add("bridge_pricing_json", fn + "\n" + compact(c["input"]))
+            if isinstance(c["input"].get("body"), dict):
+                add("usage_reading", compact(c["input"]["body"]))
 
 
 def exchanges(path: str) -> None:

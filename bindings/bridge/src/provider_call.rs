@@ -8,7 +8,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use cycles_core::guard::Usage;
-use cycles_core::pricing::{charge, Api, Meter, Pricing, Settlement};
+use cycles_core::pricing::{charge, Api, Meter, Pricing, Reading, Settlement};
 use cycles_core::{Amount, Error};
 
 use crate::error::ErrorFields;
@@ -98,10 +98,15 @@ impl ProviderCall {
     /// Folds one response body or stream event (JSON text, as the provider sent it or as the
     /// host library decoded it) and reports a grown actual to `report` (the action's usage).
     /// Returns whether a body said the call failed so far.
+    /// Only the members core's rules read are decoded (`Reading::of_text`); text that read
+    /// refuses gets the document read's error.
     pub fn observe(&self, body_json: &str, report: &Usage) -> Result<bool, Error> {
-        let body = parse(body_json, "the response body")?;
+        let reading = match Reading::of_text(body_json) {
+            Ok(r) => r,
+            Err(_) => Reading::of_value(&parse(body_json, "the response body")?),
+        };
         let mut m = self.meter();
-        if let Some(a) = m.observe(&self.pricing, &body)? {
+        if let Some(a) = m.observe_reading(&self.pricing, &reading)? {
             report.set_actual(a.amount)?;
         }
         Ok(m.failed())

@@ -8,6 +8,7 @@
 use serde_json::Value;
 
 use super::charge::{self, Settlement, Usage};
+use super::reading::Reading;
 use super::table::Pricing;
 use super::wire::{self, Api};
 use crate::error::Error;
@@ -81,10 +82,20 @@ impl Meter {
         pricing: &Pricing,
         body_or_event: &Value,
     ) -> Result<Option<Amount>, Error> {
-        if wire::call_failed(self.api, body_or_event) {
+        self.observe_reading(pricing, &Reading::of_value(body_or_event))
+    }
+
+    /// [`Meter::observe`] of what a body or event says, however it was read (e.g.
+    /// [`Reading::of_text`], which skips all but the members the rules read).
+    pub fn observe_reading(
+        &mut self,
+        pricing: &Pricing,
+        reading: &Reading,
+    ) -> Result<Option<Amount>, Error> {
+        if wire::failed_in(self.api, reading) {
             self.failed = true;
         }
-        let usage = wire::usage_update(self.api, self.usage, body_or_event);
+        let usage = wire::usage_in(self.api, self.usage, reading);
         self.take_usage(pricing, usage)
     }
 

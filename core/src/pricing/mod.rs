@@ -14,6 +14,8 @@
 //!
 //! 5. [`wire`]: where each provider API keeps its bound and tools, and reports usage: the
 //!    caps rewrite of a request and the usage of a response or stream event.
+//!    [`reading`] is what a body or event says (its kind, failure and usage counts), read
+//!    from a parsed document or straight from the JSON text.
 //! 6. [`meter`]: one call from its estimate to its settlement, steps 4 and 5 with the usage
 //!    between them kept (what an integration holds per call).
 //!
@@ -23,6 +25,7 @@
 pub mod caps;
 pub mod charge;
 pub mod meter;
+pub mod reading;
 pub mod table;
 pub mod tokens;
 pub mod wire;
@@ -30,5 +33,6 @@ pub mod wire;
 pub use caps::{CappedBound, ToolFilter};
 pub use charge::{Settlement, Usage};
 pub use meter::Meter;
+pub use reading::Reading;
 pub use table::{Price, PriceTable, Pricing};
 pub use wire::{Api, CapsPlan};

@@ -40,6 +40,7 @@ use serde_json::{Map, Value};
 
 use super::caps;
 use super::charge::Usage;
+use super::reading::{Counts, Reading};
 use super::tokens;
 use crate::error::Error;
 use crate::model::Caps;
@@ -248,16 +249,17 @@ pub fn stream_request(api: Api, request: &Value) -> Map<String, Value> {
 
 /// Whether a response body or stream event of `api` says the call failed (the module doc).
 pub fn call_failed(api: Api, body_or_event: &Value) -> bool {
-    let kind = body_or_event.get("type").and_then(Value::as_str);
+    failed_in(api, &Reading::of_value(body_or_event))
+}
+
+/// [`call_failed`] of what a body or event says (however it was read).
+pub fn failed_in(api: Api, r: &Reading) -> bool {
+    let kind = r.kind.as_deref();
     match api {
         Api::Responses => matches!(kind, Some("error" | "response.failed")),
         Api::Messages => kind == Some("error"),
-        Api::ChatCompletions => body_or_event.get("error").is_some_and(|e| !e.is_null()),
+        Api::ChatCompletions => r.error,
     }
-}
-
-fn count(v: &Value, key: &str) -> Option<u64> {
-    v.get(key).and_then(Value::as_u64)
 }
 
 /// `usage` merged into `acc`: present counts replace earlier ones.
@@ -270,13 +272,12 @@ fn merge(acc: Usage, input: Option<u64>, output: Option<u64>) -> Usage {
 
 /// Anthropic's prompt: uncached plus cache-creation plus cache-read input tokens; `None` when
 /// none of them is reported.
-fn messages_input(u: &Value) -> Option<u64> {
+fn messages_input(u: &Counts) -> Option<u64> {
     let parts = [
-        "input_tokens",
-        "cache_creation_input_tokens",
-        "cache_read_input_tokens",
-    ]
-    .map(|k| count(u, k));
+        u.input_tokens,
+        u.cache_creation_input_tokens,
+        u.cache_read_input_tokens,
+    ];
     parts.iter().any(Option::is_some).then(|| {
         parts
             .iter()
@@ -287,39 +288,31 @@ fn messages_input(u: &Value) -> Option<u64> {
 
 /// The usage after one response body or stream event of `api`, starting from `acc`.
 pub fn usage_update(api: Api, acc: Usage, body_or_event: &Value) -> Usage {
-    let kind = body_or_event.get("type").and_then(Value::as_str);
+    usage_in(api, acc, &Reading::of_value(body_or_event))
+}
+
+/// [`usage_update`] of what a body or event says (however it was read).
+pub fn usage_in(api: Api, acc: Usage, r: &Reading) -> Usage {
+    let kind = r.kind.as_deref();
     match api {
-        Api::ChatCompletions => match body_or_event.get("usage") {
-            Some(u) => merge(
-                acc,
-                count(u, "prompt_tokens"),
-                count(u, "completion_tokens"),
-            ),
-            None => acc,
-        },
+        Api::ChatCompletions => merge(acc, r.usage.prompt_tokens, r.usage.completion_tokens),
         Api::Responses => {
-            let usage = match kind {
+            let u = match kind {
                 Some("response.completed" | "response.incomplete" | "response.failed") => {
-                    body_or_event.pointer("/response/usage")
+                    &r.response_usage
                 }
-                Some("response") | None => body_or_event.get("usage"),
-                Some(_) => None,
+                Some("response") | None => &r.usage,
+                Some(_) => return acc,
             };
-            match usage {
-                Some(u) => merge(acc, count(u, "input_tokens"), count(u, "output_tokens")),
-                None => acc,
-            }
+            merge(acc, u.input_tokens, u.output_tokens)
         }
         Api::Messages => {
-            let usage = match kind {
-                Some("message_start") => body_or_event.pointer("/message/usage"),
-                Some("message_delta" | "message") | None => body_or_event.get("usage"),
-                Some(_) => None,
+            let u = match kind {
+                Some("message_start") => &r.message_usage,
+                Some("message_delta" | "message") | None => &r.usage,
+                Some(_) => return acc,
             };
-            match usage {
-                Some(u) => merge(acc, messages_input(u), count(u, "output_tokens")),
-                None => acc,
-            }
+            merge(acc, messages_input(u), u.output_tokens)
         }
     }
 }
