@@ -16,7 +16,9 @@
 #   default ../shared/fixtures/reference-server/ beside the clone, as the other suites),
 #   CYCLES_FUZZ_CORPUS (corpus root, default fuzz/corpus), CYCLES_FUZZ_RSS_MB (default 2048),
 #   CYCLES_FUZZ_BUILD (release, the default, for real runs; dev for CI's short smoke: the same
-#   targets and checks, unoptimised, so a cold build takes a fraction of the time).
+#   targets and checks, unoptimised, so a cold build takes a fraction of the time),
+#   CYCLES_FUZZ_PLATEAU (seconds; unset: none): stop a target early once its covered edges have
+#   not grown for that long ("fuzzed until nothing new is found"; SECONDS stays the cap).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -50,7 +52,7 @@ case "$build" in
 esac
 mkdir -p "$bin_dir"
 all=(journal_record rawjson decode_response retry_after path_encoding event_json
-    bridge_timing_json bridge_pricing_json bridge_options timing)
+    bridge_timing_json bridge_pricing_json bridge_options timing usage_reading)
 if [[ "$target" == all ]]; then
     targets=("${all[@]}")
 else
@@ -77,9 +79,30 @@ for t in "${targets[@]}"; do
     mkdir -p "$corpus_root/$t" "fuzz/artifacts/$t"
     log="$logs/$t.log"
     rc=0
+    started=$SECONDS
     "$bin_dir/$t" "$corpus_root/$t" -max_total_time="$seconds" -seed="$seed" -timeout=10 \
         -rss_limit_mb="${CYCLES_FUZZ_RSS_MB:-2048}" -print_final_stats=1 \
-        -artifact_prefix="fuzz/artifacts/$t/" >"$log" 2>&1 || rc=$?
+        -artifact_prefix="fuzz/artifacts/$t/" >"$log" 2>&1 &
+    pid=$!
+    stopped=""
+    if [[ -n "${CYCLES_FUZZ_PLATEAU:-}" ]]; then
+        # Watch the covered edges; once they have not grown for the plateau, interrupt
+        # (libFuzzer prints its final stats and exits 72 on SIGINT).
+        best=0 grown_at=$SECONDS
+        while kill -0 "$pid" 2>/dev/null; do
+            sleep 5
+            c="$(grep -E '^#[0-9]+' "$log" | tail -1 | sed -n 's/.* cov: \([0-9]*\).*/\1/p')"
+            if [[ -n "$c" && "$c" -gt "$best" ]]; then best=$c grown_at=$SECONDS; fi
+            if (( SECONDS - grown_at >= CYCLES_FUZZ_PLATEAU )); then
+                stopped=plateau
+                kill -INT "$pid" 2>/dev/null || true
+                break
+            fi
+        done
+    fi
+    wait "$pid" || rc=$?
+    [[ "$stopped" == plateau && $rc -eq 72 ]] && rc=0
+    ran=$((SECONDS - started))
     execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)"
     speed="$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)"
     rss="$(sed -n 's/^stat::peak_rss_mb: *//p' "$log" | tail -1)"
@@ -94,6 +117,7 @@ for t in "${targets[@]}"; do
           if (c > best) { best = c; at = n } }
         END { if (total > 0) printf "%d%%", 100 * at / total; else print "?" }')"
     result=ok
+    [[ "$stopped" == plateau ]] && result="ok (plateau: no new edge for ${CYCLES_FUZZ_PLATEAU} s)"
     if [[ $rc -ne 0 ]]; then
         failed=1
         artifact="$(sed -n 's/.*Test unit written to \(.*\)/\1/p' "$log" | tail -1)"
@@ -102,7 +126,7 @@ for t in "${targets[@]}"; do
         tail -40 "$log" >&2
         [[ -n "$artifact" ]] && echo "reproduce: $bin_dir/$t $artifact" >&2
     fi
-    printf '%-20s %6s %10s %8s %6s %8s %7s %7s %7s  %s\n' "$t" "$seconds" "${execs:-?}" "${speed:-?}" \
+    printf '%-20s %6s %10s %8s %6s %8s %7s %7s %7s  %s\n' "$t" "$ran" "${execs:-?}" "${speed:-?}" \
         "${cov:-?}" "${grew:-?}" "${ft:-?}" "${corp:-?}" "${rss:-?}" "$result"
 done
 echo "seed $seed; cov = covered edges, cov_grew = when they last grew (share of the executions),"

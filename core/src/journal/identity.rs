@@ -56,13 +56,23 @@ pub fn partition(base_url: &str, api_key: &str, tenant: Option<&str>) -> String 
         h.update(part.as_bytes());
     }
     let key: [u8; 32] = h.finalize().into();
-    let cache = CACHE.get_or_init(Default::default);
+    cached(CACHE.get_or_init(Default::default), key, || {
+        fp16_uncached(base_url, api_key, tenant)
+    })
+}
+
+/// `cache`'s value for `key`, computed by `compute` the first time.
+fn cached(
+    cache: &Mutex<HashMap<[u8; 32], String>>,
+    key: [u8; 32],
+    compute: impl FnOnce() -> String,
+) -> String {
     if let Some(v) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
         return v;
     }
     // Computed outside the lock: a concurrent first use costs a duplicate computation at
     // worst, never a stalled thread behind another's 15 ms.
-    let v = fp16_uncached(base_url, api_key, tenant);
+    let v = compute();
     if let Ok(mut c) = cache.lock() {
         c.insert(key, v.clone());
     }
@@ -99,11 +109,26 @@ mod tests {
     }
 
     #[test]
-    fn cache_returns_the_same_value_quickly() {
-        let a = partition("http://cache-test", "k", None);
-        let t = std::time::Instant::now();
-        let b = partition("http://cache-test", "k", None);
-        assert_eq!(a, b);
-        assert!(t.elapsed() < std::time::Duration::from_millis(5));
+    fn an_identity_is_computed_once_and_then_cached() {
+        // Counted, not timed: a timed assertion fails on a loaded machine.
+        let cache = Mutex::new(HashMap::new());
+        let computed = std::cell::Cell::new(0);
+        let compute = || {
+            computed.set(computed.get() + 1);
+            "0123456789abcdef".to_string()
+        };
+        assert_eq!(cached(&cache, [1; 32], compute), "0123456789abcdef");
+        assert_eq!(cached(&cache, [1; 32], compute), "0123456789abcdef");
+        assert_eq!(computed.get(), 1);
+        cached(&cache, [2; 32], compute);
+        assert_eq!(computed.get(), 2, "another identity is computed");
+        assert_eq!(
+            partition("http://cache-test", "k", None),
+            fp16_uncached("http://cache-test", "k", None)
+        );
+        assert_eq!(
+            partition("http://cache-test", "k", None),
+            fp16_uncached("http://cache-test", "k", None)
+        );
     }
 }
