@@ -3,9 +3,9 @@
 #
 #   scripts/package.sh OUT [--all-platforms | --platform NAME]... [python] [c] [cli] [node] [java] [kotlin] ...
 #
-# No language: python, c, cli, node and java (kotlin only when named: it is not released yet). Platforms (scripts/package/common.sh): linux-x64-gnu (the host,
-# the default), linux-arm64-gnu, linux-x64-musl, linux-arm64-musl; --all-platforms takes all
-# four. What each language writes is documented in scripts/package/<language>.sh and in
+# No language: python, c, cli, node, java and kotlin. Platforms (scripts/package/common.sh):
+# linux-x64-gnu (the host, the default), linux-arm64-gnu, linux-x64-musl, linux-arm64-musl;
+# --all-platforms takes all four (the Kotlin jar carries the two glibc ones: JNA's layout). What each language writes is documented in scripts/package/<language>.sh and in
 # docs/packaging.md.
 #
 #   OUT/python/cycles_sdk-*.whl        one abi3 wheel per platform (manylinux2014 for glibc,
@@ -49,11 +49,14 @@ while [[ $# -gt 0 ]]; do
     esac
     shift
 done
-[[ ${#LANGS[@]} -gt 0 ]] || LANGS=(python c cli node java)
+# Without languages a language none of whose platforms was asked for is skipped, not an error
+# (the Kotlin jar for musl platforms only); named, it fails.
+LANGS_DEFAULTED=0
+[[ ${#LANGS[@]} -gt 0 ]] || { LANGS=(python c cli node java kotlin); LANGS_DEFAULTED=1; }
 [[ ${#PLATFORMS[@]} -gt 0 ]] || PLATFORMS=("$HOST_PLATFORM")
 PROFILE="${CYCLES_PACKAGE_PROFILE:-release}"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
-export ROOT OUT PROFILE TARGET
+export ROOT OUT PROFILE TARGET LANGS_DEFAULTED
 log() { printf '== package: %s\n' "$*" >&2; }
 
 for lang in "${LANGS[@]}"; do

@@ -65,7 +65,7 @@ bash spring/scripts/test.sh
 step "local server fidelity against the OpenAPI spec (schemathesis)"
 bash conformance/fidelity/run.sh
 
-step "platforms: the aarch64 glibc C quick start in a Debian arm64 root (qemu-user), the static musl CLI's demo (scripts/verify-platforms.sh --ci)"
+step "platforms: the aarch64 glibc C quick start in a Debian arm64 root (qemu-user), the static musl CLI's demo, the aarch64 wheel and the Kotlin jar's quick start there too (scripts/verify-platforms.sh --ci)"
 bash scripts/verify-platforms.sh --ci
 
 step "cross-language matrix: vectors, corpus, differential, journal interop, recovery adapters (scripts/matrix.sh)"

@@ -11,12 +11,13 @@
 #    ~/.cache/cycles-verify/arm64-root);
 # 2. scripts/verify/contents.py DIR LANG...: every artifact packaged carries the LICENSE and a
 #    README with no relative link;
-# 3. scripts/verify/LANG.sh DIR ARM64_ROOT [--ci] for c, cli, java, and python and node when
-#    those scripts exist. Each prints what it ran where and fails on anything else.
+# 3. scripts/verify/LANG.sh DIR ARM64_ROOT [--ci] for c, cli, java, and python, node and
+#    kotlin when those scripts exist. Each prints what it ran where and fails on anything else.
 #
 # --ci (scripts/test-all.sh): the dev profile and the part that fits CI's time: the aarch64
 # glibc C quick start in the arm64 root, the x86_64 static musl CLI's demo, and what the
-# python/node checks run under --ci. The languages a check needs under --ci and in full are in
+# python/node/kotlin checks run under --ci (kotlin: the jar with both glibc libraries, its
+# quick start here and in the arm64 root). The languages a check needs under --ci and in full are in
 # CI_PLATFORMS / FULL_PLATFORMS below (a verify script may override its own with a line
 # `# verify-platforms: ci=PLATFORM,... full=PLATFORM,...`; `ci=` empty skips it under --ci).
 # DIR defaults to $CARGO_TARGET_DIR/verify-platforms (or target/verify-platforms).
@@ -40,11 +41,13 @@ OUT="$(cd "$OUT" && pwd)"
 ARM64_ROOT="${CYCLES_ARM64_ROOT:-$HOME/.cache/cycles-verify/arm64-root}"
 log() { printf '== verify-platforms: %s\n' "$*" >&2; }
 ALL="linux-x64-gnu,linux-arm64-gnu,linux-x64-musl,linux-arm64-musl"
-declare -A CI_PLATFORMS=([c]=linux-arm64-gnu [cli]=linux-x64-musl [java]="" [python]=linux-arm64-gnu [node]="")
-declare -A FULL_PLATFORMS=([c]="$ALL" [cli]="linux-x64-musl,linux-arm64-musl" [java]="$ALL" [python]="$ALL" [node]="$ALL")
+GNU="linux-x64-gnu,linux-arm64-gnu"
+declare -A CI_PLATFORMS=([c]=linux-arm64-gnu [cli]=linux-x64-musl [java]="" [python]=linux-arm64-gnu [node]="" [kotlin]="$GNU")
+declare -A FULL_PLATFORMS=([c]="$ALL" [cli]="linux-x64-musl,linux-arm64-musl" [java]="$ALL" [python]="$ALL" [node]="$ALL"
+    [kotlin]="$GNU")
 
 langs=()
-for lang in c cli java python node; do
+for lang in c cli java python node kotlin; do
     script="$ROOT/scripts/verify/$lang.sh"
     [[ -f "$script" ]] || { log "$lang: no scripts/verify/$lang.sh: skipped"; continue; }
     line="$(sed -n 's/^# verify-platforms: //p' "$script" | head -1)"

@@ -6,6 +6,10 @@
 # (checked in JNA's load log), the quick start must print its line and the JVM exit by itself.
 #
 #   kotlin/scripts/install-check.sh OUT/kotlin/cycles-kotlin-X.Y.Z.jar
+#
+# CYCLES_KOTLIN_INSTALL_KEEP=DIR: once it passed, the compiled quick start is copied to
+# DIR/classes and the jars of its class path (this jar and its declared dependencies) to
+# DIR/lib, for a run on another platform (scripts/verify/kotlin.sh: in the arm64 root).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 JAR="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
@@ -82,4 +86,16 @@ grep -qx "answer 42, charged 150000" <<<"$out" || { echo "$out" >&2; echo "the q
 grep -q "resource.*jar:file:.*cycles-kotlin.*linux-x86-64/libcycles_uniffi.so" <<<"$out" ||
     { echo "$out" >&2; echo "libcycles_uniffi was not loaded from the jar" >&2; exit 1; }
 grep "resource.*linux-x86-64/libcycles_uniffi.so" <<<"$out" | head -1 >&2
+if [[ -n "${CYCLES_KOTLIN_INSTALL_KEEP:-}" ]]; then
+    keep="$CYCLES_KOTLIN_INSTALL_KEEP"
+    rm -rf "${keep:?}/classes" "${keep:?}/lib"
+    mkdir -p "$keep/classes" "$keep/lib"
+    cp -r "$WORK/target/classes/." "$keep/classes/"
+    cp "$WORK/lib/$(basename "$JAR")" "$keep/lib/"
+    # Maven repository paths (no spaces); classpath.txt has no final newline.
+    for dep in $(tr ':' ' ' <"$WORK/classpath.txt"); do
+        cp "$dep" "$keep/lib/"
+    done
+    log "the compiled quick start and its class path's $(find "$keep/lib" -name '*.jar' | wc -l) jars kept in $keep"
+fi
 log "ok: the quick start ran against the jar alone (libcycles_uniffi from linux-x86-64/ in the jar)"

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # The Kotlin face's tests: build libcycles_uniffi (cargo, debug profile, honouring
 # $CARGO_TARGET_DIR); check that the committed generated Kotlin and Swift are what uniffi-bindgen
-# writes from it (bindings/uniffi/scripts/generate.sh --check); extract docs/kotlin.md's quick
+# writes from it (bindings/uniffi/scripts/generate.sh --check; the models bindings/codegen writes,
+# Models.kt and CyclesClient.kt's operations, are checked with every other host's by
+# `cycles-codegen --check` in scripts/test-all.sh); lint the Kotlin with ktlint
+# (kotlin/scripts/lint.sh, any error fails; in the background while the suite runs, which
+# mostly waits on servers and child JVMs); extract docs/kotlin.md's quick
 # start; compile everything with the Kotlin compiler from Maven Central (kotlin-maven-plugin)
 # and run the JUnit suite on the JVM against the local server (spec mode; the recovery
 # conformance suites Recovery*Test and JournalRedisTest included), then the operations,
@@ -16,9 +20,9 @@ K="$ROOT/kotlin"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 log() { printf '== kotlin: %s (%ds)\n' "$*" "$SECONDS" >&2; }
 # Tests per class; a new test needs its count here.
-declare -A EXPECTED=([OperationsTest]=6 [LifecycleTest]=11 [VectorsTest]=3 [ReferenceCorpusTest]=2
-    [BoundaryTest]=5 [ExitTest]=2 [RecoveryCoreTest]=7 [RecoveryJournalTest]=3 [RecoveryProcessTest]=6
-    [JournalRedisTest]=1)
+declare -A EXPECTED=([OperationsTest]=7 [LifecycleTest]=11 [VectorsTest]=3 [ReferenceCorpusTest]=2
+    [ModelsTest]=3 [OperationVectorsTest]=1 [BoundaryTest]=5 [ExitTest]=2 [RecoveryCoreTest]=7 [RecoveryJournalTest]=3
+    [RecoveryProcessTest]=6 [JournalRedisTest]=1)
 
 # A JDK 17+ and Maven; a bare image gets them from apt.
 if ! command -v mvn >/dev/null || ! command -v javac >/dev/null; then
@@ -72,18 +76,33 @@ open(sys.argv[2], "w").write(re.search(r"```kotlin\n(.*?)```", section, re.S).gr
 PY
 
 # Offline once Maven's cache has the plugins and libraries (the first run downloads them);
-# keyed by the pom's Kotlin version and the console launcher's and dependency plugin's
-# versions, so a version bump goes online once.
+# keyed by the pom's Kotlin version (the compiler and its serialization plugin) and the console
+# launcher's and dependency plugin's versions, so a version bump goes online once.
 kv="$(sed -n 's:.*<kotlin.version>\(.*\)</kotlin.version>.*:\1:p' "$K/pom.xml")"
 m2="$HOME/.m2/repository"
 MVN=(mvn -B -q)
 [[ -d "$m2/org/jetbrains/kotlin/kotlin-maven-plugin/$kv" && -d "$m2/org/junit/platform/junit-platform-console/6.1.3" &&
+    -d "$m2/org/jetbrains/kotlin/kotlin-serialization-compiler-plugin-embeddable/$kv" &&
     -d "$m2/org/apache/maven/plugins/maven-dependency-plugin/3.8.1" ]] && MVN+=(-o)
-log "compile (kotlin-maven-plugin) and the JUnit suite"
+# ktlint's class path first (Maven, the first time), so the background run never shares
+# Maven's local repository with the build's own Maven.
+bash "$K/scripts/lint.sh" --version >/dev/null
+lint_log="$(mktemp)"
+bash "$K/scripts/lint.sh" >"$lint_log" 2>&1 &
+lint_pid=$!
+log "compile (kotlin-maven-plugin) and the JUnit suite; ktlint (kotlin/scripts/lint.sh) beside it"
 rm -rf "$K/target/surefire-reports"
 (cd "$K" && "${MVN[@]}" test -Dcycles.native.dir="$TARGET/debug") >&2
 args=(); for k in "${!EXPECTED[@]}"; do args+=("$k=${EXPECTED[$k]}"); done
 check_reports "${args[@]}"
+if wait "$lint_pid"; then
+    log "ktlint: no errors"
+else
+    cat "$lint_log" >&2
+    echo "ktlint found errors (above; kotlin/scripts/lint.sh --format fixes most)" >&2
+    exit 1
+fi
+rm -f "$lint_log"
 
 log "operations, lifecycle and boundary suites against the local server's reference mode"
 rm -rf "$K/target/surefire-reports"

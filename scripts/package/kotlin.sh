@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # The Kotlin jar with its native library in JNA's layout.
-# Sourced by scripts/package.sh (which sets ROOT, OUT, PROFILE, TARGET, PLATFORMS and log).
+# Sourced by scripts/package.sh (which sets ROOT, OUT, PROFILE, TARGET, PLATFORMS,
+# LANGS_DEFAULTED and log).
 #
 #   OUT/kotlin/cycles-kotlin-X.Y.Z.jar     dev.cycles:cycles-kotlin (dev.cycles.kotlin and the
 #                                          generated dev.cycles.kotlin.ffi) with one stripped
@@ -12,7 +13,8 @@
 # JNA finds `linux-x86-64/libcycles_uniffi.so` on the class path by itself (no
 # -Djna.library.path). JNA's prefix names the OS and the architecture only, so a musl library
 # would take the glibc one's place: the musl platforms are left out of this jar (said so when
-# asked for). The host platform in the dev profile is built with plain cargo into $TARGET, every
+# asked for; with only musl platforms asked, an error when kotlin was named, skipped when
+# scripts/package.sh was given no language). The host platform in the dev profile is built with plain cargo into $TARGET, every
 # other by cargo-zigbuild (common.sh platform_cargo). Maven compiles into
 # $TARGET/cycles-kotlin-package (never kotlin/target, which the tests and the recovery adapter
 # use) and skips the tests: kotlin/scripts/test.sh runs them. kotlin/scripts/install-check.sh
@@ -54,14 +56,20 @@ package_kotlin() {
             "$OUT/kotlin/natives-debug/$prefix/libcycles_uniffi.so.debug"
         carried+=("$prefix")
     done
-    [[ ${#carried[@]} -gt 0 ]] || { echo "no platform the Kotlin jar can carry was asked for" >&2; return 2; }
+    if [[ ${#carried[@]} -eq 0 ]]; then
+        rm -rf "$OUT/kotlin"
+        [[ "${LANGS_DEFAULTED:-0}" == 1 ]] && { log "Kotlin: skipped (no glibc platform asked for)"; return 0; }
+        echo "no platform the Kotlin jar can carry was asked for" >&2
+        return 2
+    fi
     # LICENSE and the user README go in as META-INF/ resources, as in the JVM jar.
     mkdir -p "$natives/META-INF"
     cp "$ROOT/LICENSE" "$natives/META-INF/LICENSE"
     cp "$ROOT/kotlin/README.md" "$natives/META-INF/README.md"
     kv="$(sed -n 's:.*<kotlin.version>\(.*\)</kotlin.version>.*:\1:p' "$ROOT/kotlin/pom.xml")"
     [[ -d "$m2/org/jetbrains/kotlin/kotlin-maven-plugin/$kv" && -d "$m2/org/apache/maven/plugins/maven-dependency-plugin/3.8.1" &&
-        -d "$m2/org/junit/platform/junit-platform-console/6.1.3" ]] && mvn+=(-o)
+        -d "$m2/org/junit/platform/junit-platform-console/6.1.3" &&
+        -d "$m2/org/jetbrains/kotlin/kotlin-serialization-compiler-plugin-embeddable/$kv" ]] && mvn+=(-o)
     log "Kotlin: dev.cycles:cycles-kotlin with ${carried[*]}"
     (cd "$ROOT/kotlin" && "${mvn[@]}" package -Dmaven.test.skip=true -Dcycles.build.directory="$build" \
         -Dcycles.native.root="$natives") >&2

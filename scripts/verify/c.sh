@@ -60,7 +60,8 @@ for platform in "${platforms[@]}"; do
     [[ "$libc" == gnu ]] || libc=musl
     prefix="$(unpack "$platform" "$WORK/$platform")"
     so="$(ls "$prefix"/lib/libcycles.so.*.*.*)"
-    vlog "$platform: $(check_elf "$so" "$machine" "$libc")"
+    facts="$(check_elf "$so" "$machine" "$libc")" # an assignment: its failure stops the script
+    vlog "$platform: $facts"
     for f in LICENSE README.md include/cycles.h lib/libcycles.a lib/pkgconfig/cycles.pc; do
         [[ -f "$prefix/$f" ]] || { echo "the $platform tarball lacks $f" >&2; exit 1; }
     done

@@ -1,7 +1,7 @@
 """Fails unless every artifact under OUT carries the repository's LICENSE and a README for
 users whose links all work off the repository (absolute, or anchors):
 
-    python3 scripts/verify/contents.py OUT [LANG...]      # LANG: c cli java python node
+    python3 scripts/verify/contents.py OUT [LANG...]      # LANG: c cli java python node kotlin
 
     python  each wheel: .dist-info/licenses/LICENSE, METADATA naming it (License-File) and
             the Apache-2.0 expression, the long description (METADATA's body); the sdist:
@@ -9,6 +9,7 @@ users whose links all work off the repository (absolute, or anchors):
     node    each tarball: package/LICENSE, package/README.md, package.json's license
     java    each jar: META-INF/LICENSE; the main jar META-INF/README.md too;
             natives-debug/LICENSE beside the debug files
+    kotlin  the same as java (cycles-kotlin-X.Y.Z.jar)
     c       each tarball (and .debug.tar.gz): FOLDER/LICENSE; the install tarball README.md
     cli     LICENSE beside the binaries
 
@@ -27,7 +28,7 @@ import zipfile
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 with open(os.path.join(REPO, "LICENSE"), "rb") as f:
     LICENSE = f.read()
-LANGS = ("c", "cli", "java", "python", "node")
+LANGS = ("c", "cli", "java", "python", "node", "kotlin")
 
 problems: list[str] = []
 
@@ -152,6 +153,10 @@ def check_java(d: str) -> int:
     if os.path.isdir(debug):
         check_license("natives-debug/", file_bytes(os.path.join(debug, "LICENSE")), "LICENSE")
     return n
+
+
+def check_kotlin(d: str) -> int:
+    return check_java(d)
 
 
 def check_c(d: str) -> int:

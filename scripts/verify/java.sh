@@ -34,7 +34,8 @@ for c in linux-x86_64 linux-aarch_64 linux-x86_64-musl linux-aarch_64-musl; do
     [[ -f "$lib" ]] || { echo "the jar has no native/$c/libcycles_jvm.so" >&2; exit 1; }
     libc=gnu
     [[ "$c" == *-musl ]] && libc=musl
-    vlog "native/$c: $(check_elf "$lib" "${MACHINE[$c]}" "$libc")"
+    facts="$(check_elf "$lib" "${MACHINE[$c]}" "$libc")" # an assignment: its failure stops the script
+    vlog "native/$c: $facts"
 done
 vlog "META-INF/LICENSE: $(head -c 200 "$WORK/jar/META-INF/LICENSE" | grep -o 'Apache License' | head -1)"
 

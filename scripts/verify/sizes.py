@@ -14,7 +14,7 @@ def mb(n: int) -> str:
     return f"{n / 1e6:.1f} MB" if n >= 100_000 else f"{n / 1e3:.0f} KB"
 
 
-for lang in ("c", "cli", "java", "python", "node"):
+for lang in ("c", "cli", "java", "python", "node", "kotlin"):
     d = os.path.join(out, lang)
     if not os.path.isdir(d):
         continue
@@ -36,9 +36,14 @@ for lang in ("c", "cli", "java", "python", "node"):
             elif f.endswith(".jar") and f[:-4].split("-")[-1][:1].isdigit():
                 with zipfile.ZipFile(path) as z:
                     inner = ", ".join(
-                        f"{i.filename.split('/')[1]} {mb(i.file_size)}"
+                        f"{i.filename.split('/')[-2]} {mb(i.file_size)}"
                         for i in z.infolist()
-                        if i.filename.startswith("native/") and not i.is_dir()
+                        # The JVM jar's native/FOLDER/LIB, the Kotlin jar's PREFIX/LIB (JNA's).
+                        if not i.is_dir()
+                        and (
+                            i.filename.startswith("native/")
+                            or i.filename.endswith("/libcycles_uniffi.so")
+                        )
                     )
             print(
                 f"size: {os.path.relpath(path, out)}: {mb(os.path.getsize(path))}"

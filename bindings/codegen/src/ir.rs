@@ -61,7 +61,8 @@ pub struct Field {
     pub required: bool,
     /// Core's doc comment.
     pub doc: String,
-    /// The open enum (core's name) whose known values a string member takes, if any.
+    /// The open enum (core's name) whose known values a string member (or a list's items)
+    /// takes, if any.
     pub open_enum: Option<String>,
 }
 
@@ -242,17 +243,20 @@ fn model(name: &str, obj: &Map<String, Value>, defs: &Map<String, Value>) -> Res
     })
 }
 
-/// The open enum a property refers to, directly or as the non-null side of an `anyOf`.
+/// The open enum a property refers to, directly, as the non-null side of an `anyOf`, or as a
+/// list's items (`include`: a list of `ListInclude` tokens).
 fn enum_ref(s: &Map<String, Value>, defs: &Map<String, Value>) -> Option<String> {
     let direct = s
         .get("$ref")
         .and_then(|r| ref_name(&serde_json::json!({ "$ref": r })).ok());
-    let name = direct.or_else(|| {
-        s.get("anyOf")?
-            .as_array()?
-            .iter()
-            .find_map(|v| enum_ref(v.as_object()?, defs))
-    })?;
+    let name = direct
+        .or_else(|| {
+            s.get("anyOf")?
+                .as_array()?
+                .iter()
+                .find_map(|v| enum_ref(v.as_object()?, defs))
+        })
+        .or_else(|| enum_ref(s.get("items")?.as_object()?, defs))?;
     defs.get(&name)?.get("x-open-enum").map(|_| name)
 }
 

@@ -1,11 +1,12 @@
-//! `cycles-codegen`: writes the host models from core's wire types (schemars reflection of
-//! core's serde models, feature `schema`), so no host keeps a hand-written copy of a shape core
-//! defines. `--check` writes nothing and fails when a committed file differs (CI runs it).
+//! `cycles-codegen`: writes the host models (Python, TypeScript, the JVM, Kotlin, the C docs)
+//! from core's wire types (schemars reflection of core's serde models, feature `schema`), so no
+//! host keeps a hand-written copy of a shape core defines. `--check` writes nothing and fails when a committed file differs (CI runs it).
 
 mod c_docs;
 mod ir;
 mod java;
 mod java_parts;
+mod kotlin;
 mod methods;
 mod python;
 mod table;
@@ -54,6 +55,18 @@ fn outputs() -> Result<Vec<(String, String)>, String> {
     ));
     out.extend(java::emit(&ir)?);
     out.extend(java_parts::emit(&ir, &root())?);
+    out.push((kotlin::PATH.to_string(), kotlin::emit(&ir)?));
+    let kotlin_client = "kotlin/src/main/kotlin/dev/cycles/kotlin/CyclesClient.kt";
+    out.push((
+        kotlin_client.to_string(),
+        methods::splice(
+            kotlin_client,
+            &read(kotlin_client)?,
+            methods::KOTLIN_BEGIN,
+            methods::KOTLIN_END,
+            &methods::kotlin(&ir)?,
+        )?,
+    ));
     Ok(out)
 }
 
@@ -360,6 +373,79 @@ mod tests {
         assert!(commit.contains("@param status"));
         assert!(commit.contains("success; known values:\n *         {@link ReservationStatus}\n"));
         assert!(commit.contains("@Deprecated\n    public EvidenceRef evidence()"));
+    }
+
+    #[test]
+    fn every_operation_has_its_kotlin_classes_and_method() {
+        let ir = ir::load().unwrap();
+        let models = kotlin::emit(&ir).unwrap();
+        let methods = methods::kotlin(&ir).unwrap();
+        assert!(models.starts_with(kotlin::HEADER));
+        for op in &ir.ops {
+            let result = kotlin::kotlin_name(&op.response);
+            assert!(
+                models.contains(&format!("data class {result}(")),
+                "{result}"
+            );
+            assert!(models.contains(&format!(
+                "    \"{}\" to {result}.serializer(),",
+                op.operation_id
+            )));
+            if let Some(req) = &op.request {
+                let class = kotlin::kotlin_name(req);
+                assert!(models.contains(&format!("data class {class}(")), "{class}");
+            }
+            let name = text::camel(op.method);
+            assert!(
+                methods.contains(&format!("    suspend fun {name}(")),
+                "{name}"
+            );
+            assert!(methods.contains(&format!("): Reply<{result}> =")), "{name}");
+        }
+        // No line longer than ktlint's.
+        for l in models.lines().chain(methods.lines()) {
+            assert!(l.len() <= kotlin::MAX_LINE, "{l}");
+        }
+    }
+
+    #[test]
+    fn kotlin_open_enums_keep_unknown_values_and_unit_does_not_shadow_kotlins() {
+        let ir = ir::load().unwrap();
+        let models = kotlin::emit(&ir).unwrap();
+        assert!(!models.contains("value class Unit("));
+        assert!(models.contains("@Serializable\n@JvmInline\nvalue class BudgetUnit(\n"));
+        assert!(models.contains("        val TOKENS = BudgetUnit(\"TOKENS\")\n"));
+        assert!(models.contains("    val isKnown: Boolean get() = this in known\n"));
+        for e in &ir.enums {
+            let name = kotlin::kotlin_name(&e.name);
+            assert!(models.contains(&format!("value class {name}(")), "{name}");
+        }
+        // Members take the enum's class, lists of tokens too; SignedAmount is the one Amount.
+        assert!(models.contains("    val unit: BudgetUnit,\n"));
+        assert!(models.contains("    val include: List<ListInclude>? = null,\n"));
+        assert!(!models.contains("class SignedAmount("));
+        assert!(models.contains("    val remaining: Amount,\n"));
+        // Every class ignores unknown members; those core keeps carry the whole object.
+        assert_eq!(
+            models.matches("data class ").count(),
+            models
+                .matches("@JsonIgnoreUnknownKeys\ndata class ")
+                .count()
+                + models.matches("@Serializable(with = ").count()
+        );
+        assert!(models.contains(
+            "@Serializable(with = EvidenceJwks.Serializer::class)\ndata class EvidenceJwks("
+        ));
+        assert!(models.contains("    val json: JsonObject = JsonObject(emptyMap()),\n"));
+        // A request's subject may be left out (the client's tenant); a result's may not.
+        let create = &models[models.find("data class CreateReservationRequest(").unwrap()..];
+        assert!(
+            create[..create.find("\n)\n").unwrap()].contains("    val subject: Subject? = null,\n")
+        );
+        let detail = &models[models.find("data class ReservationDetail(").unwrap()..];
+        assert!(detail[..detail.find("\n)\n").unwrap()].contains("    val subject: Subject,\n"));
+        assert!(models
+            .contains("    @SerialName(\"idempotency_key\")\n    val idempotencyKey: String,\n"));
     }
 
     #[test]

@@ -20,6 +20,7 @@ use std::fmt::Write;
 use crate::ir::{Field, Ir, Model, Op, Ty};
 use crate::java::java_name;
 use crate::table::{host_name, JAVA_REQUESTS, PY_LIKE, TS_QUERY_DEFAULT};
+use crate::text::doc_block as jsdoc;
 use crate::text::{camel, md, rst, wrap};
 
 /// Rewrites the region between `begin` and `end` (whole lines, kept) of `source`.
@@ -320,24 +321,6 @@ pub const TS_BEGIN: &str = "// BEGIN generated operations";
 /// See [`TS_BEGIN`].
 pub const TS_END: &str = "// END generated operations";
 
-fn jsdoc(out: &mut String, indent: &str, text: &str) {
-    let one = format!("{indent}/** {text} */");
-    if !text.contains('\n') && one.len() <= 100 {
-        writeln!(out, "{one}").unwrap();
-        return;
-    }
-    writeln!(out, "{indent}/**").unwrap();
-    for (i, p) in text.split("\n\n").enumerate() {
-        if i > 0 {
-            writeln!(out, "{indent} *").unwrap();
-        }
-        for l in wrap(p, 100 - indent.len() - 3).lines() {
-            writeln!(out, "{indent} * {l}").unwrap();
-        }
-    }
-    writeln!(out, "{indent} */").unwrap();
-}
-
 /// The methods of `Client` (the region's text).
 pub fn typescript(ir: &Ir) -> Result<String, String> {
     let mut out = String::new();
@@ -523,5 +506,89 @@ pub fn java(ir: &Ir) -> Result<String, String> {
         )
         .unwrap();
     }
+    Ok(out)
+}
+
+// ---- Kotlin ----
+
+/// The marker lines of the generated region of `kotlin/.../CyclesClient.kt`.
+pub const KOTLIN_BEGIN: &str = "// BEGIN generated operations";
+/// See [`KOTLIN_BEGIN`].
+pub const KOTLIN_END: &str = "// END generated operations";
+
+/// The methods of the Kotlin `CyclesClient` (the region's text): one `suspend` function per
+/// operation over the generated request and result classes (`kotlin::emit`), in ktlint's
+/// layout (the region is linted with the hand-written file around it).
+pub fn kotlin(ir: &Ir) -> Result<String, String> {
+    use crate::kotlin::{kotlin_name, MAX_LINE};
+    // A blank line between the marker and the first declaration's comment (ktlint).
+    let mut out = String::from("\n");
+    for op in &ir.ops {
+        let (summary, path) = summary_and_path(op);
+        let result = kotlin_name(&op.response);
+        let arg = if op.http_method == "GET" {
+            "query"
+        } else {
+            "request"
+        };
+        let mut params: Vec<String> = op
+            .path_params
+            .iter()
+            .map(|p| format!("{}: String", camel(p)))
+            .collect();
+        let mut body = None;
+        if let Some(req) = &op.request {
+            let class = kotlin_name(req);
+            let default = if TS_QUERY_DEFAULT.contains(&op.operation_id) {
+                format!(" = {class}()")
+            } else {
+                String::new()
+            };
+            params.push(format!("{arg}: {class}{default}"));
+            body = Some(format!("encode({class}.serializer(), {arg})"));
+        }
+        let args = match (op.path_params.as_slice(), body) {
+            ([], None) => "JsonObject(emptyMap())".to_string(),
+            ([], Some(b)) => b,
+            ([p], None) => format!("idOnly(\"{p}\", {})", camel(p)),
+            ([p], Some(b)) => format!("withId(\"{p}\", {}, {b})", camel(p)),
+            _ => return Err(format!("{}: more than one path parameter", op.method)),
+        };
+        let text = format!(
+            "{} (`{}`, `{path}`).",
+            summary.trim_end_matches('.'),
+            op.operation_id
+        );
+        out.push_str("    /**\n");
+        for l in wrap(&text, 100 - 7).lines() {
+            writeln!(out, "     * {l}").unwrap();
+        }
+        out.push_str("     */\n");
+        let name = camel(op.method);
+        let sig = format!(
+            "    suspend fun {name}({}): Reply<{result}> =",
+            params.join(", ")
+        );
+        if sig.len() > MAX_LINE {
+            return Err(format!("{name}: a signature longer than a line"));
+        }
+        // ktlint's layout: the whole call on the signature's line when it fits, else on the
+        // next line when it fits there, else opened on the signature's line, an argument a line.
+        let one = format!("op(\"{}\", {args}, {result}.serializer())", op.method);
+        if sig.len() + 1 + one.len() <= MAX_LINE {
+            writeln!(out, "{sig} {one}\n").unwrap();
+        } else if 8 + one.len() <= MAX_LINE {
+            writeln!(out, "{sig}\n        {one}\n").unwrap();
+        } else {
+            writeln!(
+                out,
+                "{sig} op(\n        \"{}\",\n        {args},\n        {result}.serializer(),\n    )\n",
+                op.method
+            )
+            .unwrap();
+        }
+    }
+    // The region ends at its marker, without the last blank line.
+    out.pop();
     Ok(out)
 }

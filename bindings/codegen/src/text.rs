@@ -109,6 +109,27 @@ pub fn wrap(p: &str, width: usize) -> String {
     lines.join("\n")
 }
 
+/// A `/** ... */` doc comment (JSDoc, KDoc) at `indent`: one line when it fits in 100
+/// columns, else its paragraphs wrapped to 100 columns.
+pub fn doc_block(out: &mut String, indent: &str, text: &str) {
+    use std::fmt::Write;
+    let one = format!("{indent}/** {text} */");
+    if !text.contains('\n') && one.len() <= 100 {
+        writeln!(out, "{one}").unwrap();
+        return;
+    }
+    writeln!(out, "{indent}/**").unwrap();
+    for (i, p) in text.split("\n\n").enumerate() {
+        if i > 0 {
+            writeln!(out, "{indent} *").unwrap();
+        }
+        for l in wrap(p, 100 - indent.len() - 3).lines() {
+            writeln!(out, "{indent} * {l}").unwrap();
+        }
+    }
+    writeln!(out, "{indent} */").unwrap();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

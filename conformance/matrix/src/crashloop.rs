@@ -34,7 +34,7 @@ const KEY: &str = "cycles-local-key";
 const TENANT: &str = "acme";
 const UNIT: &str = "TOKENS";
 /// Every face must take part: a missing one fails the run, never shrinks it.
-pub const FACES: [&str; 5] = ["rust", "python", "node", "jvm", "c"];
+pub const FACES: [&str; 6] = ["rust", "python", "node", "jvm", "c", "kotlin"];
 /// How long a writer may run before its kill point must have been reached.
 const TRIGGER_LIMIT: Duration = Duration::from_secs(30);
 /// The drain's own bound (30 s) and the driver's start and close.
@@ -468,8 +468,8 @@ async fn run_loop(opts: &Opts, root: &Path) -> Result<bool, String> {
     let mut order: Vec<usize> = Vec::new();
     let mut shift = 1;
     for i in 0..opts.iterations {
-        // Each block of five iterations has every face write once and drain once, never its
-        // own journal: a short run still covers every face both ways.
+        // Each block of as many iterations as faces has every face write once and drain
+        // once, never its own journal: a short run still covers every face both ways.
         if i % n == 0 {
             order = (0..n).collect();
             rng.shuffle(&mut order);
@@ -1056,16 +1056,86 @@ mod tests {
 
     #[test]
     fn a_block_of_iterations_has_every_face_write_and_drain_once() {
-        // The same draw as run_loop's, for one block.
-        let mut rng = fastrand::Rng::with_seed(7);
-        let mut order: Vec<usize> = (0..5).collect();
-        rng.shuffle(&mut order);
-        let shift = rng.usize(1..5);
-        let writers: BTreeSet<usize> = (0..5).map(|i| order[i]).collect();
-        let drainers: BTreeSet<usize> = (0..5).map(|i| order[(i + shift) % 5]).collect();
-        assert_eq!(writers.len(), 5);
-        assert_eq!(drainers.len(), 5);
-        assert!((0..5).all(|i| order[i] != order[(i + shift) % 5]));
+        // The same draw as run_loop's, for one block of every face, over many seeds.
+        let n = FACES.len();
+        for seed in 0..200 {
+            let mut rng = fastrand::Rng::with_seed(seed);
+            let mut order: Vec<usize> = (0..n).collect();
+            rng.shuffle(&mut order);
+            let shift = rng.usize(1..n);
+            let writers: BTreeSet<usize> = (0..n).map(|i| order[i]).collect();
+            let drainers: BTreeSet<usize> = (0..n).map(|i| order[(i + shift) % n]).collect();
+            assert_eq!(writers.len(), n);
+            assert_eq!(drainers.len(), n);
+            assert!((0..n).all(|i| order[i] != order[(i + shift) % n]));
+        }
+    }
+
+    #[test]
+    fn every_face_is_required_kotlin_included() {
+        assert!(FACES.contains(&"kotlin"), "{FACES:?}");
+        let opts = |faces: &[&str]| Opts {
+            seed: 1,
+            iterations: 1,
+            faces: faces
+                .iter()
+                .map(|f| (f.to_string(), "unused".to_string()))
+                .collect(),
+            work: std::env::temp_dir(),
+            skip_drain: false,
+            redis: false,
+        };
+        let five = run(&opts(&["rust", "python", "node", "jvm", "c"])).unwrap_err();
+        assert!(five.contains("`kotlin` is missing"), "{five}");
+        let twice = run(&opts(&[
+            "rust", "python", "node", "jvm", "c", "kotlin", "kotlin",
+        ]))
+        .unwrap_err();
+        assert!(
+            twice.contains("`kotlin` is given more than once"),
+            "{twice}"
+        );
+        let unknown = run(&opts(&["swift"])).unwrap_err();
+        assert!(unknown.contains("unknown face `swift`"), "{unknown}");
+    }
+
+    #[test]
+    fn the_scripts_run_every_face() {
+        let script = |name: &str| {
+            let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../scripts")
+                .join(name);
+            std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+        };
+        // scripts/crashloop.sh prepares and passes every face (`rust` is built in).
+        let crash = script("crashloop.sh");
+        let load = script("load.sh");
+        let load_default = load
+            .lines()
+            .find(|l| l.contains("|| faces=("))
+            .expect("load.sh's default faces");
+        for face in FACES {
+            let program = if face == "rust" {
+                "--face rust=builtin".to_string()
+            } else {
+                format!("--face \"{face}=$faces/{face}/run.sh\"")
+            };
+            assert!(crash.contains(&program), "crashloop.sh lacks {program}");
+            if face != "rust" {
+                assert!(
+                    crash
+                        .lines()
+                        .any(|l| l.starts_with("for face in ")
+                            && l.split([' ', ';']).any(|w| w == face)),
+                    "crashloop.sh does not prepare {face}"
+                );
+            }
+            // scripts/load.sh runs every face by default.
+            assert!(
+                load_default.split(['(', ')', ' ']).any(|w| w == face),
+                "load.sh's default faces lack {face}: {load_default}"
+            );
+        }
     }
 
     #[test]

@@ -70,7 +70,8 @@ struct Crashloop {
     /// Writer/drainer pairs to run.
     #[arg(long, default_value_t = 15)]
     iterations: usize,
-    /// A face: NAME=PROGRAM (its run.sh); `rust=builtin` is this binary. All five are required.
+    /// A face: NAME=PROGRAM (its run.sh); `rust=builtin` is this binary. All six (rust, python,
+    /// node, jvm, c, kotlin) are required.
     #[arg(long = "face", value_parser = pair)]
     faces: Vec<(String, String)>,
     /// Where the journals and the writers' logs go (a fresh directory is made inside).

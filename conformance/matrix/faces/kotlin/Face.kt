@@ -4,6 +4,8 @@
 // line. JSON is kotlinx.serialization's tree, whose numbers keep their exact text.
 
 import dev.cycles.kotlin.Action
+import dev.cycles.kotlin.BudgetUnit
+import dev.cycles.kotlin.Caps
 import dev.cycles.kotlin.Captured
 import dev.cycles.kotlin.ClientOptions
 import dev.cycles.kotlin.CyclesClient
@@ -15,15 +17,6 @@ import dev.cycles.kotlin.Pricing
 import dev.cycles.kotlin.Reservation
 import dev.cycles.kotlin.Subject
 import dev.cycles.kotlin.Timing
-import java.io.FileDescriptor
-import java.io.FileOutputStream
-import java.io.PrintStream
-import java.math.BigInteger
-import java.util.concurrent.CopyOnWriteArrayList
-import kotlin.time.Duration
-import kotlin.time.Duration.Companion.days
-import kotlin.time.Duration.Companion.milliseconds
-import kotlin.time.Duration.Companion.seconds
 import kotlinx.coroutines.CoroutineScope
 import kotlinx.coroutines.CoroutineStart
 import kotlinx.coroutines.Job
@@ -41,6 +34,15 @@ import kotlinx.serialization.json.JsonObject
 import kotlinx.serialization.json.JsonPrimitive
 import kotlinx.serialization.json.booleanOrNull
 import kotlinx.serialization.json.contentOrNull
+import java.io.FileDescriptor
+import java.io.FileOutputStream
+import java.io.PrintStream
+import java.math.BigInteger
+import java.util.concurrent.CopyOnWriteArrayList
+import kotlin.time.Duration
+import kotlin.time.Duration.Companion.days
+import kotlin.time.Duration.Companion.milliseconds
+import kotlin.time.Duration.Companion.seconds
 
 /** A request the Kotlin API cannot express (answered with `fail`). */
 class Unsupported(message: String) : RuntimeException(message)
@@ -85,31 +87,53 @@ suspend fun answer(line: String): JsonObject {
 
 suspend fun evaluate(r: JsonObject): JsonElement = when (val op = r.str("op")) {
     "timing" -> Timing.call(r.str("fn")!!, r.o("args"))
+
     "pricing" -> Pricing.call(r.str("fn")!!, r.o("args"))
+
     "primary" -> primary(r)
+
     "fallback" -> fallback(r)
+
     "journal_names" -> r.str("reservation_id")!!.let { obj("standard" to Journal.fileName(it), "legacy" to Journal.legacyFileName(it)) }
+
     "fingerprint" -> JsonPrimitive(Journal.fingerprint(r.str("base_url")!!, r.str("api_key")!!, r.str("tenant")))
+
     "parse_record" -> parseRecord(r.str("text")!!)
+
     "decode" -> decode(r.o("exchange"))
+
     "write" -> writeRecord(r)
+
     "drain" -> drain(r)
+
     "guard" -> guard(r)
+
     "client" -> client(r)
+
     "journal_fail" -> journalFail(r)
+
     "work" -> work(r)
+
+    "load" -> load(r)
+
+    // Load.kt
     else -> throw Unsupported("unknown op: $op")
 }
 
 fun primary(r: JsonObject): JsonArray {
     val p = Timing.PrimaryPlanner(r["request_timeout_ms"] ?: JsonNull, r.bool("derive"))
-    return JsonArray(r.arr("steps").map { step -> obj("decision" to p.step(step as JsonObject), "attempt_timeout_ms" to p.attemptTimeout()) })
+    return JsonArray(
+        r.arr("steps").map { step ->
+            obj("decision" to p.step(step as JsonObject), "attempt_timeout_ms" to p.attemptTimeout())
+        },
+    )
 }
 
 fun fallback(r: JsonObject): JsonObject {
     val create = r.o("create")
     val p = Timing.FallbackPlanner(
-        unsigned(r["requested_ttl_ms"], "requested_ttl_ms"), unsigned(create["at_us"], "create.at_us"),
+        unsigned(r["requested_ttl_ms"], "requested_ttl_ms"),
+        unsigned(create["at_us"], "create.at_us"),
         amount(create["expires_at_ms"], "create.expires_at_ms"),
     )
     val first = p.firstBeat(r.bool("prime"))
@@ -128,9 +152,8 @@ fun unsigned(v: JsonElement?, what: String): Long {
 }
 
 /** An i64 of the vectors' encoding (a JSON number, or a decimal string beyond 2^53-1). */
-fun amount(v: JsonElement?, what: String): Long =
-    (v as? JsonPrimitive)?.contentOrNull?.toLongOrNull()
-        ?: throw Unsupported("the Kotlin API takes $what as a Long; cannot express $v")
+fun amount(v: JsonElement?, what: String): Long = (v as? JsonPrimitive)?.contentOrNull?.toLongOrNull()
+    ?: throw Unsupported("the Kotlin API takes $what as a Long; cannot express $v")
 
 fun parseRecord(text: String): JsonObject {
     val rec = try {
@@ -159,8 +182,12 @@ fun decode(x: JsonObject): JsonObject {
     } catch (e: CyclesException) {
         obj(
             "error" to obj(
-                "kind" to e.name, "status" to e.httpStatus, "error_code" to e.errorCode, "request_id" to e.requestId,
-                "retryable" to e.retryable, "retry_after_ms" to e.retryAfterSeconds?.let { it * 1000 },
+                "kind" to e.name,
+                "status" to e.httpStatus,
+                "error_code" to e.errorCode,
+                "request_id" to e.requestId,
+                "retryable" to e.retryable,
+                "retry_after_ms" to e.retryAfterSeconds?.let { it * 1000 },
             ),
         )
     }
@@ -168,7 +195,10 @@ fun decode(x: JsonObject): JsonObject {
 
 /** The options of a request's client: that identity on that journal (directory or `journal_url`). */
 fun options(r: JsonObject): ClientOptions = ClientOptions(
-    baseUrl = r.str("url"), apiKey = r.str("api_key"), tenant = r.str("tenant"), journalDir = r.str("journal_dir"),
+    baseUrl = r.str("url"),
+    apiKey = r.str("api_key"),
+    tenant = r.str("tenant"),
+    journalDir = r.str("journal_dir"),
     journalUrl = r.str("journal_url"),
 )
 
@@ -190,8 +220,10 @@ suspend fun writeRecord(r: JsonObject): JsonObject {
     val action = c.o("action")
     val estimate = c.o("estimate")
     val spec = GuardSpec(
-        Action(action.str("kind")!!, action.str("name")!!), amount(estimate["amount"], "the estimate"),
-        unit = estimate.str("unit"), subject = subject(c.o("subject")),
+        Action(action.str("kind")!!, action.str("name")!!),
+        amount(estimate["amount"], "the estimate"),
+        unit = estimate.str("unit")?.let(::BudgetUnit),
+        subject = subject(c.o("subject")),
     )
     val actual = amount(c["actual"], "the actual")
     // The fewest settlement attempts; no background replay while the matrix hands the journal on.
@@ -246,16 +278,22 @@ suspend fun drain(r: JsonObject): JsonObject = coroutineScope {
 suspend fun guard(r: JsonObject): JsonObject {
     val c = r.o("case")
     val spec = GuardSpec(
-        Action("llm.completion", "matrix"), amount(c["estimate"], "estimate"),
-        idempotencyKey = c.str("idempotency_key"), subject = (c["subject"] as? JsonObject)?.let { subject(it) },
+        Action("llm.completion", "matrix"),
+        amount(c["estimate"], "estimate"),
+        idempotencyKey = c.str("idempotency_key"),
+        subject = (c["subject"] as? JsonObject)?.let { subject(it) },
     )
     val results = mutableListOf<JsonElement>()
     var seen: Reservation? = null
     var error: String? = null
     val client = CyclesClient.create(
         ClientOptions(
-            baseUrl = r.str("url"), apiKey = r.str("api_key"), tenant = r.str("tenant"), defaultUnit = r.str("default_unit"),
-            journalDir = r.str("journal_dir"), replayInterval = 1.days,
+            baseUrl = r.str("url"),
+            apiKey = r.str("api_key"),
+            tenant = r.str("tenant"),
+            defaultUnit = r.str("default_unit")?.let(::BudgetUnit),
+            journalDir = r.str("journal_dir"),
+            replayInterval = 1.days,
         ),
     )
     client.use {
@@ -269,10 +307,12 @@ suspend fun guard(r: JsonObject): JsonObject {
                             results += JsonNull
                             return@withReservation
                         }
+
                         "fail" -> {
                             results += JsonNull
                             throw WorkFailure()
                         }
+
                         else -> {
                             results += try {
                                 when (what) {
@@ -298,13 +338,18 @@ suspend fun guard(r: JsonObject): JsonObject {
         }
     }
     val res = seen ?: return obj(
-        "decision" to null, "caps" to null, "steps" to JsonArray(results), "outcome" to null, "released" to null,
-        "charged" to null, "error" to error,
+        "decision" to null,
+        "caps" to null,
+        "steps" to JsonArray(results),
+        "outcome" to null,
+        "released" to null,
+        "charged" to null,
+        "error" to error,
     ) // the reserve was denied
     val o = res.outcome!!
     return obj(
-        "decision" to res.decision,
-        "caps" to res.caps?.let { caps -> JsonObject(caps.filterValues { it !is JsonNull }) },
+        "decision" to res.decision.value,
+        "caps" to res.caps?.let { Json.encodeToJsonElement(Caps.serializer(), it) },
         "steps" to JsonArray(results),
         "outcome" to o.json["outcome"],
         "released" to (if (o.json.containsKey("released")) o.released else null),
@@ -323,7 +368,7 @@ suspend fun client(r: JsonObject): JsonObject {
     for ((k, v) in r.o("options")) {
         o = when (k) {
             "tenant" -> o.copy(tenant = (v as JsonPrimitive).contentOrNull)
-            "default_unit" -> o.copy(defaultUnit = (v as JsonPrimitive).contentOrNull)
+            "default_unit" -> o.copy(defaultUnit = (v as JsonPrimitive).contentOrNull?.let(::BudgetUnit))
             "request_timeout_ms" -> o.copy(requestTimeout = amount(v, k).milliseconds)
             "connect_timeout_ms" -> o.copy(connectTimeout = amount(v, k).milliseconds)
             "max_concurrent_requests" -> o.copy(maxConcurrentRequests = amount(v, k))
@@ -358,8 +403,13 @@ val DISK_EVENTS = setOf("journal_io_failed", "settlement_pending", "settlement_s
 suspend fun journalFail(r: JsonObject): JsonObject = coroutineScope {
     val client = CyclesClient.create(
         ClientOptions(
-            baseUrl = r.str("url"), apiKey = r.str("api_key"), tenant = r.str("tenant"), defaultUnit = r.str("default_unit"),
-            journalDir = r.str("journal_dir"), maxAttempts = 1, replayInterval = 1.days,
+            baseUrl = r.str("url"),
+            apiKey = r.str("api_key"),
+            tenant = r.str("tenant"),
+            defaultUnit = r.str("default_unit")?.let(::BudgetUnit),
+            journalDir = r.str("journal_dir"),
+            maxAttempts = 1,
+            replayInterval = 1.days,
         ),
     )
     val seen = CopyOnWriteArrayList<CyclesEvent>()
@@ -381,8 +431,11 @@ suspend fun journalFail(r: JsonObject): JsonObject = coroutineScope {
         obj("kind" to it.kind, "level" to it.level, "operation" to it.json["operation"], "journaled" to it.json["journaled"])
     }
     obj(
-        "status" to s.status, "journaled" to (s.json["journaled"] ?: JsonNull), "journal_error" to (s.json["journal_error"] ?: JsonNull),
-        "flush_unjournaled" to report.unjournaled.size, "events" to JsonArray(events),
+        "status" to s.status,
+        "journaled" to (s.json["journaled"] ?: JsonNull),
+        "journal_error" to (s.json["journal_error"] ?: JsonNull),
+        "flush_unjournaled" to report.unjournaled.size,
+        "events" to JsonArray(events),
     )
 }
 
@@ -393,12 +446,14 @@ suspend fun journalFail(r: JsonObject): JsonObject = coroutineScope {
  */
 suspend fun work(r: JsonObject): JsonObject {
     val outcomes = mutableListOf<String>()
-    val client = CyclesClient.create(options(r).copy(defaultUnit = r.str("default_unit")))
+    val client = CyclesClient.create(options(r).copy(defaultUnit = r.str("default_unit")?.let(::BudgetUnit)))
     try {
         for (a in r.arr("actions")) {
             a as JsonObject
             val spec = GuardSpec(
-                Action("llm.completion", "crashloop"), amount(a["estimate"], "estimate"), idempotencyKey = a.str("key"),
+                Action("llm.completion", "crashloop"),
+                amount(a["estimate"], "estimate"),
+                idempotencyKey = a.str("key"),
                 ttl = (a["ttl_ms"] as? JsonPrimitive)?.contentOrNull?.let { amount(a["ttl_ms"], "ttl_ms").milliseconds },
             )
             val sleep = amount(a["sleep_ms"], "sleep_ms")

@@ -3,7 +3,8 @@
 # copied beside the face so a later cargo build cannot swap it mid-run), the library's jar
 # (kotlin/ built by Maven into lib/, tests skipped: kotlin/scripts/test.sh runs them; rebuilt
 # when a source under kotlin/src/main, kotlin/src/generated or kotlin/pom.xml is newer than
-# it) and Face.kt compiled against that jar (warnings as errors) into face/.
+# it) and the driver (Face.kt, and Load.kt: the load op) compiled against that jar (warnings as
+# errors) into face/.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../../../.." && pwd)"
 HERE="$ROOT/conformance/matrix/faces/kotlin"
@@ -23,7 +24,8 @@ kv="$(sed -n 's:.*<kotlin.version>\(.*\)</kotlin.version>.*:\1:p' "$ROOT/kotlin/
 MVN=(mvn -B -q)
 m2="$HOME/.m2/repository"
 [[ -d "$m2/org/jetbrains/kotlin/kotlin-maven-plugin/$kv" && -d "$m2/org/apache/maven/plugins/maven-dependency-plugin/3.8.1" &&
-    -d "$m2/org/junit/platform/junit-platform-console/6.1.3" ]] && MVN+=(-o)
+    -d "$m2/org/junit/platform/junit-platform-console/6.1.3" &&
+    -d "$m2/org/jetbrains/kotlin/kotlin-serialization-compiler-plugin-embeddable/$kv" ]] && MVN+=(-o)
 
 (cd "$ROOT" && cargo build -q --locked -p cycles-uniffi)
 mkdir -p "$CACHE/native"
@@ -38,9 +40,9 @@ if older "$JAR" "$(newest "$ROOT/kotlin/src/main" "$ROOT/kotlin/src/generated" "
     log "the library's jar (mvn package, tests skipped, into $CACHE/lib)"
     (cd "$ROOT/kotlin" && "${MVN[@]}" package -Dmaven.test.skip=true -Dcycles.build.directory="$CACHE/lib") >&2
 fi
-if older "$CACHE/face/classes/FaceKt.class" "$(newest "$HERE/Face.kt" "$HERE/pom.xml" "$JAR")" ||
+if older "$CACHE/face/classes/FaceKt.class" "$(newest "$HERE"/*.kt "$HERE/pom.xml" "$JAR")" ||
    [[ ! -f "$CACHE/face/classpath.txt" ]]; then
-    log "Face.kt (kotlin-maven-plugin, -Werror)"
+    log "Face.kt and Load.kt (kotlin-maven-plugin, -Werror)"
     rm -rf "$CACHE/face"
     (cd "$HERE" && "${MVN[@]}" compile -Dcycles.kotlin.jar="$JAR" -Dcycles.face.out="$CACHE/face") >&2
 fi

@@ -1,9 +1,9 @@
 package dev.cycles.kotlin
 
-import kotlin.time.Duration
 import kotlinx.serialization.json.JsonObject
 import kotlinx.serialization.json.buildJsonObject
 import kotlinx.serialization.json.put
+import kotlin.time.Duration
 
 /**
  * What a [CyclesClient] is built with; `null` is core's default. The bridge checks every
@@ -17,8 +17,8 @@ data class ClientOptions(
     val apiKey: String? = null,
     /** The tenant: the subject of a guarded action that names none. */
     val tenant: String? = null,
-    /** The unit of bare estimates (default `USD_MICROCENTS`). */
-    val defaultUnit: String? = null,
+    /** The unit of bare estimates (default [BudgetUnit.USD_MICROCENTS]). */
+    val defaultUnit: BudgetUnit? = null,
     /** One request's bound. */
     val requestTimeout: Duration? = null,
     /** One connection's bound. */
@@ -45,7 +45,7 @@ data class ClientOptions(
         baseUrl?.let { put("baseUrl", it) }
         apiKey?.let { put("apiKey", it) }
         tenant?.let { put("tenant", it) }
-        defaultUnit?.let { put("defaultUnit", it) }
+        defaultUnit?.let { put("defaultUnit", it.value) }
         requestTimeout?.let { put("requestTimeoutMs", it.inWholeMilliseconds) }
         connectTimeout?.let { put("connectTimeoutMs", it.inWholeMilliseconds) }
         journalDir?.let { put("journalDir", it) }

@@ -1,8 +1,6 @@
 package dev.cycles.kotlin
 
 import dev.cycles.kotlin.ffi.Client
-import java.util.concurrent.atomic.AtomicBoolean
-import kotlin.time.Duration
 import kotlinx.coroutines.Dispatchers
 import kotlinx.coroutines.NonCancellable
 import kotlinx.coroutines.flow.Flow
@@ -10,18 +8,23 @@ import kotlinx.coroutines.flow.emitAll
 import kotlinx.coroutines.flow.flow
 import kotlinx.coroutines.flow.flowOn
 import kotlinx.coroutines.withContext
-import kotlinx.serialization.json.JsonArray
+import kotlinx.serialization.KSerializer
+import kotlinx.serialization.builtins.ListSerializer
+import kotlinx.serialization.json.JsonElement
 import kotlinx.serialization.json.JsonObject
 import kotlinx.serialization.json.buildJsonObject
+import kotlinx.serialization.json.jsonObject
 import kotlinx.serialization.json.put
+import java.util.concurrent.atomic.AtomicBoolean
+import kotlin.time.Duration
 
 /**
  * A Cycles client on the Rust core: every runtime operation as a `suspend` function, guarded
  * actions ([withReservation], [reserve]), drains and the event [events] flow. Close it
  * ([close], or `use { }`): that drains pending settlements within the `closeTimeout` bound.
  *
- * Requests and bodies are the spec's JSON (`kotlinx.serialization`'s [JsonObject]); replies
- * are core's decoded responses ([Reply.body]).
+ * Each operation takes its request class and returns a [Reply] of its result class, both
+ * generated from core's types (`Models.kt`); [call] is the same over JSON.
  */
 class CyclesClient private constructor(private val native: Client) : AutoCloseable {
     private val collecting = AtomicBoolean(false)
@@ -30,8 +33,7 @@ class CyclesClient private constructor(private val native: Client) : AutoCloseab
     /** Clients. */
     companion object {
         /** A client of [options] (`baseUrl` and `apiKey` required). */
-        fun create(options: ClientOptions): CyclesClient =
-            CyclesClient(native { Client(options.toJson().toString()) })
+        fun create(options: ClientOptions): CyclesClient = CyclesClient(native { Client(options.toJson().toString()) })
 
         /** A client of the `CYCLES_*` environment, [options] overriding it (no `baseUrl`/`apiKey`). */
         fun fromEnv(options: ClientOptions = ClientOptions()): CyclesClient =
@@ -44,51 +46,126 @@ class CyclesClient private constructor(private val native: Client) : AutoCloseab
     /** Whether the client was closed. */
     val isClosed: Boolean get() = native.isClosed()
 
-    /** One runtime operation by its bridge name with its arguments (docs/bindings.md). */
-    suspend fun call(operation: String, args: JsonObject): Reply =
+    /**
+     * Any operation of the bridge's table by name, arguments and body as JSON (docs/bindings.md,
+     * "Operations"): the escape hatch, e.g. for a request member the generated classes do not
+     * carry yet. The reply's [Reply.body] is core's decoded JSON; errors are the same
+     * [CyclesException]s.
+     */
+    suspend fun call(operation: String, args: JsonObject): Reply<JsonElement> =
         Reply.parse(native { native.call(operation, args.toString()) })
 
-    /** `POST /v1/reservations`: the `ReservationCreateRequest`. */
-    suspend fun createReservation(request: JsonObject): Reply = call("create_reservation", request)
+    private suspend fun <T> op(operation: String, args: JsonObject, result: KSerializer<T>): Reply<T> =
+        Reply.parse(native { native.call(operation, args.toString()) }, result)
 
-    /** `POST /v1/reservations/{id}/commit`: the `CommitRequest`. */
-    suspend fun commitReservation(reservationId: String, request: JsonObject): Reply =
-        call("commit_reservation", withId("reservation_id", reservationId, request))
+    private fun <T> encode(serializer: KSerializer<T>, value: T): JsonObject = wireJson.encodeToJsonElement(serializer, value).jsonObject
 
-    /** `POST /v1/reservations/{id}/release`: the `ReleaseRequest`. */
-    suspend fun releaseReservation(reservationId: String, request: JsonObject): Reply =
-        call("release_reservation", withId("reservation_id", reservationId, request))
+    private fun idOnly(name: String, id: String) = buildJsonObject { put(name, id) }
 
-    /** `POST /v1/reservations/{id}/extend`: the `ReservationExtendRequest`. */
-    suspend fun extendReservation(reservationId: String, request: JsonObject): Reply =
-        call("extend_reservation", withId("reservation_id", reservationId, request))
+    private fun withId(name: String, id: String, request: JsonObject) = buildJsonObject {
+        put(name, id)
+        put("request", request)
+    }
 
-    /** `POST /v1/decide`: the `DecisionRequest`. */
-    suspend fun decide(request: JsonObject): Reply = call("decide", request)
+    // BEGIN generated operations (`cargo run -p cycles-codegen`, from core's operation table): do not edit.
 
-    /** `POST /v1/events`: the `EventCreateRequest`. */
-    suspend fun createEvent(request: JsonObject): Reply = call("create_event", request)
+    /**
+     * Asks whether a spend would be allowed, reserving nothing; a denial is a result (`DENY` with
+     * its reason code), not an error (`decide`, `POST /v1/decide`).
+     */
+    suspend fun decide(request: DecisionRequest): Reply<DecisionResult> =
+        op("decide", encode(DecisionRequest.serializer(), request), DecisionResult.serializer())
 
-    /** `GET /v1/balances`: `tenant`, ..., `include_children`, `limit`, `cursor`. */
-    suspend fun getBalances(query: JsonObject): Reply = call("get_balances", query)
+    /**
+     * Reserves an estimate for an action; a denial is a result, not an error (`createReservation`,
+     * `POST /v1/reservations`).
+     */
+    suspend fun createReservation(request: CreateReservationRequest): Reply<ReservationResult> =
+        op("create_reservation", encode(CreateReservationRequest.serializer(), request), ReservationResult.serializer())
 
-    /** `GET /v1/reservations`: one page (`status`, the subject fields, `limit`, `cursor`, ...). */
-    suspend fun listReservations(query: JsonObject): Reply = call("list_reservations", query)
+    /**
+     * Lists reservations, one page; the page's `next_cursor` asks for the next (`listReservations`,
+     * `GET /v1/reservations`).
+     */
+    suspend fun listReservations(query: ReservationQuery = ReservationQuery()): Reply<ReservationPage> =
+        op("list_reservations", encode(ReservationQuery.serializer(), query), ReservationPage.serializer())
 
-    /** Every page of `GET /v1/reservations` (at most `max_pages`, default 100): the rows. */
-    suspend fun listReservationsAll(query: JsonObject): JsonArray =
-        call("list_reservations_all", query).body as JsonArray
+    /**
+     * Reads one reservation (`getReservation`, `GET /v1/reservations/{reservation_id}`).
+     */
+    suspend fun getReservation(reservationId: String): Reply<ReservationDetail> =
+        op("get_reservation", idOnly("reservation_id", reservationId), ReservationDetail.serializer())
 
-    /** `GET /v1/reservations/{id}`. */
-    suspend fun getReservation(reservationId: String): Reply =
-        call("get_reservation", buildJsonObject { put("reservation_id", reservationId) })
+    /**
+     * Commits the actual amount a reservation's work cost (`commitReservation`,
+     * `POST /v1/reservations/{reservation_id}/commit`).
+     */
+    suspend fun commitReservation(reservationId: String, request: CommitRequest): Reply<CommitResult> = op(
+        "commit_reservation",
+        withId("reservation_id", reservationId, encode(CommitRequest.serializer(), request)),
+        CommitResult.serializer(),
+    )
 
-    /** `GET /v1/evidence/{id}`. */
-    suspend fun getEvidence(evidenceId: String): Reply =
-        call("get_evidence", buildJsonObject { put("evidence_id", evidenceId) })
+    /**
+     * Releases a reservation, returning its amount (`releaseReservation`,
+     * `POST /v1/reservations/{reservation_id}/release`).
+     */
+    suspend fun releaseReservation(reservationId: String, request: ReleaseRequest): Reply<ReleaseResult> = op(
+        "release_reservation",
+        withId("reservation_id", reservationId, encode(ReleaseRequest.serializer(), request)),
+        ReleaseResult.serializer(),
+    )
 
-    /** `GET /v1/evidence/jwks`. */
-    suspend fun getEvidenceJwks(): Reply = call("get_evidence_jwks", JsonObject(emptyMap()))
+    /**
+     * Extends a reservation's lease once (`extendReservation`,
+     * `POST /v1/reservations/{reservation_id}/extend`).
+     */
+    suspend fun extendReservation(reservationId: String, request: ExtendRequest): Reply<ExtendResult> = op(
+        "extend_reservation",
+        withId("reservation_id", reservationId, encode(ExtendRequest.serializer(), request)),
+        ExtendResult.serializer(),
+    )
+
+    /**
+     * Records spend without a reservation (post-only accounting) (`createEvent`,
+     * `POST /v1/events`).
+     */
+    suspend fun createEvent(request: EventRequest): Reply<EventResult> =
+        op("create_event", encode(EventRequest.serializer(), request), EventResult.serializer())
+
+    /**
+     * Reads the balances of the scopes a query matches, one page (at least one subject filter)
+     * (`getBalances`, `GET /v1/balances`).
+     */
+    suspend fun getBalances(query: BalanceQuery): Reply<Balances> =
+        op("get_balances", encode(BalanceQuery.serializer(), query), Balances.serializer())
+
+    /**
+     * Fetches one signed evidence envelope (public: sent without the API key; no signature check
+     * here) (`getEvidence`, `GET /v1/evidence/{evidence_id}`).
+     */
+    suspend fun getEvidence(evidenceId: String): Reply<EvidenceEnvelope> =
+        op("get_evidence", idOnly("evidence_id", evidenceId), EvidenceEnvelope.serializer())
+
+    /**
+     * Fetches the server's evidence signing keys (public) (`getEvidenceJwks`,
+     * `GET /v1/.well-known/cycles-jwks.json`).
+     */
+    suspend fun getEvidenceJwks(): Reply<EvidenceJwks> = op("get_evidence_jwks", JsonObject(emptyMap()), EvidenceJwks.serializer())
+    // END generated operations
+
+    /**
+     * Every reservation of [query], following the cursors from the query's own (core's stop
+     * rules), at most [maxPages] pages (null: the bridge's 100; a guard against a listing that
+     * never ends, the last page fetched included): the rows, in the server's order.
+     */
+    suspend fun listReservationsAll(query: ReservationQuery = ReservationQuery(), maxPages: Int? = null): List<ReservationDetail> {
+        val args = buildJsonObject {
+            encode(ReservationQuery.serializer(), query).forEach { (k, v) -> put(k, v) }
+            maxPages?.let { put("max_pages", it) }
+        }
+        return op("list_reservations_all", args, ListSerializer(ReservationDetail.serializer())).body
+    }
 
     /**
      * Reserves [spec]'s estimate and starts the heartbeat: the running action. End it with
@@ -179,10 +256,5 @@ class CyclesClient private constructor(private val native: Client) : AutoCloseab
         if (!collecting.get() && lifeSeen.compareAndSet(false, true)) {
             native { native.setEventFloor(null) }
         }
-    }
-
-    private fun withId(name: String, id: String, request: JsonObject) = buildJsonObject {
-        put(name, id)
-        put("request", request)
     }
 }

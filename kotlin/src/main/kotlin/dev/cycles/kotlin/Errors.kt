@@ -58,16 +58,14 @@ open class CyclesException internal constructor(
         }
 
         /** An exception of core's kind [name] (its code from the table). */
-        internal fun kind(name: String, message: String): CyclesException =
-            CyclesException(name, errorCodes[name] ?: 0, message)
+        internal fun kind(name: String, message: String): CyclesException = CyclesException(name, errorCodes[name] ?: 0, message)
     }
 
     override fun toString(): String = "CyclesException($name, $code): $message"
 }
 
 /** A call on a closed client (core's RUNTIME kind). */
-class ClientClosedException internal constructor(code: Int, name: String, message: String) :
-    CyclesException(name, code, message)
+class ClientClosedException internal constructor(code: Int, name: String, message: String) : CyclesException(name, code, message)
 
 /**
  * Guarded work that succeeded without reporting its actual: nothing was committed, and the
@@ -100,9 +98,8 @@ class HeartbeatLapsedException internal constructor(
 ) : CyclesException("HEARTBEAT_LAPSED", errorCodes["HEARTBEAT_LAPSED"] ?: 0, message)
 
 /** Runs a native call, turning the generated exception into [CyclesException]. */
-internal inline fun <T> native(call: () -> T): T =
-    try {
-        call()
-    } catch (e: CyclesNativeException.Failure) {
-        throw CyclesException.of(e)
-    }
+internal inline fun <T> native(call: () -> T): T = try {
+    call()
+} catch (e: CyclesNativeException.Failure) {
+    throw CyclesException.of(e)
+}

@@ -1,48 +1,18 @@
 package dev.cycles.kotlin
 
-import kotlin.time.Duration
-import kotlinx.serialization.json.JsonArray
 import kotlinx.serialization.json.JsonObject
-import kotlinx.serialization.json.JsonPrimitive
 import kotlinx.serialization.json.buildJsonObject
 import kotlinx.serialization.json.put
-
-/** What is being done: `kind` (`llm.completion`) and `name` (`openai:gpt-4o-mini`). */
-data class Action(val kind: String, val name: String, val tags: List<String>? = null) {
-    internal fun toJson(): JsonObject = buildJsonObject {
-        put("kind", kind)
-        put("name", name)
-        tags?.let { t -> put("tags", JsonArray(t.map { JsonPrimitive(it) })) }
-    }
-}
-
-/** Who is charged; members left `null` are not sent. */
-data class Subject(
-    val tenant: String? = null,
-    val workspace: String? = null,
-    val app: String? = null,
-    val workflow: String? = null,
-    val agent: String? = null,
-    val toolset: String? = null,
-    val dimensions: Map<String, String>? = null,
-) {
-    internal fun toJson(): JsonObject = buildJsonObject {
-        tenant?.let { put("tenant", it) }
-        workspace?.let { put("workspace", it) }
-        app?.let { put("app", it) }
-        workflow?.let { put("workflow", it) }
-        agent?.let { put("agent", it) }
-        toolset?.let { put("toolset", it) }
-        dimensions?.let { d -> put("dimensions", JsonObject(d.mapValues { JsonPrimitive(it.value) })) }
-    }
-}
+import kotlin.time.Duration
 
 /** What the heartbeat does when it cannot keep the lease alive. */
 enum class HeartbeatPolicy(internal val wire: String) {
     /** Report it as an event; settle as usual. */
     WARN("warn"),
+
     /** Settle, then raise [HeartbeatLapsedException]. */
     FAIL_ON_FINALIZE("fail_on_finalize"),
+
     /** Mark the work cancelled ([Reservation.isCancelled]). */
     CANCEL("cancel"),
 }
@@ -55,12 +25,12 @@ enum class HeartbeatPolicy(internal val wire: String) {
 data class GuardSpec(
     val action: Action,
     val estimate: Long,
-    val unit: String? = null,
+    val unit: BudgetUnit? = null,
     val subject: Subject? = null,
     val idempotencyKey: String? = null,
     val ttl: Duration? = null,
     val gracePeriod: Duration? = null,
-    val overagePolicy: String? = null,
+    val overagePolicy: OveragePolicy? = null,
     /** Sent with the reservation exactly as given. */
     val metadata: JsonObject? = null,
     val heartbeat: Boolean = true,
@@ -68,13 +38,13 @@ data class GuardSpec(
 ) {
     internal fun toJson(): JsonObject = buildJsonObject {
         idempotencyKey?.let { put("idempotency_key", it) }
-        subject?.let { put("subject", it.toJson()) }
-        put("action", action.toJson())
+        subject?.let { put("subject", wireJson.encodeToJsonElement(Subject.serializer(), it)) }
+        put("action", wireJson.encodeToJsonElement(Action.serializer(), action))
         put("estimate", estimate)
-        unit?.let { put("unit", it) }
+        unit?.let { put("unit", it.value) }
         ttl?.let { put("ttl_ms", it.inWholeMilliseconds) }
         gracePeriod?.let { put("grace_period_ms", it.inWholeMilliseconds) }
-        overagePolicy?.let { put("overage_policy", it) }
+        overagePolicy?.let { put("overage_policy", it.value) }
         metadata?.let { put("metadata", it) }
         put("heartbeat", heartbeat)
         put("policy", policy.wire)

@@ -12,6 +12,15 @@ import kotlinx.serialization.json.longOrNull
 
 // The bridge speaks JSON text (docs/bindings.md); these read it. Numbers keep their text.
 
+/**
+ * How the generated classes cross the bridge: an unset (null) member is not sent, as every
+ * face leaves it out; members a class does not know are ignored (each class says so itself).
+ */
+internal val wireJson = Json {
+    explicitNulls = false
+    ignoreUnknownKeys = true
+}
+
 internal fun json(text: String): JsonElement = Json.parseToJsonElement(text)
 
 internal fun jsonObject(text: String): JsonObject = json(text) as JsonObject

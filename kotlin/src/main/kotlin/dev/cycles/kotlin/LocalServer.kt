@@ -1,8 +1,8 @@
 package dev.cycles.kotlin
 
-import kotlin.time.Duration
 import kotlinx.serialization.json.JsonArray
 import kotlinx.serialization.json.JsonObject
+import kotlin.time.Duration
 import dev.cycles.kotlin.ffi.LocalServer as NativeServer
 
 /**

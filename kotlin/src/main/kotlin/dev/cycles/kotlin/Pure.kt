@@ -1,10 +1,10 @@
 package dev.cycles.kotlin
 
-import dev.cycles.kotlin.ffi.FallbackPlanner as NativeFallback
-import dev.cycles.kotlin.ffi.PrimaryPlanner as NativePrimary
 import kotlinx.serialization.json.JsonArray
 import kotlinx.serialization.json.JsonElement
 import kotlinx.serialization.json.JsonObject
+import dev.cycles.kotlin.ffi.FallbackPlanner as NativeFallback
+import dev.cycles.kotlin.ffi.PrimaryPlanner as NativePrimary
 
 /**
  * Core's pure heartbeat math (the spec's formulas; no clock, no I/O) in the shared vectors'
@@ -12,8 +12,7 @@ import kotlinx.serialization.json.JsonObject
  */
 object Timing {
     /** One function by name (`schedule`, `lead_floor`, ..., `extend_timeout`; docs/c.md). */
-    fun call(name: String, args: JsonObject): JsonElement =
-        json(native { dev.cycles.kotlin.ffi.timingCall(name, args.toString()) })
+    fun call(name: String, args: JsonObject): JsonElement = json(native { dev.cycles.kotlin.ffi.timingCall(name, args.toString()) })
 
     /** The normative planner ([derive]: the enforced timeout derived from short leases). */
     class PrimaryPlanner(requestTimeout: JsonElement, derive: Boolean = false) {
@@ -60,8 +59,7 @@ object Journal {
      * A record file's bytes parsed (`reservation_id`, `mode`, `commit_body`, ...); a file that
      * is not a usable record throws `INVALID_ARGUMENT` with `details.journal_error`.
      */
-    fun parseRecord(data: ByteArray): JsonObject =
-        jsonObject(native { dev.cycles.kotlin.ffi.journalParseRecord(data) })
+    fun parseRecord(data: ByteArray): JsonObject = jsonObject(native { dev.cycles.kotlin.ffi.journalParseRecord(data) })
 
     /**
      * The valid pending records of [journal] (a directory, or a `redis://` URL as
@@ -75,8 +73,7 @@ object Journal {
 /** Core's pure pricing (estimate, price table, caps, actual), JSON in and out. */
 object Pricing {
     /** One function by name (`estimate`, `actual`, `plan_caps`, ...; docs/integrations.md). */
-    fun call(name: String, args: JsonObject): JsonElement =
-        json(native { dev.cycles.kotlin.ffi.pricingCall(name, args.toString()) })
+    fun call(name: String, args: JsonObject): JsonElement = json(native { dev.cycles.kotlin.ffi.pricingCall(name, args.toString()) })
 }
 
 /** Captured responses decoded through core's response path, without a network. */
@@ -85,6 +82,6 @@ object Captured {
      * The reply core would return for this exchange, or the [CyclesException] it would throw.
      * [operationId] is the spec's (`getReservation`); null only for a non-2xx status.
      */
-    fun decode(operationId: String?, status: Int, headers: JsonObject?, body: ByteArray): Reply =
+    fun decode(operationId: String?, status: Int, headers: JsonObject?, body: ByteArray): Reply<JsonElement> =
         Reply.parse(native { dev.cycles.kotlin.ffi.decodeCaptured(operationId, status.toUShort(), headers?.toString(), body) })
 }

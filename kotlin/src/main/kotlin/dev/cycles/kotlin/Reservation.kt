@@ -13,13 +13,13 @@ class Reservation internal constructor(private val guard: Guard) {
     val reservationId: String = guard.reservationId()
 
     /** The unit of the estimate and of every actual. */
-    val unit: String = guard.unit()
+    val unit: BudgetUnit = BudgetUnit(guard.unit())
 
-    /** The server's decision: `ALLOW` or `ALLOW_WITH_CAPS`. */
-    val decision: String = guard.decision()
+    /** The server's decision: [Decision.ALLOW] or [Decision.ALLOW_WITH_CAPS]. */
+    val decision: Decision = Decision(guard.decision())
 
-    /** The caps under `ALLOW_WITH_CAPS` (`max_tokens`, `tool_allowlist`, ...), else null. */
-    val caps: JsonObject? = guard.capsJson()?.let { jsonObject(it) }
+    /** The caps under [Decision.ALLOW_WITH_CAPS] (`maxTokens`, `toolAllowlist`, ...), else null. */
+    val caps: Caps? = guard.capsJson()?.let { wireJson.decodeFromString(Caps.serializer(), it) }
 
     /** How the action ended, once it did. */
     @Volatile
@@ -41,7 +41,11 @@ class Reservation internal constructor(private val guard: Guard) {
     /** Adds to the actual amount (streaming usage). */
     fun add(amount: Long) = native { guard.add(amount) }
 
-    /** The commit's metrics (`StandardMetrics`: `tokens_input`, `latency_ms`, ...). */
+    /** The commit's metrics (`tokensInput`, `latencyMs`, `custom`, ...). */
+    fun setMetrics(metrics: StandardMetrics) =
+        native { guard.setMetricsJson(wireJson.encodeToString(StandardMetrics.serializer(), metrics)) }
+
+    /** The commit's metrics as JSON (`StandardMetrics`: `tokens_input`, `latency_ms`, ...). */
     fun setMetrics(metrics: JsonObject) = native { guard.setMetricsJson(metrics.toString()) }
 
     /** The commit's metadata, sent exactly as given. */
@@ -51,8 +55,7 @@ class Reservation internal constructor(private val guard: Guard) {
      * The caps rewrite of a provider request (`api`: `chat_completions`, `responses` or
      * `messages`): the plan (`send`, `set`, `removed_tools`, ...). Reported as `caps_applied`.
      */
-    fun planCaps(api: String, request: JsonObject): JsonObject =
-        jsonObject(native { guard.planCaps(api, request.toString()) })
+    fun planCaps(api: String, request: JsonObject): JsonObject = jsonObject(native { guard.planCaps(api, request.toString()) })
 
     /**
      * Ends the action early and gives the estimate back ([OutcomeKind.RELEASED]).
@@ -76,9 +79,17 @@ class Reservation internal constructor(private val guard: Guard) {
         outcome = o
         if (!workSucceeded) return o
         when (o.kind) {
-            OutcomeKind.MISSING_ACTUAL -> throw MissingActualException(o.message ?: "missing actual", o.reservationId, o.released, o.releaseError)
+            OutcomeKind.MISSING_ACTUAL -> throw MissingActualException(
+                o.message ?: "missing actual",
+                o.reservationId,
+                o.released,
+                o.releaseError,
+            )
+
             OutcomeKind.INVALID_ACTUAL -> throw InvalidActualException(o.message ?: "invalid actual", o.reservationId, o.released)
+
             OutcomeKind.HEARTBEAT_LAPSED -> throw HeartbeatLapsedException(o.message ?: "the heartbeat lapsed", o)
+
             else -> return o
         }
     }

@@ -1,5 +1,6 @@
 package dev.cycles.kotlin
 
+import kotlinx.serialization.KSerializer
 import kotlinx.serialization.json.JsonArray
 import kotlinx.serialization.json.JsonElement
 import kotlinx.serialization.json.JsonObject
@@ -9,27 +10,30 @@ typealias EventLevel = dev.cycles.kotlin.ffi.EventLevel
 
 /**
  * One operation's reply: the schema-valid success [body] as core decoded it (the spec's
- * response model, explicit nulls read as absent) and the transport's facts.
+ * response model, explicit nulls read as absent: a generated result class, or JSON from
+ * [CyclesClient.call]) and the transport's facts.
  */
-data class Reply(
+data class Reply<out T>(
     val status: Int,
     val requestId: String?,
     val traceId: String?,
-    /** The attempt's round trip in microseconds (0 for `listReservationsAll`). */
+    /** The attempt's round trip in microseconds (0 for a decoded capture). */
     val rttUs: Long,
-    val body: JsonElement,
+    val body: T,
 ) {
-    /** The body as an object (every operation but `listReservationsAll`). */
-    val json: JsonObject get() = body as JsonObject
-
     internal companion object {
-        fun parse(text: String): Reply {
-            val o = jsonObject(text)
-            return Reply(
-                (o.long("status") ?: 0).toInt(), o.str("request_id"), o.str("trace_id"),
-                o.long("rtt_us") ?: 0, o["body"]!!,
-            )
-        }
+        fun parse(text: String): Reply<JsonElement> = parse(jsonObject(text)) { it }
+
+        fun <T> parse(text: String, result: KSerializer<T>): Reply<T> =
+            parse(jsonObject(text)) { wireJson.decodeFromJsonElement(result, it) }
+
+        private fun <T> parse(o: JsonObject, body: (JsonElement) -> T): Reply<T> = Reply(
+            (o.long("status") ?: 0).toInt(),
+            o.str("request_id"),
+            o.str("trace_id"),
+            o.long("rtt_us") ?: 0,
+            body(o["body"]!!),
+        )
     }
 }
 
@@ -37,14 +41,19 @@ data class Reply(
 enum class OutcomeKind {
     /** The actual was settled (see [Outcome.settlement]). */
     SETTLED,
+
     /** The work failed: known usage settled, else the estimate released. */
     WORK_FAILED,
+
     /** Succeeded without an actual: nothing committed, the estimate released. */
     MISSING_ACTUAL,
+
     /** A negative actual: nothing committed, the estimate released. */
     INVALID_ACTUAL,
+
     /** Ended early by [Reservation.release]. */
     RELEASED,
+
     /** Settled, but the heartbeat lapsed (policy `FAIL_ON_FINALIZE`). */
     HEARTBEAT_LAPSED,
 }
@@ -55,14 +64,14 @@ data class Settlement(
     /** The amount applied to the budget (committed or recovered), else null. */
     val charged: Long?,
     /** The unit of [charged]. */
-    val unit: String?,
+    val unit: BudgetUnit?,
     /** Everything core said (`body`, `reason`, `journaled`, `journal_error`, ...). */
     val json: JsonObject,
 ) {
     internal companion object {
         fun of(o: JsonObject?): Settlement? = o?.let {
             val charged = it.obj("charged")
-            Settlement(it.str("status") ?: "", charged?.long("amount"), charged?.str("unit"), it)
+            Settlement(it.str("status") ?: "", charged?.long("amount"), charged?.str("unit")?.let(::BudgetUnit), it)
         }
     }
 }
@@ -91,8 +100,13 @@ data class Outcome(
         fun parse(text: String): Outcome {
             val o = jsonObject(text)
             return Outcome(
-                OutcomeKind.valueOf(o.str("outcome")!!.uppercase()), o.str("reservation_id") ?: "",
-                o.long("actual"), Settlement.of(o.obj("settlement")), o.bool("released"), o.str("message"), o,
+                OutcomeKind.valueOf(o.str("outcome")!!.uppercase()),
+                o.str("reservation_id") ?: "",
+                o.long("actual"),
+                Settlement.of(o.obj("settlement")),
+                o.bool("released"),
+                o.str("message"),
+                o,
             )
         }
     }

@@ -1,12 +1,12 @@
 package dev.cycles.kotlin
 
-import kotlin.time.Duration.Companion.milliseconds
 import kotlinx.coroutines.runBlocking
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertFalse
 import org.junit.jupiter.api.Assertions.assertThrows
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
+import kotlin.time.Duration.Companion.milliseconds
 
 /** The boundary: core's error table, bad options named as Kotlin spells them, panics as INTERNAL, closed clients. */
 class BoundaryTest {
@@ -36,7 +36,8 @@ class BoundaryTest {
 
     @Test
     fun panicsSurfaceAsInternalErrors() {
-        val here = assertThrows(dev.cycles.kotlin.ffi.CyclesNativeException.Failure::class.java) { dev.cycles.kotlin.ffi.debugPanic("on purpose") }
+        val here =
+            assertThrows(dev.cycles.kotlin.ffi.CyclesNativeException.Failure::class.java) { dev.cycles.kotlin.ffi.debugPanic("on purpose") }
         assertEquals("INTERNAL", here.name)
         assertTrue(here.reason.contains("on purpose"), here.reason)
         val async = assertThrows(dev.cycles.kotlin.ffi.CyclesNativeException.Failure::class.java) {
@@ -65,7 +66,11 @@ class BoundaryTest {
     @Test
     fun aLocalServerRefusesUnknownConfigAndStops() {
         val bad = assertThrows(CyclesException::class.java) {
-            LocalServer.start(kotlinx.serialization.json.buildJsonObject { put("budgetz", kotlinx.serialization.json.JsonArray(emptyList())) })
+            LocalServer.start(
+                kotlinx.serialization.json.buildJsonObject {
+                    put("budgetz", kotlinx.serialization.json.JsonArray(emptyList()))
+                },
+            )
         }
         assertEquals("INVALID_ARGUMENT", bad.name)
         assertTrue(bad.message!!.startsWith("invalid server config: "), bad.message)

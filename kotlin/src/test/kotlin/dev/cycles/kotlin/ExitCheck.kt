@@ -14,7 +14,9 @@ object ExitCheck {
     @JvmStatic
     fun main(args: Array<String>) = runBlocking {
         val server = LocalServer.start()
-        val client = CyclesClient.create(ClientOptions(baseUrl = server.url, apiKey = server.apiKey, tenant = server.tenant, journalEnabled = false))
+        val client = CyclesClient.create(
+            ClientOptions(baseUrl = server.url, apiKey = server.apiKey, tenant = server.tenant, journalEnabled = false),
+        )
         GlobalScope.launch { client.events().collect { } }
         client.withReservation(GuardSpec(Action("llm.completion", "exit-check"), 100)) { setActual(10) }
         // A reservation left running: its heartbeat keeps going until the process ends.

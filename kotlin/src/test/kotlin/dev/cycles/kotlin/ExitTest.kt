@@ -1,9 +1,9 @@
 package dev.cycles.kotlin
 
-import java.util.concurrent.TimeUnit
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
+import java.util.concurrent.TimeUnit
 
 /**
  * A process exits by itself: nothing of ours (core's runtime threads, JNA's callback threads,

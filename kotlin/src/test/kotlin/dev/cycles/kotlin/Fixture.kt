@@ -1,12 +1,10 @@
 package dev.cycles.kotlin
 
-import java.nio.file.Files
-import java.nio.file.Path
 import kotlinx.serialization.json.JsonObject
-import kotlinx.serialization.json.buildJsonObject
 import kotlinx.serialization.json.jsonObject
 import kotlinx.serialization.json.jsonPrimitive
-import kotlinx.serialization.json.put
+import java.nio.file.Files
+import java.nio.file.Path
 
 /**
  * A local server (spec mode, or the real server's serialisation with
@@ -19,7 +17,10 @@ class Fixture(config: JsonObject? = null) : AutoCloseable {
     init {
         val reference = System.getProperty("cycles.test.server.mode") == "reference"
         val base = config ?: JsonObject(emptyMap())
-        server = LocalServer.start(if (reference) JsonObject(base + ("mode" to kotlinx.serialization.json.JsonPrimitive("reference"))) else config)
+        server =
+            LocalServer.start(
+                if (reference) JsonObject(base + ("mode" to kotlinx.serialization.json.JsonPrimitive("reference"))) else config,
+            )
     }
 
     fun options(): ClientOptions =
@@ -28,8 +29,10 @@ class Fixture(config: JsonObject? = null) : AutoCloseable {
     fun client(options: ClientOptions = options()): CyclesClient = CyclesClient.create(options)
 
     /** The ledger as `kind:amount` strings, e.g. `reserve:1000`. */
-    fun ledger(): List<String> =
-        server.ledger().map { val e = it.jsonObject; "${e["kind"]!!.jsonPrimitive.content}:${e["amount"]!!.jsonPrimitive.content}" }
+    fun ledger(): List<String> = server.ledger().map {
+        val e = it.jsonObject
+        "${e["kind"]!!.jsonPrimitive.content}:${e["amount"]!!.jsonPrimitive.content}"
+    }
 
     /** The operations the server received, in order. */
     fun operations(): List<String> = server.requests().map { it.jsonObject["operation"]!!.jsonPrimitive.content }
@@ -43,10 +46,7 @@ class Fixture(config: JsonObject? = null) : AutoCloseable {
         val ACTION = Action("llm.completion", "openai:gpt-4o-mini")
         val ACME = Subject(tenant = "acme")
 
-        fun amount(n: Long, unit: String = "USD_MICROCENTS") = buildJsonObject {
-            put("unit", unit)
-            put("amount", n)
-        }
+        fun amount(n: Long, unit: BudgetUnit = BudgetUnit.USD_MICROCENTS) = Amount(unit, n)
 
         /** Waits up to 10 s for [ok], letting the caller's other coroutines run meanwhile. */
         suspend fun eventually(what: String, ok: () -> Boolean) {

@@ -1,10 +1,6 @@
 package dev.cycles.kotlin
 
 import dev.cycles.kotlin.RecoverySupport.obj
-import java.nio.file.Files
-import java.nio.file.Path
-import kotlin.time.Duration.Companion.hours
-import kotlin.time.Duration.Companion.seconds
 import kotlinx.coroutines.runBlocking
 import kotlinx.serialization.json.JsonObject
 import kotlinx.serialization.json.JsonPrimitive
@@ -12,6 +8,10 @@ import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.io.TempDir
+import java.nio.file.Files
+import java.nio.file.Path
+import kotlin.time.Duration.Companion.hours
+import kotlin.time.Duration.Companion.seconds
 
 /**
  * `journalUrl`: the settlement journal in Redis (core's Redis store), against a real
@@ -43,7 +43,11 @@ class JournalRedisTest {
                 CyclesClient.create(options.copy(maxAttempts = 1)).use { c ->
                     for (id in ids) {
                         fx.server.addFault(
-                            obj("""{"operation":"createReservation","times":1,"fault":{"kind":"reservation_id","id":${JsonPrimitive(id)}}}"""),
+                            obj(
+                                """{"operation":"createReservation","times":1,"fault":{"kind":"reservation_id","id":${JsonPrimitive(
+                                    id,
+                                )}}}""",
+                            ),
                         )
                         val r = c.reserve(GuardSpec(RecoverySupport.ACTION, 1_000, heartbeat = false))
                         r.setActual(640)
@@ -59,7 +63,11 @@ class JournalRedisTest {
                 assertEquals(want, keys, "one key per id, named as the file store names it")
                 for (id in ids) {
                     val text = redis.cli(null, "GET", "cycles:journal:{$part}:r:${Journal.fileName(id)}") as String
-                    assertEquals(id, Journal.parseRecord(text.toByteArray()).s("reservation_id"), "the record under ${Journal.fileName(id)}")
+                    assertEquals(
+                        id,
+                        Journal.parseRecord(text.toByteArray()).s("reservation_id"),
+                        "the record under ${Journal.fileName(id)}",
+                    )
                 }
                 assertEquals(0L, recordFiles(fx.journal), "nothing was written to the directory")
 

@@ -2,10 +2,6 @@ package dev.cycles.kotlin
 
 import dev.cycles.kotlin.Fixture.Companion.ACTION
 import dev.cycles.kotlin.Fixture.Companion.eventually
-import java.util.concurrent.CopyOnWriteArrayList
-import kotlin.time.Duration.Companion.hours
-import kotlin.time.Duration.Companion.milliseconds
-import kotlin.time.Duration.Companion.seconds
 import kotlinx.coroutines.CompletableDeferred
 import kotlinx.coroutines.CoroutineStart
 import kotlinx.coroutines.async
@@ -31,6 +27,10 @@ import org.junit.jupiter.api.Assertions.assertThrows
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.BeforeEach
 import org.junit.jupiter.api.Test
+import java.util.concurrent.CopyOnWriteArrayList
+import kotlin.time.Duration.Companion.hours
+import kotlin.time.Duration.Companion.milliseconds
+import kotlin.time.Duration.Companion.seconds
 
 /** Guarded actions against the local server's ledger: every way a guard ends, events, drains. */
 class LifecycleTest {
@@ -50,7 +50,7 @@ class LifecycleTest {
     fun withReservationCommitsTheActualAndReturnsTheValue() = runBlocking {
         fx.client().use { client ->
             val answer = client.withReservation(spec(1_000)) {
-                assertEquals("ALLOW", decision)
+                assertEquals(Decision.ALLOW, decision)
                 assertNull(caps)
                 setActual(700)
                 "42"
@@ -64,7 +64,7 @@ class LifecycleTest {
     fun streamingUsageIsAddedAndTheOutcomeSaysWhatWasCharged() = runBlocking {
         fx.client().use { client ->
             val r = client.reserve(spec(5_000))
-            assertEquals("USD_MICROCENTS", r.unit)
+            assertEquals(BudgetUnit.USD_MICROCENTS, r.unit)
             repeat(3) { r.add(100) }
             assertEquals(300L, r.actual)
             val o = r.finish()
@@ -192,23 +192,42 @@ class LifecycleTest {
             put("tool_denylist", buildJsonArray { add(kotlinx.serialization.json.JsonPrimitive("shell")) })
         }
         val config = buildJsonObject {
-            put("budgets", buildJsonArray {
-                add(buildJsonObject { put("scope", "tenant:acme"); put("unit", "TOKENS"); put("allocated", 1_000_000) })
-                add(buildJsonObject {
-                    put("scope", "tenant:acme/workspace:capped"); put("unit", "TOKENS"); put("allocated", 1_000_000)
-                    put("caps", caps)
-                })
-            })
+            put(
+                "budgets",
+                buildJsonArray {
+                    add(
+                        buildJsonObject {
+                            put("scope", "tenant:acme")
+                            put("unit", "TOKENS")
+                            put("allocated", 1_000_000)
+                        },
+                    )
+                    add(
+                        buildJsonObject {
+                            put("scope", "tenant:acme/workspace:capped")
+                            put("unit", "TOKENS")
+                            put("allocated", 1_000_000)
+                            put("caps", caps)
+                        },
+                    )
+                },
+            )
         }
         Fixture(config).use { capped ->
-            capped.client(capped.options().copy(defaultUnit = "TOKENS")).use { client ->
+            capped.client(capped.options().copy(defaultUnit = BudgetUnit.TOKENS)).use { client ->
                 runBlocking {
                     val r = client.reserve(GuardSpec(ACTION, 10, subject = Subject(tenant = "acme", workspace = "capped")))
-                    assertEquals("ALLOW_WITH_CAPS", r.decision)
-                    assertEquals("TOKENS", r.unit)
-                    assertEquals(64L, r.caps!!.long("max_tokens"))
-                    assertEquals("shell", r.caps!!["tool_denylist"]!!.jsonArray[0].jsonPrimitive.content)
-                    val plan = r.planCaps("chat_completions", buildJsonObject { put("model", "gpt-4o-mini"); put("max_tokens", 500) })
+                    assertEquals(Decision.ALLOW_WITH_CAPS, r.decision)
+                    assertEquals(BudgetUnit.TOKENS, r.unit)
+                    assertEquals(64L, r.caps!!.maxTokens)
+                    assertEquals(listOf("shell"), r.caps?.toolDenylist)
+                    val plan = r.planCaps(
+                        "chat_completions",
+                        buildJsonObject {
+                            put("model", "gpt-4o-mini")
+                            put("max_tokens", 500)
+                        },
+                    )
                     assertTrue(plan.toString().contains("64"), plan.toString())
                     r.setActual(7)
                     assertEquals(7L, r.finish().charged)
@@ -223,7 +242,10 @@ class LifecycleTest {
         val got = CopyOnWriteArrayList<CyclesEvent>()
         // Subscribed when launch returns: events() subscribes before its first suspension.
         val collector = launch(start = CoroutineStart.UNDISPATCHED) { client.events().collect { got.add(it) } }
-        val value = client.withReservation(spec(100)) { setActual(60); "x" }
+        val value = client.withReservation(spec(100)) {
+            setActual(60)
+            "x"
+        }
         assertEquals("x", value)
         eventually("settlement_settled") { got.any { it.kind == "settlement_settled" } }
         val settled = got.first { it.kind == "settlement_settled" }
@@ -243,9 +265,11 @@ class LifecycleTest {
     @Test
     fun aCommitOutageLeavesItPendingAndADrainSettlesIt() = runBlocking {
         fx.client(fx.options().copy(maxAttempts = 2, replayInterval = 1.hours)).use { client ->
-            fx.server.addFault(kotlinx.serialization.json.Json.parseToJsonElement(
-                """{"operation":"commitReservation","times":0,"fault":{"kind":"server_error","status":503}}""",
-            ) as kotlinx.serialization.json.JsonObject)
+            fx.server.addFault(
+                kotlinx.serialization.json.Json.parseToJsonElement(
+                    """{"operation":"commitReservation","times":0,"fault":{"kind":"server_error","status":503}}""",
+                ) as kotlinx.serialization.json.JsonObject,
+            )
             val r = client.reserve(spec(1_000))
             r.setActual(640)
             val o = r.finish()

@@ -19,7 +19,10 @@ import org.junit.jupiter.api.BeforeAll
 import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.TestInstance
 
-/** Every runtime operation over real HTTP against the local server (both modes), with typical errors. */
+/**
+ * Every runtime operation over real HTTP against the local server (both modes), typed requests
+ * and results (the generated classes), the JSON escape hatch, typical errors.
+ */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class OperationsTest {
     private lateinit var fx: Fixture
@@ -37,66 +40,70 @@ class OperationsTest {
         fx.close()
     }
 
-    private fun create(key: String, estimate: Long) = buildJsonObject {
-        put("idempotency_key", key)
-        put("subject", ACME.toJson())
-        put("action", ACTION.toJson())
-        put("estimate", amount(estimate))
-    }
+    private fun create(key: String, estimate: Long) =
+        CreateReservationRequest(idempotencyKey = key, subject = ACME, action = ACTION, estimate = amount(estimate))
 
-    private fun keyed(key: String, vararg members: Pair<String, JsonObject>) = buildJsonObject {
-        put("idempotency_key", key)
-        for ((k, v) in members) put(k, v)
-    }
+    private fun decision(key: String, estimate: Long) =
+        DecisionRequest(idempotencyKey = key, subject = ACME, action = ACTION, estimate = amount(estimate))
 
     @Test
     fun reserveExtendCommitAndRead() = runBlocking {
         val created = client.createReservation(create("kt-ops-1", 1_000))
         assertEquals(200, created.status)
         assertNotNull(created.requestId)
-        val id = created.json.str("reservation_id")!!
-        assertEquals("ALLOW", created.json.str("decision"))
-        val extended = client.extendReservation(id, buildJsonObject {
-            put("idempotency_key", "kt-ops-1-extend")
-            put("extend_by_ms", 10_000)
-        })
-        assertEquals(id, extended.json.str("reservation_id") ?: id)
-        val committed = client.commitReservation(id, keyed("kt-ops-1-commit", "actual" to amount(700)))
-        assertEquals("COMMITTED", committed.json.str("status"))
-        assertEquals(700L, committed.json.obj("charged")!!.long("amount"))
+        val id = created.body.reservationId!!
+        assertEquals(Decision.ALLOW, created.body.decision)
+        assertEquals(amount(1_000), created.body.reserved)
+        val expiresAtMs = created.body.expiresAtMs!!
+        val extended = client.extendReservation(id, ExtendRequest(idempotencyKey = "kt-ops-1-extend", extendByMs = 10_000))
+        assertEquals(ReservationStatus.ACTIVE, extended.body.status)
+        assertTrue(extended.body.expiresAtMs > expiresAtMs, "${extended.body.expiresAtMs} > $expiresAtMs")
+        val committed = client.commitReservation(id, CommitRequest(idempotencyKey = "kt-ops-1-commit", actual = amount(700)))
+        assertEquals(ReservationStatus.COMMITTED, committed.body.status)
+        assertEquals(amount(700), committed.body.charged)
         val read = client.getReservation(id)
-        assertEquals("COMMITTED", read.json.str("status"))
+        assertEquals(ReservationStatus.COMMITTED, read.body.status)
+        assertEquals(id, read.body.reservationId)
+        assertEquals(ACTION, read.body.action)
+        assertEquals("acme", read.body.subject.tenant)
         assertEquals(listOf("reserve:1000", "commit:700"), fx.ledger().filter { it.endsWith(":1000") || it.endsWith(":700") })
     }
 
     @Test
     fun releaseGivesTheEstimateBack() = runBlocking {
-        val id = client.createReservation(create("kt-ops-2", 500)).json.str("reservation_id")!!
-        val released = client.releaseReservation(id, buildJsonObject { put("idempotency_key", "kt-ops-2-release") })
-        assertEquals("RELEASED", released.json.str("status"))
+        val id = client.createReservation(create("kt-ops-2", 500)).body.reservationId!!
+        val released = client.releaseReservation(id, ReleaseRequest(idempotencyKey = "kt-ops-2-release"))
+        assertEquals(ReservationStatus.RELEASED, released.body.status)
+        assertEquals(amount(500), released.body.released)
         assertTrue(fx.ledger().contains("release:500"), fx.ledger().toString())
     }
 
     @Test
     fun decideAllowsAndDeniesWithoutPersisting() = runBlocking {
-        val ok = client.decide(create("kt-dec-1", 5))
-        assertEquals("ALLOW", ok.json.str("decision"))
-        assertEquals(64, ok.json.obj("cycles_evidence")!!.str("evidence_id")!!.length)
-        val deny = client.decide(create("kt-dec-2", Long.MAX_VALUE / 2))
-        assertEquals("DENY", deny.json.str("decision"))
-        assertEquals("BUDGET_EXCEEDED", deny.json.str("reason_code"))
+        val ok = client.decide(decision("kt-dec-1", 5))
+        assertEquals(Decision.ALLOW, ok.body.decision)
+        assertEquals(64, ok.body.cyclesEvidence!!.evidenceId.length)
+        val deny = client.decide(decision("kt-dec-2", Long.MAX_VALUE / 2))
+        assertEquals(Decision.DENY, deny.body.decision)
+        assertEquals(ReasonCode.BUDGET_EXCEEDED, deny.body.reasonCode)
+        assertTrue(deny.body.reasonCode!!.isKnown)
         assertTrue(fx.ledger().none { it.startsWith("reserve:${Long.MAX_VALUE / 2}") })
     }
 
     @Test
     fun createEventChargesDirectly() = runBlocking {
-        val e = client.createEvent(buildJsonObject {
-            put("idempotency_key", "kt-evt-1")
-            put("subject", ACME.toJson())
-            put("action", ACTION.toJson())
-            put("actual", amount(42))
-        })
-        assertEquals("APPLIED", e.json.str("status"))
+        val e = client.createEvent(
+            EventRequest(
+                idempotencyKey = "kt-evt-1",
+                subject = ACME,
+                action = ACTION,
+                actual = amount(42),
+                metrics = StandardMetrics(tokensInput = 3, custom = buildJsonObject { put("k", "v") }),
+            ),
+        )
+        assertEquals(201, e.status)
+        assertEquals(EventStatus.APPLIED, e.body.status)
+        assertTrue(e.body.eventId.isNotEmpty())
         assertTrue(fx.ledger().contains("event:42"), fx.ledger().toString())
     }
 
@@ -104,19 +111,37 @@ class OperationsTest {
     fun balancesListsAndEvidence() = runBlocking {
         client.createReservation(create("kt-list-1", 10))
         client.createReservation(create("kt-list-2", 11))
-        val balances = client.getBalances(buildJsonObject { put("tenant", "acme") })
-        assertTrue(balances.json["balances"]!!.jsonArray.isNotEmpty())
-        val page = client.listReservations(buildJsonObject { put("tenant", "acme"); put("limit", 1) })
-        assertEquals(1, page.json["reservations"]!!.jsonArray.size)
-        val all = client.listReservationsAll(buildJsonObject { put("tenant", "acme"); put("limit", 1) })
+        val balances = client.getBalances(BalanceQuery(tenant = "acme"))
+        assertTrue(balances.body.balances.isNotEmpty())
+        assertEquals(BudgetUnit.USD_MICROCENTS, balances.body.balances[0].remaining.unit)
+        val page = client.listReservations(ReservationQuery(tenant = "acme", limit = 1))
+        assertEquals(1, page.body.reservations.size)
+        assertEquals(true, page.body.hasMore)
+        val all = client.listReservationsAll(ReservationQuery(tenant = "acme", limit = 1))
         assertTrue(all.size >= 2, "rows: ${all.size}")
-        val decided = client.decide(create("kt-evi-1", 5))
-        val evidenceId = decided.json.obj("cycles_evidence")!!.str("evidence_id")!!
+        assertEquals(2, client.listReservationsAll(ReservationQuery(tenant = "acme", limit = 1), maxPages = 2).size)
+        val withMetadata = client.listReservations(ReservationQuery(tenant = "acme", include = listOf(ListInclude.METADATA)))
+        assertTrue(withMetadata.body.reservations.isNotEmpty())
+        val decided = client.decide(decision("kt-evi-1", 5))
+        val evidenceId = decided.body.cyclesEvidence!!.evidenceId
         val evidence = client.getEvidence(evidenceId)
         assertEquals(200, evidence.status)
+        assertEquals(evidenceId, evidence.body.evidenceId)
+        assertEquals(evidence.body.evidenceId, evidence.body.json["evidence_id"]!!.jsonPrimitive.content)
         val jwks = client.getEvidenceJwks()
-        assertTrue(jwks.json["keys"]!!.jsonArray.isNotEmpty())
-        assertEquals("OKP", jwks.json["keys"]!!.jsonArray[0].jsonObject["kty"]!!.jsonPrimitive.content)
+        assertTrue(jwks.body.keys.isNotEmpty())
+        assertEquals("OKP", jwks.body.keys[0].json["kty"]!!.jsonPrimitive.content)
+        assertEquals(jwks.body.keys.size, jwks.body.json["keys"]!!.jsonArray.size)
+    }
+
+    /** [CyclesClient.call] is the same operation over JSON: the body as core decoded it. */
+    @Test
+    fun callIsTheSameOperationOverJson() = runBlocking {
+        val id = client.createReservation(create("kt-raw-1", 5)).body.reservationId!!
+        val raw = client.call("get_reservation", buildJsonObject { put("reservation_id", id) })
+        val typed = client.getReservation(id)
+        assertEquals(raw.body, wireJson.encodeToJsonElement(ReservationDetail.serializer(), typed.body))
+        assertEquals(id, raw.body.jsonObject["reservation_id"]!!.jsonPrimitive.content)
     }
 
     @Test

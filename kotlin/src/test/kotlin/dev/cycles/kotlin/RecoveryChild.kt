@@ -1,5 +1,10 @@
 package dev.cycles.kotlin
 
+import kotlinx.coroutines.CoroutineStart
+import kotlinx.coroutines.launch
+import kotlinx.coroutines.runBlocking
+import kotlinx.coroutines.withTimeout
+import kotlinx.serialization.json.JsonArray
 import java.nio.file.Files
 import java.nio.file.Path
 import java.nio.file.StandardCopyOption
@@ -7,11 +12,6 @@ import java.util.concurrent.CopyOnWriteArrayList
 import kotlin.time.Duration
 import kotlin.time.Duration.Companion.hours
 import kotlin.time.Duration.Companion.seconds
-import kotlinx.coroutines.CoroutineStart
-import kotlinx.coroutines.launch
-import kotlinx.coroutines.runBlocking
-import kotlinx.coroutines.withTimeout
-import kotlinx.serialization.json.JsonArray
 
 /**
  * One process of a recovery test (started by [RecoverySupport.Child]; not a test class).
@@ -30,8 +30,11 @@ object RecoveryChild {
         val spec = RecoverySupport.obj(args[0])
         val client = CyclesClient.create(
             ClientOptions(
-                baseUrl = spec.s("url"), apiKey = spec.s("api_key"), tenant = spec.s("tenant"),
-                journalDir = spec.s("dir"), journalUrl = spec.s("journal_url"),
+                baseUrl = spec.s("url"),
+                apiKey = spec.s("api_key"),
+                tenant = spec.s("tenant"),
+                journalDir = spec.s("dir"),
+                journalUrl = spec.s("journal_url"),
                 maxAttempts = spec.l("max_attempts") ?: 5,
                 // Later background passes would only add noise to what the test observes.
                 replayInterval = 1.hours,
@@ -58,8 +61,11 @@ object RecoveryChild {
                     mapOf("reservation_id" to r.reservationId, "status" to s?.status, "journaled" to (s?.json?.b("journaled") == true)),
                 )
             }
+
             "flush" -> out["report"] = client.flush().json
+
             "drain" -> out["report"] = client.drain(20.seconds).json
+
             else -> error("unknown mode $mode")
         }
         client.closeAndDrain(Duration.ZERO)

@@ -10,12 +10,6 @@ import dev.cycles.kotlin.RecoverySupport.operations
 import dev.cycles.kotlin.RecoverySupport.requests
 import dev.cycles.kotlin.RecoverySupport.settlementRequests
 import dev.cycles.kotlin.RecoverySupport.settlements
-import java.nio.file.Path
-import java.util.concurrent.CopyOnWriteArrayList
-import kotlin.time.Duration
-import kotlin.time.Duration.Companion.hours
-import kotlin.time.Duration.Companion.milliseconds
-import kotlin.time.Duration.Companion.seconds
 import kotlinx.coroutines.CoroutineScope
 import kotlinx.coroutines.CoroutineStart
 import kotlinx.coroutines.Job
@@ -34,6 +28,12 @@ import org.junit.jupiter.api.Assertions.assertThrows
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.io.TempDir
+import java.nio.file.Path
+import java.util.concurrent.CopyOnWriteArrayList
+import kotlin.time.Duration
+import kotlin.time.Duration.Companion.hours
+import kotlin.time.Duration.Companion.milliseconds
+import kotlin.time.Duration.Companion.seconds
 
 /**
  * Recovery conformance, core and boundary scenarios (CR-CORE-001..004, CR-BOUNDARY-001 of
@@ -61,8 +61,12 @@ class RecoveryCoreTest {
     private fun client(j: TestJournal, maxAttempts: Long? = null, requestTimeout: Duration? = null) = CyclesClient.create(
         j.configure(
             ClientOptions(
-                baseUrl = server.url, apiKey = server.apiKey, tenant = server.tenant, replayInterval = 1.hours,
-                maxAttempts = maxAttempts, requestTimeout = requestTimeout,
+                baseUrl = server.url,
+                apiKey = server.apiKey,
+                tenant = server.tenant,
+                replayInterval = 1.hours,
+                maxAttempts = maxAttempts,
+                requestTimeout = requestTimeout,
             ),
         ),
     )
@@ -110,7 +114,10 @@ class RecoveryCoreTest {
         noRelease(server)
     }
 
-    /** CR-CORE-002: expired before the commit; commit 410, then ONE event with the same key carrying the original subject, action, actual. */
+    /**
+     * CR-CORE-002: expired before the commit; commit 410, then ONE event with the same key carrying
+     * the original subject, action, actual.
+     */
     @Test
     fun expiredCommitFallsBackToOneEventWithTheOriginalSubjectActionAndActual() = runBlocking {
         val got = CopyOnWriteArrayList<CyclesEvent>()
@@ -119,7 +126,8 @@ class RecoveryCoreTest {
         val c = client(j)
         val collector = collect(c, got)
         c.use {
-            kept = c.reserve(GuardSpec(ACTION, 1_000, subject = Subject(tenant = server.tenant), idempotencyKey = "core-2", heartbeat = false))
+            kept =
+                c.reserve(GuardSpec(ACTION, 1_000, subject = Subject(tenant = server.tenant), idempotencyKey = "core-2", heartbeat = false))
             kept.setActual(400)
             kept.setMetrics(obj("""{"tokens_input":12,"tokens_output":34}"""))
             kept.setMetadata(obj("""{"run":"r-7"}"""))
@@ -158,11 +166,19 @@ class RecoveryCoreTest {
         assertEquals(emptyList<JsonObject>(), applied(server, "commit"))
         journalEmpty(j, "the record is removed after the event")
         assertTrue(got.any { it.kind == "settlement_mode_switched" && it.reservationId == rid }, got.toString())
-        assertEquals(listOf("$rid:event"), got.filter { it.kind == "settlement_settled" }.map { "${it.reservationId}:${it.json.s("mode")}" })
+        assertEquals(
+            listOf("$rid:event"),
+            got.filter {
+                it.kind == "settlement_settled"
+            }.map { "${it.reservationId}:${it.json.s("mode")}" },
+        )
         noRelease(server)
     }
 
-    /** CR-CORE-003: the first extension dies with a reset; reported with the reservation and a retry disposition, retried with the same key, the work runs on (warn) and is committed. */
+    /**
+     * CR-CORE-003: the first extension dies with a reset; reported with the reservation and a retry
+     * disposition, retried with the same key, the work runs on (warn) and is committed.
+     */
     @Test
     fun heartbeatTransportFailureIsObservableAndNonFatal() = runBlocking {
         fault(server, "extendReservation", """{"kind":"connection_reset"}""")
@@ -245,7 +261,10 @@ class RecoveryCoreTest {
         assertEquals(once, settlements(server, rid, key), "$what: settled at most once")
     }
 
-    /** CR-CORE-004 (commit): every protocol-invalid 2xx of an applied commit leaves it pending with record and key; the replay's valid 200 ends it. */
+    /**
+     * CR-CORE-004 (commit): every protocol-invalid 2xx of an applied commit leaves it pending with
+     * record and key; the replay's valid 200 ends it.
+     */
     @Test
     fun protocolInvalidCommitSuccessStaysAmbiguousAndIsRetriedWithItsKey() = runBlocking {
         for (shape in MALFORMED) protocolInvalidRound(shape, false)

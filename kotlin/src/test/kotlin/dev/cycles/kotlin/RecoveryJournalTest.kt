@@ -8,14 +8,6 @@ import dev.cycles.kotlin.RecoverySupport.requests
 import dev.cycles.kotlin.RecoverySupport.settlementRequests
 import dev.cycles.kotlin.RecoverySupport.settlements
 import dev.cycles.kotlin.RecoverySupport.write
-import java.nio.file.Files
-import java.nio.file.Path
-import java.security.MessageDigest
-import java.util.HexFormat
-import java.util.concurrent.CopyOnWriteArrayList
-import kotlin.time.Duration
-import kotlin.time.Duration.Companion.hours
-import kotlin.time.Duration.Companion.seconds
 import kotlinx.coroutines.CoroutineStart
 import kotlinx.coroutines.launch
 import kotlinx.coroutines.runBlocking
@@ -30,6 +22,14 @@ import org.junit.jupiter.api.Assertions.assertThrows
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.io.TempDir
+import java.nio.file.Files
+import java.nio.file.Path
+import java.security.MessageDigest
+import java.util.HexFormat
+import java.util.concurrent.CopyOnWriteArrayList
+import kotlin.time.Duration
+import kotlin.time.Duration.Companion.hours
+import kotlin.time.Duration.Companion.seconds
 
 /**
  * Recovery conformance on journals written by others (CR-DURABLE-005, CR-DURABLE-007 of
@@ -54,7 +54,10 @@ class RecoveryJournalTest {
 
     private fun journal(name: String) = TestJournal(tmp.resolve(name)).also { journals += it }
 
-    /** CR-DURABLE-005: a corrupt, a version-2 and a valid (Python SDK) record; a fresh JVM quarantines the two (kept, reported, never sent) and replays the valid one once. */
+    /**
+     * CR-DURABLE-005: a corrupt, a version-2 and a valid (Python SDK) record; a fresh JVM
+     * quarantines the two (kept, reported, never sent) and replays the valid one once.
+     */
     @Test
     fun corruptAndUnsupportedRecordsAreQuarantinedAndValidRecordsStillReplay() = runBlocking {
         // The journal under test (the directory, or Redis: TestJournal), written as others would have.
@@ -122,7 +125,10 @@ class RecoveryJournalTest {
         )
     }
 
-    /** CR-DURABLE-007 (names): v2- + lowercase sha256 hex of the exact, unnormalised UTF-8 id + .json; ids a lossy scheme merges get distinct files. */
+    /**
+     * CR-DURABLE-007 (names): v2- + lowercase sha256 hex of the exact, unnormalised UTF-8 id +
+     * .json; ids a lossy scheme merges get distinct files.
+     */
     @Test
     fun journalFileNamesAreSha256OfTheExactUtf8IdAndNeverShared() {
         val names = mutableSetOf<String>()
@@ -151,8 +157,12 @@ class RecoveryJournalTest {
         val got = CopyOnWriteArrayList<CyclesEvent>()
         val client = CyclesClient.create(
             ClientOptions(
-                baseUrl = server.url, apiKey = server.apiKey, tenant = server.tenant, journalDir = d.toString(),
-                maxAttempts = 1, replayInterval = 1.hours,
+                baseUrl = server.url,
+                apiKey = server.apiKey,
+                tenant = server.tenant,
+                journalDir = d.toString(),
+                maxAttempts = 1,
+                replayInterval = 1.hours,
             ),
         )
         // Subscribed when launch returns (events(): the subscription precedes the first suspension).
@@ -228,7 +238,10 @@ class RecoveryJournalTest {
         /** Ids a lossy name scheme would merge (JournalRedisTest's key test uses them too). */
         val TRICKY_IDS = listOf(
             "rsv/a", "rsv_a", "rsv.a", "rsv a", "rsv:a", "rsv%2Fa", "RSV/A", "rsv/a ", " rsv/a",
-            "r\u00e9sum\u00e9", "re\u0301sume\u0301", "\u0440\u0441\u0432", "\u4e88\u7d04-1", "\uD83D\uDCB8", "rsv\\a", "../rsv", "a".repeat(300),
+            "r\u00e9sum\u00e9", "re\u0301sume\u0301", "\u0440\u0441\u0432", "\u4e88\u7d04-1", "\uD83D\uDCB8", "rsv\\a", "../rsv",
+            "a".repeat(
+                300,
+            ),
         )
     }
 }

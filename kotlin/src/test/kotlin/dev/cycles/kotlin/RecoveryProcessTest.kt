@@ -7,9 +7,6 @@ import dev.cycles.kotlin.RecoverySupport.requests
 import dev.cycles.kotlin.RecoverySupport.settlementRequests
 import dev.cycles.kotlin.RecoverySupport.settlements
 import dev.cycles.kotlin.RecoverySupport.waitFor
-import java.nio.file.Files
-import java.nio.file.Path
-import kotlin.time.Duration.Companion.seconds
 import kotlinx.serialization.json.JsonObject
 import org.junit.jupiter.api.AfterEach
 import org.junit.jupiter.api.Assertions.assertArrayEquals
@@ -20,6 +17,9 @@ import org.junit.jupiter.api.Assertions.assertNull
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.io.TempDir
+import java.nio.file.Files
+import java.nio.file.Path
+import kotlin.time.Duration.Companion.seconds
 
 /**
  * Recovery conformance across real JVM processes (CR-DURABLE-001..004 and 006 of
@@ -125,7 +125,10 @@ class RecoveryProcessTest {
         assertEquals("1,0", settlements(server, rid, key), "settled at most once")
     }
 
-    /** CR-DURABLE-001: journaled before it leaves; SIGKILL in flight (held after and before apply); a fresh JVM replays once with the same key. */
+    /**
+     * CR-DURABLE-001: journaled before it leaves; SIGKILL in flight (held after and before apply);
+     * a fresh JVM replays once with the same key.
+     */
     @Test
     fun firstCommitIsJournaledBeforeItLeavesAndReplayedAfterSigkill() {
         server = LocalServer.start()
@@ -134,7 +137,10 @@ class RecoveryProcessTest {
         noRelease(server)
     }
 
-    /** CR-DURABLE-002: a replayed commit gets 410; event mode is persisted before the event leaves; SIGKILL; the next JVM sends only the event (same key). */
+    /**
+     * CR-DURABLE-002: a replayed commit gets 410; event mode is persisted before the event leaves;
+     * SIGKILL; the next JVM sends only the event (same key).
+     */
     @Test
     fun replayedExpiredCommitSwitchesDurablyToEventModeAcrossSigkill() {
         server = LocalServer.start()
@@ -161,7 +167,12 @@ class RecoveryProcessTest {
         val fallback = obj(switched.s("event_fallback_body") ?: error("no event_fallback_body: $switched"))
         assertEquals(key, fallback.s("idempotency_key"))
         var reqs = settlementRequests(server, rid, key)
-        assertEquals(listOf("commitReservation:500", "commitReservation:410"), reqs.take(2).map { "${it.s("operation")}:${it.l("status")}" })
+        assertEquals(
+            listOf("commitReservation:500", "commitReservation:410"),
+            reqs.take(2).map {
+                "${it.s("operation")}:${it.l("status")}"
+            },
+        )
         assertEquals(3, reqs.size, reqs.toString())
         assertEquals("event", record(rid)!!.s("mode"), "the switch survives the kill")
 
@@ -179,7 +190,10 @@ class RecoveryProcessTest {
         noRelease(server)
     }
 
-    /** CR-DURABLE-003: a 429 Retry-After: 3 floor is persisted; SIGKILL; a JVM before the floor sends nothing; the next retries at or after it, same key. */
+    /**
+     * CR-DURABLE-003: a 429 Retry-After: 3 floor is persisted; SIGKILL; a JVM before the floor
+     * sends nothing; the next retries at or after it, same key.
+     */
     @Test
     fun rateLimitFloorSurvivesSigkillAndRestart() {
         server = LocalServer.start()
@@ -213,14 +227,23 @@ class RecoveryProcessTest {
         assertEquals("1,0", settlements(server, rid, key))
     }
 
-    /** CR-DURABLE-004: a record written with old-key + tenant is settled (same key) by a JVM with only new-key + tenant; no file holds a key; new-key without tenant is another partition. */
+    /**
+     * CR-DURABLE-004: a record written with old-key + tenant is settled (same key) by a JVM with
+     * only new-key + tenant; no file holds a key; new-key without tenant is another partition.
+     */
     @Test
     fun tenantJournalSurvivesApiKeyRotationAcrossProcesses() {
         server = LocalServer.start(obj("""{"tenants":[{"id":"acme","api_keys":["old-key","new-key"]}]}"""))
         val key = "d4:commit"
         fault(server, "commitReservation", """{"kind":"server_error","status":500}""")
         val r1 = spawn(
-            "p1", "api_key" to "old-key", "tenant" to "acme", "mode" to "settle", "key" to "d4", "amount" to 400, "max_attempts" to 1,
+            "p1",
+            "api_key" to "old-key",
+            "tenant" to "acme",
+            "mode" to "settle",
+            "key" to "d4",
+            "amount" to 400,
+            "max_attempts" to 1,
         ).finish()
         assertEquals("pending", settlementField(r1, "status"), r1.toString())
         val rid = settlementField(r1, "reservation_id")!!
@@ -263,7 +286,10 @@ class RecoveryProcessTest {
         Files.createFile(go)
     }
 
-    /** CR-DURABLE-006 (shared journal): two JVMs replay one record at once while the server holds the commit; the record lock lets one send it; committed once. */
+    /**
+     * CR-DURABLE-006 (shared journal): two JVMs replay one record at once while the server holds
+     * the commit; the record lock lets one send it; committed once.
+     */
     @Test
     fun twoProcessesReplayingOneJournalSettleTheRecordOnce() {
         server = LocalServer.start()
@@ -286,7 +312,10 @@ class RecoveryProcessTest {
         journalEmpty(j(), "nothing left in the journal")
     }
 
-    /** CR-DURABLE-006 (copies, no shared lock): two JVMs each holding a copy commit concurrently with the same key; applied once, both records removed. */
+    /**
+     * CR-DURABLE-006 (copies, no shared lock): two JVMs each holding a copy commit concurrently
+     * with the same key; applied once, both records removed.
+     */
     @Test
     fun twoProcessesWithCopiesOfOneRecordCommitConcurrentlyOnce() {
         server = LocalServer.start()

@@ -1,10 +1,5 @@
 package dev.cycles.kotlin
 
-import java.io.File
-import java.nio.file.Files
-import java.nio.file.Path
-import java.nio.file.StandardCopyOption
-import java.util.concurrent.TimeUnit
 import kotlinx.serialization.json.Json
 import kotlinx.serialization.json.JsonArray
 import kotlinx.serialization.json.JsonElement
@@ -17,6 +12,11 @@ import kotlinx.serialization.json.longOrNull
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertFalse
 import org.junit.jupiter.api.Assertions.assertTrue
+import java.io.File
+import java.nio.file.Files
+import java.nio.file.Path
+import java.nio.file.StandardCopyOption
+import java.util.concurrent.TimeUnit
 
 /**
  * Helpers of the recovery conformance tests (Recovery*Test): request and ledger filters over
@@ -29,8 +29,7 @@ object RecoverySupport {
     /** A JSON object literal. */
     fun obj(text: String): JsonObject = Json.parseToJsonElement(text) as JsonObject
 
-    fun fault(server: LocalServer, op: String, fault: String) =
-        server.addFault(obj("""{"operation":"$op","times":1,"fault":$fault}"""))
+    fun fault(server: LocalServer, op: String, fault: String) = server.addFault(obj("""{"operation":"$op","times":1,"fault":$fault}"""))
 
     fun requests(s: LocalServer): List<JsonObject> = s.requests().map { it as JsonObject }
 
@@ -87,12 +86,13 @@ object RecoverySupport {
 
     /** A reservation made by a plain operation (no guard): its id. */
     suspend fun reserveDirect(c: CyclesClient, tenant: String, key: String): String = c.createReservation(
-        obj(
-            """{"idempotency_key":"$key","subject":{"tenant":"$tenant"},
-               "action":{"kind":"llm.completion","name":"test-model"},
-               "estimate":{"unit":"USD_MICROCENTS","amount":1000}}""",
+        CreateReservationRequest(
+            idempotencyKey = key,
+            subject = Subject(tenant = tenant),
+            action = Action("llm.completion", "test-model"),
+            estimate = Amount(BudgetUnit.USD_MICROCENTS, 1000),
         ),
-    ).json.s("reservation_id")!!
+    ).body.reservationId!!
 
     /** Polls [cond] every 2 ms for up to [ms]. */
     fun waitFor(ms: Long, cond: () -> Boolean): Boolean {
@@ -115,8 +115,12 @@ object RecoverySupport {
             val cp = System.getProperty("surefire.test.class.path") ?: System.getProperty("java.class.path")
             val java = Path.of(System.getProperty("java.home"), "bin", "java").toString()
             process = ProcessBuilder(
-                java, "-cp", cp, "-Djna.library.path=" + System.getProperty("jna.library.path"),
-                "dev.cycles.kotlin.RecoveryChild", toJson(full).toString(),
+                java,
+                "-cp",
+                cp,
+                "-Djna.library.path=" + System.getProperty("jna.library.path"),
+                "dev.cycles.kotlin.RecoveryChild",
+                toJson(full).toString(),
             ).redirectOutput(ProcessBuilder.Redirect.INHERIT).redirectError(ProcessBuilder.Redirect.INHERIT).start()
         }
 

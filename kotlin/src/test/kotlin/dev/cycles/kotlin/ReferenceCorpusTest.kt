@@ -1,7 +1,6 @@
 package dev.cycles.kotlin
 
-import java.nio.file.Files
-import java.nio.file.Path
+import kotlinx.serialization.KSerializer
 import kotlinx.serialization.json.Json
 import kotlinx.serialization.json.JsonArray
 import kotlinx.serialization.json.JsonElement
@@ -17,12 +16,15 @@ import org.junit.jupiter.api.Assertions.assertThrows
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Assertions.fail
 import org.junit.jupiter.api.Test
+import java.nio.file.Files
+import java.nio.file.Path
 
 /**
  * The captured reference-server corpus (217 exchanges, ../shared/fixtures/reference-server)
  * through [Captured.decode], the client's own response path: every 2xx decodes to exactly what
- * the server sent less its explicit nulls, every error throws [CyclesException] with every
- * field. A missing corpus FAILS, naming the path.
+ * the server sent less its explicit nulls, and into its operation's generated result class
+ * with every member kept (written back, the same JSON); every error throws [CyclesException]
+ * with every field. A missing corpus FAILS, naming the path.
  */
 class ReferenceCorpusTest {
     private data class Exchange(val name: String, val operation: String?, val status: Int, val headers: JsonObject, val body: String) {
@@ -30,14 +32,24 @@ class ReferenceCorpusTest {
     }
 
     private fun load(): List<Exchange> {
-        val p = Path.of(System.getProperty("cycles.reference.corpus") ?: "../../shared/fixtures/reference-server/exchanges.jsonl").toAbsolutePath().normalize()
-        if (!Files.isRegularFile(p)) fail<Unit>("the reference-server corpus is missing: $p does not exist (shared/fixtures/reference-server/exchanges.jsonl)")
+        val p = Path.of(
+            System.getProperty("cycles.reference.corpus") ?: "../../shared/fixtures/reference-server/exchanges.jsonl",
+        ).toAbsolutePath().normalize()
+        if (!Files.isRegularFile(
+                p,
+            )
+        ) {
+            fail<Unit>("the reference-server corpus is missing: $p does not exist (shared/fixtures/reference-server/exchanges.jsonl)")
+        }
         return Files.readAllLines(p).filter { it.isNotBlank() }.map { line ->
             val x = Json.parseToJsonElement(line).jsonObject
             val r = x["response"]!!.jsonObject
             Exchange(
-                x["name"]!!.jsonPrimitive.content, x["operation"]?.takeIf { it !is JsonNull }?.jsonPrimitive?.content,
-                r["status"]!!.jsonPrimitive.int, r["headers"]!!.jsonObject, r["body"]!!.jsonPrimitive.content,
+                x["name"]!!.jsonPrimitive.content,
+                x["operation"]?.takeIf { it !is JsonNull }?.jsonPrimitive?.content,
+                r["status"]!!.jsonPrimitive.int,
+                r["headers"]!!.jsonObject,
+                r["body"]!!.jsonPrimitive.content,
             )
         }
     }
@@ -64,11 +76,33 @@ class ReferenceCorpusTest {
         assertEquals(0L, r.rttUs, x.name)
         val raw = Json.parseToJsonElement(x.body)
         assertEquals(withoutNulls(raw), r.body, "${x.name}: the decoded body differs from what the server sent")
+        // The typed reply: the operation's generated result class, with every member the server
+        // sent (written back, it is the same JSON: nothing dropped, nothing renamed).
+        @Suppress("UNCHECKED_CAST")
+        val result = resultSerializers[x.operation] as KSerializer<Any>
+        val typed = Reply.parse(reply(r), result)
+        assertEquals(result.descriptor.serialName.substringAfterLast('.'), typed.body::class.simpleName, x.name)
+        assertEquals(withoutNulls(raw), wireJson.encodeToJsonElement(result, typed.body), "${x.name}: the typed body differs")
+        typedBodies++
         return countNulls(raw)
     }
 
+    private var typedBodies = 0
+
+    /** A reply as the bridge writes it, for the typed path ([Reply.parse] with a result class). */
+    private fun reply(r: Reply<JsonElement>): String = JsonObject(
+        mapOf(
+            "status" to JsonPrimitive(r.status),
+            "request_id" to JsonPrimitive(r.requestId),
+            "trace_id" to JsonPrimitive(r.traceId),
+            "rtt_us" to JsonPrimitive(r.rttUs),
+            "body" to r.body,
+        ),
+    ).toString()
+
     private fun checkError(x: Exchange) {
-        val e = assertThrows(CyclesException::class.java, { Captured.decode(x.operation, x.status, x.headers, x.body.toByteArray()) }, x.name)
+        val e =
+            assertThrows(CyclesException::class.java, { Captured.decode(x.operation, x.status, x.headers, x.body.toByteArray()) }, x.name)
         val body = runCatching { Json.parseToJsonElement(x.body) as? JsonObject }.getOrNull()
         val code = (body?.get("error") as? JsonPrimitive)?.content
         val kind = when {
@@ -120,6 +154,8 @@ class ReferenceCorpusTest {
         assertEquals(217, ok + failed)
         assertEquals(109, ok, "2xx exchanges")
         assertEquals(11, ops.size, "all operations covered: $ops")
+        assertEquals(resultSerializers.keys, ops, "a result class for every operation")
+        assertEquals(109, typedBodies, "2xx bodies read into their result classes")
         assertEquals(34, bodiesWithNulls, "bodies with explicit nulls")
         assertTrue(nulls > 100, "$nulls nulls")
         println("reference corpus: $ok successes, $failed errors")

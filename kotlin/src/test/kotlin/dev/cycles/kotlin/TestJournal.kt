@@ -1,11 +1,5 @@
 package dev.cycles.kotlin
 
-import java.net.ServerSocket
-import java.net.Socket
-import java.nio.file.Files
-import java.nio.file.NoSuchFileException
-import java.nio.file.Path
-import java.util.concurrent.TimeUnit
 import kotlinx.serialization.json.Json
 import kotlinx.serialization.json.JsonArray
 import kotlinx.serialization.json.JsonElement
@@ -13,6 +7,12 @@ import kotlinx.serialization.json.JsonNull
 import kotlinx.serialization.json.JsonObject
 import kotlinx.serialization.json.JsonPrimitive
 import kotlinx.serialization.json.contentOrNull
+import java.net.ServerSocket
+import java.net.Socket
+import java.nio.file.Files
+import java.nio.file.NoSuchFileException
+import java.nio.file.Path
+import java.util.concurrent.TimeUnit
 
 /**
  * A redis-server on a free loopback port (Debian's `redis-server`, which scripts/test-all.sh and

@@ -1,7 +1,5 @@
 package dev.cycles.kotlin
 
-import java.nio.file.Files
-import java.nio.file.Path
 import kotlinx.serialization.json.Json
 import kotlinx.serialization.json.JsonArray
 import kotlinx.serialization.json.JsonElement
@@ -20,6 +18,8 @@ import org.junit.jupiter.api.Assertions.assertNotNull
 import org.junit.jupiter.api.Assertions.assertThrows
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
+import java.nio.file.Files
+import java.nio.file.Path
 
 /**
  * Every case of conformance/vectors/heartbeat.json, journal.json and pricing.json through
@@ -35,8 +35,7 @@ class VectorsTest {
     private fun name(c: JsonObject) = (c["name"] as? JsonPrimitive)?.content ?: "?"
 
     /** JSON numbers compared by value (`1` and `1.0` differ in text only). */
-    private fun same(what: String, want: JsonElement?, got: JsonElement?) =
-        assertEquals(norm(want), norm(got), what)
+    private fun same(what: String, want: JsonElement?, got: JsonElement?) = assertEquals(norm(want), norm(got), what)
 
     private fun norm(e: JsonElement?): Any? = when (e) {
         null, JsonNull -> null
@@ -70,7 +69,10 @@ class VectorsTest {
     fun heartbeatVectors() {
         val doc = load("heartbeat.json")
         assertEquals("cycles-heartbeat-vectors", doc["format"]!!.jsonPrimitive.content)
-        val known = setOf("format", "version", "about", "schedule", "retry_after", "retry", "planner", "fallback", "extend_timeout", "planner_derived")
+        val known = setOf(
+            "format", "version", "about", "schedule", "retry_after", "retry", "planner", "fallback", "extend_timeout",
+            "planner_derived",
+        )
         assertEquals(known, doc.keys, "heartbeat.json's sections")
         var ran = 0
         val want = section(doc, "schedule") { c ->
@@ -87,37 +89,62 @@ class VectorsTest {
         } + section(doc, "retry") { c ->
             val input = c["input"]!!.jsonObject
             val e = c["expect"]!!.jsonObject
-            val est = Timing.call("current_lead_estimate", buildJsonObject {
-                put("last_lead_floor_ms", input["last_lead_floor_ms"]!!)
-                put("elapsed_ms", input["elapsed_ms"]!!)
-            })
+            val est = Timing.call(
+                "current_lead_estimate",
+                buildJsonObject {
+                    put("last_lead_floor_ms", input["last_lead_floor_ms"]!!)
+                    put("elapsed_ms", input["elapsed_ms"]!!)
+                },
+            )
             same("${name(c)} estimate", e["current_lead_estimate_ms"], est)
-            val window = Timing.call("retry_window", buildJsonObject {
-                put("current_lead_estimate_ms", est)
-                put("attempt_budget_ms", input["attempt_budget_ms"]!!)
-                put("safety_margin_ms", input["safety_margin_ms"]!!)
-            })
+            val window = Timing.call(
+                "retry_window",
+                buildJsonObject {
+                    put("current_lead_estimate_ms", est)
+                    put("attempt_budget_ms", input["attempt_budget_ms"]!!)
+                    put("safety_margin_ms", input["safety_margin_ms"]!!)
+                },
+            )
             same("${name(c)} window", e["retry_window_ms"], window)
             val wantDelay = e["transient_retry_delay_ms"]
             if (wantDelay == null || wantDelay is JsonNull) {
                 assertTrue(window.toString().trim('"').startsWith("-"), "${name(c)}: a null delay needs a negative window, got $window")
             } else {
-                val d = Timing.call("transient_retry_delay", buildJsonObject {
-                    put("current_lead_estimate_ms", est)
-                    put("retry_window_ms", window)
-                })
+                val d = Timing.call(
+                    "transient_retry_delay",
+                    buildJsonObject {
+                        put("current_lead_estimate_ms", est)
+                        put("retry_window_ms", window)
+                    },
+                )
                 same("${name(c)} delay", wantDelay, d)
             }
             ran++
-        } + section(doc, "planner") { c -> planner(c, derived = false); ran++ } +
-            section(doc, "fallback") { c -> fallback(c); ran++ } +
+        } + section(doc, "planner") { c ->
+            planner(c, derived = false)
+            ran++
+        } +
+            section(doc, "fallback") { c ->
+                fallback(c)
+                ran++
+            } +
             section(doc, "extend_timeout") { c ->
                 val t = Timing.call("extend_timeout", c["input"]!!.jsonObject).jsonObject
-                for (k in listOf("source", "timeout_ms", "min_lead_floor_ms", "max_keeping_timeout_ms", "target_timeout_ms", "attempt_cutoff_ms")) {
+                for (k in listOf(
+                    "source",
+                    "timeout_ms",
+                    "min_lead_floor_ms",
+                    "max_keeping_timeout_ms",
+                    "target_timeout_ms",
+                    "attempt_cutoff_ms",
+                )) {
                     same("${name(c)} $k", c["expect"]!!.jsonObject[k], t[k])
                 }
                 ran++
-            } + section(doc, "planner_derived") { c -> planner(c, derived = true); ran++ }
+            } + section(doc, "planner_derived") { c ->
+                planner(c, derived = true)
+                ran++
+            }
         assertEquals(want, ran)
         println("heartbeat vectors: $ran cases")
     }
@@ -139,7 +166,11 @@ class VectorsTest {
         val steps = c["steps"]!!.jsonArray
         val decisions = e["decisions"]!!.jsonArray
         val regimes = e["regimes"]?.jsonArray
-        val p = Timing.FallbackPlanner(c["requested_ttl_ms"]!!.jsonPrimitive.long, create["at_us"]!!.jsonPrimitive.long, create["expires_at_ms"]!!.jsonPrimitive.long)
+        val p = Timing.FallbackPlanner(
+            c["requested_ttl_ms"]!!.jsonPrimitive.long,
+            create["at_us"]!!.jsonPrimitive.long,
+            create["expires_at_ms"]!!.jsonPrimitive.long,
+        )
         decision(name(c), e["first_beat"]!!.jsonObject, p.firstBeat(c["prime"]!!.jsonPrimitive.boolean))
         assertEquals(steps.size, decisions.size, "${name(c)}: steps and decisions")
         var lastAt = create["at_us"]!!.jsonPrimitive.long
@@ -158,14 +189,20 @@ class VectorsTest {
         var ran = 0
         val want = section(doc, "partition") { c ->
             val t = c["tenant"]?.takeIf { it !is JsonNull }?.jsonPrimitive?.content
-            assertEquals(c["fp16"]!!.jsonPrimitive.content, Journal.fingerprint(c["base_url"]!!.jsonPrimitive.content, c["api_key"]!!.jsonPrimitive.content, t))
+            assertEquals(
+                c["fp16"]!!.jsonPrimitive.content,
+                Journal.fingerprint(c["base_url"]!!.jsonPrimitive.content, c["api_key"]!!.jsonPrimitive.content, t),
+            )
             ran++
         } + section(doc, "file_names") { c ->
             val rid = c["reservation_id"]!!.jsonPrimitive.content
             assertEquals(c["standard"]!!.jsonPrimitive.content, Journal.fileName(rid), rid)
             assertEquals(c["legacy"]!!.jsonPrimitive.content, Journal.legacyFileName(rid), rid)
             ran++
-        } + section(doc, "records") { c -> record(c); ran++ }
+        } + section(doc, "records") { c ->
+            record(c)
+            ran++
+        }
         assertEquals(want, ran)
         println("journal vectors: $ran cases")
     }
