@@ -24,7 +24,7 @@ count="${CYCLES_MATRIX_COUNT:-10000}"
 faces=conformance/matrix/faces
 reports="$CARGO_TARGET_DIR/recovery-conformance"
 py_venv="${CYCLES_PY_CACHE:-$HOME/.cache/cycles-python}/test-venv"
-step() { printf '\n==> matrix: %s\n' "$*"; }
+step() { printf '\n==> matrix: [%ds] %s\n' "$SECONDS" "$*"; }
 
 step "build the orchestrator and the conformance runner"
 cargo build -q --locked -p cycles-matrix -p cycles-conformance-runner
@@ -73,22 +73,16 @@ python3 conformance/adapters/kotlin --build
 # (core/tests/common/store.rs, python/tests/journal_store.py, bindings/c/tests/recovery.h,
 # node/test/recovery-support.mjs, java/src/test/java/dev/cycles/TestJournal.java,
 # kotlin/src/test/kotlin/dev/cycles/kotlin/TestJournal.kt).
-# Two lanes side by side: the claims mostly wait (child processes killed and restarted, leases
-# lapsing, one process start per mapped test), so one after another they left the machine
-# idle for minutes. Rust, Python, C and Kotlin (one JVM per scenario) in one lane, Node and the
-# JVM (the heaviest, one Maven start per mapped test) in the other; each lane's log is printed
-# whole when it ends.
+# Three lanes side by side: the claims mostly wait (child processes killed and restarted,
+# leases lapsing, one process start per mapped test), so one after another they left the
+# machine idle for minutes. Rust, C and Kotlin (one JVM per scenario) in one lane, Python in
+# another, Node and the JVM (the heaviest, one Maven start per mapped test) in the third
+# (balanced by the times each claim prints); each lane's log is printed whole when it ends.
 lane_native() {
     adapter rust cycles-sdk/rust-core "$reports/recovery-conformance.json" --adapter conformance/adapters/rust
     CYCLES_TEST_JOURNAL_STORE=redis adapter rust-redis cycles-sdk/rust-core-redis-journal \
         "$reports/recovery-conformance-rust-redis.json" \
         --adapter conformance/adapters/rust --map conformance/adapters/rust-redis-map.json
-    adapter python cycles-sdk/python "$reports/recovery-conformance-python.json" \
-        --adapter conformance/adapters/python --python "$py_venv/bin/python"
-    CYCLES_TEST_JOURNAL_STORE=redis adapter python-redis cycles-sdk/python-redis-journal \
-        "$reports/recovery-conformance-python-redis.json" \
-        --adapter conformance/adapters/python --python "$py_venv/bin/python" \
-        --map conformance/adapters/python-redis-map.json
     adapter c cycles-sdk/c "$reports/recovery-conformance-c.json" \
         --adapter conformance/adapters/c --build-dir "$c_tree/build"
     CYCLES_TEST_JOURNAL_STORE=redis adapter c-redis cycles-sdk/c-redis-journal \
@@ -98,6 +92,14 @@ lane_native() {
     CYCLES_TEST_JOURNAL_STORE=redis adapter kotlin-redis cycles-sdk/kotlin-redis-journal \
         "$reports/recovery-conformance-kotlin-redis.json" \
         --adapter conformance/adapters/kotlin --map conformance/adapters/kotlin-redis-map.json
+}
+lane_python() {
+    adapter python cycles-sdk/python "$reports/recovery-conformance-python.json" \
+        --adapter conformance/adapters/python --python "$py_venv/bin/python"
+    CYCLES_TEST_JOURNAL_STORE=redis adapter python-redis cycles-sdk/python-redis-journal \
+        "$reports/recovery-conformance-python-redis.json" \
+        --adapter conformance/adapters/python --python "$py_venv/bin/python" \
+        --map conformance/adapters/python-redis-map.json
 }
 lane_runtimes() {
     adapter node cycles-sdk/node "$reports/recovery-conformance-node.json" --adapter conformance/adapters/node
@@ -111,14 +113,17 @@ lane_runtimes() {
 }
 mkdir -p "$reports"
 lanes_failed=0
-lane_native >"$reports/lane-native.log" 2>&1 &
-native_pid=$!
-lane_runtimes >"$reports/lane-runtimes.log" 2>&1 &
-runtimes_pid=$!
-wait "$native_pid" || lanes_failed=1
-cat "$reports/lane-native.log"
-wait "$runtimes_pid" || lanes_failed=1
-cat "$reports/lane-runtimes.log"
+pids=()
+for lane in native python runtimes; do
+    "lane_$lane" >"$reports/lane-$lane.log" 2>&1 &
+    pids+=($!)
+done
+i=0
+for lane in native python runtimes; do
+    wait "${pids[$i]}" || lanes_failed=1
+    cat "$reports/lane-$lane.log"
+    i=$((i + 1))
+done
 [[ "$lanes_failed" == 0 ]] || { echo "a recovery conformance claim FAILED (logs above)" >&2; exit 1; }
 
 step "self-test: a deliberately broken face must fail the matrix"

@@ -54,6 +54,17 @@ step "C: libcycles header drift, installed tree, CTest plain / valgrind / ASAN+U
 step "Node: build the addon, tsc, node:test suite (count checked), drift check, install check"
 bash node/scripts/test.sh
 
+# The platform checks (cross builds in their own target dirs, the arm64 root, qemu runs) share
+# nothing with the steps after this one but the CPU, and those steps mostly wait (JVM starts,
+# recovery scenarios killing and restarting processes): run beside them, log printed at the end.
+step "platforms, started in the background: the aarch64 glibc C quick start in a Debian arm64 root (qemu-user), the static musl CLI's demo, the aarch64 wheel and the Kotlin jar's quick start there too (scripts/verify-platforms.sh --ci; its log follows the last step)"
+platforms_log="$(mktemp "${TMPDIR:-/tmp}/cycles-platforms.XXXXXX")"
+# In a process group of its own (setsid), so that a failing step ends the run with the whole
+# background check (cargo, qemu), not only its script.
+setsid bash scripts/verify-platforms.sh --ci >"$platforms_log" 2>&1 &
+platforms_pid=$!
+trap 'kill -- -"$platforms_pid" 2>/dev/null || true; rm -f "$platforms_log"' EXIT
+
 step "JVM: jar with libcycles_jvm, JUnit suite (-Xcheck:jni, both server modes), exit test and quick start with plain java"; bash java/scripts/test.sh
 
 step "Kotlin (uniffi): libcycles_uniffi, the generated Kotlin and Swift drift check, JUnit suite on JDK 17 (counts checked, both server modes), exit test and quick start with plain java"
@@ -64,9 +75,6 @@ bash spring/scripts/test.sh
 
 step "local server fidelity against the OpenAPI spec (schemathesis)"
 bash conformance/fidelity/run.sh
-
-step "platforms: the aarch64 glibc C quick start in a Debian arm64 root (qemu-user), the static musl CLI's demo, the aarch64 wheel and the Kotlin jar's quick start there too (scripts/verify-platforms.sh --ci)"
-bash scripts/verify-platforms.sh --ci
 
 step "cross-language matrix: vectors, corpus, differential, journal interop, recovery adapters (scripts/matrix.sh)"
 bash scripts/matrix.sh
@@ -79,5 +87,11 @@ bash scripts/crashloop.sh 33 10 --redis
 
 step "load with faults, short: 500 concurrent guarded actions per face under the 1% fault mix, ledger-checked (scripts/load.sh)"
 CYCLES_LOAD_COUNT=500 bash scripts/load.sh
+
+step "platforms (scripts/verify-platforms.sh --ci, run beside the steps since the Node one): its log"
+platforms_status=0
+wait "$platforms_pid" || platforms_status=$?
+cat "$platforms_log"
+[[ $platforms_status == 0 ]] || { echo "scripts/verify-platforms.sh --ci FAILED (status $platforms_status)" >&2; exit 1; }
 
 step "all test suites passed"

@@ -98,7 +98,7 @@ platform_objcopy() {
         linux-arm64-*)
             if ! command -v aarch64-linux-gnu-objcopy >/dev/null; then
                 local sudo=""; [[ $(id -u) -eq 0 ]] || sudo=sudo
-                $sudo apt-get install -y -qq binutils-aarch64-linux-gnu >/dev/null
+                $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq binutils-aarch64-linux-gnu >/dev/null
             fi
             echo aarch64-linux-gnu-objcopy ;;
     esac

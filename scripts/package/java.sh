@@ -19,7 +19,8 @@
 
 package_java() {
     local dir stamp platform classifier natives mvn=(mvn -B -q) skip=()
-    natives="$TARGET/cycles-jvm-natives"
+    # Staged under OUT (removed at the end), not in the shared target dir (see kotlin.sh).
+    natives="$OUT/.java-staging"
     rm -rf "$natives" "$OUT/java"
     mkdir -p "$OUT/java"
     for platform in "${PLATFORMS[@]}"; do
@@ -55,5 +56,6 @@ with zipfile.ZipFile(sys.argv[2], "a", zipfile.ZIP_DEFLATED) as z:
         z.write(sys.argv[1], "META-INF/LICENSE")
 ' "$ROOT/LICENSE" "$(ls "$OUT"/java/cycles-sdk-*-javadoc.jar)"
     cp "$ROOT/LICENSE" "$OUT/java/natives-debug/"
+    rm -rf "$natives"
     log "Java: $(cd "$OUT/java" && ls | tr '\n' ' ')"
 }

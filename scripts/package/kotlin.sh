@@ -16,8 +16,8 @@
 # asked for; with only musl platforms asked, an error when kotlin was named, skipped when
 # scripts/package.sh was given no language). The host platform in the dev profile is built with plain cargo into $TARGET, every
 # other by cargo-zigbuild (common.sh platform_cargo). Maven compiles into
-# $TARGET/cycles-kotlin-package (never kotlin/target, which the tests and the recovery adapter
-# use) and skips the tests: kotlin/scripts/test.sh runs them. kotlin/scripts/install-check.sh
+# OUT/.kotlin-staging/build (never kotlin/target, which the tests and the recovery adapter
+# use; removed once the jar is copied out) and skips the tests: kotlin/scripts/test.sh runs them. kotlin/scripts/install-check.sh
 # then compiles and runs docs/kotlin.md's quick start against this jar alone.
 
 # JNA's resource prefix (com.sun.jna.Platform.RESOURCE_PREFIX) of a platform, or nothing for a
@@ -32,9 +32,12 @@ platform_jna_prefix() {
 
 package_kotlin() {
     local dir platform prefix natives build mvn=(mvn -B -q) kv m2="$HOME/.m2/repository" carried=()
-    natives="$TARGET/cycles-kotlin-natives"
-    build="$TARGET/cycles-kotlin-package"
-    rm -rf "$natives" "$build" "$OUT/kotlin"
+    # Staged under OUT (removed at the end), not in the shared target dir: two runs packaging at
+    # once (CI's background platform checks beside the Kotlin suite, or two checkouts) must not
+    # delete each other's natives or Maven build.
+    natives="$OUT/.kotlin-staging/natives"
+    build="$OUT/.kotlin-staging/build"
+    rm -rf "$OUT/.kotlin-staging" "$OUT/kotlin"
     mkdir -p "$OUT/kotlin"
     for platform in "${PLATFORMS[@]}"; do
         prefix="$(platform_jna_prefix "$platform")"
@@ -57,7 +60,7 @@ package_kotlin() {
         carried+=("$prefix")
     done
     if [[ ${#carried[@]} -eq 0 ]]; then
-        rm -rf "$OUT/kotlin"
+        rm -rf "$OUT/kotlin" "$OUT/.kotlin-staging"
         [[ "${LANGS_DEFAULTED:-0}" == 1 ]] && { log "Kotlin: skipped (no glibc platform asked for)"; return 0; }
         echo "no platform the Kotlin jar can carry was asked for" >&2
         return 2
@@ -75,5 +78,6 @@ package_kotlin() {
         -Dcycles.native.root="$natives") >&2
     cp "$build"/cycles-kotlin-*.jar "$OUT/kotlin/"
     cp "$ROOT/LICENSE" "$OUT/kotlin/natives-debug/"
+    rm -rf "$OUT/.kotlin-staging"
     log "Kotlin: $(cd "$OUT/kotlin" && ls | tr '\n' ' ')"
 }

@@ -17,7 +17,7 @@ command -v debootstrap >/dev/null || need+=(debootstrap)
 [[ -x /usr/bin/qemu-aarch64-static ]] || need+=(qemu-user-static)
 if [[ ${#need[@]} -gt 0 ]]; then
     log "installing ${need[*]}"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q "${need[@]}" >&2
 fi
 if [[ ! -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]]; then
     mountpoint -q /proc/sys/fs/binfmt_misc || mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc

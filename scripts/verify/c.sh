@@ -33,7 +33,7 @@ platforms=("${ALL_PLATFORMS[@]}")
 
 bash "$ROOT/bindings/c/scripts/quickstart.sh" >"$WORK/quickstart.c"
 command -v musl-gcc >/dev/null || { [[ " ${platforms[*]} " != *-musl* ]] ||
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq musl-tools >/dev/null; }
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq musl-tools >/dev/null; }
 
 # unpack PLATFORM DEST: the tarball's folder under DEST; prints its path.
 unpack() {

@@ -39,7 +39,7 @@ for c in linux-x86_64 linux-aarch_64 linux-x86_64-musl linux-aarch_64-musl; do
 done
 vlog "META-INF/LICENSE: $(head -c 200 "$WORK/jar/META-INF/LICENSE" | grep -o 'Apache License' | head -1)"
 
-command -v musl-gcc >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq musl-tools >/dev/null
+command -v musl-gcc >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq musl-tools >/dev/null
 cat >"$WORK/dlopen.c" <<'C'
 #include <dlfcn.h>
 #include <stdio.h>
