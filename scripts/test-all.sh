@@ -63,7 +63,19 @@ platforms_log="$(mktemp "${TMPDIR:-/tmp}/cycles-platforms.XXXXXX")"
 # background check (cargo, qemu), not only its script.
 setsid bash scripts/verify-platforms.sh --ci >"$platforms_log" 2>&1 &
 platforms_pid=$!
-trap 'kill -- -"$platforms_pid" 2>/dev/null || true; rm -f "$platforms_log"' EXIT
+platforms_printed=0
+# A failing step ends the run: the background check is stopped, and what it logged so far is
+# shown (else a failure of its own, or how far it got, would be lost with the log file).
+on_exit() {
+    local status=$?
+    if [[ $status != 0 && $platforms_printed == 0 && -s "$platforms_log" ]]; then
+        echo "== the background platform check, stopped by the failure above; the last 40 lines of its log:" >&2
+        tail -n 40 "$platforms_log" >&2
+    fi
+    kill -- -"$platforms_pid" 2>/dev/null || true
+    rm -f "$platforms_log"
+}
+trap on_exit EXIT
 
 step "JVM: jar with libcycles_jvm, JUnit suite (-Xcheck:jni, both server modes), exit test and quick start with plain java"; bash java/scripts/test.sh
 
@@ -92,6 +104,7 @@ step "platforms (scripts/verify-platforms.sh --ci, run beside the steps since th
 platforms_status=0
 wait "$platforms_pid" || platforms_status=$?
 cat "$platforms_log"
+platforms_printed=1
 [[ $platforms_status == 0 ]] || { echo "scripts/verify-platforms.sh --ci FAILED (status $platforms_status)" >&2; exit 1; }
 
 step "all test suites passed"

@@ -27,6 +27,7 @@ use crate::error::Error;
 use crate::settle::{registered_settlers, PendingRecord, Settler};
 
 pub mod caller;
+pub(crate) mod pid;
 
 /// Upper bound of the runtime's blocking pool.
 const BLOCKING_THREADS: usize = 32;
@@ -130,7 +131,7 @@ fn build() -> State {
         .build();
     match built {
         Ok(rt) => State::Running {
-            pid: std::process::id(),
+            pid: pid::current(),
             owned: Some(rt),
             pinned: None,
         },
@@ -149,7 +150,7 @@ fn with_running<T>(
     }
     match &mut *st {
         State::Running { pid, owned, pinned } => {
-            check_pid(*pid, std::process::id())?;
+            check_pid(*pid, pid::current())?;
             Ok(f(owned, pinned))
         }
         State::Failed(e) => Err(Error::runtime(format!(
@@ -170,7 +171,7 @@ pub fn handle() -> Result<Handle, Error> {
     {
         let st = STATE.read().unwrap_or_else(|p| p.into_inner());
         if let State::Running { pid, owned, pinned } = &*st {
-            check_pid(*pid, std::process::id())?;
+            check_pid(*pid, pid::current())?;
             if let Some(rt) = owned.as_ref().or(pinned.as_ref().copied()) {
                 return Ok(rt.handle().clone());
             }
@@ -253,7 +254,7 @@ pub fn shutdown(timeout: Duration) -> Result<ShutdownReport, Error> {
                     ..ShutdownReport::default()
                 })
             }
-            State::Running { pid, .. } => check_pid(*pid, std::process::id())?,
+            State::Running { pid, .. } => check_pid(*pid, pid::current())?,
             State::Unstarted | State::Failed(_) => {}
         }
         if let State::Running {

@@ -10,7 +10,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use cycles_core::transport::decode::{decode_response, http_error, DecodedBody, Operation};
+use cycles_core::transport::decode::{
+    decode_body_from_bytes, decode_response, http_error, DecodedBody, Operation,
+};
 use cycles_core::{Error, ErrorKind};
 use serde_json::{Map, Value};
 
@@ -123,6 +125,10 @@ fn check_success(x: &Exchange) -> (DecodedBody, usize) {
         .unwrap_or_else(|| panic!("{}: a 2xx must belong to an operation", x.name));
     let decoded = decode_response(op, x.status, &x.header_refs(), x.body.as_bytes())
         .unwrap_or_else(|e| panic!("{} ({op}) must decode: {e}", x.name));
+    // Decoded from its parse, the body is the one serde_json decodes from the bytes.
+    let from_bytes = decode_body_from_bytes(op, x.body.as_bytes())
+        .unwrap_or_else(|e| panic!("{} ({op}) decodes from its bytes: {e}", x.name));
+    assert_eq!(decoded.body, from_bytes, "{}", x.name);
     assert_eq!(decoded.status, x.status, "{}", x.name);
     assert_eq!(
         decoded.request_id.as_deref(),

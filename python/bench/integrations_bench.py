@@ -243,6 +243,12 @@ def main() -> None:
         help="run this one path: --calls warm-up calls, then --rounds x --calls calls, and "
         "print nothing (integrations_instructions.py counts its instructions under callgrind)",
     )
+    p.add_argument(
+        "--paths",
+        metavar="A,B",
+        help="measure only these paths (comma-separated names of the table's first column); "
+        "the ratios of a path left out are not printed",
+    )
     a = p.parse_args()
 
     server = lb.Server(a.cycles_bin)
@@ -251,6 +257,12 @@ def main() -> None:
     samples: dict[str, list[float]] = {}
     try:
         paths = _paths(server.url, provider.url, loop, a.journal == "on")
+        if a.paths is not None:
+            wanted = [k.strip() for k in a.paths.split(",") if k.strip()]
+            unknown = [k for k in wanted if k not in paths]
+            if unknown:
+                raise SystemExit(f"--paths {unknown!r}: not among {sorted(paths)}")
+            paths = {k: paths[k] for k in wanted}
         if a.only is not None:
             if a.only not in paths:
                 raise SystemExit(f"--only {a.only!r}: not one of {sorted(paths)}")
@@ -297,12 +309,19 @@ def main() -> None:
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for lib in ("openai", "anthropic", "langchain", "agents"):
-        if f"{lib} bare" not in m:
+        # The agents path guards with the async client: its yardsticks are the async ones.
+        prefix = "sdk async" if lib == "agents" else "sdk"
+        need = (
+            f"{lib} bare",
+            f"{lib} guarded",
+            f"{prefix} create + commit",
+            f"{prefix} lifecycle",
+            "http.client create + commit",
+        )
+        if any(k not in m for k in need):
             continue
         bare, guarded = m[f"{lib} bare"], m[f"{lib} guarded"]
         added = guarded - bare
-        # The agents path guards with the async client: its yardsticks are the async ones.
-        prefix = "sdk async" if lib == "agents" else "sdk"
         pair, life = m[f"{prefix} create + commit"], m[f"{prefix} lifecycle"]
         raw = m["http.client create + commit"]
         out["libs"][lib] = {
@@ -317,23 +336,59 @@ def main() -> None:
             f"| {lib} | {bare:.0f} | {guarded:.0f} | {guarded / bare:.2f}x | {added:.0f} | "
             f"{added / pair:.2f}x | {added / raw:.2f}x | {added - life:.0f} |"
         )
+    out["rounds_us"] = samples
+    goal = ("openai bare", "openai guarded", "openai by hand", "openai inside an http.client pair")
+    if all(k in m for k in goal):
+        _goal(out, samples)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(out, f, indent=2)
+
+
+def _goal(out: dict[str, Any], samples: dict[str, list[float]]) -> None:
+    """The goal's figures: what the openai guard, the lifecycle by hand and an http.client
+    pair add to the bare call, from the medians and from each round's own differences (the
+    paths of a round run seconds apart, so a round's differences move less than its
+    figures)."""
+    m = {k: statistics.median(v) for k, v in samples.items()}
+    bare = samples["openai bare"]
+
+    def per_round(path: str) -> list[float]:
+        return [x - b for x, b in zip(samples[path], bare, strict=True)]
+
+    guard = per_round("openai guarded")
+    hand = per_round("openai by hand")
+    pair = per_round("openai inside an http.client pair")
     own = m["openai guarded"] - m["openai by hand"]
-    out["openai_guard_beyond_by_hand"] = own
     in_place = m["openai inside an http.client pair"] - m["openai bare"]
     added = m["openai guarded"] - m["openai bare"]
+    ratios = sorted(g / p for g, p in zip(guard, pair, strict=True) if p > 0)
+    out["openai_guard_beyond_by_hand"] = own
     out["http_client_pair_in_place"] = in_place
     out["openai_added_per_pair_in_place"] = added / in_place
+    out["paired"] = {
+        "guard_adds": statistics.median(guard),
+        "by_hand_adds": statistics.median(hand),
+        "pair_adds": statistics.median(pair),
+        "guard_beyond_by_hand": statistics.median(g - h for g, h in zip(guard, hand, strict=True)),
+        "guard_per_pair_ratio_quartiles": statistics.quantiles(ratios, n=4)
+        if len(ratios) >= 2
+        else ratios,
+    }
+    pr = out["paired"]
     print(
         f"\nan http.client create + commit around the bare openai call adds {in_place:.0f} µs; "
         f"the openai guard adds {added:.0f} µs: {added / in_place:.2f}x that pair in place"
     )
     print(
-        f"\nopenai guarded against the same call guarded by hand (the lifecycle around the bare "
-        f"call): {own:.0f} µs per call, {own / m['sdk create + commit']:.2f}x an SDK pair"
+        f"paired rounds (medians of each round's differences): the guard adds "
+        f"{pr['guard_adds']:.0f} µs, the lifecycle by hand {pr['by_hand_adds']:.0f}, the pair "
+        f"{pr['pair_adds']:.0f}: guard {pr['guard_adds'] / pr['pair_adds']:.2f}x the pair, by "
+        f"hand {pr['by_hand_adds'] / pr['pair_adds']:.2f}x; the guard beyond by hand "
+        f"{pr['guard_beyond_by_hand']:.0f} µs; quartiles of the rounds' guard / pair: "
+        + ", ".join(f"{q:.2f}x" for q in pr["guard_per_pair_ratio_quartiles"])
     )
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(out, f, indent=2)
+    print(f"openai guarded against the same call guarded by hand: {own:.0f} µs per call")
 
 
 if __name__ == "__main__":

@@ -124,9 +124,13 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON-serialisable")
 
 
+# One encoder for every call: ``json.dumps`` with any option builds a new one each time.
+_ENCODER = json.JSONEncoder(allow_nan=False, default=_json_default, separators=(",", ":"))
+
+
 def _dumps(value: Any, what: str) -> str:
     try:
-        return json.dumps(value, allow_nan=False, default=_json_default, separators=(",", ":"))
+        return _ENCODER.encode(value)
     except (TypeError, ValueError) as e:
         raise InvalidArgumentError(f"{what} is not JSON-serialisable: {e}") from None
 

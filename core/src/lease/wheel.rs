@@ -82,7 +82,7 @@ pub(super) fn park(
     if st.stopped {
         return Err(beating);
     }
-    let pid = std::process::id();
+    let pid = crate::runtime::pid::current();
     if st.pid != pid {
         // First use, or a forked child: the parent's leases and thread are not ours (leaked).
         std::mem::forget(std::mem::take(&mut st.due));

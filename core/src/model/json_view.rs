@@ -16,7 +16,10 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::value::{MapDeserializer, SeqDeserializer};
+use serde::de::{
+    self, Deserialize, Deserializer, IntoDeserializer, MapAccess, SeqAccess, Unexpected, Visitor,
+};
 use serde_json::{Number, Value};
 
 /// What a success predicate may ask of a JSON value.
@@ -247,6 +250,174 @@ impl<'de> Deserialize<'de> for MemberKey<'de> {
     }
 }
 
+/// Decodes `T` from an already parsed document instead of parsing its bytes again (a checked
+/// response was parsed once for its checks; decoding the bytes a second time cost as much as
+/// the parse). The typed result is the one `serde_json::from_slice` gives for the same bytes,
+/// a repeated member included: the members are visited in document order, so a struct that
+/// reads one twice refuses it (`duplicate field`). Errors carry no position.
+pub fn decode<'a, T: Deserialize<'a>>(doc: &BorrowedJson<'a>) -> Result<T, serde_json::Error> {
+    T::deserialize(doc)
+}
+
+impl<'de> Deserializer<'de> for &BorrowedJson<'de> {
+    type Error = serde_json::Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, v: V) -> Result<V::Value, Self::Error> {
+        match self {
+            BorrowedJson::Null => v.visit_unit(),
+            BorrowedJson::Bool(b) => v.visit_bool(*b),
+            BorrowedJson::Number(n) => n.deserialize_any(v),
+            BorrowedJson::String(Cow::Borrowed(s)) => v.visit_borrowed_str(s),
+            BorrowedJson::String(Cow::Owned(s)) => v.visit_str(s),
+            BorrowedJson::Array(items) => {
+                let mut seq = SeqDeserializer::new(items.iter());
+                let out = v.visit_seq(&mut seq)?;
+                seq.end()?;
+                Ok(out)
+            }
+            BorrowedJson::Object(members) => {
+                let mut map =
+                    MapDeserializer::new(members.iter().map(|(k, v)| (MemberName(k.as_ref()), v)));
+                let out = v.visit_map(&mut map)?;
+                map.end()?;
+                Ok(out)
+            }
+        }
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, v: V) -> Result<V::Value, Self::Error> {
+        match self {
+            BorrowedJson::Null => v.visit_none(),
+            _ => v.visit_some(self),
+        }
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        v: V,
+    ) -> Result<V::Value, Self::Error> {
+        v.visit_newtype_struct(self)
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _variants: &'static [&'static str],
+        v: V,
+    ) -> Result<V::Value, Self::Error> {
+        match self {
+            // A unit variant, as serde_json reads `"NAME"`.
+            BorrowedJson::String(s) => v.visit_enum(s.as_ref().into_deserializer()),
+            // `{"NAME": value}`, as serde_json reads a variant with content.
+            BorrowedJson::Object(members) if members.len() == 1 => {
+                let (name, value) = &members[0];
+                v.visit_enum(Variant { name, value })
+            }
+            other => Err(de::Error::invalid_type(other.unexpected(), &"an enum")),
+        }
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        unit unit_struct seq tuple tuple_struct map struct identifier ignored_any
+    }
+}
+
+impl<'a, 'de> IntoDeserializer<'de, serde_json::Error> for &'a BorrowedJson<'de> {
+    type Deserializer = &'a BorrowedJson<'de>;
+
+    fn into_deserializer(self) -> Self::Deserializer {
+        self
+    }
+}
+
+impl BorrowedJson<'_> {
+    /// What a type error says was found.
+    fn unexpected(&self) -> Unexpected<'_> {
+        match self {
+            BorrowedJson::Null => Unexpected::Unit,
+            BorrowedJson::Bool(b) => Unexpected::Bool(*b),
+            BorrowedJson::Number(_) => Unexpected::Other("number"),
+            BorrowedJson::String(s) => Unexpected::Str(s),
+            BorrowedJson::Array(_) => Unexpected::Seq,
+            BorrowedJson::Object(_) => Unexpected::Map,
+        }
+    }
+}
+
+/// A member's name as a map key (visited as text: a struct's field names are compared, not
+/// kept).
+struct MemberName<'k>(&'k str);
+
+impl<'de> IntoDeserializer<'de, serde_json::Error> for MemberName<'_> {
+    type Deserializer = Self;
+
+    fn into_deserializer(self) -> Self {
+        self
+    }
+}
+
+impl<'de> Deserializer<'de> for MemberName<'_> {
+    type Error = serde_json::Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, v: V) -> Result<V::Value, Self::Error> {
+        v.visit_str(self.0)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        option unit unit_struct newtype_struct seq tuple tuple_struct map struct enum
+        identifier ignored_any
+    }
+}
+
+/// The variant of an enum written as `{"NAME": value}`.
+struct Variant<'t, 'de> {
+    name: &'t Cow<'de, str>,
+    value: &'t BorrowedJson<'de>,
+}
+
+impl<'t, 'de> de::EnumAccess<'de> for Variant<'t, 'de> {
+    type Error = serde_json::Error;
+    type Variant = &'t BorrowedJson<'de>;
+
+    fn variant_seed<S: de::DeserializeSeed<'de>>(
+        self,
+        seed: S,
+    ) -> Result<(S::Value, Self::Variant), Self::Error> {
+        let name = seed.deserialize(MemberName(self.name.as_ref()))?;
+        Ok((name, self.value))
+    }
+}
+
+impl<'de> de::VariantAccess<'de> for &BorrowedJson<'de> {
+    type Error = serde_json::Error;
+
+    fn unit_variant(self) -> Result<(), Self::Error> {
+        Deserialize::deserialize(self)
+    }
+
+    fn newtype_variant_seed<S: de::DeserializeSeed<'de>>(
+        self,
+        seed: S,
+    ) -> Result<S::Value, Self::Error> {
+        seed.deserialize(self)
+    }
+
+    fn tuple_variant<V: Visitor<'de>>(self, _len: usize, v: V) -> Result<V::Value, Self::Error> {
+        self.deserialize_any(v)
+    }
+
+    fn struct_variant<V: Visitor<'de>>(
+        self,
+        _fields: &'static [&'static str],
+        v: V,
+    ) -> Result<V::Value, Self::Error> {
+        self.deserialize_any(v)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -294,6 +465,83 @@ mod tests {
             Some(BorrowedJson::String(Cow::Borrowed("plain")))
         ));
         assert_eq!(b.get("f").and_then(JsonView::as_str), Some("x\"y"));
+    }
+
+    /// The decode from a parse gives what `serde_json::from_slice` gives from the bytes, or
+    /// refuses what it refuses, for the shapes core's models use.
+    #[test]
+    fn decoding_a_parse_is_decoding_the_bytes() {
+        use serde::Deserialize as De;
+        use std::collections::BTreeMap;
+
+        #[derive(De, Debug, PartialEq)]
+        enum Kind {
+            #[serde(rename = "ALLOW")]
+            Allow,
+            Deny,
+            Wrapped(i64),
+            Pair {
+                a: u8,
+            },
+        }
+        #[derive(De, Debug, PartialEq)]
+        struct Inner {
+            n: i64,
+            f: Option<f64>,
+        }
+        #[derive(De, Debug, PartialEq)]
+        struct Newtype(String);
+        #[derive(De, Debug, PartialEq)]
+        struct Doc {
+            kind: Kind,
+            text: String,
+            opt: Option<Inner>,
+            #[serde(default)]
+            list: Vec<Inner>,
+            map: Option<BTreeMap<String, Value>>,
+            id: Option<Newtype>,
+            #[serde(flatten)]
+            rest: BTreeMap<String, Value>,
+        }
+
+        fn both(doc: &str) -> (Result<Doc, String>, Result<Doc, String>) {
+            let parsed = BorrowedJson::parse(doc.as_bytes()).expect("JSON");
+            (
+                decode::<Doc>(&parsed).map_err(|e| e.to_string()),
+                serde_json::from_str::<Doc>(doc).map_err(|e| e.to_string()),
+            )
+        }
+        for ok in [
+            r#"{"kind":"ALLOW","text":"a\"b\u00e9","opt":null,"map":{"x":[1,-2,1.5,1e3,18446744073709551615,"s",null,{"y":true}]}}"#,
+            r#"{"kind":"Deny","text":"","opt":{"n":-9,"f":2},"list":[{"n":1,"f":null}],"id":"rsv_1","extra":{"z":0},"more":7}"#,
+            r#"{"kind":{"Wrapped":5},"text":"t","map":{"k":1,"k":2}}"#,
+            r#"{"kind":{"Pair":{"a":3}},"text":"t","opt":[4,0.5]}"#,
+        ] {
+            let (parsed, bytes) = both(ok);
+            assert!(parsed.is_ok(), "{ok}: {parsed:?}");
+            assert_eq!(parsed, bytes, "{ok}");
+        }
+        for bad in [
+            r#"{"kind":"ALLOW","text":"a","text":"b"}"#,
+            r#"{"kind":"NOPE","text":"a"}"#,
+            r#"{"kind":{"Wrapped":5,"Deny":null},"text":"a"}"#,
+            r#"{"kind":"ALLOW"}"#,
+            r#"{"kind":"ALLOW","text":1}"#,
+            r#"{"kind":"ALLOW","text":"a","opt":{"n":1.5}}"#,
+            r#"{"kind":"ALLOW","text":"a","opt":{"n":9223372036854775808}}"#,
+            r#"{"kind":{"Pair":{"a":256}},"text":"a"}"#,
+            r#"{"kind":"ALLOW","text":"a","list":{}}"#,
+            r#"[1]"#,
+            r#"{"kind":"ALLOW","text":"a","opt":[1,2,3]}"#,
+        ] {
+            let (parsed, bytes) = both(bad);
+            assert!(
+                parsed.is_err() && bytes.is_err(),
+                "{bad}: {parsed:?} / {bytes:?}"
+            );
+        }
+        let (parsed, _) = both(r#"{"kind":"ALLOW","text":"a","text":"b"}"#);
+        assert!(parsed.unwrap_err().contains("duplicate field `text`"));
     }
 
     #[test]

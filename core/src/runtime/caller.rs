@@ -59,7 +59,7 @@ impl Drop for ThreadRuntime {
     /// leaked: dropping it would unregister its sockets from the epoll instance the child
     /// shares with the parent, and the parent's next response on them would never arrive.
     fn drop(&mut self) {
-        if self.pid == std::process::id() {
+        if self.pid == super::pid::current() {
             // SAFETY: dropped once, here; the field is never used again.
             unsafe { std::mem::ManuallyDrop::drop(&mut self.rt) }
         }
@@ -126,7 +126,7 @@ pub fn drive<F: Future + ?Sized>(
                 .map_err(|e| Error::runtime(format!("cannot build this thread's runtime: {e}")))?;
             *slot = Some(ThreadRuntime {
                 rt: std::mem::ManuallyDrop::new(rt),
-                pid: std::process::id(),
+                pid: super::pid::current(),
             });
         }
         let rt = &slot.as_ref().expect("built above").rt;

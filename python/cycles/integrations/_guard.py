@@ -34,10 +34,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Union, cast
 
 from .. import _native
+from .._requests import _part
 from ..client import AsyncClient, Client
 from ..errors import InvalidArgumentError
 from ..lifecycle import CallNotSentError, GuardedReservation, ReservationContext, _int64
-from ..models import Action, Amount, Decision, SubjectLike
+from ..models import Amount, Decision, Subject, SubjectLike
 from ..pricing import (
     Api,
     CapsPlan,
@@ -109,10 +110,14 @@ def per_call(
     return {OPTION: CallOptions(name, kind, subject, estimate, idempotency_key)}
 
 
+# A call without options shares this one (it is frozen).
+_NO_OPTIONS = CallOptions()
+
+
 def _options(kw: dict[str, Any]) -> CallOptions:
     o = kw.pop(OPTION, None)
     if o is None:
-        return CallOptions()
+        return _NO_OPTIONS
     if isinstance(o, CallOptions):
         return o
     if isinstance(o, Mapping):
@@ -165,6 +170,9 @@ class Settings:
     #: ``pricing`` parsed by core once here instead of on every crossing into it: the pricing
     #: is read when the client is guarded (a later change to the mapping is not seen).
     parsed_pricing: _native.ParsedPricing = field(init=False)
+    #: ``subject`` in its wire form, encoded once here (a call's own subject is encoded per
+    #: call).
+    subject_json: Any = field(init=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.cycles, (Client, AsyncClient)):
@@ -179,6 +187,8 @@ class Settings:
             raise InvalidArgumentError("prompt_tokens= must be a function of the request")
         check_tokenizer(self.tokenizer)
         object.__setattr__(self, "parsed_pricing", _parsed(self.pricing))
+        subject = None if self.subject is None else _part(self.subject, Subject, "subject")
+        object.__setattr__(self, "subject_json", subject)
 
     def call(self, api: Api, kw: dict[str, Any]) -> Call:
         """A call of ``api`` with the library keywords ``kw`` (the options popped)."""
@@ -205,11 +215,11 @@ class Call:
         self.model = model
         self.request = self._request(kw)
         self.meter = self._meter(opts)
-        self.estimate = Amount(s.parsed_pricing.unit, self.meter.estimate)
-        self.ctx: ReservationContext = s.cycles.reserve(
-            self.estimate,
-            action=Action(opts.kind or s.action_kind, opts.name or model),
-            subject=opts.subject if opts.subject is not None else s.subject,
+        # The spec's parts in wire form: no Amount or Action object is built per call.
+        self.ctx: ReservationContext = s.cycles._reserve_parts(
+            {"unit": s.parsed_pricing.unit, "amount": self.meter.estimate},
+            {"kind": opts.kind or s.action_kind, "name": opts.name or model},
+            s.subject_json if opts.subject is None else _part(opts.subject, Subject, "subject"),
             idempotency_key=opts.idempotency_key,
         )
         self._r: GuardedReservation | None = None
