@@ -9,9 +9,10 @@
 //! copies only strings with escapes and keeps members in a vector; lookups scan it (objects
 //! here have a handful of members). Its answers are the `Value`'s: numbers are
 //! `serde_json::Number`s built by the same parser, and a repeated key reads as its last
-//! occurrence, as a `Value` keeps it. The typed response is then decoded straight from the
-//! bytes, which refuses a repeated member it reads (a `Value` kept the last one): such a body
-//! is not a success to trust (the transport's `a_repeated_member_is_ambiguous_for_a_write`).
+//! occurrence, as a `Value` keeps it. The typed response is then decoded from the same parse
+//! ([`decode`]; parsing the bytes a second time cost as much again), which, as serde_json's
+//! decode of the bytes, refuses a repeated member it reads (a `Value` kept the last one): such
+//! a body is not a success to trust (the transport's `a_repeated_member_is_ambiguous_for_a_write`).
 
 use std::borrow::Cow;
 use std::fmt;
