@@ -99,7 +99,10 @@ class CyclesActuatorTest {
             MeterRegistry m = ctx.getBean(MeterRegistry.class);
             assertEquals(1.0, m.get("cycles.journal.pending").gauge().value());
             await().atMost(Duration.ofSeconds(5)).until(() -> m.find("cycles.settlements").tags("outcome", "pending").counter() != null);
-            assertEquals(1.0, count(m, "cycles.settlements", "outcome", "pending", "mode", "none"));
+            // At least once: the background replayer's first pass runs when the client starts,
+            // and on a loaded machine it can start after the record was journaled and try it
+            // again (one more attempt_failed and pending, seen in CI); the interval is 1 h after.
+            assertThat(count(m, "cycles.settlements", "outcome", "pending", "mode", "none")).isGreaterThanOrEqualTo(1.0);
             assertThat(count(m, "cycles.settlements", "outcome", "attempt_failed", "mode", "commit")).isGreaterThanOrEqualTo(1.0);
 
             // A 5xx from the server: DOWN, with the status; the next read answers: UP again.
