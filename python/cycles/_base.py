@@ -179,56 +179,28 @@ class _Base(_Requests):
         for every language): only what is given here is sent to it.
         """
         _check_policy(heartbeat_policy)
-        return self._reserve_parts(
-            _estimate(estimate),
-            _part(action, Action, "action"),
-            None if subject is None else _part(subject, Subject, "subject"),
-            idempotency_key=idempotency_key,
-            unit=unit,
-            ttl_ms=ttl_ms,
-            grace_period_ms=grace_period_ms,
-            overage_policy=overage_policy,
-            metadata=None if metadata is None else dict(metadata),
-            heartbeat=heartbeat,
-            heartbeat_policy=heartbeat_policy,
+        est = _estimate(estimate)
+        return self._reserve_spec(
+            {
+                "idempotency_key": idempotency_key,
+                "subject": None if subject is None else _part(subject, Subject, "subject"),
+                "action": _part(action, Action, "action"),
+                "estimate": est,
+                "unit": unit,
+                "ttl_ms": ttl_ms,
+                "grace_period_ms": grace_period_ms,
+                "overage_policy": overage_policy,
+                "metadata": None if metadata is None else dict(metadata),
+                "heartbeat": heartbeat,
+                "policy": heartbeat_policy,
+            }
         )
 
-    def _reserve_parts(
-        self,
-        estimate: Any,
-        action: Any,
-        subject: Any,
-        *,
-        idempotency_key: str | None = None,
-        unit: str | None = None,
-        ttl_ms: int | None = None,
-        grace_period_ms: int | None = None,
-        overage_policy: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        heartbeat: bool = True,
-        heartbeat_policy: str = "warn",
-    ) -> ReservationContext:
-        """:meth:`reserve` with the estimate, action and subject already in their wire form
-        (checked ``heartbeat_policy``): an integration builds them per call without the model
-        objects. The bridge checks the whole spec."""
-        spec = _dumps(
-            _clean(
-                {
-                    "idempotency_key": idempotency_key,
-                    "subject": subject,
-                    "action": action,
-                    "estimate": estimate,
-                    "unit": unit,
-                    "ttl_ms": ttl_ms,
-                    "grace_period_ms": grace_period_ms,
-                    "overage_policy": overage_policy,
-                    "metadata": metadata,
-                    "heartbeat": heartbeat,
-                    "policy": heartbeat_policy,
-                }
-            )
-        )
-        return ReservationContext(self._lifecycle(), spec)
+    def _reserve_spec(self, spec: dict[str, Any]) -> ReservationContext:
+        """:meth:`reserve` of a guard spec in its wire form (``None`` members left out, so the
+        bridge's defaults apply to them): an integration builds its few members per call
+        without the model objects. The bridge checks the whole spec."""
+        return ReservationContext(self._lifecycle(), _dumps(_clean(spec)))
 
     def stream(self, estimate: AmountLike | int, **kwargs: Any) -> ReservationContext:
         """:meth:`reserve` for streamed work: call ``r.add(n)`` as usage arrives; whatever

@@ -216,11 +216,15 @@ class Call:
         self.request = self._request(kw)
         self.meter = self._meter(opts)
         # The spec's parts in wire form: no Amount or Action object is built per call.
-        self.ctx: ReservationContext = s.cycles._reserve_parts(
-            {"unit": s.parsed_pricing.unit, "amount": self.meter.estimate},
-            {"kind": opts.kind or s.action_kind, "name": opts.name or model},
-            s.subject_json if opts.subject is None else _part(opts.subject, Subject, "subject"),
-            idempotency_key=opts.idempotency_key,
+        self.ctx: ReservationContext = s.cycles._reserve_spec(
+            {
+                "idempotency_key": opts.idempotency_key,
+                "subject": s.subject_json
+                if opts.subject is None
+                else _part(opts.subject, Subject, "subject"),
+                "action": {"kind": opts.kind or s.action_kind, "name": opts.name or model},
+                "estimate": {"unit": s.parsed_pricing.unit, "amount": self.meter.estimate},
+            }
         )
         self._r: GuardedReservation | None = None
         self.done = False
