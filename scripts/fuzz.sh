@@ -3,12 +3,17 @@
 # math: the targets of fuzz/ (docs/reliability.md, "Fuzzing").
 #
 # Usage: scripts/fuzz.sh TARGET|all SECONDS [SEED]
+#        scripts/fuzz.sh keep TARGET|all
 #   Runs each target for SECONDS from seeds generated out of the shared vectors and the
-#   reference-server corpus (scripts/fuzz-seeds.py; the corpus grows in fuzz/corpus/<target>),
+#   reference-server corpus (scripts/fuzz-seeds.py) and from the committed corpus of earlier
+#   campaigns (fuzz/kept/<target>, read only; what a run finds goes to fuzz/corpus/<target>),
 #   then prints one line a target: executions, exec/s, coverage (libFuzzer's covered edges and
 #   features), corpus size, peak RSS. Exits non-zero if any target found a panic, a hang (-timeout) or an
 #   allocation past -rss_limit_mb; the input is kept in fuzz/artifacts/<target>/ and the
 #   reproduction command is printed.
+#   `keep` folds a target's working corpus into fuzz/kept/<target>: the smallest set of inputs
+#   (libFuzzer's -set_cover_merge) that keeps every coverage feature of both, so what a
+#   campaign found is committed and the next machine's campaign starts from it.
 # Needs: stable Rust and a C++ compiler (libFuzzer is built from source by libfuzzer-sys),
 #   python3. Installs cargo-fuzz itself (pinned, into a cache dir keyed by its version).
 # Env: CARGO_TARGET_DIR (the build goes below it, in cycles-fuzz/), CYCLES_FUZZ_TOOLS (where
@@ -23,11 +28,18 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 
-target="${1:?usage: scripts/fuzz.sh TARGET|all SECONDS [SEED]}"
-seconds="${2:?usage: scripts/fuzz.sh TARGET|all SECONDS [SEED]}"
-seed="${3:-1}"
-[[ "$seconds" =~ ^[0-9]+$ && "$seconds" -gt 0 ]] || { echo "SECONDS must be a positive integer" >&2; exit 2; }
-[[ "$seed" =~ ^[0-9]+$ ]] || { echo "SEED must be a non-negative integer" >&2; exit 2; }
+usage="usage: scripts/fuzz.sh TARGET|all SECONDS [SEED] | scripts/fuzz.sh keep TARGET|all"
+keep=""
+if [[ "${1:-}" == keep ]]; then
+    keep=1
+    target="${2:?$usage}"
+else
+    target="${1:?$usage}"
+    seconds="${2:?$usage}"
+    seed="${3:-1}"
+    [[ "$seconds" =~ ^[0-9]+$ && "$seconds" -gt 0 ]] || { echo "SECONDS must be a positive integer" >&2; exit 2; }
+    [[ "$seed" =~ ^[0-9]+$ ]] || { echo "SEED must be a non-negative integer" >&2; exit 2; }
+fi
 
 CARGO_FUZZ_VERSION=0.13.2
 tools="${CYCLES_FUZZ_TOOLS:-$HOME/.cache/cycles-fuzz/cargo-fuzz-$CARGO_FUZZ_VERSION}"
@@ -68,8 +80,35 @@ if ! (cd fuzz && cargo fuzz build -s none "${build_flags[@]}" --target "$triple"
 fi
 
 corpus_root="${CYCLES_FUZZ_CORPUS:-$root/fuzz/corpus}"
+kept_root="$root/fuzz/kept"
 exchanges="${CYCLES_REFERENCE_CORPUS:-$root/../shared/fixtures/reference-server/exchanges.jsonl}"
 python3 scripts/fuzz-seeds.py "$corpus_root" "$exchanges" >/dev/null
+
+# The bytes of the files below a directory.
+bytes_in() { find "$1" -type f -printf '%s\n' | awk '{ n += $1 } END { print n + 0 }'; }
+
+if [[ -n "$keep" ]]; then
+    # The kept set and the working corpus merged into a fresh directory, then swapped in:
+    # an interrupted merge leaves the committed set as it was.
+    printf '%-20s %8s %10s %8s %10s\n' target before bytes after bytes
+    for t in "${targets[@]}"; do
+        mkdir -p "$kept_root/$t" "$corpus_root/$t"
+        fresh="$corpus_root/.$t.keeping"
+        rm -rf "$fresh" && mkdir -p "$fresh"
+        if ! "$bin_dir/$t" -set_cover_merge=1 -timeout=10 -rss_limit_mb="${CYCLES_FUZZ_RSS_MB:-2048}" \
+            "$fresh" "$kept_root/$t" "$corpus_root/$t" >"$bin_dir.$t.keep.log" 2>&1; then
+            tail -20 "$bin_dir.$t.keep.log" >&2
+            rm -rf "$fresh"
+            echo "fuzz: keep $t: the merge failed" >&2
+            exit 1
+        fi
+        before="$(find "$kept_root/$t" -type f | wc -l)" before_b="$(bytes_in "$kept_root/$t")"
+        rm -rf "$kept_root/$t" && mv "$fresh" "$kept_root/$t"
+        printf '%-20s %8s %10s %8s %10s\n' "$t" "$before" "$before_b" \
+            "$(find "$kept_root/$t" -type f | wc -l)" "$(bytes_in "$kept_root/$t")"
+    done
+    exit 0
+fi
 
 logs="$(mktemp -d)"
 trap 'rm -rf "$logs"' EXIT
@@ -80,7 +119,9 @@ for t in "${targets[@]}"; do
     log="$logs/$t.log"
     rc=0
     started=$SECONDS
-    "$bin_dir/$t" "$corpus_root/$t" -max_total_time="$seconds" -seed="$seed" -timeout=10 \
+    kept=()
+    [[ -d "$kept_root/$t" ]] && kept=("$kept_root/$t")
+    "$bin_dir/$t" "$corpus_root/$t" "${kept[@]}" -max_total_time="$seconds" -seed="$seed" -timeout=10 \
         -rss_limit_mb="${CYCLES_FUZZ_RSS_MB:-2048}" -print_final_stats=1 \
         -artifact_prefix="fuzz/artifacts/$t/" >"$log" 2>&1 &
     pid=$!
@@ -130,5 +171,6 @@ for t in "${targets[@]}"; do
         "${cov:-?}" "${grew:-?}" "${ft:-?}" "${corp:-?}" "${rss:-?}" "$result"
 done
 echo "seed $seed; cov = covered edges, cov_grew = when they last grew (share of the executions),"
-echo "ft = coverage features (libFuzzer); corpus in $corpus_root"
+echo "ft = coverage features (libFuzzer); corpus in $corpus_root (new inputs), read with $kept_root"
+echo "(scripts/fuzz.sh keep TARGET|all folds what a campaign found into $kept_root, to commit)"
 exit $failed
