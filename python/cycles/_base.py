@@ -179,12 +179,15 @@ class _Base(_Requests):
         for every language): only what is given here is sent to it.
         """
         _check_policy(heartbeat_policy)
+        # Checked in this order (the first bad argument is the one reported).
         est = _estimate(estimate)
+        act = _part(action, Action, "action")
+        sub = None if subject is None else _part(subject, Subject, "subject")
         return self._reserve_spec(
             {
                 "idempotency_key": idempotency_key,
-                "subject": None if subject is None else _part(subject, Subject, "subject"),
-                "action": _part(action, Action, "action"),
+                "subject": sub,
+                "action": act,
                 "estimate": est,
                 "unit": unit,
                 "ttl_ms": ttl_ms,
