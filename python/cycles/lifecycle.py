@@ -437,9 +437,11 @@ class GuardedReservation:
         self._released = False
         self._caps: Caps | None = None
         self._caps_read = False
+        # The finished report's settlement and lease members, decoded into their objects on
+        # first read (most callers never look at them: a guarded call reads neither).
+        self._ended: dict[str, Any] | None = None
         self._settlement: Settlement | None = None
-        #: What the heartbeat did (``None`` while running or when disabled).
-        self.lease: LeaseInfo | None = None
+        self._lease: LeaseInfo | None = None
         #: ``(error_kind, message)`` when the release (after a failing body, a missing or
         #: negative actual, or :meth:`release`) failed.
         self.release_error: tuple[str, str] | None = None
@@ -511,7 +513,7 @@ class GuardedReservation:
         runs, after a release (:attr:`released`), or when nothing was sent (the body raised
         before reporting usage and the release failed, or :class:`MissingActualError`);
         ``settlement_or_none`` reads the same value without raising."""
-        s = self._settlement
+        s = self.settlement_or_none
         if s is None:
             if self.outcome is None:
                 why = "is still running"
@@ -530,6 +532,7 @@ class GuardedReservation:
     @property
     def settlement_or_none(self) -> Settlement | None:
         """:attr:`settlement`, or ``None`` when there is none."""
+        self._decoded()
         return self._settlement
 
     @property
@@ -631,13 +634,28 @@ class GuardedReservation:
             raise InvalidArgumentError("metadata must be a mapping")
         self._native.set_metadata(_exact_json(dict(metadata), "metadata"))
 
+    def _decoded(self) -> None:
+        """Builds the settlement and lease objects of the finished report, once."""
+        d = self._ended
+        if d is not None:
+            # Cleared last: a reader in another thread decodes again (the same values) or
+            # sees both set, never one missing.
+            s = d.get("settlement")
+            self._settlement = None if s is None else Settlement._from(d["reservation_id"], s)
+            self._lease = _lease(d.get("lease"))
+            self._ended = None
+
+    @property
+    def lease(self) -> LeaseInfo | None:
+        """What the heartbeat did (``None`` while running or when disabled)."""
+        self._decoded()
+        return self._lease
+
     def _apply(self, text: str, succeeded: bool) -> None:
         d = json.loads(text)
         rid = d["reservation_id"]
         self.outcome = d["outcome"]
-        s = d.get("settlement")
-        self._settlement = None if s is None else Settlement._from(rid, s)
-        self.lease = _lease(d.get("lease"))
+        self._ended = d
         rel = d.get("release_error")
         self.release_error = None if rel is None else (rel["error_kind"], rel["message"])
         self._released = bool(d.get("released", False))
@@ -657,7 +675,7 @@ class GuardedReservation:
         if self.outcome == "heartbeat_lapsed":
             h = HeartbeatLapsedError(d.get("message") or "the heartbeat lapsed")
             h.reservation_id = rid
-            h.settlement = self._settlement
+            h.settlement = self.settlement_or_none
             h.reason = d.get("reason")
             raise h
 
@@ -672,7 +690,7 @@ class GuardedReservation:
     def __repr__(self) -> str:
         return (
             f"GuardedReservation(reservation_id={self.reservation_id!r}, actual={self.actual!r}, "
-            f"outcome={self.outcome!r}, settlement={self._settlement!r})"
+            f"outcome={self.outcome!r}, settlement={self.settlement_or_none!r})"
         )
 
 

@@ -5,6 +5,8 @@ checked against what the server's ledger recorded."""
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -41,6 +43,28 @@ def test_a_settled_block_has_its_settlement_and_charge(
     assert s is r.settlement_or_none
     assert s.charged == cycles.Amount("USD_MICROCENTS", 700) == s.charged_or_none
     assert ledger(server) == [("reserve", 1_000), ("commit", 700)]
+
+
+def test_the_settlement_and_lease_read_at_once_from_many_threads_are_the_same(
+    client: cycles.Client,
+) -> None:
+    # They are decoded from the finished report on first read: readers racing for that first
+    # read all see both, and the same objects afterwards.
+    with client.reserve(1_000, action=ACTION) as r:
+        r.set_actual(600)
+    start = threading.Barrier(8)
+
+    def read(_: int) -> tuple[object, object]:
+        start.wait()
+        return r.settlement_or_none, r.lease
+
+    with ThreadPoolExecutor(8) as pool:
+        seen = list(pool.map(read, range(8)))
+    for settlement, lease in seen:
+        assert settlement == r.settlement and lease == r.lease
+        assert lease is not None and lease.end == "finished"
+    assert r.settlement is r.settlement and r.lease is r.lease
+    assert r.settlement.charged == cycles.Amount("USD_MICROCENTS", 600)
 
 
 def test_a_released_reservation_has_no_settlement(

@@ -29,9 +29,9 @@ from __future__ import annotations
 import inspect
 import json
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Union, cast
+from typing import Any, Callable, Union, cast
 
 from .. import _native
 from .._requests import _part
