@@ -19,7 +19,9 @@
 # Env: CARGO_TARGET_DIR (the build goes below it, in cycles-fuzz/), CYCLES_FUZZ_TOOLS (where
 #   cargo-fuzz is installed), CYCLES_REFERENCE_CORPUS (the reference-server exchanges.jsonl,
 #   default ../shared/fixtures/reference-server/ beside the clone, as the other suites),
-#   CYCLES_FUZZ_CORPUS (corpus root, default fuzz/corpus), CYCLES_FUZZ_RSS_MB (default 2048),
+#   CYCLES_FUZZ_CORPUS (corpus root, default fuzz/corpus), CYCLES_FUZZ_KEPT (the kept sets' root,
+#   default fuzz/kept; scripts/fuzz-keep-check.sh points it at a scratch copy),
+#   CYCLES_FUZZ_RSS_MB (default 2048),
 #   CYCLES_FUZZ_BUILD (release, the default, for real runs; dev for CI's short smoke: the same
 #   targets and checks, unoptimised, so a cold build takes a fraction of the time),
 #   CYCLES_FUZZ_PLATEAU (seconds; unset: none): stop a target early once its covered edges have
@@ -80,7 +82,7 @@ if ! (cd fuzz && cargo fuzz build -s none "${build_flags[@]}" --target "$triple"
 fi
 
 corpus_root="${CYCLES_FUZZ_CORPUS:-$root/fuzz/corpus}"
-kept_root="$root/fuzz/kept"
+kept_root="${CYCLES_FUZZ_KEPT:-$root/fuzz/kept}"
 exchanges="${CYCLES_REFERENCE_CORPUS:-$root/../shared/fixtures/reference-server/exchanges.jsonl}"
 python3 scripts/fuzz-seeds.py "$corpus_root" "$exchanges" >/dev/null
 

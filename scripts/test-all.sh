@@ -39,6 +39,8 @@ cargo test --workspace --locked
 
 step "fuzz smoke: every fuzz target 5 s from seeds of the vectors and the reference corpus (scripts/fuzz.sh)"
 CYCLES_FUZZ_BUILD=dev bash scripts/fuzz.sh all 5   # the dev build: a fraction of the cold cost
+# `fuzz.sh keep` on a scratch copy of a kept set: every edge kept, a failed merge changes nothing.
+CYCLES_FUZZ_BUILD=dev bash scripts/fuzz-keep-check.sh
 
 step "core client and lifecycle suites again, against the local server's reference mode"
 # The reference server writes explicit nulls, null last-page cursors, 500s on routing errors...
