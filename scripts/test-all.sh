@@ -31,6 +31,9 @@ cargo fmt --manifest-path fuzz/Cargo.toml -- --check   # its own workspace (scri
 step "cargo clippy (warnings denied)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+step "cargo doc (rustdoc warnings denied: no broken or private intra-doc links)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked -q
+
 step "host models: generated from core's types, drift check (bindings/codegen)"
 cargo run -q --locked -p cycles-codegen -- --check
 

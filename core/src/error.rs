@@ -62,7 +62,7 @@
 //! The API key never appears in any error. The SDK's own texts never include it (it is only
 //! ever sent as a header, and neither messages nor the transport sources include request
 //! headers), and a server that echoes it back (e.g. "key sk-... is revoked" in a 401) is
-//! redacted: the transport passes every error it returns through [`Error::redacted`], which
+//! redacted: the transport passes every error it returns through `Error::redacted`, which
 //! replaces the configured key (and its JSON-escaped and percent-encoded forms) with
 //! [`crate::redact::REDACTED`] in the message, `details` (keys and values), the server code
 //! (also inside [`ErrorKind::Unknown`]), the request and trace ids, the evidence reference and

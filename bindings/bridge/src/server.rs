@@ -12,7 +12,7 @@ use crate::error::ErrorFields;
 use crate::task::Work;
 
 /// The server's config of its JSON (`None`: the defaults). Unknown keys, wrong types and bad
-/// values are INVALID_ARGUMENT "invalid server config: budgets[0]: unknown field ...": where
+/// values are INVALID_ARGUMENT `"invalid server config: budgets[0]: unknown field ..."`: where
 /// the bad member is, then why, without serde's positions in JSON the user never wrote. Every
 /// host's own config type says it no further: this text is the one they all show.
 pub fn parse_config(json: Option<&str>) -> Result<ServerConfig, ErrorFields> {

@@ -6,7 +6,7 @@
 //! - Every fallible export returns a [`status::cycles_status`] (core's stable error code, or
 //!   `CYCLES_OK`) and hands its details out through a `cycles_error **err` argument (NULL:
 //!   not wanted). No globals or thread-locals hold errors.
-//! - Every export catches panics ([`panic`], adapters of the bridge's `catch_panic`): a panic
+//! - Every export catches panics ([`mod@panic`], adapters of the bridge's `catch_panic`): a panic
 //!   is `CYCLES_INTERNAL`, never an unwind into C. NULL pointers are
 //!   `CYCLES_INVALID_ARGUMENT`, checked by [`handle`]'s helpers only.
 //! - Every constructor has a matching `*_free` (NULL is a no-op); returned strings are freed

@@ -2,9 +2,9 @@
 //!
 //! Rules (docs/bindings.md): every behaviour lives in `cycles-core`, every host-neutral shape
 //! in `cycles-bridge`; this crate translates only. Futures run on core's one runtime and
-//! settle promises through one threadsafe function per environment ([`settle_channel`]; napi's
+//! settle promises through one threadsafe function per environment (`settle_channel`; napi's
 //! tokio runtime is not compiled in); a dropped future rejects its promise
-//! ([`promise::Settle`]); every export catches panics ([`errors::guard`]); listeners are weak
+//! (`promise::Settle`); every export catches panics (`errors::guard`); listeners are weak
 //! threadsafe functions.
 
 pub mod client;

@@ -2,7 +2,7 @@
 //! planners in [`crate::timing`] with real measurements from the transport.
 //!
 //! Until its first beat is due a lease is not a task at all: it waits in the lease wheel
-//! ([`wheel`]: one ordered map and one timer thread for the process), so a guarded call that
+//! (`wheel`: one ordered map and one timer thread for the process), so a guarded call that
 //! ends before its first beat costs no task, timer or cross-thread wake-up. From its first
 //! beat on, a lease is one lightweight task on the runtime that started it (bindings use the
 //! shared [`crate::runtime`]), sleeping on timers between beats; there is no thread per lease,

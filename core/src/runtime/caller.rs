@@ -13,7 +13,7 @@
 //!   transport asks [`is_driving`]);
 //! - work that must outlive the call (a heartbeat, an abandoned guard's settlement, the
 //!   background replay) goes to core's shared runtime, never to this one
-//!   ([`super::spawn_target`]);
+//!   (`super::spawn_target`);
 //! - journal file work runs inline: the thread is a blocking host thread already.
 //!
 //! The thread's runtime and connections are dropped when the thread ends (in a forked child,

@@ -7,7 +7,7 @@
 //! [`crate::model::validate`]) and decode; otherwise it is `AMBIGUOUS_SUCCESS` for a write
 //! (it may have applied: retry with the same key) and `INVALID_RESPONSE` for a read (see
 //! [`Operation::has_side_effect`] and the table in [`crate::error`]). Any other status is the
-//! typed HTTP error of [`Error::from_http`].
+//! typed HTTP error of `Error::from_http`.
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
