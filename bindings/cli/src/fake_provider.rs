@@ -97,9 +97,10 @@ pub async fn run(args: FakeProviderArgs) -> Result<(), String> {
          recorder: {url}/_fake/requests, reset: POST {url}/_fake/reset\n\
          press Ctrl-C to stop\n"
     );
+    let ctrl_c = crate::ctrl_c::registered().await?;
     let mut out = std::io::stdout();
     let _ = out.write_all(banner.as_bytes()).and_then(|()| out.flush());
-    tokio::signal::ctrl_c()
+    ctrl_c
         .await
         .map_err(|err| format!("cannot wait for Ctrl-C: {err}"))?;
     provider.shutdown().await;

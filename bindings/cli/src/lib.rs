@@ -3,6 +3,7 @@
 //! package run the same command in-process through [`run`] instead of shipping a second
 //! executable (docs/packaging.md).
 
+mod ctrl_c;
 mod demo;
 mod fake_provider;
 mod journal;

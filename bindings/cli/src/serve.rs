@@ -176,9 +176,10 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
         "  inspection: {url}/__cycles/ledger, {url}/__cycles/requests\npress Ctrl-C to stop\n",
         url = server.url()
     );
+    let ctrl_c = crate::ctrl_c::registered().await?;
     let mut out = std::io::stdout();
     let _ = out.write_all(banner.as_bytes()).and_then(|()| out.flush());
-    tokio::signal::ctrl_c()
+    ctrl_c
         .await
         .map_err(|err| format!("cannot wait for Ctrl-C: {err}"))?;
     server.shutdown().await;

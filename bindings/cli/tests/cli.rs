@@ -291,3 +291,28 @@ fn serve_reference_mode_speaks_like_the_reference_server() {
     assert!(unknown.starts_with("HTTP/1.1 500"), "{unknown}");
     assert!(unknown.contains("INTERNAL_ERROR"), "{unknown}");
 }
+
+/// Ctrl-C's handler is in place before the banner: SIGINT sent the moment the banner is read
+/// stops `serve` and `fake-provider` cleanly (exit 0). It used to be registered only after the
+/// banner was written, so a Ctrl-C in between killed the process by the signal's default
+/// action (seen under load from the wheel's in-process `cycles`).
+#[cfg(unix)]
+#[test]
+fn ctrl_c_right_after_the_banner_stops_cleanly() {
+    use std::io::{BufRead, BufReader};
+    for sub in [["serve", "--port", "0"], ["fake-provider", "--port", "0"]] {
+        for _ in 0..25 {
+            let mut child = cycles().args(sub).stdout(Stdio::piped()).spawn().unwrap();
+            let mut line = String::new();
+            BufReader::new(child.stdout.as_mut().unwrap())
+                .read_line(&mut line)
+                .unwrap();
+            assert!(line.contains("listening on"), "{line}");
+            let pid = libc::pid_t::try_from(child.id()).unwrap();
+            // SAFETY: kill(2) on our own child's pid, which it still is (not yet waited for).
+            assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+            let status = child.wait().unwrap();
+            assert_eq!(status.code(), Some(0), "{sub:?}: {status:?}");
+        }
+    }
+}
