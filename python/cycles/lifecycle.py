@@ -440,6 +440,9 @@ class GuardedReservation:
         # The finished report's settlement and lease members, decoded into their objects on
         # first read (most callers never look at them: a guarded call reads neither).
         self._ended: dict[str, Any] | None = None
+        # Where the settlement's body comes from when it is first read (core's report of a
+        # finished block; a release's text carries its body already).
+        self._report: _native.NativeFinished | None = None
         self._settlement: Settlement | None = None
         self._lease: LeaseInfo | None = None
         #: ``(error_kind, message)`` when the release (after a failing body, a missing or
@@ -641,6 +644,9 @@ class GuardedReservation:
             # Cleared last: a reader in another thread decodes again (the same values) or
             # sees both set, never one missing.
             s = d.get("settlement")
+            if s is not None and self._report is not None and "body" not in s:
+                body = self._report.settlement_body()
+                s = s if body is None else {**s, "body": json.loads(body)}
             self._settlement = None if s is None else Settlement._from(d["reservation_id"], s)
             self._lease = _lease(d.get("lease"))
             self._ended = None
@@ -679,10 +685,15 @@ class GuardedReservation:
             h.reason = d.get("reason")
             raise h
 
-    def _apply_call(self, text: str, succeeded: bool) -> None:
+    def _apply_report(self, report: _native.NativeFinished, succeeded: bool) -> None:
+        """:meth:`_apply` of core's report: its head now, its settlement's body when read."""
+        self._report = report
+        self._apply(report.head(), succeeded)
+
+    def _apply_call(self, report: _native.NativeFinished, succeeded: bool) -> None:
         # A provider call that returned but failed, with nothing reported, ends released:
         # as :meth:`release`, a failed release is raised.
-        self._apply(text, succeeded)
+        self._apply_report(report, succeeded)
         if succeeded and self.outcome == "released" and self.release_error is not None:
             kind, message = self.release_error
             raise error_class(kind)(message)
@@ -754,10 +765,10 @@ class ReservationContext:
             self._restore()
             return
         try:
-            text = h._native.finish(ok)
+            report = h._native.finish(ok)
         finally:
             self._restore()
-        h._apply(text, ok)
+        h._apply_report(report, ok)
 
     def _end_call(self, call: _native.NativeProviderCall, exc: BaseException | None) -> None:
         """``__exit__`` of an integration's provider call: core's settlement rule on the call's
@@ -771,13 +782,13 @@ class ReservationContext:
             return
         ok = exc is None
         try:
-            text = h._native.finish_call(call, ok)
+            report = h._native.finish_call(call, ok)
         except BaseException as e:
             # Refused before the action was taken: end it as any block that raised.
             self.__exit__(type(e), e, e.__traceback__)
             raise
         self._restore()
-        h._apply_call(text, ok)
+        h._apply_call(report, ok)
 
     async def _aend_call(self, call: _native.NativeProviderCall, exc: BaseException | None) -> None:
         """:meth:`_end_call` for ``async`` code."""
@@ -787,12 +798,12 @@ class ReservationContext:
             return
         ok = exc is None
         try:
-            text = await h._native.finish_call_async(call, ok)
+            report = await h._native.finish_call_async(call, ok)
         except BaseException as e:
             await self.__aexit__(type(e), e, e.__traceback__)
             raise
         self._restore()
-        h._apply_call(text, ok)
+        h._apply_call(report, ok)
 
     async def __aenter__(self) -> GuardedReservation:
         if self._handle is not None:
@@ -813,10 +824,10 @@ class ReservationContext:
             self._restore()  # as __exit__
             return
         try:
-            text = await h._native.finish_async(ok)
+            report = await h._native.finish_async(ok)
         finally:
             self._restore()
-        h._apply(text, ok)
+        h._apply_report(report, ok)
 
 
 _LEVELS = {

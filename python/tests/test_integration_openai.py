@@ -76,6 +76,30 @@ def test_chat_stream_asks_for_usage_and_holds_the_reservation(
     assert sent["stream_options"] == {"include_usage": True}
 
 
+def test_a_guarded_calls_settlement_is_readable_from_its_handle(
+    provider: FakeProvider, local: LocalServer
+) -> None:
+    # The guard never reads the settlement: core's report hands its body over on first read
+    # (NativeFinished.settlement_body). Whoever holds the handle (current_reservation() inside
+    # the call) still reads all of it: the commit's charge and the server's whole response.
+    with local.client() as c:
+        llm = guard(oai(provider), cycles=c)
+        stream = llm.chat.completions.create(
+            model="gpt-fake", max_tokens=50, messages=CHAT, stream=True
+        )
+        handle = cycles.current_reservation()
+        assert handle is not None and handle.settlement_or_none is None
+        list(stream)
+    assert handle.outcome == "settled" and cycles.current_reservation() is None
+    s = handle.settlement
+    assert s.status == cycles.SettlementStatus.COMMITTED
+    assert s.charged == cycles.Amount("TOKENS", COMMITTED)
+    assert s.body is not None and s.body["status"] == "COMMITTED"
+    assert s.body["charged"] == {"unit": "TOKENS", "amount": COMMITTED}
+    assert [b["scope"] for b in s.body["balances"]] == ["tenant:acme"]
+    assert handle.lease is not None and handle.lease.end == "finished"
+
+
 def test_chat_stream_without_usage_commits_the_estimate(
     provider: FakeProvider, local: LocalServer
 ) -> None:

@@ -65,6 +65,21 @@ def test_the_settlement_and_lease_read_at_once_from_many_threads_are_the_same(
         assert lease is not None and lease.end == "finished"
     assert r.settlement is r.settlement and r.lease is r.lease
     assert r.settlement.charged == cycles.Amount("USD_MICROCENTS", 600)
+    body = r.settlement.body  # the server's commit response, handed over on first read
+    assert body is not None and body["charged"] == {"unit": "USD_MICROCENTS", "amount": 600}
+
+
+async def test_an_async_blocks_settlement_carries_the_servers_response(
+    server: LocalServer, tmp_path: Path
+) -> None:
+    async with server.async_client(journal_dir=tmp_path) as c:
+        async with c.reserve(1_000, action=ACTION) as r:
+            r.set_actual(400)
+    s = r.settlement
+    assert s.charged == cycles.Amount("USD_MICROCENTS", 400)
+    assert s.body is not None and s.body["status"] == "COMMITTED"
+    assert s.body["released"] == {"unit": "USD_MICROCENTS", "amount": 600}
+    assert r.lease is not None and r.lease.end == "finished"
 
 
 def test_a_released_reservation_has_no_settlement(

@@ -144,11 +144,14 @@ pub fn parse_spec_with(json: &str, defaults: &SpecDefaults) -> Result<GuardSpec,
 enum OutcomeOut<'a> {
     Committed {
         charged: Option<&'a Amount>,
-        body: &'a CommitResponse,
+        // Left out of a report's head only (`finished_head_text`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        body: Option<&'a CommitResponse>,
     },
     RecoveredViaEvent {
         charged: Option<&'a Amount>,
-        body: &'a EventCreateResponse,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        body: Option<&'a EventCreateResponse>,
     },
     Pending {
         reason: &'a str,
@@ -165,15 +168,16 @@ enum OutcomeOut<'a> {
     },
 }
 
-fn outcome_out(o: &SettleOutcome) -> OutcomeOut<'_> {
+/// `o` in the order of its JSON; `body` whether the server's response goes with it.
+fn outcome_out(o: &SettleOutcome, body: bool) -> OutcomeOut<'_> {
     match o {
         SettleOutcome::Committed(r) => OutcomeOut::Committed {
             charged: o.charged(),
-            body: r,
+            body: body.then_some(r),
         },
         SettleOutcome::RecoveredViaEvent(r) => OutcomeOut::RecoveredViaEvent {
             charged: o.charged(),
-            body: &r.response,
+            body: body.then_some(&r.response),
         },
         SettleOutcome::Pending {
             reason,
@@ -199,7 +203,7 @@ fn outcome_out(o: &SettleOutcome) -> OutcomeOut<'_> {
 
 /// One settlement outcome: `status` is committed, recovered_via_event, pending or rejected.
 pub fn outcome_json(o: &SettleOutcome) -> Value {
-    serde_json::to_value(outcome_out(o)).unwrap_or(Value::Null)
+    serde_json::to_value(outcome_out(o, true)).unwrap_or(Value::Null)
 }
 
 fn stop_reason(end: &HeartbeatEnd) -> Option<&StopReason> {
@@ -296,7 +300,8 @@ fn release_error_out(e: &Option<Error>) -> Option<ReleaseErrorOut<'_>> {
     })
 }
 
-fn finished_out(f: &Finished) -> FinishedOut<'_> {
+/// `f` in the order of its JSON; `body` whether its settlement carries the server's response.
+fn finished_out(f: &Finished, body: bool) -> FinishedOut<'_> {
     match f {
         Finished::Settled {
             reservation_id,
@@ -306,7 +311,7 @@ fn finished_out(f: &Finished) -> FinishedOut<'_> {
         } => FinishedOut::Settled {
             reservation_id,
             actual: actual.amount,
-            settlement: outcome_out(settlement),
+            settlement: outcome_out(settlement, body),
             lease: lease.as_ref().map(lease_out),
         },
         Finished::WorkFailed {
@@ -316,7 +321,7 @@ fn finished_out(f: &Finished) -> FinishedOut<'_> {
             lease,
         } => FinishedOut::WorkFailed {
             reservation_id,
-            settlement: settlement.as_ref().map(outcome_out),
+            settlement: settlement.as_ref().map(|o| outcome_out(o, body)),
             released: settlement.is_none() && release_error.is_none(),
             release_error: release_error_out(release_error),
             lease: lease.as_ref().map(lease_out),
@@ -358,7 +363,7 @@ fn finished_out(f: &Finished) -> FinishedOut<'_> {
             reason: lapse.reason.name(),
             stop_detail: lapse.reason.detail_json(),
             message: lapse.to_string(),
-            settlement: outcome_out(settlement),
+            settlement: outcome_out(settlement, body),
         },
     }
 }
@@ -368,12 +373,39 @@ fn finished_out(f: &Finished) -> FinishedOut<'_> {
 /// estimate was given back; `message` (missing and invalid actual) is the error text every
 /// host raises; `lease` is what the heartbeat did (`null` without one).
 pub fn finished_text(f: &Finished) -> String {
-    serde_json::to_string(&finished_out(f)).unwrap_or_else(|_| "null".into())
+    serde_json::to_string(&finished_out(f, true)).unwrap_or_else(|_| "null".into())
+}
+
+/// [`finished_text`] without the settlement's `body` (the server's commit or event response,
+/// most of the text): for a host that reads the outcome at once and the body only when asked
+/// ([`settlement_body_text`]), so a guarded call that never reads it neither writes nor
+/// parses it.
+pub fn finished_head_text(f: &Finished) -> String {
+    serde_json::to_string(&finished_out(f, false)).unwrap_or_else(|_| "null".into())
+}
+
+/// The `body` [`finished_text`] gives `f`'s settlement (the server's commit response, or
+/// its event response after the event fallback), as JSON text; `None` when it has none.
+pub fn settlement_body_text(f: &Finished) -> Option<String> {
+    let outcome = match f {
+        Finished::Settled { settlement, .. } | Finished::HeartbeatLapsed { settlement, .. } => {
+            settlement
+        }
+        Finished::WorkFailed { settlement, .. } => settlement.as_ref()?,
+        Finished::MissingActual { .. }
+        | Finished::InvalidActual { .. }
+        | Finished::Released { .. } => return None,
+    };
+    match outcome {
+        SettleOutcome::Committed(r) => serde_json::to_string(r).ok(),
+        SettleOutcome::RecoveredViaEvent(r) => serde_json::to_string(&r.response).ok(),
+        SettleOutcome::Pending { .. } | SettleOutcome::Rejected(_) => None,
+    }
 }
 
 /// [`finished_text`] as a JSON value (for a result that adds to it).
 pub fn finished_json(f: &Finished) -> Value {
-    serde_json::to_value(finished_out(f)).unwrap_or(Value::Null)
+    serde_json::to_value(finished_out(f, true)).unwrap_or(Value::Null)
 }
 
 /// A drain (or flush, or close) report as JSON text: `outcomes`, `remaining`, `quarantined`,
@@ -675,6 +707,79 @@ mod tests {
             finished_text(&f),
             r#"{"outcome":"work_failed","reservation_id":"r2","settlement":{"status":"rejected","error_kind":"BUDGET_EXCEEDED","reason":"no budget","http_status":409,"error_code":"BUDGET_EXCEEDED"},"released":false,"release_error":null,"lease":null}"#
         );
+    }
+
+    /// The head and the body, put back together, are the whole report; the head is the
+    /// report without the settlement's `body` and nothing else.
+    fn assert_head_and_body(f: &Finished) {
+        let whole: Value = serde_json::from_str(&finished_text(f)).unwrap();
+        let mut head: Value = serde_json::from_str(&finished_head_text(f)).unwrap();
+        let body = settlement_body_text(f).map(|b| serde_json::from_str::<Value>(&b).unwrap());
+        assert_eq!(body.as_ref(), whole["settlement"].get("body"), "{whole}");
+        assert!(head["settlement"].get("body").is_none(), "{head}");
+        if let Some(b) = body {
+            head["settlement"]["body"] = b;
+        }
+        assert_eq!(head, whole);
+    }
+
+    #[test]
+    fn a_report_in_two_parts_is_the_whole_report() {
+        let committed: cycles_core::model::CommitResponse = serde_json::from_value(json!({
+            "status": "COMMITTED",
+            "charged": {"unit": "USD_MICROCENTS", "amount": 800},
+            "released": {"unit": "USD_MICROCENTS", "amount": 200},
+        }))
+        .unwrap();
+        let actual = cycles_core::Amount::new(cycles_core::Unit::UsdMicrocents, 800);
+        let settled = Finished::Settled {
+            reservation_id: "r1".into(),
+            actual: actual.clone(),
+            settlement: SettleOutcome::Committed(committed),
+            lease: None,
+        };
+        assert_eq!(
+            finished_head_text(&settled),
+            r#"{"outcome":"settled","reservation_id":"r1","actual":800,"settlement":{"status":"committed","charged":{"unit":"USD_MICROCENTS","amount":800}},"lease":null}"#
+        );
+        assert_head_and_body(&settled);
+        let event: cycles_core::model::EventCreateResponse = serde_json::from_value(json!({
+            "status": "APPLIED", "event_id": "e1",
+        }))
+        .unwrap();
+        let recovered = Finished::WorkFailed {
+            reservation_id: "r2".into(),
+            settlement: Some(SettleOutcome::RecoveredViaEvent(
+                cycles_core::settle::EventRecovery::new(
+                    event,
+                    r#"{"actual":{"unit":"USD_MICROCENTS","amount":800}}"#,
+                ),
+            )),
+            release_error: None,
+            lease: None,
+        };
+        assert!(settlement_body_text(&recovered).is_some_and(|b| b.contains("\"e1\"")));
+        assert_head_and_body(&recovered);
+        let rejected = Finished::WorkFailed {
+            reservation_id: "r3".into(),
+            settlement: Some(SettleOutcome::Rejected(cycles_core::settle::Rejection {
+                kind: ErrorKind::BudgetExceeded,
+                message: "no budget".into(),
+                http_status: Some(409),
+                server_code: None,
+            })),
+            release_error: None,
+            lease: None,
+        };
+        assert_eq!(settlement_body_text(&rejected), None);
+        assert_head_and_body(&rejected);
+        let released = Finished::Released {
+            reservation_id: "r4".into(),
+            release_error: None,
+            lease: None,
+        };
+        assert_eq!(settlement_body_text(&released), None);
+        assert_eq!(finished_head_text(&released), finished_text(&released));
     }
 
     #[test]

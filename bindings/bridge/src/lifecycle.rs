@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cycles_core::events::{EventSink, Level};
-use cycles_core::guard::{ActiveGuard, Guard, Usage};
+use cycles_core::guard::{ActiveGuard, Finished, Guard, Usage};
 use cycles_core::runtime;
 use cycles_core::settle::{DrainReport, ReplayHandle, SettleConfig, Settler};
 use cycles_core::{Config, CyclesClient};
@@ -20,6 +20,11 @@ use cycles_core::{Config, CyclesClient};
 use crate::error::ErrorFields;
 use crate::guard::{drain_json, event_json, finished_text, parse_spec_with, SpecDefaults};
 use crate::task::Work;
+
+/// A finishing action's work with its report as the finished JSON (what most hosts read).
+pub(crate) fn as_text(work: Work<Finished>) -> Work<String> {
+    Box::pin(async move { finished_text(&work.await) })
+}
 
 /// The host-callback channel: an `EventSink` whose callback only queues event JSON, and the
 /// queue a host thread drains. Events below the host's floor ([`EventPump::set_floor`]) are
@@ -346,10 +351,14 @@ impl Active {
     /// would drop a known actual (end the action normally to commit it). Refused like
     /// [`Active::finish`] when already finished.
     pub fn release(&self, reason: Option<String>) -> Result<Work<String>, ErrorFields> {
+        self.release_report(reason).map(as_text)
+    }
+
+    /// [`Active::release`] with core's `Finished` as the output (see
+    /// [`Active::finish_report`]).
+    pub fn release_report(&self, reason: Option<String>) -> Result<Work<Finished>, ErrorFields> {
         let a = self.take_for_release()?;
-        Ok(Box::pin(
-            async move { finished_text(&a.release(reason).await) },
-        ))
+        Ok(Box::pin(async move { a.release(reason).await }))
     }
 
     /// The action, taken for a release: refused (and left running) once usage was reported.
@@ -433,15 +442,20 @@ impl Active {
     /// Phase two: takes the action (INVALID_ARGUMENT when already finished) and returns the
     /// settle-or-release work, whose output is the finished JSON.
     pub fn finish(&self, work_succeeded: bool) -> Result<Work<String>, ErrorFields> {
+        self.finish_report(work_succeeded).map(as_text)
+    }
+
+    /// [`Active::finish`] with core's `Finished` as the output, for a host that reads the
+    /// report in two parts: [`crate::guard::finished_head_text`] at once and
+    /// [`crate::guard::settlement_body_text`] only when asked (the same JSON in all).
+    pub fn finish_report(&self, work_succeeded: bool) -> Result<Work<Finished>, ErrorFields> {
         let a = self
             .active
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take()
             .ok_or_else(|| ErrorFields::invalid(ALREADY_FINISHED))?;
-        Ok(Box::pin(async move {
-            finished_text(&a.finish(work_succeeded).await)
-        }))
+        Ok(Box::pin(async move { a.finish(work_succeeded).await }))
     }
 }
 

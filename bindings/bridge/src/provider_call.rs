@@ -7,7 +7,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use cycles_core::guard::Usage;
+use cycles_core::guard::{Finished, Usage};
 use cycles_core::pricing::{charge, Api, Meter, Pricing, Reading, Settlement};
 use cycles_core::{Amount, Error};
 
@@ -140,6 +140,17 @@ impl Active {
         call: &ProviderCall,
         work_succeeded: bool,
     ) -> Result<Work<String>, ErrorFields> {
+        self.finish_call_report(call, work_succeeded)
+            .map(crate::lifecycle::as_text)
+    }
+
+    /// [`Active::finish_call`] with core's `Finished` as the output (see
+    /// [`Active::finish_report`]).
+    pub fn finish_call_report(
+        &self,
+        call: &ProviderCall,
+        work_succeeded: bool,
+    ) -> Result<Work<Finished>, ErrorFields> {
         match call.settlement(!work_succeeded) {
             Settlement::Commit(a) => {
                 if a.unit.as_str() != self.unit() {
@@ -152,12 +163,12 @@ impl Active {
                 if self.usage().actual() != Some(a.amount) {
                     self.usage().set_actual(a.amount)?;
                 }
-                self.finish(work_succeeded)
+                self.finish_report(work_succeeded)
             }
             Settlement::Release if work_succeeded && self.usage().actual().is_none() => {
-                self.release(None)
+                self.release_report(None)
             }
-            Settlement::Release => self.finish(work_succeeded),
+            Settlement::Release => self.finish_report(work_succeeded),
         }
     }
 }

@@ -58,6 +58,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<fake_provider::NativeFakeProvider>()?;
     m.add_class::<lifecycle::NativeLifecycle>()?;
     m.add_class::<lifecycle::NativeActive>()?;
+    m.add_class::<lifecycle::NativeFinished>()?;
     m.add_function(wrap_pyfunction!(_debug_panic, m)?)?;
     m.add_function(wrap_pyfunction!(cli_run, m)?)?;
     m.add_function(wrap_pyfunction!(client::decode_response, m)?)?;

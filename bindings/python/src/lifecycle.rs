@@ -12,9 +12,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use cycles_bridge::guard::{finished_head_text, settlement_body_text};
 use cycles_bridge::task;
 use cycles_bridge::{Active, ErrorFields, Lifecycle};
 use cycles_core::events::Level;
+use cycles_core::guard::Finished;
 use cycles_core::{Config, CyclesClient};
 use pyo3::prelude::*;
 
@@ -272,11 +274,12 @@ impl NativeActive {
         self.inner.is_finished()
     }
 
-    /// Phase two (blocking, GIL released): a JSON description of core's `Finished`.
-    fn finish(&self, py: Python<'_>, work_succeeded: bool) -> PyResult<String> {
+    /// Phase two (blocking, GIL released): core's `Finished`, read as its report's head and,
+    /// when asked, its settlement's body.
+    fn finish(&self, py: Python<'_>, work_succeeded: bool) -> PyResult<NativeFinished> {
         guard(|| {
-            let work = self.inner.finish(work_succeeded).map_err(to_pyerr)?;
-            wait(py, false, task::start(work).map_err(to_pyerr)?)
+            let work = self.inner.finish_report(work_succeeded).map_err(to_pyerr)?;
+            wait(py, false, task::start(work).map_err(to_pyerr)?).map(NativeFinished::new)
         })
     }
 
@@ -288,13 +291,13 @@ impl NativeActive {
         py: Python<'_>,
         call: &NativeProviderCall,
         work_succeeded: bool,
-    ) -> PyResult<String> {
+    ) -> PyResult<NativeFinished> {
         guard(|| {
             let work = self
                 .inner
-                .finish_call(&call.inner, work_succeeded)
+                .finish_call_report(&call.inner, work_succeeded)
                 .map_err(to_pyerr)?;
-            wait(py, false, task::start(work).map_err(to_pyerr)?)
+            wait(py, false, task::start(work).map_err(to_pyerr)?).map(NativeFinished::new)
         })
     }
 
@@ -308,9 +311,9 @@ impl NativeActive {
         guard(|| {
             let work = self
                 .inner
-                .finish_call(&call.inner, work_succeeded)
+                .finish_call_report(&call.inner, work_succeeded)
                 .map_err(to_pyerr)?;
-            awaitable(py, async move { Ok(work.await) })
+            awaitable(py, async move { Ok(NativeFinished::new(work.await)) })
         })
     }
 
@@ -320,8 +323,35 @@ impl NativeActive {
         work_succeeded: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         guard(|| {
-            let work = self.inner.finish(work_succeeded).map_err(to_pyerr)?;
-            awaitable(py, async move { Ok(work.await) })
+            let work = self.inner.finish_report(work_succeeded).map_err(to_pyerr)?;
+            awaitable(py, async move { Ok(NativeFinished::new(work.await)) })
         })
+    }
+}
+
+/// How a guarded action ended (core's `Finished`): `head()` is the bridge's finished report
+/// without the settlement's body, `settlement_body()` that body (the server's commit or event
+/// response) or `None`; together they are the report every other host reads as one text.
+/// Python reads the head at once and the body only when the settlement is read, so a guarded
+/// call that never reads it neither writes nor parses it.
+#[pyclass(module = "cycles._native", name = "NativeFinished", frozen)]
+pub struct NativeFinished {
+    inner: Finished,
+}
+
+impl NativeFinished {
+    fn new(inner: Finished) -> NativeFinished {
+        NativeFinished { inner }
+    }
+}
+
+#[pymethods]
+impl NativeFinished {
+    fn head(&self) -> String {
+        finished_head_text(&self.inner)
+    }
+
+    fn settlement_body(&self) -> Option<String> {
+        settlement_body_text(&self.inner)
     }
 }
