@@ -43,9 +43,13 @@ features() { "$bin" -runs=0 "$@" 2>&1 | sed -n 's/.*INITED cov: \([0-9]*\) ft: \
 
 # A merge that fails (here: a memory limit no run can meet) must leave the kept set untouched.
 before="$(cd "$scratch/kept/$t" && sha1sum -- * | sort)"
+root_files="$(ls -A "$root")"
 if CYCLES_FUZZ_RSS_MB=1 run_keep >"$scratch/failed.log" 2>&1; then
     fail "keep succeeded under a 1 MB memory limit (expected the merge to fail)"
 fi
+# What libFuzzer may write of a failed merge (the input running when the limit was hit) goes
+# to the corpus root, never into the clone.
+[[ "$(ls -A "$root")" == "$root_files" ]] || fail "a failed merge left files in $root"
 [[ "$(cd "$scratch/kept/$t" && sha1sum -- * | sort)" == "$before" ]] \
     || fail "a failed merge changed the kept set"
 [[ ! -e "$scratch/corpus/.$t.keeping" ]] || fail "a failed merge left its scratch directory"

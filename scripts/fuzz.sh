@@ -56,7 +56,9 @@ export PATH="$tools/bin:$PATH"
 # Stable Rust: no sanitizer (-s none) needs no nightly. The code under test is safe Rust, so what
 # ASAN would add is covered by Rust's own checks; the fuzz build keeps debug assertions and so
 # overflow checks on, and libFuzzer's -rss_limit_mb catches unbounded allocation.
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/cycles-target}/cycles-fuzz"
+# Absolute: the build runs in fuzz/ and the targets from elsewhere.
+target_root="$(realpath -m "${CARGO_TARGET_DIR:-$HOME/.cache/cycles-target}")"
+export CARGO_TARGET_DIR="$target_root/cycles-fuzz"
 triple="$(rustc -vV | sed -n 's/^host: //p')"
 build="${CYCLES_FUZZ_BUILD:-release}"
 case "$build" in
@@ -81,8 +83,9 @@ if ! (cd fuzz && cargo fuzz build -s none "${build_flags[@]}" --target "$triple"
     exit 1
 fi
 
-corpus_root="${CYCLES_FUZZ_CORPUS:-$root/fuzz/corpus}"
-kept_root="${CYCLES_FUZZ_KEPT:-$root/fuzz/kept}"
+# Absolute (relative ones are taken from the repository root): `keep` runs from the corpus root.
+corpus_root="$(realpath -m "${CYCLES_FUZZ_CORPUS:-$root/fuzz/corpus}")"
+kept_root="$(realpath -m "${CYCLES_FUZZ_KEPT:-$root/fuzz/kept}")"
 exchanges="${CYCLES_REFERENCE_CORPUS:-$root/../shared/fixtures/reference-server/exchanges.jsonl}"
 python3 scripts/fuzz-seeds.py "$corpus_root" "$exchanges" >/dev/null
 
@@ -97,8 +100,12 @@ if [[ -n "$keep" ]]; then
         mkdir -p "$kept_root/$t" "$corpus_root/$t"
         fresh="$corpus_root/.$t.keeping"
         rm -rf "$fresh" && mkdir -p "$fresh"
-        if ! "$bin_dir/$t" -set_cover_merge=1 -timeout=10 -rss_limit_mb="${CYCLES_FUZZ_RSS_MB:-2048}" \
-            "$fresh" "$kept_root/$t" "$corpus_root/$t" >"$bin_dir.$t.keep.log" 2>&1; then
+        # Run from the corpus root: what libFuzzer writes of an input the merge cannot run
+        # (crash, hang, memory) goes to its current directory whatever -artifact_prefix says,
+        # and from the repository root it would land in the clone.
+        if ! (cd "$corpus_root" && "$bin_dir/$t" -set_cover_merge=1 -timeout=10 \
+            -rss_limit_mb="${CYCLES_FUZZ_RSS_MB:-2048}" \
+            "$fresh" "$kept_root/$t" "$corpus_root/$t") >"$bin_dir.$t.keep.log" 2>&1; then
             tail -20 "$bin_dir.$t.keep.log" >&2
             rm -rf "$fresh"
             echo "fuzz: keep $t: the merge failed" >&2
