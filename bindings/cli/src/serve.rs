@@ -179,9 +179,7 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
     let ctrl_c = crate::ctrl_c::registered().await?;
     let mut out = std::io::stdout();
     let _ = out.write_all(banner.as_bytes()).and_then(|()| out.flush());
-    ctrl_c
-        .await
-        .map_err(|err| format!("cannot wait for Ctrl-C: {err}"))?;
+    ctrl_c.await?;
     server.shutdown().await;
     Ok(())
 }
