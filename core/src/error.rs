@@ -388,7 +388,6 @@ impl Error {
         Error::new(ErrorKind::Internal, message)
     }
 
-    /// Classifies a reqwest failure into the transport kinds.
     /// A request that was provably never sent (e.g. no free request slot in time): a
     /// connect-class error, safe to retry.
     pub(crate) fn not_sent(message: impl Into<String>) -> Error {
@@ -396,6 +395,41 @@ impl Error {
         Error::new(ErrorKind::Connect, message)
     }
 
+    /// The request got no complete response within its timeout.
+    pub(crate) fn timed_out(message: impl Into<String>) -> Error {
+        let message = format!("{}: {}", ErrorKind::Timeout.name(), message.into());
+        Error::new(ErrorKind::Timeout, message)
+    }
+
+    /// Classifies a failure of the direct transport (hyper-util's client or a response body)
+    /// into the transport kinds, as [`Error::from_reqwest`] does reqwest's.
+    pub(crate) fn from_transport<E>(e: E, phase: crate::transport::sender::Phase) -> Error
+    where
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        use crate::transport::sender::Phase;
+        let kind = match phase {
+            // Proves the request was never sent, even when the connect timed out.
+            Phase::Connect => ErrorKind::Connect,
+            Phase::Exchange if has_io_kind(&e, &[std::io::ErrorKind::TimedOut]) => {
+                ErrorKind::Timeout
+            }
+            Phase::Exchange if is_reset(&e) => ErrorKind::ConnectionReset,
+            Phase::Exchange => ErrorKind::Transport,
+        };
+        let message = format!("{}: {}", kind.name(), describe_chain(&e));
+        let mut err = Error::new(kind, message);
+        err.inner.source = Some(Box::new(e));
+        err
+    }
+
+    /// This error with `what` (the request: method and URL, never headers) appended.
+    pub(crate) fn context(mut self, what: &str) -> Error {
+        self.inner.message = format!("{} ({what})", self.inner.message);
+        self
+    }
+
+    /// Classifies a reqwest failure into the transport kinds.
     pub(crate) fn from_reqwest(e: reqwest::Error) -> Error {
         // Connect first: a connect-phase failure (even a connect timeout) proves the request
         // was never sent, which is the most useful fact for a retry layer.
@@ -573,18 +607,33 @@ impl Error {
     }
 }
 
-fn is_reset(e: &reqwest::Error) -> bool {
+/// Whether an I/O error of one of `kinds` is in `e`'s source chain.
+fn has_io_kind(e: &(dyn std::error::Error + 'static), kinds: &[std::io::ErrorKind]) -> bool {
     let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(s) = src {
         if let Some(io) = s.downcast_ref::<std::io::Error>() {
-            use std::io::ErrorKind as K;
-            if matches!(
-                io.kind(),
-                K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe | K::UnexpectedEof
-            ) {
+            if kinds.contains(&io.kind()) {
                 return true;
             }
         }
+        src = s.source();
+    }
+    false
+}
+
+fn is_reset(e: &(dyn std::error::Error + 'static)) -> bool {
+    use std::io::ErrorKind as K;
+    let resets = [
+        K::ConnectionReset,
+        K::ConnectionAborted,
+        K::BrokenPipe,
+        K::UnexpectedEof,
+    ];
+    if has_io_kind(e, &resets) {
+        return true;
+    }
+    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = src {
         if let Some(h) = s.downcast_ref::<hyper::Error>() {
             // "connection closed before message completed": the server went away without
             // a complete response.

@@ -1,18 +1,19 @@
-//! HTTP transport: one reqwest (rustls) client per [`CyclesClient`], one method per
-//! operation, each a single attempt. Retries are deliberately NOT done here: the retry
-//! policy (same idempotency key, 429 floors, expiry fallback) belongs to later layers,
-//! which need to see every attempt and its timing.
+//! HTTP transport: one HTTP client per [`CyclesClient`] (hyper-util's, or reqwest's where a
+//! proxy applies: `sender`), one method per operation, each a single attempt. Retries are
+//! deliberately NOT done here: the retry policy (same idempotency key, 429 floors, expiry
+//! fallback) belongs to later layers, which need to see every attempt and its timing.
 
 pub mod decode;
 pub mod response;
 pub mod retry_after;
+pub(crate) mod sender;
 pub mod url;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
-use reqwest::Method;
+use hyper::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
+use hyper::Method;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -24,6 +25,7 @@ use crate::model::*;
 use crate::redact::Redactor;
 use decode::Operation;
 pub use response::{AttemptTiming, Response};
+use sender::Sender;
 use url::{check_path_id, BaseUrl};
 
 /// Header carrying the API key.
@@ -53,7 +55,7 @@ pub const TRACE_ID_HEADER: &str = "x-cycles-trace-id";
 pub struct CyclesClient {
     /// The shared connection pool, driven by whichever runtime the call runs on. Never used
     /// by a call driven on a blocking host's thread (see [`CyclesClient::http`]).
-    http: reqwest::Client,
+    http: Sender,
     /// Alive as long as this client: a thread's own pool for it is dropped once it is gone.
     alive: Arc<()>,
     base: BaseUrl,
@@ -85,6 +87,14 @@ impl std::fmt::Debug for CyclesClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CyclesClient")
             .field("base_url", &self.base.as_url().as_str())
+            .field(
+                "transport",
+                &if self.http.is_reqwest() {
+                    "reqwest (proxy or credentials in the URL)"
+                } else {
+                    "hyper-util"
+                },
+            )
             .field("config", &self.config)
             .finish_non_exhaustive()
     }
@@ -112,7 +122,7 @@ impl CyclesClient {
         })?;
         // Keeps the value out of reqwest/hyper debug output.
         api_key.set_sensitive(true);
-        let http = build_http(&config)?;
+        let http = Sender::new(&config, &base)?;
         Ok(CyclesClient {
             http,
             alive: Arc::new(()),
@@ -133,7 +143,7 @@ impl CyclesClient {
     /// ([`crate::runtime::caller`]) gets that thread's own client: hyper spawns a connection's
     /// task on the runtime that opened it, and a connection opened there and put in the
     /// shared pool would stall every other caller while its thread is not waiting.
-    fn http(&self) -> Result<reqwest::Client, Error> {
+    fn http(&self) -> Result<Sender, Error> {
         if !crate::runtime::caller::is_driving() {
             return Ok(self.http.clone());
         }
@@ -145,7 +155,7 @@ impl CyclesClient {
             }
             // Clients dropped since: their idle connections go with them.
             clients.retain(|(w, _)| w.strong_count() > 0);
-            let c = build_http(&self.config)?;
+            let c = Sender::new(&self.config, &self.base)?;
             clients.push((me, c.clone()));
             Ok(c)
         })
@@ -504,79 +514,40 @@ impl CyclesClient {
                 self.api_key.clone(),
             );
         }
-        headers.insert(
-            reqwest::header::ACCEPT,
-            HeaderValue::from_static("application/json"),
-        );
+        headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
         let http = self.http()?;
-        let mut rb = http.request(method, url).headers(headers);
-        if let Some(b) = body {
-            rb = rb.body(b);
-        }
         let left = timeout.saturating_sub(sent.elapsed());
         if left.is_zero() {
             return Err(Error::not_sent(
                 "the request timeout elapsed while waiting for a request slot; not sent",
             ));
         }
-        let mut request = rb.build().map_err(Error::from_reqwest)?;
-        *request.timeout_mut() = Some(left);
-        let resp = http.execute(request).await.map_err(Error::from_reqwest)?;
-        let status = resp.status().as_u16();
-        let h = resp.headers();
-        let (corr, retry_after) = decode::header_facts(|name| h.get(name)?.to_str().ok());
-        let (body, oversized) = read_bounded(resp, self.config.max_response_bytes).await?;
+        let got = http
+            .send(
+                method,
+                url,
+                headers,
+                body,
+                left,
+                self.config.max_response_bytes,
+            )
+            .await?;
         let received = Instant::now();
         Ok(Raw {
-            status,
-            body,
-            corr,
-            retry_after,
+            status: got.status,
+            body: got.body,
+            corr: got.corr,
+            retry_after: got.retry_after,
             timing: AttemptTiming { sent, received },
-            oversized,
+            oversized: got.oversized,
         })
     }
-}
-
-/// The body of `resp`, read until it ends or passes `limit` bytes (then the rest is never
-/// read, and the bound is returned with what was read). A `Content-Length` above the bound
-/// fails before anything is read.
-async fn read_bounded(
-    mut resp: reqwest::Response,
-    limit: usize,
-) -> Result<(Vec<u8>, Option<usize>), Error> {
-    if resp.content_length().is_some_and(|n| n > limit as u64) {
-        return Ok((Vec::new(), Some(limit)));
-    }
-    let mut body = Vec::new();
-    while let Some(chunk) = resp.chunk().await.map_err(Error::from_reqwest)? {
-        if body.len() + chunk.len() > limit {
-            return Ok((body, Some(limit)));
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok((body, None))
-}
-
-/// The HTTP client of a [`Config`] (rustls, no redirects, finite timeouts).
-fn build_http(config: &Config) -> Result<reqwest::Client, Error> {
-    reqwest::Client::builder()
-        .timeout(config.request_timeout)
-        .connect_timeout(config.connect_timeout)
-        // Redirects would re-send X-Cycles-API-Key to wherever the Location points
-        // (reqwest strips only standard auth headers); a 3xx is surfaced instead.
-        .redirect(reqwest::redirect::Policy::none())
-        .user_agent(concat!("cycles-core/", env!("CARGO_PKG_VERSION")))
-        // Never keep more idle connections than can ever be busy at once.
-        .pool_max_idle_per_host(config.max_concurrent_requests)
-        .build()
-        .map_err(|e| Error::config(format!("cannot build the HTTP client: {e}")))
 }
 
 thread_local! {
     /// This thread's own HTTP clients (one per live [`CyclesClient`] it drove a call for):
     /// their connections are spawned on, and driven by, this thread's runtime.
-    static THREAD_HTTP: std::cell::RefCell<Vec<(std::sync::Weak<()>, reqwest::Client)>> =
+    static THREAD_HTTP: std::cell::RefCell<Vec<(std::sync::Weak<()>, Sender)>> =
         const { std::cell::RefCell::new(Vec::new()) };
 }
 
