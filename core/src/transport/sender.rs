@@ -82,12 +82,14 @@ impl Sender {
     ) -> Result<Received, Error> {
         match self {
             Sender::Direct(client) => {
-                let what = format!("{method} {url}");
-                let exchange = direct_exchange(client, method, url, headers, body, limit);
+                // Named in an error only: no text is built for a request that succeeds.
+                let what = |method: &Method| format!("{method} {url}");
+                let exchange = direct_exchange(client, method.clone(), &url, headers, body, limit);
                 match tokio::time::timeout(timeout, exchange).await {
-                    Ok(result) => result.map_err(|e| e.context(&what)),
+                    Ok(result) => result.map_err(|e| e.context(&what(&method))),
                     Err(_) => Err(Error::timed_out(format!(
-                        "no complete response within {timeout:?} ({what})"
+                        "no complete response within {timeout:?} ({})",
+                        what(&method)
                     ))),
                 }
             }
@@ -125,7 +127,7 @@ pub(crate) enum Phase {
 async fn direct_exchange(
     client: &Direct,
     method: Method,
-    url: ::url::Url,
+    url: &::url::Url,
     mut headers: HeaderMap,
     body: Option<Vec<u8>>,
     limit: usize,
