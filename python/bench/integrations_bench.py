@@ -9,7 +9,10 @@ create + commit pair): that pair through this SDK (``create_reservation`` +
 ``commit_reservation``, sync and async clients) and over ``http.client``, against the same
 server; the guarded lifecycle alone (``with client.reserve(...)``, no provider call); and the
 ``openai`` call guarded by hand (that lifecycle around the bare call), so what the integration
-itself adds (estimate, caps, usage, actual, settlement) is guarded minus by hand.
+itself adds (estimate, caps, usage, actual, settlement) is guarded minus by hand; and, the
+yardstick the goal is read against, each library's bare call inside an ``http.client`` create +
+commit pair (``<lib> inside an http.client pair``: the pair where the guard's runs, with the
+library's Python around it, not in a tight loop).
 
 The fake provider and the Cycles server run as their own processes (``cycles fake-provider``,
 ``cycles serve``), so ``time.process_time()`` here is the client's CPU only (Python and core's
@@ -154,29 +157,35 @@ def _paths(
     bare_pair, _conn = lb._bare_sync(url)
     create, commit, _conn2 = lb._bare_sync_steps(url)
 
-    def openai_http_client_pair() -> object:
+    def in_pair(call: Sync) -> Sync:
         # The yardstick in place: an http.client create before the bare call and its commit
         # after, so the pair runs where the guard's does (its cost there, not in a tight loop).
-        rid, key = create()
-        reply = oai.chat.completions.create(model="gpt-fake", max_tokens=64, messages=user)
-        commit(rid, key)
-        return reply
+        def paired() -> object:
+            rid, key = create()
+            reply = call()
+            commit(rid, key)
+            return reply
+
+        return paired
+
+    def openai_bare() -> object:
+        return oai.chat.completions.create(model="gpt-fake", max_tokens=64, messages=user)
+
+    def anthropic_bare() -> object:
+        return ant.messages.create(model="claude-fake", max_tokens=64, messages=user)
 
     paths: dict[str, Sync] = {
-        "openai bare": lambda: oai.chat.completions.create(
-            model="gpt-fake", max_tokens=64, messages=user
-        ),
+        "openai bare": openai_bare,
         "openai guarded": lambda: g_oai.chat.completions.create(
             model="gpt-fake", max_tokens=64, messages=user
         ),
         "openai by hand": openai_by_hand,
-        "openai inside an http.client pair": openai_http_client_pair,
-        "anthropic bare": lambda: ant.messages.create(
-            model="claude-fake", max_tokens=64, messages=user
-        ),
+        "openai inside an http.client pair": in_pair(openai_bare),
+        "anthropic bare": anthropic_bare,
         "anthropic guarded": lambda: g_ant.messages.create(
             model="claude-fake", max_tokens=64, messages=user
         ),
+        "anthropic inside an http.client pair": in_pair(anthropic_bare),
     }
     if importlib.util.find_spec("langchain_openai") is not None:
         # Imported by name: LangChain needs CPython 3.11+, and the bench is type-checked on 3.10.
@@ -192,6 +201,7 @@ def _paths(
         g_chat = guard_langchain(chat, cycles=c, pricing=PRICING)
         paths["langchain bare"] = lambda: chat.invoke(PROMPT)
         paths["langchain guarded"] = lambda: g_chat.invoke(PROMPT)
+        paths["langchain inside an http.client pair"] = in_pair(paths["langchain bare"])
     if importlib.util.find_spec("agents") is not None:
         from agents import Agent, ModelSettings, OpenAIResponsesModel, RunConfig, Runner
 
@@ -210,6 +220,8 @@ def _paths(
         )
         paths["agents bare"] = on_loop(lambda: Runner.run(bare_agent, PROMPT, run_config=config))
         paths["agents guarded"] = on_loop(lambda: Runner.run(g_agent, PROMPT, run_config=config))
+        # The sync http.client pair around the run (blocking calls outside the loop's turns).
+        paths["agents inside an http.client pair"] = in_pair(paths["agents bare"])
     paths["sdk create + commit"] = sdk_pair
     paths["sdk async create + commit"] = on_loop(sdk_async_pair)
     paths["http.client create + commit"] = bare_pair
@@ -305,9 +317,10 @@ def main() -> None:
         print(f"| {k} | {v:.0f} | {', '.join(f'{x:.0f}' for x in samples[k])} |")
     print(
         "\n| integration | bare µs | guarded µs | guarded / bare | added µs | added / SDK pair "
-        "| added / http.client pair | added beyond the lifecycle µs |"
+        "| added / http.client pair | added / http.client pair in place "
+        "| added beyond the lifecycle µs |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for lib in ("openai", "anthropic", "langchain", "agents"):
         # The agents path guards with the async client: its yardsticks are the async ones.
         prefix = "sdk async" if lib == "agents" else "sdk"
@@ -324,17 +337,22 @@ def main() -> None:
         added = guarded - bare
         pair, life = m[f"{prefix} create + commit"], m[f"{prefix} lifecycle"]
         raw = m["http.client create + commit"]
+        # The goal's yardstick: the same pair around the same bare call (None: not measured).
+        in_place = m.get(f"{lib} inside an http.client pair")
+        per_in_place = None if in_place is None else added / (in_place - bare)
         out["libs"][lib] = {
             "bare": bare,
             "guarded": guarded,
             "added": added,
             "added_per_sdk_pair": added / pair,
             "added_per_http_client_pair": added / raw,
+            "added_per_http_client_pair_in_place": per_in_place,
             "added_beyond_lifecycle": added - life,
         }
+        shown = "-" if per_in_place is None else f"{per_in_place:.2f}x"
         print(
             f"| {lib} | {bare:.0f} | {guarded:.0f} | {guarded / bare:.2f}x | {added:.0f} | "
-            f"{added / pair:.2f}x | {added / raw:.2f}x | {added - life:.0f} |"
+            f"{added / pair:.2f}x | {added / raw:.2f}x | {shown} | {added - life:.0f} |"
         )
     out["rounds_us"] = samples
     goal = ("openai bare", "openai guarded", "openai by hand", "openai inside an http.client pair")
