@@ -20,7 +20,7 @@ use serde_json::value::RawValue;
 use tokio::sync::{Semaphore, SemaphorePermit};
 
 use crate::config::Config;
-use crate::error::{Correlation, Error};
+use crate::error::Error;
 use crate::model::*;
 use crate::redact::Redactor;
 use decode::Operation;
@@ -102,13 +102,9 @@ impl std::fmt::Debug for CyclesClient {
 
 /// Raw outcome of one attempt, before classification.
 struct Raw {
-    status: u16,
-    body: Vec<u8>,
-    corr: Correlation,
-    retry_after: Option<String>,
+    /// The status, correlation headers and (bounded) body.
+    got: sender::Received,
     timing: AttemptTiming,
-    /// The bound the body went past (`Config::max_response_bytes`); `body` is then partial.
-    oversized: Option<usize>,
 }
 
 impl CyclesClient {
@@ -534,12 +530,8 @@ impl CyclesClient {
             .await?;
         let received = Instant::now();
         Ok(Raw {
-            status: got.status,
-            body: got.body,
-            corr: got.corr,
-            retry_after: got.retry_after,
+            got,
             timing: AttemptTiming { sent, received },
-            oversized: got.oversized,
         })
     }
 }
@@ -571,41 +563,45 @@ fn body_idempotency_key(body: &RawValue) -> String {
 /// Classifies a raw attempt through [`decode::classify`] (the pure path shared with
 /// [`decode::decode_response`]) and attaches the transport facts.
 fn finish<T: DeserializeOwned>(raw: Raw, op: Operation) -> Result<Response<T>, Error> {
-    if let Some(limit) = raw.oversized {
+    let Raw { got, timing } = raw;
+    if let Some(limit) = got.oversized {
         return Err(decode::oversized(
             op,
-            raw.status,
+            got.status,
             limit,
-            raw.corr,
-            raw.retry_after,
+            got.corr,
+            got.retry_after,
         ));
     }
-    let body = decode::classify(op, raw.status, &raw.body, raw.corr.clone(), raw.retry_after)?;
+    let body = decode::classify(op, got.status, &got.body, got.corr.clone(), got.retry_after)?;
     Ok(Response {
         body,
-        status: raw.status,
-        request_id: raw.corr.request_id,
-        trace_id: raw.corr.trace_id,
-        timing: raw.timing,
+        status: got.status,
+        request_id: got.corr.request_id,
+        trace_id: got.corr.trace_id,
+        timing,
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Correlation;
     use crate::ErrorKind;
 
     fn raw(status: u16, body: &str) -> Raw {
         let now = Instant::now();
         Raw {
-            status,
-            body: body.as_bytes().to_vec(),
-            corr: Correlation {
-                request_id: Some("rq".into()),
-                trace_id: Some("tr".into()),
+            got: sender::Received {
+                status,
+                body: body.as_bytes().to_vec(),
+                corr: Correlation {
+                    request_id: Some("rq".into()),
+                    trace_id: Some("tr".into()),
+                },
+                retry_after: None,
+                oversized: None,
             },
-            retry_after: None,
-            oversized: None,
             timing: AttemptTiming {
                 sent: now,
                 received: now + Duration::from_millis(3),

@@ -15,8 +15,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
-use hyper::header::{HeaderMap, HeaderValue, CONTENT_LENGTH, USER_AGENT};
+use hyper::header::{HeaderMap, HeaderValue, USER_AGENT};
 use hyper::{Method, Uri};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -152,37 +151,60 @@ async fn direct_exchange(
     let status = response.status().as_u16();
     let h = response.headers();
     let (corr, retry_after) = decode::header_facts(|name| h.get(name)?.to_str().ok());
-    let declared = h
-        .get(CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    let (body, oversized) = if declared.is_some_and(|n| n > limit as u64) {
-        (Vec::new(), Some(limit))
-    } else {
-        read_bounded(response.into_body(), limit).await?
-    };
-    Ok(Received {
-        status,
-        corr,
-        retry_after,
-        body,
-        oversized,
-    })
-}
-
-/// `body`, read until it ends or passes `limit` bytes (then the rest is never read).
-async fn read_bounded(mut body: Incoming, limit: usize) -> Result<(Vec<u8>, Option<usize>), Error> {
-    let mut out = Vec::new();
-    while let Some(frame) = body.frame().await {
+    let mut body = response.into_body();
+    let mut bounded = Bounded::new(limit, hyper::body::Body::size_hint(&body).exact());
+    while bounded.wants_more() {
+        let Some(frame) = body.frame().await else {
+            break;
+        };
         let frame = frame.map_err(|e| Error::from_transport(e, Phase::Exchange))?;
         if let Ok(chunk) = frame.into_data() {
-            if out.len() + chunk.len() > limit {
-                return Ok((out, Some(limit)));
-            }
-            out.extend_from_slice(&chunk);
+            bounded.take(&chunk);
         }
     }
-    Ok((out, None))
+    Ok(bounded.received(status, corr, retry_after))
+}
+
+/// A response body read up to a bound (`Config::max_response_bytes`): a declared length
+/// above it is refused before anything is read, and a chunk that would pass it is dropped,
+/// nothing after it read.
+struct Bounded {
+    body: Vec<u8>,
+    limit: usize,
+    over: bool,
+}
+
+impl Bounded {
+    fn new(limit: usize, declared: Option<u64>) -> Bounded {
+        Bounded {
+            body: Vec::new(),
+            limit,
+            over: declared.is_some_and(|n| n > limit as u64),
+        }
+    }
+
+    /// Whether to read another chunk.
+    fn wants_more(&self) -> bool {
+        !self.over
+    }
+
+    fn take(&mut self, chunk: &[u8]) {
+        if self.body.len() + chunk.len() > self.limit {
+            self.over = true;
+        } else {
+            self.body.extend_from_slice(chunk);
+        }
+    }
+
+    fn received(self, status: u16, corr: Correlation, retry_after: Option<String>) -> Received {
+        Received {
+            status,
+            corr,
+            retry_after,
+            oversized: self.over.then_some(self.limit),
+            body: self.body,
+        }
+    }
 }
 
 /// hyper-util's client as reqwest 0.12 builds its own for the same settings.
@@ -254,29 +276,12 @@ async fn reqwest_exchange(
     let status = resp.status().as_u16();
     let h = resp.headers();
     let (corr, retry_after) = decode::header_facts(|name| h.get(name)?.to_str().ok());
-    if resp.content_length().is_some_and(|n| n > limit as u64) {
-        return Ok(Received {
-            status,
-            corr,
-            retry_after,
-            body: Vec::new(),
-            oversized: Some(limit),
-        });
-    }
-    let mut body = Vec::new();
-    let mut oversized = None;
-    while let Some(chunk) = resp.chunk().await.map_err(Error::from_reqwest)? {
-        if body.len() + chunk.len() > limit {
-            oversized = Some(limit);
+    let mut bounded = Bounded::new(limit, resp.content_length());
+    while bounded.wants_more() {
+        let Some(chunk) = resp.chunk().await.map_err(Error::from_reqwest)? else {
             break;
-        }
-        body.extend_from_slice(&chunk);
+        };
+        bounded.take(&chunk);
     }
-    Ok(Received {
-        status,
-        corr,
-        retry_after,
-        body,
-        oversized,
-    })
+    Ok(bounded.received(status, corr, retry_after))
 }
