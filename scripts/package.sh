@@ -58,6 +58,9 @@ PROFILE="${CYCLES_PACKAGE_PROFILE:-release}"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 export ROOT OUT PROFILE TARGET LANGS_DEFAULTED
 log() { printf '== package: %s\n' "$*" >&2; }
+# The staging and scratch folders the languages register (common.sh scratch) go however the run
+# ends: a failed build, a refused check or ^C leaves no staging in OUT or in the temp folder.
+trap 'rm -rf "${SCRATCH[@]}"' EXIT
 
 for lang in "${LANGS[@]}"; do
     [[ -f "$ROOT/scripts/package/$lang.sh" && "$lang" != common ]] ||

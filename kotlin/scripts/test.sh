@@ -113,4 +113,15 @@ check_reports "OperationsTest=${EXPECTED[OperationsTest]}" "LifecycleTest=${EXPE
 log "the jar with libcycles_uniffi (scripts/package.sh, dev profile) and its install check"
 CYCLES_PACKAGE_PROFILE=dev bash "$ROOT/scripts/package.sh" "$TARGET/kotlin-package-check" kotlin
 bash "$K/scripts/install-check.sh" "$TARGET"/kotlin-package-check/kotlin/cycles-kotlin-*[0-9].jar
+log "a package run whose Maven build fails leaves no staging behind"
+failing="$TARGET/kotlin-package-failing"
+rm -rf "$failing" && mkdir -p "$failing/bin"
+printf '#!/bin/sh\necho "mvn: failing on purpose" >&2\nexit 1\n' >"$failing/bin/mvn" && chmod +x "$failing/bin/mvn"
+if PATH="$failing/bin:$PATH" CYCLES_PACKAGE_PROFILE=dev bash "$ROOT/scripts/package.sh" "$failing/out" kotlin 2>"$failing/err"; then
+    echo "scripts/package.sh succeeded with a failing mvn" >&2
+    exit 1
+fi
+grep -q "failing on purpose" "$failing/err" || { cat "$failing/err" >&2; echo "the package run did not reach mvn" >&2; exit 1; }
+[[ ! -e "$failing/out/.kotlin-staging" ]] || { echo "a failed package run left $failing/out/.kotlin-staging" >&2; exit 1; }
+rm -rf "$failing"
 log "all Kotlin tests passed"

@@ -13,6 +13,12 @@ declare -gA PLATFORM_TRIPLE=(
 ALL_PLATFORMS=(linux-x64-gnu linux-arm64-gnu linux-x64-musl linux-arm64-musl)
 HOST_PLATFORM=linux-x64-gnu
 
+# Folders a step stages in and removes when it is done: registered here as well, so a script
+# that sources this file can remove them on any exit (scripts/package.sh's EXIT trap) when the
+# step fails before its own rm.
+SCRATCH=()
+scratch() { SCRATCH+=("$@"); }
+
 # The pinned tools; bumping a pin rebuilds the venv.
 PACKAGE_TOOLS_PINS="maturin==1.16.0 ziglang==0.12.1 cargo-zigbuild==0.24.1"
 PACKAGE_TOOLS="${CYCLES_PACKAGE_TOOLS:-$HOME/.cache/cycles-package/tools}"

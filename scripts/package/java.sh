@@ -22,6 +22,7 @@ package_java() {
     # Staged under OUT (removed at the end), not in the shared target dir (see kotlin.sh).
     natives="$OUT/.java-staging"
     rm -rf "$natives" "$OUT/java"
+    scratch "$natives"
     mkdir -p "$OUT/java"
     for platform in "${PLATFORMS[@]}"; do
         classifier="$(platform_jvm_classifier "$platform")"

@@ -17,7 +17,7 @@
 # scripts/package.sh was given no language). The host platform in the dev profile is built with plain cargo into $TARGET, every
 # other by cargo-zigbuild (common.sh platform_cargo). Maven compiles into
 # OUT/.kotlin-staging/build (never kotlin/target, which the tests and the recovery adapter
-# use; removed once the jar is copied out) and skips the tests: kotlin/scripts/test.sh runs them. kotlin/scripts/install-check.sh
+# use; removed once the jar is copied out, or when the run fails) and skips the tests: kotlin/scripts/test.sh runs them. kotlin/scripts/install-check.sh
 # then compiles and runs docs/kotlin.md's quick start against this jar alone.
 
 # JNA's resource prefix (com.sun.jna.Platform.RESOURCE_PREFIX) of a platform, or nothing for a
@@ -38,6 +38,7 @@ package_kotlin() {
     natives="$OUT/.kotlin-staging/natives"
     build="$OUT/.kotlin-staging/build"
     rm -rf "$OUT/.kotlin-staging" "$OUT/kotlin"
+    scratch "$OUT/.kotlin-staging"
     mkdir -p "$OUT/kotlin"
     for platform in "${PLATFORMS[@]}"; do
         prefix="$(platform_jna_prefix "$platform")"

@@ -61,6 +61,7 @@ node_version() { node -p 'require(process.argv[1]).version' "$ROOT/node/package.
 node_platform_tarball() {
     local addon="$1" platform="$2" outdir="$3" version="$4" stage
     stage="$(mktemp -d "${TMPDIR:-/tmp}/cycles-node-$platform.XXXXXX")"
+    scratch "$stage"
     cp "$addon" "$stage/cycles.$platform.node"
     write_platform_package "$stage" "$platform" "$version"
     (cd "$stage" && npm pack --pack-destination "$outdir" --silent) >/dev/null
@@ -73,6 +74,7 @@ node_platform_tarball() {
 node_main_tarball() {
     local outdir="$1" version="$2" stage
     stage="$(mktemp -d "${TMPDIR:-/tmp}/cycles-node-main.XXXXXX")"
+    scratch "$stage"
     mkdir -p "$stage/native"
     cp -r "$ROOT/node/dist" "$stage/"
     cp "$ROOT/node/native/native.d.ts" "$stage/native/"

@@ -59,6 +59,7 @@ check_python_wheel() {
         *) echo "$wheel: not the cp310-abi3 $tag wheel of $platform" >&2; return 1 ;;
     esac
     dir="$(mktemp -d)"
+    scratch "$dir"
     (cd "$dir" && python3 -m zipfile -e "$wheel" .)
     grep -Eqx 'cycles ?= ?cycles._cli:main' "$dir"/cycles_sdk-*.dist-info/entry_points.txt ||
         { echo "$wheel: no cycles console script" >&2; rm -rf "$dir"; return 1; }
