@@ -10,7 +10,8 @@
 #   then prints one line a target: executions, exec/s, coverage (libFuzzer's covered edges and
 #   features), corpus size, peak RSS. Exits non-zero if any target found a panic, a hang (-timeout) or an
 #   allocation past -rss_limit_mb; the input is kept in fuzz/artifacts/<target>/ and the
-#   reproduction command is printed.
+#   reproduction command is printed. A target stopped by somebody's SIGINT (^C, kill -INT to the
+#   fuzzer) is reported as interrupted, not as a finding, and ends the run (exit 130).
 #   `keep` folds a target's working corpus into fuzz/kept/<target>: the smallest set of inputs
 #   (libFuzzer's -set_cover_merge) that keeps every coverage feature of both, so what a
 #   campaign found is committed and the next machine's campaign starts from it.
@@ -121,7 +122,7 @@ fi
 
 logs="$(mktemp -d)"
 trap 'rm -rf "$logs"' EXIT
-failed=0
+failed=0 interrupted=""
 printf '%-20s %6s %10s %8s %6s %8s %7s %7s %7s  %s\n' target secs execs exec/s cov cov_grew ft corpus rss_mb result
 for t in "${targets[@]}"; do
     mkdir -p "$corpus_root/$t" "fuzz/artifacts/$t"
@@ -151,7 +152,12 @@ for t in "${targets[@]}"; do
         done
     fi
     wait "$pid" || rc=$?
-    [[ "$stopped" == plateau && $rc -eq 72 ]] && rc=0
+    # 72 is libFuzzer's exit on SIGINT: ours at a plateau, or somebody's (^C, kill -INT) which
+    # ends the run as interrupted, not as a finding.
+    if [[ $rc -eq 72 && "$stopped" != plateau ]] && ! grep -q "Test unit written to" "$log"; then
+        stopped=interrupted
+    fi
+    [[ -n "$stopped" && $rc -eq 72 ]] && rc=0
     ran=$((SECONDS - started))
     execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)"
     speed="$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)"
@@ -168,6 +174,7 @@ for t in "${targets[@]}"; do
         END { if (total > 0) printf "%d%%", 100 * at / total; else print "?" }')"
     result=ok
     [[ "$stopped" == plateau ]] && result="ok (plateau: no new edge for ${CYCLES_FUZZ_PLATEAU} s)"
+    [[ "$stopped" == interrupted ]] && result="interrupted (SIGINT) before the cap; nothing found"
     if [[ $rc -ne 0 ]]; then
         failed=1
         artifact="$(sed -n 's/.*Test unit written to \(.*\)/\1/p' "$log" | tail -1)"
@@ -178,8 +185,13 @@ for t in "${targets[@]}"; do
     fi
     printf '%-20s %6s %10s %8s %6s %8s %7s %7s %7s  %s\n' "$t" "$ran" "${execs:-?}" "${speed:-?}" \
         "${cov:-?}" "${grew:-?}" "${ft:-?}" "${corp:-?}" "${rss:-?}" "$result"
+    if [[ "$stopped" == interrupted ]]; then
+        interrupted=1
+        break
+    fi
 done
 echo "seed $seed; cov = covered edges, cov_grew = when they last grew (share of the executions),"
 echo "ft = coverage features (libFuzzer); corpus in $corpus_root (new inputs), read with $kept_root"
 echo "(scripts/fuzz.sh keep TARGET|all folds what a campaign found into $kept_root, to commit)"
+[[ $failed -eq 0 && -n "$interrupted" ]] && exit 130
 exit $failed
