@@ -1,6 +1,6 @@
 //! Which HTTP client a request goes through: hyper-util's directly, or reqwest where it does
-//! what the direct one does not (a proxy from the environment applies to the server, or the
-//! base URL carries credentials). Each side is a loopback responder (`common::one_shot`) that
+//! what the direct one does not (a proxy from the environment applies to the server, plain or
+//! through a CONNECT tunnel, or the base URL carries credentials). Each side is a loopback responder (`common::one_shot`) that
 //! captures the request it got and answers one `getBalances`.
 //!
 //! One test in this file: it sets the process's proxy variables, which every other test in
@@ -95,6 +95,21 @@ async fn requests_go_direct_unless_a_proxy_or_credentials_need_reqwest() {
         "GET /v1/balances?tenant=t HTTP/1.1"
     );
     assert!(proxy_seen.try_recv().is_err(), "the proxy got a request");
+
+    // HTTPS_PROXY applies to an https:// server: reqwest opens a CONNECT tunnel to the
+    // server's authority through the proxy (TLS then runs inside it, end to end; the proxy
+    // never sees the API key). This proxy refuses the tunnel: a connect-phase error, with
+    // nothing sent to the server.
+    clear_proxy_env();
+    let (proxy, seen) = one_shot(http_response("403 Forbidden", &[], "")).await;
+    std::env::set_var("HTTPS_PROXY", &proxy);
+    let c = CyclesClient::new(Config::new("https://cycles.invalid:9/", "k")).unwrap();
+    assert!(format!("{c:?}").contains("reqwest"), "{c:?}");
+    let err = c.get_balances(&query()).await.unwrap_err();
+    assert_eq!(err.kind(), &ErrorKind::Connect, "{err}");
+    let got = seen.await.unwrap();
+    assert_eq!(got.request_line(), "CONNECT cycles.invalid:9 HTTP/1.1");
+    assert_eq!(got.header("x-cycles-api-key"), None, "{}", got.head);
 
     // Credentials in the base URL: reqwest, which sends them as Basic auth.
     let (server, seen) = one_shot(balances()).await;
