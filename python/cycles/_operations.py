@@ -44,6 +44,9 @@ class _Operations(_Requests):
     def _call(self, cls: type[R], op: str, args: str) -> R:
         raise NotImplementedError
 
+    def _rows(self, cls: type[R], op: str, args: str) -> list[R]:
+        raise NotImplementedError
+
     def decide(
         self,
         *,
@@ -159,6 +162,59 @@ class _Operations(_Requests):
             )
         )
         return self._call(ReservationPage, "list_reservations", args)
+
+    def list_all_reservations(
+        self,
+        *,
+        max_pages: int = 100,
+        idempotency_key: str | None = None,
+        status: str | None = None,
+        tenant: str | None = None,
+        workspace: str | None = None,
+        app: str | None = None,
+        workflow: str | None = None,
+        agent: str | None = None,
+        toolset: str | None = None,
+        from_: str | None = None,
+        to: str | None = None,
+        expires_from: str | None = None,
+        expires_to: str | None = None,
+        finalized_from: str | None = None,
+        finalized_to: str | None = None,
+        sort_by: str | None = None,
+        sort_dir: str | None = None,
+        include: Sequence[str] | None = None,
+        limit: int | None = None,
+    ) -> list[Reservation]:
+        """Every row, following ``next_cursor`` for at most ``max_pages`` pages. The filters are
+        :meth:`list_reservations`'s (``from_`` is the wire's ``from``).
+        """
+        args = _dumps(
+            _clean(
+                {
+                    "max_pages": max_pages,
+                    "idempotency_key": idempotency_key,
+                    "status": status,
+                    "tenant": tenant,
+                    "workspace": workspace,
+                    "app": app,
+                    "workflow": workflow,
+                    "agent": agent,
+                    "toolset": toolset,
+                    "from": from_,
+                    "to": to,
+                    "expires_from": expires_from,
+                    "expires_to": expires_to,
+                    "finalized_from": finalized_from,
+                    "finalized_to": finalized_to,
+                    "sort_by": sort_by,
+                    "sort_dir": sort_dir,
+                    "include": _strs(include),
+                    "limit": limit,
+                }
+            )
+        )
+        return self._rows(Reservation, "list_reservations_all", args)
 
     def get_reservation(
         self,
@@ -331,6 +387,9 @@ class _AsyncOperations(_Requests):
     async def _call(self, cls: type[R], op: str, args: str) -> R:
         raise NotImplementedError
 
+    async def _rows(self, cls: type[R], op: str, args: str) -> list[R]:
+        raise NotImplementedError
+
     async def decide(
         self,
         *,
@@ -435,6 +494,57 @@ class _AsyncOperations(_Requests):
             )
         )
         return await self._call(ReservationPage, "list_reservations", args)
+
+    async def list_all_reservations(
+        self,
+        *,
+        max_pages: int = 100,
+        idempotency_key: str | None = None,
+        status: str | None = None,
+        tenant: str | None = None,
+        workspace: str | None = None,
+        app: str | None = None,
+        workflow: str | None = None,
+        agent: str | None = None,
+        toolset: str | None = None,
+        from_: str | None = None,
+        to: str | None = None,
+        expires_from: str | None = None,
+        expires_to: str | None = None,
+        finalized_from: str | None = None,
+        finalized_to: str | None = None,
+        sort_by: str | None = None,
+        sort_dir: str | None = None,
+        include: Sequence[str] | None = None,
+        limit: int | None = None,
+    ) -> list[Reservation]:
+        """See :meth:`Client.list_all_reservations`."""
+        args = _dumps(
+            _clean(
+                {
+                    "max_pages": max_pages,
+                    "idempotency_key": idempotency_key,
+                    "status": status,
+                    "tenant": tenant,
+                    "workspace": workspace,
+                    "app": app,
+                    "workflow": workflow,
+                    "agent": agent,
+                    "toolset": toolset,
+                    "from": from_,
+                    "to": to,
+                    "expires_from": expires_from,
+                    "expires_to": expires_to,
+                    "finalized_from": finalized_from,
+                    "finalized_to": finalized_to,
+                    "sort_by": sort_by,
+                    "sort_dir": sort_dir,
+                    "include": _strs(include),
+                    "limit": limit,
+                }
+            )
+        )
+        return await self._rows(Reservation, "list_reservations_all", args)
 
     async def get_reservation(
         self,

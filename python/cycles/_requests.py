@@ -172,12 +172,3 @@ class _Requests:
         # None: left out, and the bridge makes it the client's tenant (the same rule and
         # error text in every language, raw operations and guarded ones alike).
         return None if subject is None else _part(subject, Subject, "subject")
-
-    @staticmethod
-    def _query(**kw: Any) -> str:
-        include = kw.get("include")
-        if isinstance(include, str):
-            kw["include"] = [include]
-        elif include is not None:
-            kw["include"] = list(include)
-        return _dumps(_clean(kw))

@@ -16,7 +16,6 @@ import json
 import os
 from typing import (
     Callable,
-    Sequence,
     TypeVar,
 )
 
@@ -34,7 +33,6 @@ from .lifecycle import (
     DrainReport,
     LifecycleEvent,
 )
-from .models import Reservation
 
 __all__ = ["Client", "AsyncClient"]
 
@@ -122,40 +120,8 @@ class Client(_Operations, _Base):
     def _call(self, cls: type[R], op: str, args: str) -> R:
         return _result(cls, self._native.call(op, args))
 
-    def list_all_reservations(
-        self,
-        *,
-        max_pages: int = 100,
-        idempotency_key: str | None = None,
-        status: str | None = None,
-        tenant: str | None = None,
-        workspace: str | None = None,
-        app: str | None = None,
-        workflow: str | None = None,
-        agent: str | None = None,
-        toolset: str | None = None,
-        from_: str | None = None,
-        to: str | None = None,
-        expires_from: str | None = None,
-        expires_to: str | None = None,
-        finalized_from: str | None = None,
-        finalized_to: str | None = None,
-        sort_by: str | None = None,
-        sort_dir: str | None = None,
-        include: Sequence[str] | None = None,
-        limit: int | None = None,
-    ) -> list[Reservation]:
-        """Every row, following ``next_cursor`` for at most ``max_pages`` pages. The filters are
-        :meth:`list_reservations`'s (``from_`` is the wire's ``from``)."""
-        args = self._query(
-            max_pages=max_pages, idempotency_key=idempotency_key, status=status,
-            tenant=tenant, workspace=workspace, app=app, workflow=workflow, agent=agent,
-            toolset=toolset, to=to, expires_from=expires_from, expires_to=expires_to,
-            finalized_from=finalized_from, finalized_to=finalized_to, sort_by=sort_by,
-            sort_dir=sort_dir, include=include, limit=limit, **{"from": from_},
-        )  # fmt: skip
-        out = self._native.call("list_reservations_all", args)
-        return [Reservation._from_json(r) for r in json.loads(out[4])]
+    def _rows(self, cls: type[R], op: str, args: str) -> list[R]:
+        return [cls._from_json(r) for r in json.loads(self._native.call(op, args)[4])]
 
 
 class AsyncClient(_AsyncOperations, _Base):
@@ -241,36 +207,5 @@ class AsyncClient(_AsyncOperations, _Base):
     async def _call(self, cls: type[R], op: str, args: str) -> R:
         return _result(cls, await self._native.call_async(op, args))
 
-    async def list_all_reservations(
-        self,
-        *,
-        max_pages: int = 100,
-        idempotency_key: str | None = None,
-        status: str | None = None,
-        tenant: str | None = None,
-        workspace: str | None = None,
-        app: str | None = None,
-        workflow: str | None = None,
-        agent: str | None = None,
-        toolset: str | None = None,
-        from_: str | None = None,
-        to: str | None = None,
-        expires_from: str | None = None,
-        expires_to: str | None = None,
-        finalized_from: str | None = None,
-        finalized_to: str | None = None,
-        sort_by: str | None = None,
-        sort_dir: str | None = None,
-        include: Sequence[str] | None = None,
-        limit: int | None = None,
-    ) -> list[Reservation]:
-        """See :meth:`Client.list_all_reservations`."""
-        args = self._query(
-            max_pages=max_pages, idempotency_key=idempotency_key, status=status,
-            tenant=tenant, workspace=workspace, app=app, workflow=workflow, agent=agent,
-            toolset=toolset, to=to, expires_from=expires_from, expires_to=expires_to,
-            finalized_from=finalized_from, finalized_to=finalized_to, sort_by=sort_by,
-            sort_dir=sort_dir, include=include, limit=limit, **{"from": from_},
-        )  # fmt: skip
-        out = await self._native.call_async("list_reservations_all", args)
-        return [Reservation._from_json(r) for r in json.loads(out[4])]
+    async def _rows(self, cls: type[R], op: str, args: str) -> list[R]:
+        return [cls._from_json(r) for r in json.loads((await self._native.call_async(op, args))[4])]

@@ -12,14 +12,18 @@
 //!   markers, a blocking and an `...Async` method per operation over the hand-written request
 //!   classes (`JAVA_REQUESTS`).
 //!
-//! Hand-written, for idioms only: the clients' plumbing (`_call`, `op`, `call`/`async`), the
-//! bridge's own `list_reservations_all` (`list_all_reservations`), and the JVM request classes.
+//! Python's `list_all_reservations` (the bridge's own `list_reservations_all`) is generated
+//! beside `list_reservations`, from its arguments (`table::PY_ALL_PAGES`).
+//!
+//! Hand-written, for idioms only: the clients' plumbing (`_call`, `_rows`, `op`,
+//! `call`/`async`), TypeScript's and the JVM's `listAllReservations` (they take the read's own
+//! query type), and the JVM request classes.
 
 use std::fmt::Write;
 
 use crate::ir::{Field, Ir, Model, Op, Ty};
 use crate::java::java_name;
-use crate::table::{host_name, JAVA_REQUESTS, PY_LIKE, TS_QUERY_DEFAULT};
+use crate::table::{host_name, JAVA_REQUESTS, PY_ALL_PAGES, PY_LIKE, TS_QUERY_DEFAULT};
 use crate::text::doc_block as jsdoc;
 use crate::text::{camel, md, rst, wrap};
 
@@ -211,11 +215,16 @@ pub fn python(ir: &Ir) -> Result<String, String> {
         write!(
             out,
             "\n    {def} _call(self, cls: type[R], op: str, args: str) -> R:\n        \
+             raise NotImplementedError\n\n    \
+             {def} _rows(self, cls: type[R], op: str, args: str) -> list[R]:\n        \
              raise NotImplementedError\n"
         )
         .unwrap();
         for op in &ir.ops {
             python_method(&mut out, ir, op, def, await_, blocking)?;
+            if let Some(walk) = PY_ALL_PAGES.iter().find(|p| p.0 == op.method) {
+                python_all_pages(&mut out, ir, op, walk, def, await_, blocking)?;
+            }
         }
     }
     Ok(out)
@@ -233,21 +242,10 @@ fn python_method(
     let fields = members(req);
     let result = host_name(&op.response);
     let mut params: Vec<String> = op.path_params.iter().map(|p| format!("{p}: str")).collect();
-    let mut encoded: Vec<(String, String)> = Vec::new();
     if !fields.is_empty() {
         params.push("*".into());
     }
-    for f in &fields {
-        let optional = host_optional(f);
-        let (ty, enc) = py_member(op, f, optional)?;
-        let arg = py_arg(&f.name);
-        params.push(if optional {
-            format!("{arg}: {ty} | None = None")
-        } else {
-            format!("{arg}: {ty}")
-        });
-        encoded.push((f.name.clone(), enc));
-    }
+    let encoded = py_params(op, &fields, &mut params)?;
     if params.is_empty() {
         writeln!(out, "\n    {def} {}(self) -> {result}:", op.method).unwrap();
     } else {
@@ -273,13 +271,7 @@ fn python_method(
         format!("See :meth:`Client.{}`.", op.method)
     };
     py_docstring(out, &doc);
-    let dict = |out: &mut String, indent: &str| {
-        writeln!(out, "{indent}{{").unwrap();
-        for (k, v) in &encoded {
-            writeln!(out, "{indent}    \"{k}\": {v},").unwrap();
-        }
-        write!(out, "{indent}}}").unwrap();
-    };
+    let dict = |out: &mut String, indent: &str| py_dict(out, indent, &encoded);
     let ids = op
         .path_params
         .iter()
@@ -309,6 +301,111 @@ fn python_method(
         out,
         "        return {await_}self._call({result}, \"{}\", args)",
         op.method
+    )
+    .unwrap();
+    Ok(())
+}
+
+/// The keyword parameters of `fields` (appended to `params`) and each one's wire name and
+/// encoding expression.
+fn py_params(
+    op: &Op,
+    fields: &[&Field],
+    params: &mut Vec<String>,
+) -> Result<Vec<(String, String)>, String> {
+    let mut encoded = Vec::new();
+    for f in fields {
+        let optional = host_optional(f);
+        let (ty, enc) = py_member(op, f, optional)?;
+        let arg = py_arg(&f.name);
+        params.push(if optional {
+            format!("{arg}: {ty} | None = None")
+        } else {
+            format!("{arg}: {ty}")
+        });
+        encoded.push((f.name.clone(), enc));
+    }
+    Ok(encoded)
+}
+
+/// A dict literal of the encoded arguments, its lines indented by `indent`.
+fn py_dict(out: &mut String, indent: &str, encoded: &[(String, String)]) {
+    writeln!(out, "{indent}{{").unwrap();
+    for (k, v) in encoded {
+        writeln!(out, "{indent}    \"{k}\": {v},").unwrap();
+    }
+    write!(out, "{indent}}}").unwrap();
+}
+
+/// The walk over every page of the paged read `op` (its `table::PY_ALL_PAGES` entry): the
+/// read's keyword arguments but `cursor`, then `max_pages`; the rows of every page, as one list.
+fn python_all_pages(
+    out: &mut String,
+    ir: &Ir,
+    op: &Op,
+    &(_, method, bridge_op): &(&str, &str, &str),
+    def: &str,
+    await_: &str,
+    blocking: bool,
+) -> Result<(), String> {
+    if !op.path_params.is_empty() {
+        return Err(format!("{}: a paged read with path parameters", op.method));
+    }
+    let req = op.request.as_deref().map(|r| ir.model(r));
+    let fields: Vec<&Field> = members(req)
+        .into_iter()
+        .filter(|f| f.name != "cursor")
+        .collect();
+    let row = ir
+        .model(&op.response)
+        .fields
+        .iter()
+        .find_map(|f| match &f.ty {
+            Ty::List(t) => t.model(),
+            _ => None,
+        })
+        .ok_or_else(|| {
+            format!(
+                "{}: its page ({}) has no list of rows",
+                op.method, op.response
+            )
+        })?;
+    let row = host_name(row);
+    let mut params = vec!["*".to_string(), "max_pages: int = 100".to_string()];
+    let mut encoded = vec![("max_pages".to_string(), "max_pages".to_string())];
+    encoded.extend(py_params(op, &fields, &mut params)?);
+    writeln!(out, "\n    {def} {method}(\n        self,").unwrap();
+    for p in &params {
+        writeln!(out, "        {p},").unwrap();
+    }
+    writeln!(out, "    ) -> list[{row}]:").unwrap();
+    let doc = if blocking {
+        let renamed: Vec<String> = fields
+            .iter()
+            .filter(|f| py_arg(&f.name) != f.name)
+            .map(|f| format!("``{}`` is the wire's ``{}``", py_arg(&f.name), f.name))
+            .collect();
+        let mut d = format!(
+            "Every row, following ``next_cursor`` for at most ``max_pages`` pages. The \
+             filters are :meth:`{}`'s",
+            op.method
+        );
+        if renamed.is_empty() {
+            d.push('.');
+        } else {
+            write!(d, " ({}).", renamed.join(", ")).unwrap();
+        }
+        d
+    } else {
+        format!("See :meth:`Client.{method}`.")
+    };
+    py_docstring(out, &doc);
+    out.push_str("        args = _dumps(\n            _clean(\n");
+    py_dict(out, "                ", &encoded);
+    out.push_str("\n            )\n        )\n");
+    writeln!(
+        out,
+        "        return {await_}self._rows({row}, \"{bridge_op}\", args)"
     )
     .unwrap();
     Ok(())
