@@ -2,7 +2,8 @@
 # Checks `scripts/fuzz.sh keep` on a scratch copy of a committed kept set (never on fuzz/kept):
 # the merge keeps every covered edge of the kept set and the working corpus together (and their
 # features, within libFuzzer's run-to-run noise), in fewer files, each one of their inputs; and a
-# merge that fails leaves the kept set as it was.
+# merge that fails leaves the kept set as it was. Then that a run whose fuzzer somebody stops
+# with SIGINT reports it as interrupted (exit 130), not as a finding.
 # Run by scripts/test-all.sh after the fuzz smoke (whose build it reuses: CYCLES_FUZZ_BUILD).
 #
 # Usage: scripts/fuzz-keep-check.sh [TARGET]   (default path_encoding: a kept set of about a
@@ -79,3 +80,23 @@ for f in "$scratch/kept/$t"/*; do
     grep -qx "$h" "$scratch/union.sha1" || fail "$h was not among the inputs"
 done
 echo "fuzz-keep-check: $t: $n_union inputs -> $n_kept kept; edges $want_cov -> $got_cov, features $want_ft -> $got_ft; a failed merge changed nothing"
+
+# A run interrupted by hand: SIGINT to the fuzzer (as ^C sends it), found as fuzz.sh's child.
+CYCLES_FUZZ_KEPT="$scratch/kept" CYCLES_FUZZ_CORPUS="$scratch/corpus" \
+    bash scripts/fuzz.sh "$t" 120 1 >"$scratch/interrupted.log" 2>&1 &
+runner=$!
+fuzzer=""
+for _ in $(seq 600); do
+    fuzzer="$(pgrep -P "$runner" -f "/$t " || true)"
+    [[ -n "$fuzzer" ]] && break
+    sleep 0.2
+done
+[[ -n "$fuzzer" ]] || { kill "$runner" 2>/dev/null; fail "no fuzzer started by fuzz.sh $t"; }
+sleep 2
+kill -INT "$fuzzer"
+rc=0
+wait "$runner" || rc=$?
+grep -q "interrupted (SIGINT)" "$scratch/interrupted.log" && ! grep -q FAILED "$scratch/interrupted.log" \
+    || { cat "$scratch/interrupted.log" >&2; fail "an interrupted run was not reported as interrupted"; }
+[[ $rc -eq 130 ]] || { cat "$scratch/interrupted.log" >&2; fail "an interrupted run exited $rc, not 130"; }
+echo "fuzz-keep-check: $t: a run stopped by SIGINT is reported as interrupted (exit 130)"

@@ -142,7 +142,7 @@ for t in "${targets[@]}"; do
         best=0 grown_at=$SECONDS
         while kill -0 "$pid" 2>/dev/null; do
             sleep 5
-            c="$(grep -E '^#[0-9]+' "$log" | tail -1 | sed -n 's/.* cov: \([0-9]*\).*/\1/p')"
+            c="$({ grep -E '^#[0-9]+' "$log" || true; } | tail -1 | sed -n 's/.* cov: \([0-9]*\).*/\1/p')"
             if [[ -n "$c" && "$c" -gt "$best" ]]; then best=$c grown_at=$SECONDS; fi
             if (( SECONDS - grown_at >= CYCLES_FUZZ_PLATEAU )); then
                 stopped=plateau
@@ -168,7 +168,8 @@ for t in "${targets[@]}"; do
     corp="$(sed -n 's/.* corp: \([0-9]*\).*/\1/p' <<<"$last")"
     # When the covered edges last grew, as a share of this run's executions: a plateau shows
     # as a low share (nothing new found for the rest of the run).
-    grew="$(grep -E '^#[0-9]+' "$log" | awk -v total="${execs:-0}" '
+    # (A run stopped before libFuzzer's first status line has none: `|| true` under pipefail.)
+    grew="$({ grep -E '^#[0-9]+' "$log" || true; } | awk -v total="${execs:-0}" '
         { n = substr($1, 2) + 0; for (i = 2; i < NF; i++) if ($i == "cov:") c = $(i + 1) + 0
           if (c > best) { best = c; at = n } }
         END { if (total > 0) printf "%d%%", 100 * at / total; else print "?" }')"
