@@ -246,23 +246,11 @@ fn python_method(
         params.push("*".into());
     }
     let encoded = py_params(op, &fields, &mut params)?;
-    if params.is_empty() {
-        writeln!(out, "\n    {def} {}(self) -> {result}:", op.method).unwrap();
-    } else {
-        writeln!(out, "\n    {def} {}(\n        self,", op.method).unwrap();
-        for p in &params {
-            writeln!(out, "        {p},").unwrap();
-        }
-        writeln!(out, "    ) -> {result}:").unwrap();
-    }
+    py_signature(out, def, op.method, &params, result);
     let doc = if blocking {
         let (summary, path) = summary_and_path(op);
         let mut d = format!("{}\n\n``{path}`` (``{}``).", rst(&summary), op.operation_id);
-        let renamed: Vec<String> = fields
-            .iter()
-            .filter(|f| py_arg(&f.name) != f.name)
-            .map(|f| format!("``{}`` is the wire's ``{}``", py_arg(&f.name), f.name))
-            .collect();
+        let renamed = py_renamed(&fields);
         if !renamed.is_empty() {
             write!(d, " {} (a Python keyword).", renamed.join(", ")).unwrap();
         }
@@ -271,7 +259,6 @@ fn python_method(
         format!("See :meth:`Client.{}`.", op.method)
     };
     py_docstring(out, &doc);
-    let dict = |out: &mut String, indent: &str| py_dict(out, indent, &encoded);
     let ids = op
         .path_params
         .iter()
@@ -281,14 +268,10 @@ fn python_method(
     match (op.path_params.is_empty(), encoded.is_empty()) {
         (true, true) => writeln!(out, "        args = \"{{}}\"").unwrap(),
         (false, true) => writeln!(out, "        args = _dumps({{{ids}}})").unwrap(),
-        (true, false) => {
-            out.push_str("        args = _dumps(\n            _clean(\n");
-            dict(out, "                ");
-            out.push_str("\n            )\n        )\n");
-        }
+        (true, false) => py_clean_args(out, &encoded),
         (false, false) => {
             out.push_str("        request = _clean(\n");
-            dict(out, "            ");
+            py_dict(out, "            ", &encoded);
             out.push_str("\n        )\n");
             writeln!(
                 out,
@@ -326,6 +309,36 @@ fn py_params(
         encoded.push((f.name.clone(), enc));
     }
     Ok(encoded)
+}
+
+/// A method's `def` line(s): `self` and `params`, one a line when there are any.
+fn py_signature(out: &mut String, def: &str, method: &str, params: &[String], result: &str) {
+    if params.is_empty() {
+        writeln!(out, "\n    {def} {method}(self) -> {result}:").unwrap();
+    } else {
+        writeln!(out, "\n    {def} {method}(\n        self,").unwrap();
+        for p in params {
+            writeln!(out, "        {p},").unwrap();
+        }
+        writeln!(out, "    ) -> {result}:").unwrap();
+    }
+}
+
+/// The docstring's words for each argument spelled differently from its wire name (a Python
+/// keyword).
+fn py_renamed(fields: &[&Field]) -> Vec<String> {
+    fields
+        .iter()
+        .filter(|f| py_arg(&f.name) != f.name)
+        .map(|f| format!("``{}`` is the wire's ``{}``", py_arg(&f.name), f.name))
+        .collect()
+}
+
+/// `args = _dumps(_clean({...}))` of the encoded arguments (a request with no path id).
+fn py_clean_args(out: &mut String, encoded: &[(String, String)]) {
+    out.push_str("        args = _dumps(\n            _clean(\n");
+    py_dict(out, "                ", encoded);
+    out.push_str("\n            )\n        )\n");
 }
 
 /// A dict literal of the encoded arguments, its lines indented by `indent`.
@@ -374,17 +387,9 @@ fn python_all_pages(
     let mut params = vec!["*".to_string(), "max_pages: int = 100".to_string()];
     let mut encoded = vec![("max_pages".to_string(), "max_pages".to_string())];
     encoded.extend(py_params(op, &fields, &mut params)?);
-    writeln!(out, "\n    {def} {method}(\n        self,").unwrap();
-    for p in &params {
-        writeln!(out, "        {p},").unwrap();
-    }
-    writeln!(out, "    ) -> list[{row}]:").unwrap();
+    py_signature(out, def, method, &params, &format!("list[{row}]"));
     let doc = if blocking {
-        let renamed: Vec<String> = fields
-            .iter()
-            .filter(|f| py_arg(&f.name) != f.name)
-            .map(|f| format!("``{}`` is the wire's ``{}``", py_arg(&f.name), f.name))
-            .collect();
+        let renamed = py_renamed(&fields);
         let mut d = format!(
             "Every row, following ``next_cursor`` for at most ``max_pages`` pages. The \
              filters are :meth:`{}`'s",
@@ -400,9 +405,7 @@ fn python_all_pages(
         format!("See :meth:`Client.{method}`.")
     };
     py_docstring(out, &doc);
-    out.push_str("        args = _dumps(\n            _clean(\n");
-    py_dict(out, "                ", &encoded);
-    out.push_str("\n            )\n        )\n");
+    py_clean_args(out, &encoded);
     writeln!(
         out,
         "        return {await_}self._rows({row}, \"{bridge_op}\", args)"
