@@ -163,6 +163,11 @@ def _result(cls: type[R], out: tuple[int, str | None, str | None, int, str]) -> 
     return cls._from_json(json.loads(body), meta)
 
 
+def _row_list(cls: type[R], out: tuple[int, str | None, str | None, int, str]) -> list[R]:
+    """The rows of a walk over every page (the bridge's ``*_all`` operations: a JSON list)."""
+    return [cls._from_json(r) for r in json.loads(out[4])]
+
+
 class _Requests:
     """Builds the (operation, JSON arguments) pairs shared by both clients."""
 

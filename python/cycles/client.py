@@ -12,7 +12,6 @@ The async client's awaitables are completed from the core's one tokio runtime.
 
 from __future__ import annotations
 
-import json
 import os
 from typing import (
     Callable,
@@ -28,6 +27,7 @@ from ._requests import (
     _close_seconds,
     _ms,
     _result,
+    _row_list,
 )
 from .lifecycle import (
     DrainReport,
@@ -121,7 +121,7 @@ class Client(_Operations, _Base):
         return _result(cls, self._native.call(op, args))
 
     def _rows(self, cls: type[R], op: str, args: str) -> list[R]:
-        return [cls._from_json(r) for r in json.loads(self._native.call(op, args)[4])]
+        return _row_list(cls, self._native.call(op, args))
 
 
 class AsyncClient(_AsyncOperations, _Base):
@@ -208,4 +208,4 @@ class AsyncClient(_AsyncOperations, _Base):
         return _result(cls, await self._native.call_async(op, args))
 
     async def _rows(self, cls: type[R], op: str, args: str) -> list[R]:
-        return [cls._from_json(r) for r in json.loads((await self._native.call_async(op, args))[4])]
+        return _row_list(cls, await self._native.call_async(op, args))
