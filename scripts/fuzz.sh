@@ -122,6 +122,8 @@ fi
 
 logs="$(mktemp -d)"
 trap 'rm -rf "$logs"' EXIT
+# libFuzzer's status lines (`#N ... cov: ...`) of a log; none yet is not an error (pipefail).
+status_lines() { grep -E '^#[0-9]+' "$1" || true; }
 failed=0 interrupted=""
 printf '%-20s %6s %10s %8s %6s %8s %7s %7s %7s  %s\n' target secs execs exec/s cov cov_grew ft corpus rss_mb result
 for t in "${targets[@]}"; do
@@ -142,7 +144,7 @@ for t in "${targets[@]}"; do
         best=0 grown_at=$SECONDS
         while kill -0 "$pid" 2>/dev/null; do
             sleep 5
-            c="$({ grep -E '^#[0-9]+' "$log" || true; } | tail -1 | sed -n 's/.* cov: \([0-9]*\).*/\1/p')"
+            c="$(status_lines "$log" | tail -1 | sed -n 's/.* cov: \([0-9]*\).*/\1/p')"
             if [[ -n "$c" && "$c" -gt "$best" ]]; then best=$c grown_at=$SECONDS; fi
             if (( SECONDS - grown_at >= CYCLES_FUZZ_PLATEAU )); then
                 stopped=plateau
@@ -162,14 +164,13 @@ for t in "${targets[@]}"; do
     execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)"
     speed="$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)"
     rss="$(sed -n 's/^stat::peak_rss_mb: *//p' "$log" | tail -1)"
-    last="$(grep -E '^#[0-9]+' "$log" | tail -1 || true)"
+    last="$(status_lines "$log" | tail -1)"
     cov="$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")"
     ft="$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$last")"
     corp="$(sed -n 's/.* corp: \([0-9]*\).*/\1/p' <<<"$last")"
     # When the covered edges last grew, as a share of this run's executions: a plateau shows
     # as a low share (nothing new found for the rest of the run).
-    # (A run stopped before libFuzzer's first status line has none: `|| true` under pipefail.)
-    grew="$({ grep -E '^#[0-9]+' "$log" || true; } | awk -v total="${execs:-0}" '
+    grew="$(status_lines "$log" | awk -v total="${execs:-0}" '
         { n = substr($1, 2) + 0; for (i = 2; i < NF; i++) if ($i == "cov:") c = $(i + 1) + 0
           if (c > best) { best = c; at = n } }
         END { if (total > 0) printf "%d%%", 100 * at / total; else print "?" }')"
