@@ -10,6 +10,7 @@ use std::time::Duration;
 use cycles_core::error::json_reason;
 use cycles_core::guard::GuardSpec;
 use cycles_core::transport::decode::{decode_response, http_error, Operation};
+use cycles_core::transport::DEFAULT_MAX_PAGES;
 use cycles_core::{
     BalanceQuery, CommitRequest, Config, CyclesClient, DecisionRequest, Error, EventCreateRequest,
     ListReservationsQuery, ReleaseRequest, ReservationCreateRequest, ReservationExtendRequest,
@@ -67,7 +68,7 @@ impl Reply {
 
 /// What a host can call: core's operations (core's [`Operation`] is the only operation table;
 /// a host calls one by its [`Operation::method_name`]), plus `list_reservations_all`, the
-/// bridge's own walk over every page (the query fields plus `max_pages`, default 100).
+/// bridge's own walk over every page (the query fields plus `max_pages`, default [`DEFAULT_MAX_PAGES`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op {
     /// One operation of the spec. Arguments: `create_reservation`, `decide` and
@@ -206,7 +207,7 @@ pub async fn dispatch(client: &CyclesClient, op: Op, a: &Args) -> Result<Reply, 
         Op::Runtime(o) => o,
         Op::ListReservationsAll => {
             let v = a.value()?;
-            let max_pages = opt_u32(&v, "max_pages")?.unwrap_or(100) as usize;
+            let max_pages = opt_u32(&v, "max_pages")?.map_or(DEFAULT_MAX_PAGES, |n| n as usize);
             let rows = c.list_reservations_all(&list_query(&v)?, max_pages).await?;
             let body = serde_json::to_string(&rows)
                 .map_err(|e| Error::invalid_argument(format!("cannot encode the rows: {e}")))?;

@@ -21,6 +21,8 @@
 
 use std::fmt::Write;
 
+use cycles_core::transport::DEFAULT_MAX_PAGES;
+
 use crate::ir::{Field, Ir, Model, Op, Ty};
 use crate::java::java_name;
 use crate::table::{host_name, JAVA_REQUESTS, PY_ALL_PAGES, PY_LIKE, TS_QUERY_DEFAULT};
@@ -384,7 +386,10 @@ fn python_all_pages(
             )
         })?;
     let row = host_name(row);
-    let mut params = vec!["*".to_string(), "max_pages: int = 100".to_string()];
+    let mut params = vec![
+        "*".to_string(),
+        format!("max_pages: int = {DEFAULT_MAX_PAGES}"),
+    ];
     let mut encoded = vec![("max_pages".to_string(), "max_pages".to_string())];
     encoded.extend(py_params(op, &fields, &mut params)?);
     py_signature(out, def, method, &params, &format!("list[{row}]"));

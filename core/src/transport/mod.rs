@@ -49,6 +49,9 @@ pub fn header_round_trips(key: &str) -> bool {
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
 /// Response header with the trace id.
 pub const TRACE_ID_HEADER: &str = "x-cycles-trace-id";
+/// The most pages [`CyclesClient::list_reservations_all`] fetches when a host does not say
+/// (the bridge's `max_pages` default, and the generated Python signature's).
+pub const DEFAULT_MAX_PAGES: usize = 100;
 
 /// The Cycles runtime client. Cheap to share by reference; clone the `Arc` around it if
 /// needed. Each method performs exactly one HTTP attempt.
