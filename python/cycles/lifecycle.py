@@ -744,6 +744,15 @@ class ReservationContext:
             raise InvalidArgumentError("the reservation context was not entered")
         return self._handle
 
+    def _unsettled(self) -> GuardedReservation | None:
+        """The entered reservation, or ``None`` (the context variable put back) when
+        ``r.release()`` already ended the action and nothing is left to settle."""
+        h = self._started()
+        if h.outcome == "released":
+            self._restore()
+            return None
+        return h
+
     def __enter__(self) -> GuardedReservation:
         if self._handle is not None:
             raise InvalidArgumentError("a reservation context can be entered once")
@@ -758,12 +767,10 @@ class ReservationContext:
         # Settle first, whatever happens to the context variable (see _restore). Any
         # exception, GeneratorExit and KeyboardInterrupt included, is a failed body: known
         # usage is settled, otherwise the reservation is released.
-        h = self._started()
-        ok = exc_type is None
-        if h.outcome == "released":
-            # r.release() ended the action: nothing is left to settle.
-            self._restore()
+        h = self._unsettled()
+        if h is None:
             return
+        ok = exc_type is None
         try:
             report = h._native.finish(ok)
         finally:
@@ -776,9 +783,8 @@ class ReservationContext:
         call releases, no actual and a call that succeeded commits the estimate) in the one
         crossing that ends the action. ``exc`` is the call's exception (``None``: it
         returned); it is not raised here, the caller rethrows it."""
-        h = self._started()
-        if h.outcome == "released":
-            self._restore()
+        h = self._unsettled()
+        if h is None:
             return
         ok = exc is None
         try:
@@ -792,9 +798,8 @@ class ReservationContext:
 
     async def _aend_call(self, call: _native.NativeProviderCall, exc: BaseException | None) -> None:
         """:meth:`_end_call` for ``async`` code."""
-        h = self._started()
-        if h.outcome == "released":
-            self._restore()
+        h = self._unsettled()
+        if h is None:
             return
         ok = exc is None
         try:
@@ -818,11 +823,10 @@ class ReservationContext:
     ) -> None:
         # As __exit__. If this task is cancelled while awaiting, the settlement still
         # completes on core's runtime (it does not belong to this task).
-        h = self._started()
-        ok = exc_type is None
-        if h.outcome == "released":
-            self._restore()  # as __exit__
+        h = self._unsettled()
+        if h is None:
             return
+        ok = exc_type is None
         try:
             report = await h._native.finish_async(ok)
         finally:
