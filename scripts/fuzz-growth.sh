@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Whether a target's late inputs reach any source code its earlier ones did not: libFuzzer's
+# "cov" counts edges of every monomorphised instantiation, so a target that decodes many types
+# through serde's generic code can keep finding edges (the same source, another type) long
+# after its source coverage stopped growing (docs/reliability.md, "What the late edges are").
+#
+# Usage: scripts/fuzz-growth.sh TARGET SINCE
+#   SINCE: a time `find -newermt` reads ("2026-12-07 11:53"). "Before" is TARGET's kept set
+#   plus the working corpus's inputs written before SINCE; "all" adds those written since.
+#   Both are run once through a source-coverage build (cargo fuzz coverage, llvm-cov) and
+#   compared: source regions (file, line, column) covered by "all" and not by "before", split
+#   into this repository's code and dependencies, then the same per instantiation. libFuzzer
+#   deletes an input it has replaced by a smaller one, so "before" can miss a little of what
+#   it once covered: the comparison overstates what is new, never hides it.
+# Needs: what scripts/fuzz.sh needs, plus rustup's llvm-tools component (installed here).
+# Env: as scripts/fuzz.sh (CARGO_TARGET_DIR: the build goes below it, in cycles-fuzz-cov/;
+#   CYCLES_FUZZ_CORPUS, CYCLES_FUZZ_KEPT, CYCLES_FUZZ_TOOLS).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+target="${1:?usage: scripts/fuzz-growth.sh TARGET SINCE}"
+since="${2:?usage: scripts/fuzz-growth.sh TARGET SINCE}"
+[[ -f "fuzz/fuzz_targets/$target.rs" ]] || { echo "unknown target $target" >&2; exit 2; }
+date -d "$since" >/dev/null 2>&1 || { echo "SINCE is not a time: $since" >&2; exit 2; }
+
+CARGO_FUZZ_VERSION=0.13.2
+tools="${CYCLES_FUZZ_TOOLS:-$HOME/.cache/cycles-fuzz/cargo-fuzz-$CARGO_FUZZ_VERSION}"
+[[ -x "$tools/bin/cargo-fuzz" ]] || { echo "cargo-fuzz missing: run scripts/fuzz.sh once" >&2; exit 2; }
+export PATH="$tools/bin:$PATH"
+rustup component add llvm-tools --toolchain "$(rustup show active-toolchain | cut -d' ' -f1)" >/dev/null 2>&1
+llvm="$(rustc --print sysroot)/lib/rustlib/$(rustc -vV | sed -n 's/^host: //p')/bin"
+[[ -x "$llvm/llvm-cov" ]] || { echo "no llvm-cov in $llvm (rustup component add llvm-tools)" >&2; exit 2; }
+
+target_root="$(realpath -m "${CARGO_TARGET_DIR:-$HOME/.cache/cycles-target}")"
+cov_dir="$target_root/cycles-fuzz-cov"
+triple="$(rustc -vV | sed -n 's/^host: //p')"
+corpus="$(realpath -m "${CYCLES_FUZZ_CORPUS:-$root/fuzz/corpus}")/$target"
+kept="$(realpath -m "${CYCLES_FUZZ_KEPT:-$root/fuzz/kept}")/$target"
+[[ -d "$corpus" ]] || { echo "no working corpus at $corpus" >&2; exit 2; }
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+# The build: `coverage` builds the instrumented target and runs it over a corpus (one empty
+# input here, as it refuses none); its profile in fuzz/coverage/ is not the one read below.
+mkdir -p "$work/one" && : >"$work/one/empty"
+if ! (cd fuzz && cargo fuzz coverage -s none -O --target-dir "$cov_dir" "$target" "$work/one") \
+    >"$work/build.log" 2>&1; then
+    cat "$work/build.log" >&2
+    echo "fuzz-growth: build failed" >&2
+    exit 1
+fi
+rm -rf "fuzz/coverage/$target" && rmdir fuzz/coverage 2>/dev/null || true
+bin="$cov_dir/$triple/release/$target"
+
+# The two sets, as hard links (a corpus holds 10^5 inputs).
+mkdir -p "$work/before" "$work/all"
+[[ -d "$kept" ]] && find "$kept" -type f -print0 | xargs -0 -r ln -t "$work/before"
+find "$corpus" -type f ! -newermt "$since" -print0 | xargs -0 -r ln -f -t "$work/before"
+cp -al "$work/before/." "$work/all/"
+find "$corpus" -type f -newermt "$since" -print0 | xargs -0 -r ln -f -t "$work/all"
+for s in before all; do
+    (cd "$work" && LLVM_PROFILE_FILE="$work/$s.profraw" "$bin" -runs=0 -timeout=10 \
+        -rss_limit_mb=4096 "$work/$s" >"$work/$s.log" 2>&1) || {
+        tail -20 "$work/$s.log" >&2
+        echo "fuzz-growth: the $s set did not run through" >&2
+        exit 1
+    }
+    "$llvm/llvm-profdata" merge -sparse "$work/$s.profraw" -o "$work/$s.profdata"
+    "$llvm/llvm-cov" export "$bin" -instr-profile="$work/$s.profdata" -skip-expansions >"$work/$s.json"
+done
+echo "$target: inputs before $since: $(find "$work/before" -type f | wc -l), since: $(($(find "$work/all" -type f | wc -l) - $(find "$work/before" -type f | wc -l)))"
+python3 scripts/fuzz-growth.py "$work/before.json" "$work/all.json" "$root"
