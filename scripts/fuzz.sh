@@ -7,6 +7,8 @@
 #   Runs each target for SECONDS from seeds generated out of the shared vectors and the
 #   reference-server corpus (scripts/fuzz-seeds.py) and from the committed corpus of earlier
 #   campaigns (fuzz/kept/<target>, read only; what a run finds goes to fuzz/corpus/<target>),
+#   with a dictionary of the names the input selects by where the target has one
+#   (scripts/fuzz-dict.py: the bridge's timing functions, options and spec members, pricing),
 #   then prints one line a target: executions, exec/s, coverage (libFuzzer's covered edges and
 #   features), corpus size, peak RSS. Exits non-zero if any target found a panic, a hang (-timeout) or an
 #   allocation past -rss_limit_mb; the input is kept in fuzz/artifacts/<target>/ and the
@@ -89,6 +91,10 @@ corpus_root="$(realpath -m "${CYCLES_FUZZ_CORPUS:-$root/fuzz/corpus}")"
 kept_root="$(realpath -m "${CYCLES_FUZZ_KEPT:-$root/fuzz/kept}")"
 exchanges="${CYCLES_REFERENCE_CORPUS:-$root/../shared/fixtures/reference-server/exchanges.jsonl}"
 python3 scripts/fuzz-seeds.py "$corpus_root" "$exchanges" >/dev/null
+# Dictionaries of the names some targets' inputs select by (scripts/fuzz-dict.py), generated
+# from the sources beside the seeds.
+dicts="$corpus_root/.dict"
+python3 scripts/fuzz-dict.py "$dicts" >/dev/null
 
 # The bytes of the files below a directory.
 bytes_in() { find "$1" -type f -printf '%s\n' | awk '{ n += $1 } END { print n + 0 }'; }
@@ -133,7 +139,9 @@ for t in "${targets[@]}"; do
     started=$SECONDS
     kept=()
     [[ -d "$kept_root/$t" ]] && kept=("$kept_root/$t")
-    "$bin_dir/$t" "$corpus_root/$t" "${kept[@]}" -max_total_time="$seconds" -seed="$seed" -timeout=10 \
+    dict=()
+    [[ -f "$dicts/$t.dict" ]] && dict=(-dict="$dicts/$t.dict")
+    "$bin_dir/$t" "$corpus_root/$t" "${kept[@]}" "${dict[@]}" -max_total_time="$seconds" -seed="$seed" -timeout=10 \
         -rss_limit_mb="${CYCLES_FUZZ_RSS_MB:-2048}" -print_final_stats=1 \
         -artifact_prefix="fuzz/artifacts/$t/" >"$log" 2>&1 &
     pid=$!
