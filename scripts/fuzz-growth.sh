@@ -12,7 +12,8 @@
 #   into this repository's code and dependencies, then the same per instantiation. libFuzzer
 #   deletes an input it has replaced by a smaller one, so "before" can miss a little of what
 #   it once covered: the comparison overstates what is new, never hides it.
-# Needs: what scripts/fuzz.sh needs, plus rustup's llvm-tools component (installed here).
+# Needs: what scripts/fuzz.sh needs (scripts/fuzz-env.sh), plus rustup's llvm-tools component
+#   (added here).
 # Env: as scripts/fuzz.sh (CARGO_TARGET_DIR: the build goes below it, in cycles-fuzz-cov/;
 #   CYCLES_FUZZ_CORPUS, CYCLES_FUZZ_KEPT, CYCLES_FUZZ_TOOLS).
 set -euo pipefail
@@ -23,19 +24,14 @@ since="${2:?usage: scripts/fuzz-growth.sh TARGET SINCE}"
 [[ -f "fuzz/fuzz_targets/$target.rs" ]] || { echo "unknown target $target" >&2; exit 2; }
 date -d "$since" >/dev/null 2>&1 || { echo "SINCE is not a time: $since" >&2; exit 2; }
 
-CARGO_FUZZ_VERSION=0.13.2
-tools="${CYCLES_FUZZ_TOOLS:-$HOME/.cache/cycles-fuzz/cargo-fuzz-$CARGO_FUZZ_VERSION}"
-[[ -x "$tools/bin/cargo-fuzz" ]] || { echo "cargo-fuzz missing: run scripts/fuzz.sh once" >&2; exit 2; }
-export PATH="$tools/bin:$PATH"
+source "$root/scripts/fuzz-env.sh"
 rustup component add llvm-tools --toolchain "$(rustup show active-toolchain | cut -d' ' -f1)" >/dev/null 2>&1
-llvm="$(rustc --print sysroot)/lib/rustlib/$(rustc -vV | sed -n 's/^host: //p')/bin"
+llvm="$(rustc --print sysroot)/lib/rustlib/$triple/bin"
 [[ -x "$llvm/llvm-cov" ]] || { echo "no llvm-cov in $llvm (rustup component add llvm-tools)" >&2; exit 2; }
 
-target_root="$(realpath -m "${CARGO_TARGET_DIR:-$HOME/.cache/cycles-target}")"
 cov_dir="$target_root/cycles-fuzz-cov"
-triple="$(rustc -vV | sed -n 's/^host: //p')"
-corpus="$(realpath -m "${CYCLES_FUZZ_CORPUS:-$root/fuzz/corpus}")/$target"
-kept="$(realpath -m "${CYCLES_FUZZ_KEPT:-$root/fuzz/kept}")/$target"
+corpus="$corpus_root/$target"
+kept="$kept_root/$target"
 [[ -d "$corpus" ]] || { echo "no working corpus at $corpus" >&2; exit 2; }
 
 work="$(mktemp -d)"

@@ -46,23 +46,13 @@ else
     [[ "$seed" =~ ^[0-9]+$ ]] || { echo "SEED must be a non-negative integer" >&2; exit 2; }
 fi
 
-CARGO_FUZZ_VERSION=0.13.2
-tools="${CYCLES_FUZZ_TOOLS:-$HOME/.cache/cycles-fuzz/cargo-fuzz-$CARGO_FUZZ_VERSION}"
-if [[ ! -x "$tools/bin/cargo-fuzz" ]]; then
-    echo "fuzz: installing cargo-fuzz $CARGO_FUZZ_VERSION into $tools" >&2
-    CARGO_TARGET_DIR="$tools/build" cargo install cargo-fuzz --version "=$CARGO_FUZZ_VERSION" \
-        --locked --root "$tools" --quiet
-    rm -rf "$tools/build"
-fi
-export PATH="$tools/bin:$PATH"
+source "$root/scripts/fuzz-env.sh"
 
 # Stable Rust: no sanitizer (-s none) needs no nightly. The code under test is safe Rust, so what
 # ASAN would add is covered by Rust's own checks; the fuzz build keeps debug assertions and so
 # overflow checks on, and libFuzzer's -rss_limit_mb catches unbounded allocation.
-# Absolute: the build runs in fuzz/ and the targets from elsewhere.
-target_root="$(realpath -m "${CARGO_TARGET_DIR:-$HOME/.cache/cycles-target}")"
+# Absolute (target_root): the build runs in fuzz/ and the targets from elsewhere.
 export CARGO_TARGET_DIR="$target_root/cycles-fuzz"
-triple="$(rustc -vV | sed -n 's/^host: //p')"
 build="${CYCLES_FUZZ_BUILD:-release}"
 case "$build" in
     release) build_flags=() bin_dir="$CARGO_TARGET_DIR/$triple/release" ;;
@@ -86,9 +76,6 @@ if ! (cd fuzz && cargo fuzz build -s none "${build_flags[@]}" --target "$triple"
     exit 1
 fi
 
-# Absolute (relative ones are taken from the repository root): `keep` runs from the corpus root.
-corpus_root="$(realpath -m "${CYCLES_FUZZ_CORPUS:-$root/fuzz/corpus}")"
-kept_root="$(realpath -m "${CYCLES_FUZZ_KEPT:-$root/fuzz/kept}")"
 exchanges="${CYCLES_REFERENCE_CORPUS:-$root/../shared/fixtures/reference-server/exchanges.jsonl}"
 python3 scripts/fuzz-seeds.py "$corpus_root" "$exchanges" >/dev/null
 # Dictionaries of the names some targets' inputs select by (scripts/fuzz-dict.py), generated
