@@ -68,7 +68,8 @@ impl Reply {
 
 /// What a host can call: core's operations (core's [`Operation`] is the only operation table;
 /// a host calls one by its [`Operation::method_name`]), plus `list_reservations_all`, the
-/// bridge's own walk over every page (the query fields plus `max_pages`, default [`DEFAULT_MAX_PAGES`]).
+/// bridge's own walk over every page (the query fields plus `max_pages`, default
+/// [`DEFAULT_MAX_PAGES`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op {
     /// One operation of the spec. Arguments: `create_reservation`, `decide` and
