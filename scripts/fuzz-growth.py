@@ -1,12 +1,58 @@
-"""Compares two `llvm-cov export` documents of one binary (scripts/fuzz-growth.sh): the
-source regions and the per-instantiation regions the second covers and the first does not.
+"""The two halves of scripts/fuzz-growth.sh's work that are not llvm's.
 
-Usage: fuzz-growth.py BEFORE.json ALL.json REPO_ROOT
+Usage: fuzz-growth.py sets WORK SINCE_EPOCH KEPT CORPUS
+         WORK/before: the inputs of KEPT and those of CORPUS last written at or before
+         SINCE_EPOCH (seconds); WORK/all: those and the rest of CORPUS.
+       fuzz-growth.py compare BEFORE.json ALL.json REPO_ROOT
+         The source regions and the per-instantiation regions the second `llvm-cov export`
+         document covers and the first does not.
 """
 
+import errno
 import json
+import os
+import shutil
 import sys
 from collections import Counter
+
+
+def gather(dest: str, inputs: list[str]) -> None:
+    """Hard-links (copies, across file systems) each input into dest. An input that is gone by
+    the time it is reached is skipped: a fuzzer still running deletes an input it has replaced
+    by a smaller one with the same coverage, so the set loses nothing by it."""
+    os.makedirs(dest, exist_ok=True)
+    for path in inputs:
+        target = os.path.join(dest, os.path.basename(path))
+        if os.path.exists(target):
+            continue  # libFuzzer names an input by its content's hash: the same input
+        try:
+            try:
+                os.link(path, target)
+            except OSError as e:
+                if e.errno != errno.EXDEV:
+                    raise
+                shutil.copyfile(path, target)
+        except FileNotFoundError:
+            continue
+
+
+def files(directory: str) -> list[str]:
+    """The inputs of a corpus directory (none if it does not exist)."""
+    if not os.path.isdir(directory):
+        return []
+    return [e.path for e in os.scandir(directory) if e.is_file()]
+
+
+def sets(work: str, since: float, kept: str, corpus: str) -> None:
+    before, since_inputs = files(kept), list[str]()
+    for path in files(corpus):
+        try:
+            newer = os.stat(path).st_mtime > since
+        except FileNotFoundError:
+            continue
+        (since_inputs if newer else before).append(path)
+    gather(os.path.join(work, "before"), before)
+    gather(os.path.join(work, "all"), before + since_inputs)
 
 
 def covered(path: str) -> tuple[set[tuple[str, int, int]], set[tuple[str, str, int]]]:
@@ -26,8 +72,7 @@ def covered(path: str) -> tuple[set[tuple[str, int, int]], set[tuple[str, str, i
     return source, inst
 
 
-def main() -> None:
-    before_json, all_json, repo = sys.argv[1:4]
+def compare(before_json: str, all_json: str, repo: str) -> None:
     repo = repo.rstrip("/") + "/"
     (src_a, inst_a), (src_b, inst_b) = covered(before_json), covered(all_json)
     new_src = src_b - src_a
@@ -48,6 +93,17 @@ def main() -> None:
     )
     for file, n in Counter(r[0] for r in new_inst).most_common(10):
         print(f"  new instantiation regions: {n} in {file.removeprefix(repo)}")
+
+
+def main() -> None:
+    usage = __doc__.split("Usage: ")[1] if __doc__ else ""
+    match sys.argv[1:]:
+        case ["sets", work, since, kept, corpus]:
+            sets(work, float(since), kept, corpus)
+        case ["compare", before_json, all_json, repo]:
+            compare(before_json, all_json, repo)
+        case _:
+            sys.exit("usage: " + usage)
 
 
 if __name__ == "__main__":

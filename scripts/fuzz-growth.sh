@@ -11,7 +11,8 @@
 #   compared: source regions (file, line, column) covered by "all" and not by "before", split
 #   into this repository's code and dependencies, then the same per instantiation. libFuzzer
 #   deletes an input it has replaced by a smaller one, so "before" can miss a little of what
-#   it once covered: the comparison overstates what is new, never hides it.
+#   it once covered: the comparison overstates what is new, never hides it. It can run beside
+#   the fuzzer still writing the corpus (an input deleted meanwhile is left out).
 # Needs: what scripts/fuzz.sh needs (scripts/fuzz-env.sh), plus rustup's llvm-tools component
 #   (added here).
 # Env: as scripts/fuzz.sh (CARGO_TARGET_DIR: the build goes below it, in cycles-fuzz-cov/;
@@ -48,12 +49,9 @@ fi
 rm -rf "fuzz/coverage/$target" && rmdir fuzz/coverage 2>/dev/null || true
 bin="$cov_dir/$triple/release/$target"
 
-# The two sets, as hard links (a corpus holds 10^5 inputs).
-mkdir -p "$work/before" "$work/all"
-[[ -d "$kept" ]] && find "$kept" -type f -print0 | xargs -0 -r ln -t "$work/before"
-find "$corpus" -type f ! -newermt "$since" -print0 | xargs -0 -r ln -f -t "$work/before"
-cp -al "$work/before/." "$work/all/"
-find "$corpus" -type f -newermt "$since" -print0 | xargs -0 -r ln -f -t "$work/all"
+# The two sets, as hard links where they can be (a corpus holds 10^5 inputs); a fuzzer may
+# still be writing the corpus (fuzz-growth.py sets).
+python3 scripts/fuzz-growth.py sets "$work" "$(date -d "$since" +%s.%N)" "$kept" "$corpus"
 for s in before all; do
     (cd "$work" && LLVM_PROFILE_FILE="$work/$s.profraw" "$bin" -runs=0 -timeout=10 \
         -rss_limit_mb=4096 "$work/$s" >"$work/$s.log" 2>&1) || {
@@ -65,4 +63,4 @@ for s in before all; do
     "$llvm/llvm-cov" export "$bin" -instr-profile="$work/$s.profdata" -skip-expansions >"$work/$s.json"
 done
 echo "$target: inputs before $since: $(find "$work/before" -type f | wc -l), since: $(($(find "$work/all" -type f | wc -l) - $(find "$work/before" -type f | wc -l)))"
-python3 scripts/fuzz-growth.py "$work/before.json" "$work/all.json" "$root"
+python3 scripts/fuzz-growth.py compare "$work/before.json" "$work/all.json" "$root"
