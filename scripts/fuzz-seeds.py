@@ -10,6 +10,7 @@ Writes OUT_DIR/<target>/<sha1 of the seed> and prints the count per target.
 import hashlib
 import json
 import os
+import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -146,9 +147,65 @@ def handmade() -> None:
                       ("1", "{" + conn + ',"tenant":"t","settle_max_attempts":3}'),
                       ("2", '{"baseUrl":"http://127.0.0.1:1","apiKey":"k","requestTimeoutMs":5}'),
                       ("3", "{" + conn + ',"request_timeout":1.5}'),
-                      ("4", '{"action":{"kind":"llm","name":"m"},"estimate":5,"unit":"TOKENS",'
-                            '"subject":{"tenant":"t"},"metadata":{"x":"\\ud800"}}')):
+                      ("4", ('{"action":{"kind":"llm","name":"m"},"estimate":5,"unit":"TOKENS",'
+                             '"subject":{"tenant":"t"},"metadata":{"x":"\\ud800"}}'))):
         add("bridge_options", sel + opts)
+
+
+BRIDGE = os.path.join(ROOT, "bindings", "bridge", "src")
+
+
+def read_bridge(name: str) -> str:
+    with open(os.path.join(BRIDGE, name), encoding="utf-8") as f:
+        return f.read()
+
+
+# A valid value for a timing argument that is not a duration, by its name.
+TIMING_VALUES: dict[str, object] = {
+    "regime": "normal",
+    "code": "RESERVATION_EXPIRED",
+    "raw": "5",
+    "micros": 1500,
+}
+
+
+def timing_table() -> None:
+    # Every function `timing_json::call` documents, with each of its arguments given: the
+    # fuzzer cannot find a name it must spell whole on the first line (the match compares
+    # whole strings, which libFuzzer does not trace without a sanitizer), so a function no
+    # vector calls by name would otherwise never run (retry_reserve and next_delay did not).
+    rows = re.findall(r"^/// \| `(\w+)` \| (.*?) \|", read_bridge("timing_json.rs"), re.MULTILINE)
+    if len(rows) < 10:
+        sys.exit(f"fuzz-seeds: timing_json.rs's function table has {len(rows)} rows")
+    for name, args in rows:
+        keys = re.findall(r"`(\w+)`", args)
+        add("bridge_timing_json", name + "\n" + compact({k: TIMING_VALUES.get(k, 1000) for k in keys}))
+
+
+def option_table() -> None:
+    # Every client option with a valid value, in each host's spelling (the target's selector
+    # byte picks the host: 0 C with the endpoint given, 1 the JVM, 2 Node, 3 Python).
+    source = read_bridge("options.rs")
+    table = re.search(r"CLIENT_OPTION_TABLE[^=]*= &\[(.*?)\n\];", source, re.DOTALL)
+    option = r'opt\(\s*"(\w+)",\s*"(\w+)",\s*"(\w+)",\s*(?:Kind::)?(\w+)'
+    found = re.findall(option, table[1] if table else "")
+    if len(found) < 10:
+        sys.exit(f"fuzz-seeds: options.rs's CLIENT_OPTION_TABLE has {len(found)} options read")
+    value: dict[str, object] = {"Text": "x", "Flag": True, "MS0": 1500, "COUNT0": 3}
+    conn = {"base_url": "http://127.0.0.1:1", "api_key": "k"}
+    for key, camel, seconds, kind in found:
+        if key in conn:
+            continue
+        if kind not in value:
+            sys.exit(f"fuzz-seeds: no seed value for option {key}'s kind {kind}")
+        v = value[kind]
+        if key.startswith("journal_"):
+            v = {"journal_dir": "/nonexistent/j", "journal_url": "redis://127.0.0.1:1"}.get(key, v)
+        add("bridge_options", "0" + compact({key: v}))
+        add("bridge_options", "1" + compact({**conn, key: v}))
+        add("bridge_options", "2" + compact({"baseUrl": conn["base_url"], "apiKey": "k", camel: v}))
+        py = 1.5 if kind == "MS0" else v  # Python's durations are in seconds
+        add("bridge_options", "3" + compact({**conn, seconds: py}))
 
 
 def main() -> None:
@@ -160,6 +217,8 @@ def main() -> None:
     vectors()
     exchanges(ex)
     handmade()
+    timing_table()
+    option_table()
     for target, items in sorted(seeds.items()):
         d = os.path.join(out, target)
         os.makedirs(d, exist_ok=True)
