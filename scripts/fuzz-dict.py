@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Writes libFuzzer dictionaries (`-dict=`) for the targets whose input names one of many
 functions or members: every identifier-like string literal of the sources that read those
-names (the bridge's timing functions and arguments, client options and guard spec members),
-bare and as a JSON key. Generated, never committed, so they follow the sources.
+names (the bridge's timing functions, arguments and regimes, client options and guard spec
+members), bare, as a JSON key and as a JSON string. Generated, never committed, so they
+follow the sources.
 
 Without them the fuzzer has to spell `"max_rtt_ms"` byte by byte before it can reach that
 argument's error exit in one of several dozen functions (docs/reliability.md, "What the late
@@ -21,12 +22,13 @@ BRIDGE = os.path.join(ROOT, "bindings", "bridge", "src")
 
 # The sources whose string literals are the names a target's input selects or keys by.
 SOURCES = {
-    "bridge_timing_json": ["timing_json.rs"],
+    "bridge_timing_json": ["timing_json.rs", "timing.rs"],
     "bridge_options": ["options.rs", "guard.rs"],
     "bridge_pricing_json": ["pricing_json.rs"],
 }
 
-LITERAL = re.compile(r'"([A-Za-z][A-Za-z0-9_]{1,63})"')
+# Identifier-like, or a word with a leading minus (`"-infinite"`).
+LITERAL = re.compile(r'"(-?[A-Za-z][A-Za-z0-9_]{1,63})"')
 
 
 def tokens(files: list[str]) -> list[str]:
@@ -48,9 +50,11 @@ def main() -> None:
             sys.exit(f"fuzz-dict: no names found for {target} in {files}")
         lines = []
         for w in words:
-            # Identifier-like, so nothing to escape but the quotes of the JSON key form.
+            # Identifier-like, so nothing to escape but the quotes of the JSON forms: bare (a
+            # function name on the first line), a key, a string value.
             lines.append(f'"{w}"')
             lines.append(f'"\\"{w}\\":"')
+            lines.append(f'"\\"{w}\\""')
         with open(os.path.join(out, f"{target}.dict"), "w", encoding="utf-8") as f:
             f.write("\n".join(lines) + "\n")
         print(f"{target}: {len(words)} names")

@@ -6,6 +6,8 @@ Usage: fuzz-growth.py sets WORK SINCE_EPOCH KEPT CORPUS
        fuzz-growth.py compare BEFORE.json ALL.json REPO_ROOT
          The source regions and the per-instantiation regions the second `llvm-cov export`
          document covers and the first does not.
+       fuzz-growth.py missed ALL.json REPO_ROOT
+         What no input reaches in the repository's files that some input does.
 """
 
 import errno
@@ -95,6 +97,54 @@ def compare(before_json: str, all_json: str, repo: str) -> None:
         print(f"  new instantiation regions: {n} in {file.removeprefix(repo)}")
 
 
+def missed(all_json: str, repo: str) -> None:
+    """What the whole corpus never reaches in this repository's files it reaches at all: per
+    file its covered share of code regions, then the never-covered regions as spans of lines
+    (regions a few lines apart joined) where they matter: inside a function some input enters,
+    or anywhere in a file mostly covered. So a match arm no input selects, or a function of the
+    target's module that it never calls, shows; a file it only passes through (error types,
+    shared helpers) is one line."""
+    repo = repo.rstrip("/") + "/"
+    with open(all_json, encoding="utf-8") as f:
+        data = json.load(f)["data"][0]
+    hit: dict[tuple[str, int, int], bool] = {}
+    entered: set[tuple[str, int, int]] = set()  # regions of functions some input enters
+    for fn in data["functions"]:
+        files = fn["filenames"]
+        ran = fn["count"] > 0
+        for r in fn["regions"]:
+            file = files[r[5]]
+            if r[7] == 0 and file.startswith(repo):  # code regions of ours
+                key = (file.removeprefix(repo), r[0], r[1])
+                hit[key] = hit.get(key, False) or r[4] > 0
+                if ran:
+                    entered.add(key)
+    reached = {k[0] for k, v in hit.items() if v}
+    print("never reached, in this repository's files the corpus reaches:")
+    spans = 0
+    for file in sorted(reached):
+        regions = sorted((k[1], k[2]) for k in hit if k[0] == file)
+        never = [(line, col) for line, col in regions if not hit[(file, line, col)]]
+        print(f"  {file}: {len(regions) - len(never)} of {len(regions)} regions covered")
+        mostly = len(never) * 2 <= len(regions)
+        lines = [line for line, col in never if mostly or (file, line, col) in entered]
+        start = prev = None
+        count = 0
+        for line in lines + [None]:
+            if start is not None and (line is None or prev is None or line > prev + 2):
+                if spans < 80:
+                    span = f"{start}" if start == prev else f"{start}-{prev}"
+                    print(f"    never: {file}:{span} ({count} region{'s' if count > 1 else ''})")
+                spans += 1
+                start, count = line, 0
+            if start is None:
+                start = line
+            prev = line
+            count += 1
+    if spans > 80:
+        print(f"  ... {spans - 80} more spans")
+
+
 def main() -> None:
     usage = __doc__.split("Usage: ")[1] if __doc__ else ""
     match sys.argv[1:]:
@@ -102,6 +152,8 @@ def main() -> None:
             sets(work, float(since), kept, corpus)
         case ["compare", before_json, all_json, repo]:
             compare(before_json, all_json, repo)
+        case ["missed", all_json, repo]:
+            missed(all_json, repo)
         case _:
             sys.exit("usage: " + usage)
 

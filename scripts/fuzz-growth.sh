@@ -13,6 +13,9 @@
 #   deletes an input it has replaced by a smaller one, so "before" can miss a little of what
 #   it once covered: the comparison overstates what is new, never hides it. It can run beside
 #   the fuzzer still writing the corpus (an input deleted meanwhile is left out).
+#   Then what neither set reaches in this repository's files the target does reach, as spans of
+#   lines for the files mostly covered: a function or a match arm no input selects (a name the
+#   fuzzer cannot spell, a host entry the target does not call) shows there, not as an edge.
 # Needs: what scripts/fuzz.sh needs (scripts/fuzz-env.sh), plus rustup's llvm-tools component
 #   (added here).
 # Env: as scripts/fuzz.sh (CARGO_TARGET_DIR: the build goes below it, in cycles-fuzz-cov/;
@@ -64,3 +67,4 @@ for s in before all; do
 done
 echo "$target: inputs before $since: $(find "$work/before" -type f | wc -l), since: $(($(find "$work/all" -type f | wc -l) - $(find "$work/before" -type f | wc -l)))"
 python3 scripts/fuzz-growth.py compare "$work/before.json" "$work/all.json" "$root"
+python3 scripts/fuzz-growth.py missed "$work/all.json" "$root"

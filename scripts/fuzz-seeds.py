@@ -77,6 +77,8 @@ def vectors() -> None:
         for c in hb[kind]:
             lines = [mode, compact(c[key])] + [compact(s) for s in c["steps"]]
             add("bridge_timing_json", "\n".join(lines))
+            # A round trip observed before the steps (the target's `rtt` line).
+            add("bridge_timing_json", "\n".join(lines[:2] + ["rtt 250"] + lines[2:]))
     for c in hb["fallback"]:
         head = f'{c["requested_ttl_ms"]} {c["create"]["at_us"]} {c["create"]["expires_at_ms"]}'
         add("bridge_timing_json", "\n".join(["fallback", head] + [compact(s) for s in c["steps"]]))

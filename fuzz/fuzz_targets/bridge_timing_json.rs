@@ -1,7 +1,8 @@
 //! The bridge's timing JSON (`timing_json::call`, and the planners driven by JSON steps): any
 //! function name and argument text gives JSON or a typed INVALID_ARGUMENT, never a panic.
 //! Input: `name\nargs` (`primary`/`primary_derived`/`fallback`: a timeout or ttl line, then
-//! one step JSON a line).
+//! one step JSON a line; for the primary planners a line `rtt <duration JSON>` records a round
+//! trip instead, as hosts' `observe_rtt` does).
 #![no_main]
 
 use cycles_bridge::timing_json::{call, FallbackJson, PrimaryJson};
@@ -20,7 +21,11 @@ fuzz_target!(|data: &[u8]| {
                 return;
             };
             for s in steps.lines() {
-                if let Ok(out) = p.step(s) {
+                if let Some(rtt) = s.strip_prefix("rtt ") {
+                    if let Err(e) = p.observe_rtt(rtt) {
+                        assert_eq!(e.kind(), &ErrorKind::InvalidArgument, "{}", e.message());
+                    }
+                } else if let Ok(out) = p.step(s) {
                     serde_json::from_str::<serde_json::Value>(&out).expect("decision is JSON");
                 }
                 let _ = (p.attempt_timeout(), p.max_rtt(), p.failure_math(u64::MAX));
