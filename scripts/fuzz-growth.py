@@ -1,8 +1,9 @@
 """The two halves of scripts/fuzz-growth.sh's work that are not llvm's.
 
-Usage: fuzz-growth.py sets WORK SINCE_EPOCH KEPT CORPUS
+Usage: fuzz-growth.py sets WORK SINCE_EPOCH UNTIL_EPOCH KEPT CORPUS
          WORK/before: the inputs of KEPT and those of CORPUS last written at or before
-         SINCE_EPOCH (seconds); WORK/all: those and the rest of CORPUS.
+         SINCE_EPOCH (seconds); WORK/all: those and the rest of CORPUS written up to
+         UNTIL_EPOCH (`inf`: all of it).
        fuzz-growth.py compare BEFORE.json ALL.json REPO_ROOT
          The source regions and the per-instantiation regions the second `llvm-cov export`
          document covers and the first does not.
@@ -45,14 +46,17 @@ def files(directory: str) -> list[str]:
     return [e.path for e in os.scandir(directory) if e.is_file()]
 
 
-def sets(work: str, since: float, kept: str, corpus: str) -> None:
+def sets(work: str, since: float, until: float, kept: str, corpus: str) -> None:
     before, since_inputs = files(kept), list[str]()
     for path in files(corpus):
         try:
-            newer = os.stat(path).st_mtime > since
+            written = os.stat(path).st_mtime
         except FileNotFoundError:
             continue
-        (since_inputs if newer else before).append(path)
+        if written <= since:
+            before.append(path)
+        elif written <= until:
+            since_inputs.append(path)
     gather(os.path.join(work, "before"), before)
     gather(os.path.join(work, "all"), before + since_inputs)
 
@@ -85,6 +89,10 @@ def compare(before_json: str, all_json: str, repo: str) -> None:
     )
     for file, line, col in ours[:40]:
         print(f"  new here: {file[len(repo) :]}:{line}:{col}")
+    # The first set's regions the second misses: a target whose path depends on more than its
+    # input (a per-process hash seed, state left by an earlier input) shows here.
+    for file, line, col in sorted(src_a - src_b)[:10]:
+        print(f"  no longer: {file.removeprefix(repo)}:{line}:{col}")
     theirs = Counter(r[0] for r in new_src if not r[0].startswith(repo))
     for file, n in theirs.most_common(10):
         print(f"  new in a dependency: {n} in {file}")
@@ -148,8 +156,8 @@ def missed(all_json: str, repo: str) -> None:
 def main() -> None:
     usage = __doc__.split("Usage: ")[1] if __doc__ else ""
     match sys.argv[1:]:
-        case ["sets", work, since, kept, corpus]:
-            sets(work, float(since), kept, corpus)
+        case ["sets", work, since, until, kept, corpus]:
+            sets(work, float(since), float(until), kept, corpus)
         case ["compare", before_json, all_json, repo]:
             compare(before_json, all_json, repo)
         case ["missed", all_json, repo]:

@@ -4,9 +4,10 @@
 # through serde's generic code can keep finding edges (the same source, another type) long
 # after its source coverage stopped growing (docs/reliability.md, "What the late edges are").
 #
-# Usage: scripts/fuzz-growth.sh TARGET SINCE
-#   SINCE: a time `find -newermt` reads ("2026-12-07 11:53"). "Before" is TARGET's kept set
-#   plus the working corpus's inputs written before SINCE; "all" adds those written since.
+# Usage: scripts/fuzz-growth.sh TARGET SINCE [UNTIL]
+#   SINCE, UNTIL: times `date -d` reads ("2026-12-07 11:53"). "Before" is TARGET's kept set
+#   plus the working corpus's inputs written up to SINCE; "all" adds those written since (up
+#   to UNTIL if given: a window of a campaign the corpus has grown past).
 #   Both are run once through a source-coverage build (cargo fuzz coverage, llvm-cov) and
 #   compared: source regions (file, line, column) covered by "all" and not by "before", split
 #   into this repository's code and dependencies, then the same per instantiation. libFuzzer
@@ -23,10 +24,13 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
-target="${1:?usage: scripts/fuzz-growth.sh TARGET SINCE}"
-since="${2:?usage: scripts/fuzz-growth.sh TARGET SINCE}"
+usage="usage: scripts/fuzz-growth.sh TARGET SINCE [UNTIL]"
+target="${1:?$usage}"
+since="${2:?$usage}"
+until="${3:-}"
 [[ -f "fuzz/fuzz_targets/$target.rs" ]] || { echo "unknown target $target" >&2; exit 2; }
 date -d "$since" >/dev/null 2>&1 || { echo "SINCE is not a time: $since" >&2; exit 2; }
+[[ -z "$until" ]] || date -d "$until" >/dev/null 2>&1 || { echo "UNTIL is not a time: $until" >&2; exit 2; }
 
 source "$root/scripts/fuzz-env.sh"
 rustup component add llvm-tools --toolchain "$(rustup show active-toolchain | cut -d' ' -f1)" >/dev/null 2>&1
@@ -54,7 +58,9 @@ bin="$cov_dir/$triple/release/$target"
 
 # The two sets, as hard links where they can be (a corpus holds 10^5 inputs); a fuzzer may
 # still be writing the corpus (fuzz-growth.py sets).
-python3 scripts/fuzz-growth.py sets "$work" "$(date -d "$since" +%s.%N)" "$kept" "$corpus"
+until_epoch=inf
+[[ -z "$until" ]] || until_epoch="$(date -d "$until" +%s.%N)"
+python3 scripts/fuzz-growth.py sets "$work" "$(date -d "$since" +%s.%N)" "$until_epoch" "$kept" "$corpus"
 for s in before all; do
     (cd "$work" && LLVM_PROFILE_FILE="$work/$s.profraw" "$bin" -runs=0 -timeout=10 \
         -rss_limit_mb=4096 "$work/$s" >"$work/$s.log" 2>&1) || {

@@ -144,6 +144,21 @@ def handmade() -> None:
     add("path_encoding", "http://h:1/a/b//\nrsv")
     for r in ("18446744073709552", "\t7 ", "1e3", "Wed, 21 Oct 2015 07:28:00 GMT"):
         add("retry_after", r)
+    # Successes of the two evidence reads, which the reference corpus has not (getEvidence) or
+    # has without the optional members (getEvidenceJwks): a decoder's whole success path is
+    # seeded, not left for the fuzzer to spell member by member.
+    envelope = {
+        "schema_version": "1", "artifact_type": "reservation.commit", "server_id": "s",
+        "signer_did": "did:key:z", "evidence_id": "ab" * 32, "signature": "sig",
+        "issued_at_ms": 1767225600000, "payload": {"k": 1}, "trace_id": "t",
+    }
+    key = {"kty": "OKP", "crv": "Ed25519", "x": "x", "kid": "k", "cycles_nbf_ms": 1}
+    for op, body in (
+        ("getEvidence", envelope),
+        ("getEvidenceJwks", {"keys": [{**key, "alg": "EdDSA", "cycles_exp_ms": 2}]}),
+        ("getEvidenceJwks", {"keys": [{**key, "cycles_exp_ms": None}]}),
+    ):
+        add("decode_response", f"{op} 200\nContent-Type: application/json\n\n" + compact(body))
     conn = '"base_url":"http://127.0.0.1:1","api_key":"k"'
     for sel, opts in (("0", '{"request_timeout_ms":1000,"journal_enabled":false}'),
                       ("1", "{" + conn + ',"tenant":"t","settle_max_attempts":3}'),
