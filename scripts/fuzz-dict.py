@@ -18,13 +18,18 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BRIDGE = os.path.join(ROOT, "bindings", "bridge", "src")
+BRIDGE = os.path.join("bindings", "bridge", "src")
 
-# The sources whose string literals are the names a target's input selects or keys by.
+# The sources (from the repository root) whose string literals are the names a target's input
+# selects or keys by; `journal_url`'s parameters are parsed in core.
 SOURCES = {
-    "bridge_timing_json": ["timing_json.rs", "timing.rs"],
-    "bridge_options": ["options.rs", "guard.rs"],
-    "bridge_pricing_json": ["pricing_json.rs"],
+    "bridge_timing_json": [f"{BRIDGE}/timing_json.rs", f"{BRIDGE}/timing.rs"],
+    "bridge_options": [
+        f"{BRIDGE}/options.rs",
+        f"{BRIDGE}/guard.rs",
+        "core/src/journal/redis_store.rs",
+    ],
+    "bridge_pricing_json": [f"{BRIDGE}/pricing_json.rs"],
 }
 
 # Identifier-like, or a word with a leading minus (`"-infinite"`).
@@ -34,7 +39,7 @@ LITERAL = re.compile(r'"(-?[A-Za-z][A-Za-z0-9_]{1,63})"')
 def tokens(files: list[str]) -> list[str]:
     found: set[str] = set()
     for name in files:
-        with open(os.path.join(BRIDGE, name), encoding="utf-8") as f:
+        with open(os.path.join(ROOT, name), encoding="utf-8") as f:
             found.update(LITERAL.findall(f.read()))
     return sorted(found)
 

@@ -223,6 +223,16 @@ def option_table() -> None:
         add("bridge_options", "2" + compact({"baseUrl": conn["base_url"], "apiKey": "k", camel: v}))
         py = 1.5 if kind == "MS0" else v  # Python's durations are in seconds
         add("bridge_options", "3" + compact({**conn, seconds: py}))
+    # `journal_url` is parsed where the client is built (core's Redis journal URL): every
+    # parameter it takes, for each host.
+    for url in (
+        "redis://u:p@127.0.0.1:1/2?durability=replicas:1&wait_timeout_ms=5&lease_ms=100",
+        "redis://127.0.0.1:1?durability=none&protocol=resp3&db=1&user=u&pass=p",
+    ):
+        add("bridge_options", "0" + compact({"journal_url": url}))
+        add("bridge_options", "1" + compact({**conn, "journal_url": url}))
+        add("bridge_options", "2" + compact({"baseUrl": conn["base_url"], "apiKey": "k", "journalUrl": url}))
+        add("bridge_options", "3" + compact({**conn, "journal_url": url}))
 
 
 def main() -> None:
