@@ -217,6 +217,15 @@ fn pure(i: &Input) {
     );
     assert!(Millis::from_micros_floor(i.big) <= Millis::from_micros_ceil(i.big));
     let regime = classify_grant(i.grant, b, i.ttl);
+    // A positive grant that echoes the time since the previous success, below 0.9 × the
+    // requested ttl, is maximum-lead clamping (the guidance's order).
+    if i.grant > 0 {
+        let echo = Millis::ms(i.grant.unsigned_abs());
+        assert_eq!(
+            classify_grant(i.grant, echo, u64::MAX),
+            FallbackRegime::MaxLeadClamped
+        );
+    }
     let cad = cadence(regime, i.grant, i.ttl);
     assert!(cad >= Millis::ms(1000));
     for r in [
