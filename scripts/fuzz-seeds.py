@@ -197,6 +197,17 @@ def timing_table() -> None:
     for name, args in rows:
         keys = re.findall(r"`(\w+)`", args)
         add("bridge_timing_json", name + "\n" + compact({k: TIMING_VALUES.get(k, 1000) for k in keys}))
+    # The argument values that are words: every regime name, and the infinite durations.
+    for regime in ("unknown", "normal", "grant_clamped", "max_lead_clamped"):
+        add("bridge_timing_json", "cadence\n" + compact(
+            {"regime": regime, "last_grant_ms": 1000, "requested_ttl_ms": 60000}))
+    for window in ("infinite", "-infinite"):
+        add("bridge_timing_json", "transient_retry_delay\n" + compact(
+            {"current_lead_estimate_ms": 1000, "retry_window_ms": window}))
+    for lead, budget in (("infinite", 1000), (1000, "infinite")):
+        add("bridge_timing_json", "retry_window\n" + compact(
+            {"current_lead_estimate_ms": lead, "attempt_budget_ms": budget,
+             "safety_margin_ms": 1000}))
 
 
 def option_table() -> None:
