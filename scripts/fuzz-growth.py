@@ -135,20 +135,20 @@ def missed(all_json: str, repo: str) -> None:
         never = [(line, col) for line, col in regions if not hit[(file, line, col)]]
         print(f"  {file}: {len(regions) - len(never)} of {len(regions)} regions covered")
         mostly = len(never) * 2 <= len(regions)
-        lines = [line for line, col in never if mostly or (file, line, col) in entered]
-        start = prev = None
-        count = 0
-        for line in lines + [None]:
-            if start is not None and (line is None or prev is None or line > prev + 2):
-                if spans < 80:
-                    span = f"{start}" if start == prev else f"{start}-{prev}"
-                    print(f"    never: {file}:{span} ({count} region{'s' if count > 1 else ''})")
-                spans += 1
-                start, count = line, 0
-            if start is None:
-                start = line
-            prev = line
-            count += 1
+        # [first line, last line, regions], a region within 2 lines of the last joining it.
+        runs: list[list[int]] = []
+        for line, col in never:
+            if not mostly and (file, line, col) not in entered:
+                continue
+            if runs and line <= runs[-1][1] + 2:
+                runs[-1][1:] = [line, runs[-1][2] + 1]
+            else:
+                runs.append([line, line, 1])
+        for first, last, count in runs:
+            if spans < 80:
+                span = f"{first}" if first == last else f"{first}-{last}"
+                print(f"    never: {file}:{span} ({count} region{'s' if count > 1 else ''})")
+            spans += 1
     if spans > 80:
         print(f"  ... {spans - 80} more spans")
 

@@ -221,6 +221,14 @@ def option_table() -> None:
         sys.exit(f"fuzz-seeds: options.rs's CLIENT_OPTION_TABLE has {len(found)} options read")
     value: dict[str, object] = {"Text": "x", "Flag": True, "MS0": 1500, "COUNT0": 3}
     conn = {"base_url": "http://127.0.0.1:1", "api_key": "k"}
+    camel_conn = {"baseUrl": conn["base_url"], "apiKey": conn["api_key"]}
+
+    def each_host(key: str, camel: str, seconds: str, v: object, py: object) -> None:
+        add("bridge_options", "0" + compact({key: v}))
+        add("bridge_options", "1" + compact({**conn, key: v}))
+        add("bridge_options", "2" + compact({**camel_conn, camel: v}))
+        add("bridge_options", "3" + compact({**conn, seconds: py}))
+
     for key, camel, seconds, kind in found:
         if key in conn:
             continue
@@ -229,21 +237,14 @@ def option_table() -> None:
         v = value[kind]
         if key.startswith("journal_"):
             v = {"journal_dir": "/nonexistent/j", "journal_url": "redis://127.0.0.1:1"}.get(key, v)
-        add("bridge_options", "0" + compact({key: v}))
-        add("bridge_options", "1" + compact({**conn, key: v}))
-        add("bridge_options", "2" + compact({"baseUrl": conn["base_url"], "apiKey": "k", camel: v}))
-        py = 1.5 if kind == "MS0" else v  # Python's durations are in seconds
-        add("bridge_options", "3" + compact({**conn, seconds: py}))
+        each_host(key, camel, seconds, v, 1.5 if kind == "MS0" else v)  # Python: seconds
     # `journal_url` is parsed where the client is built (core's Redis journal URL): every
     # parameter it takes, for each host.
     for url in (
         "redis://u:p@127.0.0.1:1/2?durability=replicas:1&wait_timeout_ms=5&lease_ms=100",
         "redis://127.0.0.1:1?durability=none&protocol=resp3&db=1&user=u&pass=p",
     ):
-        add("bridge_options", "0" + compact({"journal_url": url}))
-        add("bridge_options", "1" + compact({**conn, "journal_url": url}))
-        add("bridge_options", "2" + compact({"baseUrl": conn["base_url"], "apiKey": "k", "journalUrl": url}))
-        add("bridge_options", "3" + compact({**conn, "journal_url": url}))
+        each_host("journal_url", "journalUrl", "journal_url", url, url)
 
 
 def main() -> None:
