@@ -711,12 +711,14 @@ async fn two_processes_with_copies_of_one_record_commit_concurrently_once() {
             &rec.to_json(),
         );
     }
-    // The first commit to arrive is held 800 ms before it is applied.
+    // The first commit to arrive is held until the second arrives (at most 10 s): the two
+    // meet at the server however the OS scheduled the workers (a fixed 800 ms delay did not
+    // always cover that on a loaded CI machine).
     server.add_fault(fault(
         Operation::CommitReservation,
         &id,
         1,
-        Fault::Delay { ms: 800 },
+        Fault::Hold { ms: 10_000 },
     ));
     let go = tmp.path().join("go");
     let children: Vec<Child> = hosts
@@ -752,7 +754,7 @@ async fn two_processes_with_copies_of_one_record_commit_concurrently_once() {
         .all(|r| r.idempotency_key.as_deref() == Some(key.as_str()) && r.status == Some(200)));
     let gap = reqs[1].received_mono_us - reqs[0].received_mono_us;
     assert!(
-        gap < 800_000,
+        gap < 10_000_000,
         "the second commit arrived while the first was held ({gap} us)"
     );
     assert_eq!(reqs.iter().filter(|r| r.replay).count(), 1);

@@ -1,8 +1,12 @@
 //! Scripted fault injection: rules matched per operation (and optionally reservation), with
 //! skip/times counters, so a test can say "lose the response of the 2nd commit".
 
+use std::collections::HashMap;
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use tokio::sync::watch;
 
 use crate::error::ApiError;
 
@@ -98,6 +102,14 @@ pub enum Fault {
         /// Milliseconds to wait.
         ms: u64,
     },
+    /// Hold the request until the next request of the same operation arrives (at most `ms`),
+    /// then handle normally: two clients' requests meet at the server however far apart
+    /// their processes happened to be scheduled, which a fixed delay cannot promise.
+    #[serde(alias = "Hold")]
+    Hold {
+        /// The longest wait, in milliseconds, when no other request comes.
+        ms: u64,
+    },
     /// Apply, wait, then respond.
     #[serde(alias = "DelayAfterApply")]
     DelayAfterApply {
@@ -163,6 +175,7 @@ impl Fault {
             Fault::ServerError { .. } => "server_error",
             Fault::RateLimited { .. } => "rate_limited",
             Fault::Delay { .. } => "delay",
+            Fault::Hold { .. } => "hold",
             Fault::DelayAfterApply { .. } => "delay_after_apply",
             Fault::MalformedSuccess { .. } => "malformed_success",
             Fault::Error { .. } => "error",
@@ -231,5 +244,36 @@ impl FaultTable {
             }
         }
         fired
+    }
+}
+
+/// How many requests of each operation have arrived, watched by held requests
+/// ([`Fault::Hold`]).
+#[derive(Debug)]
+pub(crate) struct Arrivals(watch::Sender<HashMap<Operation, u64>>);
+
+impl Default for Arrivals {
+    fn default() -> Self {
+        Arrivals(watch::Sender::new(HashMap::new()))
+    }
+}
+
+impl Arrivals {
+    /// Counts one arrival of `op` and returns its number (1 for the first).
+    pub(crate) fn arrive(&self, op: Operation) -> u64 {
+        let mut n = 0;
+        self.0.send_modify(|m| {
+            let c = m.entry(op).or_insert(0);
+            *c += 1;
+            n = *c;
+        });
+        n
+    }
+
+    /// Waits until a request of `op` numbered after `n` has arrived, or `max` has passed.
+    pub(crate) async fn later_than(&self, op: Operation, n: u64, max: Duration) {
+        let mut rx = self.0.subscribe();
+        let later = rx.wait_for(|m| m.get(&op).is_some_and(|c| *c > n));
+        let _ = tokio::time::timeout(max, later).await;
     }
 }

@@ -67,6 +67,7 @@ impl LocalServer {
             config,
             clock,
             faults: Mutex::new(faults::FaultTable::default()),
+            arrivals: faults::Arrivals::default(),
             requests: Mutex::new(Vec::new()),
             signer,
             started: Instant::now(),

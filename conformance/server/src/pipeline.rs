@@ -272,6 +272,7 @@ pub(crate) async fn handle(
             .and_then(Value::as_str)
             .map(str::to_string)
     });
+    let arrival = sh.arrivals.arrive(op);
     let fault = lock(&sh.faults).take(op, rid.as_deref());
     update(&|rec| {
         rec.operation = Some(op);
@@ -331,6 +332,11 @@ pub(crate) async fn handle(
             return finish(render_error(&e, &request_id, &trace_id, dialect));
         }
         Some(Fault::Delay { ms }) => tokio::time::sleep(Duration::from_millis(*ms)).await,
+        Some(Fault::Hold { ms }) => {
+            sh.arrivals
+                .later_than(op, arrival, Duration::from_millis(*ms))
+                .await
+        }
         _ => {}
     }
 

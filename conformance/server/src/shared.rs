@@ -3,7 +3,7 @@
 use crate::clock::Clock;
 use crate::config::ServerConfig;
 use crate::evidence::EvidenceSigner;
-use crate::faults::FaultTable;
+use crate::faults::{Arrivals, FaultTable};
 use crate::records::RequestRecord;
 use crate::state::State;
 use std::sync::{Mutex, MutexGuard};
@@ -14,6 +14,8 @@ pub(crate) struct Shared {
     pub clock: Clock,
     pub state: Mutex<State>,
     pub faults: Mutex<FaultTable>,
+    /// Requests counted per operation as they arrive, for held requests.
+    pub arrivals: Arrivals,
     pub requests: Mutex<Vec<RequestRecord>>,
     pub signer: EvidenceSigner,
     pub started: Instant,

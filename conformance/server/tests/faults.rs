@@ -225,6 +225,83 @@ async fn delays() {
     assert!(t.elapsed() >= Duration::from_millis(150));
 }
 
+/// A held request waits for the next one of its operation, not for its whole `ms`; alone, it
+/// waits `ms` and is then handled normally.
+#[tokio::test]
+async fn hold_waits_for_the_next_request_of_its_operation() {
+    let h = H::new().await;
+    let rid = h.reserve_id("k", 100, json!({})).await;
+    h.server.add_fault(rule(
+        Operation::CommitReservation,
+        Fault::Hold { ms: 30_000 },
+    ));
+    let commit = |c: reqwest::Client| {
+        let url = format!("{}/v1/reservations/{rid}/commit", h.url);
+        async move {
+            let r = c
+                .post(url)
+                .header("X-Cycles-API-Key", KEY)
+                .json(&json!({"idempotency_key": "same", "actual": usd(70)}))
+                .send()
+                .await
+                .unwrap();
+            r.status().as_u16()
+        }
+    };
+    let t = Instant::now();
+    let held = tokio::spawn(commit(h.c.clone()));
+    // The held one has arrived (request log) and is not answered; another operation does not
+    // release it.
+    for _ in 0..200 {
+        if h.server
+            .requests()
+            .iter()
+            .any(|r| r.fault.as_deref() == Some("hold"))
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(
+        h.post("/v1/decide", &reserve_body("d", 1, json!({})))
+            .await
+            .status,
+        200
+    );
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        !held.is_finished(),
+        "released by a request of another operation"
+    );
+    assert_eq!(commit(reqwest::Client::new()).await, 200);
+    assert_eq!(held.await.unwrap(), 200);
+    assert!(
+        t.elapsed() < Duration::from_secs(10),
+        "held for its whole ms"
+    );
+    let reqs: Vec<_> = h
+        .server
+        .requests()
+        .into_iter()
+        .filter(|r| r.operation == Some(Operation::CommitReservation))
+        .collect();
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(reqs.iter().filter(|r| r.replay).count(), 1, "applied once");
+    // Alone, it is held `ms`, then handled.
+    let rid = h.reserve_id("k2", 100, json!({})).await;
+    h.server
+        .add_fault(rule(Operation::ReleaseReservation, Fault::Hold { ms: 150 }));
+    let t = Instant::now();
+    let r = h
+        .post(
+            &format!("/v1/reservations/{rid}/release"),
+            &json!({"idempotency_key": "r"}),
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    assert!(t.elapsed() >= Duration::from_millis(150));
+}
+
 #[tokio::test]
 async fn malformed_successes_apply() {
     let h = H::new().await;
