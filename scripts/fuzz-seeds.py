@@ -62,30 +62,57 @@ def vectors() -> None:
     for c in hb["retry"]:
         i, e = c["input"], c["expect"]
         add("bridge_timing_json", "current_lead_estimate\n" + compact(i))
-        add("bridge_timing_json", "retry_window\n" + compact(
-            {"current_lead_estimate_ms": e["current_lead_estimate_ms"], **i}))
-        add("bridge_timing_json", "transient_retry_delay\n" + compact(
-            {"current_lead_estimate_ms": e["current_lead_estimate_ms"],
-             "retry_window_ms": e["retry_window_ms"]}))
+        add(
+            "bridge_timing_json",
+            "retry_window\n"
+            + compact({"current_lead_estimate_ms": e["current_lead_estimate_ms"], **i}),
+        )
+        add(
+            "bridge_timing_json",
+            "transient_retry_delay\n"
+            + compact(
+                {
+                    "current_lead_estimate_ms": e["current_lead_estimate_ms"],
+                    "retry_window_ms": e["retry_window_ms"],
+                }
+            ),
+        )
     for c in hb["extend_timeout"]:
         add("bridge_timing_json", "extend_timeout\n" + compact(c["input"]))
-        add("bridge_timing_json", "min_lead_floor\n" + compact(
-            {"timeout_ms": c["input"]["configured_timeout_ms"], "max_rtt_ms": c["input"].get("max_rtt_ms")}))
-        add("bridge_timing_json", "attempt_cutoff\n" + compact({"timeout_ms": c["input"]["configured_timeout_ms"]}))
-    for kind, key in (("planner", "request_timeout_ms"), ("planner_derived", "configured_timeout_ms")):
+        add(
+            "bridge_timing_json",
+            "min_lead_floor\n"
+            + compact(
+                {
+                    "timeout_ms": c["input"]["configured_timeout_ms"],
+                    "max_rtt_ms": c["input"].get("max_rtt_ms"),
+                }
+            ),
+        )
+        add(
+            "bridge_timing_json",
+            "attempt_cutoff\n" + compact({"timeout_ms": c["input"]["configured_timeout_ms"]}),
+        )
+    for kind, key in (
+        ("planner", "request_timeout_ms"),
+        ("planner_derived", "configured_timeout_ms"),
+    ):
         mode = "primary" if kind == "planner" else "primary_derived"
         for c in hb[kind]:
             lines = [mode, compact(c[key])] + [compact(s) for s in c["steps"]]
             add("bridge_timing_json", "\n".join(lines))
             # A round trip observed before the steps (the target's `rtt` line).
-            add("bridge_timing_json", "\n".join(lines[:2] + ["rtt 250"] + lines[2:]))
+            add("bridge_timing_json", "\n".join([*lines[:2], "rtt 250", *lines[2:]]))
     for c in hb["fallback"]:
-        head = f'{c["requested_ttl_ms"]} {c["create"]["at_us"]} {c["create"]["expires_at_ms"]}'
+        head = f"{c['requested_ttl_ms']} {c['create']['at_us']} {c['create']['expires_at_ms']}"
         add("bridge_timing_json", "\n".join(["fallback", head] + [compact(s) for s in c["steps"]]))
     for fn, args in (
         ("classify_grant", {"grant_ms": 30000, "elapsed_ms": 30000, "requested_ttl_ms": 60000}),
         ("cadence", {"regime": "normal", "last_grant_ms": 60000, "requested_ttl_ms": 60000}),
-        ("delay_with_skips", {"lead_min_now_ms": 170000, "last_grant_ms": 60000, "cadence_ms": 30000}),
+        (
+            "delay_with_skips",
+            {"lead_min_now_ms": 170000, "last_grant_ms": 60000, "cadence_ms": 30000},
+        ),
         ("is_permanent_stop_code", {"code": "RESERVATION_EXPIRED"}),
         ("permanent_stop_codes", {}),
         ("from_micros_ceil", {"micros": "340282366920938463463374607431768211455"}),
@@ -108,7 +135,7 @@ def exchanges(path: str) -> None:
             x = json.loads(line)
             req, resp = x["request"], x["response"]
             op = x.get("operation") or "-"
-            head = [f'{op} {resp["status"]}'] + [f"{k}: {v}" for k, v in resp["headers"].items()]
+            head = [f"{op} {resp['status']}"] + [f"{k}: {v}" for k, v in resp["headers"].items()]
             body = resp.get("body") or ""
             add("decode_response", "\n".join(head) + "\n\n" + body)
             for b in (body, req.get("body") or ""):
@@ -124,21 +151,38 @@ def exchanges(path: str) -> None:
                 add("path_encoding", parts[3])
             if op == "commitReservation" and req.get("body"):
                 rid = parts[3] if len(parts) > 3 else "rsv"
-                add("journal_record", compact({
-                    "version": 1, "reservation_id": rid, "base_url": "http://localhost",
-                    "mode": "commit", "commit_body": json.loads(req["body"]),
-                    "event_fallback_body": None, "recorded_at_ms": 1, "not_before_ms": None,
-                }))
+                add(
+                    "journal_record",
+                    compact(
+                        {
+                            "version": 1,
+                            "reservation_id": rid,
+                            "base_url": "http://localhost",
+                            "mode": "commit",
+                            "commit_body": json.loads(req["body"]),
+                            "event_fallback_body": None,
+                            "recorded_at_ms": 1,
+                            "not_before_ms": None,
+                        }
+                    ),
+                )
 
 
 def handmade() -> None:
     # The corners the issue names: lone surrogates, big integers, and the ids URL parsing bends.
-    for t in ('{"a":"\\ud800","n":123456789012345678901234567890}', '"\\udc00x"',
-              '[1e400,-0.0,{"k":1,"k":2}]', '{"\\u006b":1,"k":2}'):
+    for t in (
+        '{"a":"\\ud800","n":123456789012345678901234567890}',
+        '"\\udc00x"',
+        '[1e400,-0.0,{"k":1,"k":2}]',
+        '{"\\u006b":1,"k":2}',
+    ):
         add("rawjson", t)
-    add("journal_record", '{"version":1,"reservation_id":"r","mode":"event","commit_body":null,'
+    add(
+        "journal_record",
+        '{"version":1,"reservation_id":"r","mode":"event","commit_body":null,'
         '"event_fallback_body":{"idempotency_key":"k\\ud800","actual":{"unit":"TOKENS",'
-        '"amount":99999999999999999999999}},"not_before_ms":1.5}')
+        '"amount":99999999999999999999999}},"not_before_ms":1.5}',
+    )
     for i in ("..", ".", "a/b?c#d%e", "é…", "%2e%2E", "", " "):
         add("path_encoding", i)
     add("path_encoding", "http://h:1/a/b//\nrsv")
@@ -148,9 +192,15 @@ def handmade() -> None:
     # has without the optional members (getEvidenceJwks): a decoder's whole success path is
     # seeded, not left for the fuzzer to spell member by member.
     envelope = {
-        "schema_version": "1", "artifact_type": "reservation.commit", "server_id": "s",
-        "signer_did": "did:key:z", "evidence_id": "ab" * 32, "signature": "sig",
-        "issued_at_ms": 1767225600000, "payload": {"k": 1}, "trace_id": "t",
+        "schema_version": "1",
+        "artifact_type": "reservation.commit",
+        "server_id": "s",
+        "signer_did": "did:key:z",
+        "evidence_id": "ab" * 32,
+        "signature": "sig",
+        "issued_at_ms": 1767225600000,
+        "payload": {"k": 1},
+        "trace_id": "t",
     }
     key = {"kty": "OKP", "crv": "Ed25519", "x": "x", "kid": "k", "cycles_nbf_ms": 1}
     for op, body in (
@@ -160,12 +210,19 @@ def handmade() -> None:
     ):
         add("decode_response", f"{op} 200\nContent-Type: application/json\n\n" + compact(body))
     conn = '"base_url":"http://127.0.0.1:1","api_key":"k"'
-    for sel, opts in (("0", '{"request_timeout_ms":1000,"journal_enabled":false}'),
-                      ("1", "{" + conn + ',"tenant":"t","settle_max_attempts":3}'),
-                      ("2", '{"baseUrl":"http://127.0.0.1:1","apiKey":"k","requestTimeoutMs":5}'),
-                      ("3", "{" + conn + ',"request_timeout":1.5}'),
-                      ("4", ('{"action":{"kind":"llm","name":"m"},"estimate":5,"unit":"TOKENS",'
-                             '"subject":{"tenant":"t"},"metadata":{"x":"\\ud800"}}'))):
+    for sel, opts in (
+        ("0", '{"request_timeout_ms":1000,"journal_enabled":false}'),
+        ("1", "{" + conn + ',"tenant":"t","settle_max_attempts":3}'),
+        ("2", '{"baseUrl":"http://127.0.0.1:1","apiKey":"k","requestTimeoutMs":5}'),
+        ("3", "{" + conn + ',"request_timeout":1.5}'),
+        (
+            "4",
+            (
+                '{"action":{"kind":"llm","name":"m"},"estimate":5,"unit":"TOKENS",'
+                '"subject":{"tenant":"t"},"metadata":{"x":"\\ud800"}}'
+            ),
+        ),
+    ):
         add("bridge_options", sel + opts)
 
 
@@ -196,18 +253,35 @@ def timing_table() -> None:
         sys.exit(f"fuzz-seeds: timing_json.rs's function table has {len(rows)} rows")
     for name, args in rows:
         keys = re.findall(r"`(\w+)`", args)
-        add("bridge_timing_json", name + "\n" + compact({k: TIMING_VALUES.get(k, 1000) for k in keys}))
+        add(
+            "bridge_timing_json",
+            name + "\n" + compact({k: TIMING_VALUES.get(k, 1000) for k in keys}),
+        )
     # The argument values that are words: every regime name, and the infinite durations.
     for regime in ("unknown", "normal", "grant_clamped", "max_lead_clamped"):
-        add("bridge_timing_json", "cadence\n" + compact(
-            {"regime": regime, "last_grant_ms": 1000, "requested_ttl_ms": 60000}))
+        add(
+            "bridge_timing_json",
+            "cadence\n"
+            + compact({"regime": regime, "last_grant_ms": 1000, "requested_ttl_ms": 60000}),
+        )
     for window in ("infinite", "-infinite"):
-        add("bridge_timing_json", "transient_retry_delay\n" + compact(
-            {"current_lead_estimate_ms": 1000, "retry_window_ms": window}))
+        add(
+            "bridge_timing_json",
+            "transient_retry_delay\n"
+            + compact({"current_lead_estimate_ms": 1000, "retry_window_ms": window}),
+        )
     for lead, budget in (("infinite", 1000), (1000, "infinite")):
-        add("bridge_timing_json", "retry_window\n" + compact(
-            {"current_lead_estimate_ms": lead, "attempt_budget_ms": budget,
-             "safety_margin_ms": 1000}))
+        add(
+            "bridge_timing_json",
+            "retry_window\n"
+            + compact(
+                {
+                    "current_lead_estimate_ms": lead,
+                    "attempt_budget_ms": budget,
+                    "safety_margin_ms": 1000,
+                }
+            ),
+        )
 
 
 def option_table() -> None:

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Python binding: lint and type-check, build the abi3 wheel, install THE WHEEL into a fresh virtual
+# Python binding: lint and type-check (the package, its quick starts, and scripts/*.py, the fuzz
+# tooling), build the abi3 wheel, install THE WHEEL into a fresh virtual
 # environment and run the pytest suite from outside the source tree, so the installed
 # package is what is tested. Exits non-zero on any failure.
 #
@@ -134,6 +135,12 @@ if [[ "$BUILD_ONLY" != "1" ]]; then
         "$PKG/README.md" "$ROOT/docs/integrations.md" >&2
     (cd "$PKG" && "$TOOLS/bin/mypy" --strict --no-incremental --cache-dir=/dev/null \
         "$WORK"/readme/*.py tests/typecheck_guarded.py)
+    # The repository's own Python tooling (the fuzz seeds, dictionaries, coverage growth),
+    # under the package's ruff settings.
+    log "ruff check + format check, mypy --strict on scripts/*.py (the fuzz tooling)"
+    "$TOOLS/bin/ruff" check --no-cache --config "$PKG/pyproject.toml" "$ROOT"/scripts/*.py
+    "$TOOLS/bin/ruff" format --no-cache --check --config "$PKG/pyproject.toml" "$ROOT"/scripts/*.py
+    (cd "$ROOT/scripts" && "$TOOLS/bin/mypy" --strict --no-incremental --cache-dir=/dev/null ./*.py)
 fi
 
 PROFILE=()
