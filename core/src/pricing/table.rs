@@ -287,6 +287,8 @@ mod tests {
         assert_eq!(undated("-2024-08-06"), None);
         assert_eq!(undated("x-2024-0806"), None);
         assert_eq!(undated("m-日本語"), None);
+        // The date would begin inside "é": not split, not dated.
+        assert_eq!(undated("gpt-é2024-08-06"), None);
         assert_eq!(undated("gpt-4o-2024-08-06"), Some("gpt-4o"));
     }
 
