@@ -324,6 +324,44 @@ def option_table() -> None:
         "redis://127.0.0.1:1?durability=none&protocol=resp3&db=1&user=u&pass=p",
     ):
         each_host("journal_url", "journalUrl", "journal_url", url, url)
+    # A member given as null (the option's default, as if not given) and, in seconds, a
+    # duration past the longest: paths fuzz-growth.sh showed no input had taken.
+    each_host("request_timeout_ms", "requestTimeoutMs", "request_timeout", None, None)
+    add("bridge_options", "3" + compact({**conn, "request_timeout": 1e7}))
+
+
+# A valid value for each guard spec member (guard.rs's SPEC_MEMBERS).
+SPEC_VALUES: dict[str, object] = {
+    "idempotency_key": "k-1",
+    "subject": {"tenant": "t"},
+    "action": {"kind": "llm.completion", "name": "m"},
+    "estimate": {"unit": "USD_MICROCENTS", "amount": 5},
+    "unit": "USD_MICROCENTS",
+    "ttl_ms": 60000,
+    "grace_period_ms": 5000,
+    "overage_policy": "ALLOW_IF_AVAILABLE",
+    "metadata": {"x": 1},
+    "heartbeat": False,
+    "policy": "warn",
+}
+
+
+def guard_specs() -> None:
+    # A guard spec (the target's selector 4) with every member guard.rs's SPEC_MEMBERS lists,
+    # once a heartbeat policy each, and an estimate whose unit differs from `unit`: until these
+    # the corpus had one spec and never reached ttl_ms, grace_period_ms, overage_policy,
+    # heartbeat or policy (fuzz-growth.sh's never-reached list).
+    listed = re.search(r"SPEC_MEMBERS: &\[&str\] = &\[(.*?)\];", read_bridge("guard.rs"), re.DOTALL)
+    members = re.findall(r'"(\w+)"', listed[1] if listed else "")
+    if len(members) < 8:
+        sys.exit(f"fuzz-seeds: guard.rs's SPEC_MEMBERS has {len(members)} members read")
+    missing = [m for m in members if m not in SPEC_VALUES]
+    if missing:
+        sys.exit(f"fuzz-seeds: no seed value for guard spec members {missing}")
+    spec = {m: SPEC_VALUES[m] for m in members}
+    for policy in ("warn", "fail_on_finalize", "cancel"):
+        add("bridge_options", "4" + compact({**spec, "policy": policy}))
+    add("bridge_options", "4" + compact({**spec, "unit": "TOKENS"}))
 
 
 def main() -> None:
@@ -337,6 +375,7 @@ def main() -> None:
     handmade()
     timing_table()
     option_table()
+    guard_specs()
     for target, items in sorted(seeds.items()):
         d = os.path.join(out, target)
         os.makedirs(d, exist_ok=True)
