@@ -229,27 +229,18 @@ async fn delays() {
 /// waits `ms` and is then handled normally.
 #[tokio::test]
 async fn hold_waits_for_the_next_request_of_its_operation() {
-    let h = H::new().await;
+    // Shared with the spawned (held) request.
+    let h = std::sync::Arc::new(H::new().await);
     let rid = h.reserve_id("k", 100, json!({})).await;
     h.server.add_fault(rule(
         Operation::CommitReservation,
         Fault::Hold { ms: 30_000 },
     ));
-    let commit = |c: reqwest::Client| {
-        let url = format!("{}/v1/reservations/{rid}/commit", h.url);
-        async move {
-            let r = c
-                .post(url)
-                .header("X-Cycles-API-Key", KEY)
-                .json(&json!({"idempotency_key": "same", "actual": usd(70)}))
-                .send()
-                .await
-                .unwrap();
-            r.status().as_u16()
-        }
-    };
     let t = Instant::now();
-    let held = tokio::spawn(commit(h.c.clone()));
+    let held = {
+        let (h, rid) = (h.clone(), rid.clone());
+        tokio::spawn(async move { h.commit(&rid, "same", 70).await.status })
+    };
     // The held one has arrived (request log) and is not answered; another operation does not
     // release it.
     for _ in 0..200 {
@@ -273,7 +264,7 @@ async fn hold_waits_for_the_next_request_of_its_operation() {
         !held.is_finished(),
         "released by a request of another operation"
     );
-    assert_eq!(commit(reqwest::Client::new()).await, 200);
+    assert_eq!(h.commit(&rid, "same", 70).await.status, 200);
     assert_eq!(held.await.unwrap(), 200);
     assert!(
         t.elapsed() < Duration::from_secs(10),
@@ -292,13 +283,7 @@ async fn hold_waits_for_the_next_request_of_its_operation() {
     h.server
         .add_fault(rule(Operation::ReleaseReservation, Fault::Hold { ms: 150 }));
     let t = Instant::now();
-    let r = h
-        .post(
-            &format!("/v1/reservations/{rid}/release"),
-            &json!({"idempotency_key": "r"}),
-        )
-        .await;
-    assert_eq!(r.status, 200);
+    assert_eq!(h.release(&rid, "r").await.status, 200);
     assert!(t.elapsed() >= Duration::from_millis(150));
 }
 
