@@ -12,6 +12,7 @@ import json
 import os
 import re
 import sys
+from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VECTORS = os.path.join(ROOT, "conformance", "vectors")
@@ -239,6 +240,20 @@ def read_bridge(name: str) -> str:
         return f.read()
 
 
+def bridge_table(name: str, what: str, pattern: str, least: int, within: str = "") -> list[Any]:
+    """The matches of `pattern` (`^` at any line) in the bridge source `name`, inside the first
+    group of `within`'s match if given. Exits when fewer than `least` are found: a table the
+    seeds are read from must not shrink to nothing in silence when its source changes shape."""
+    text = read_bridge(name)
+    if within:
+        block = re.search(within, text, re.DOTALL)
+        text = block[1] if block else ""
+    rows = re.findall(pattern, text, re.MULTILINE)
+    if len(rows) < least:
+        sys.exit(f"fuzz-seeds: {name}'s {what} has {len(rows)} rows read")
+    return rows
+
+
 # A valid value for a timing argument that is not a duration, by its name.
 TIMING_VALUES: dict[str, object] = {
     "regime": "normal",
@@ -253,9 +268,7 @@ def timing_table() -> None:
     # fuzzer cannot find a name it must spell whole on the first line (the match compares
     # whole strings, which libFuzzer does not trace without a sanitizer), so a function no
     # vector calls by name would otherwise never run (retry_reserve and next_delay did not).
-    rows = re.findall(r"^/// \| `(\w+)` \| (.*?) \|", read_bridge("timing_json.rs"), re.MULTILINE)
-    if len(rows) < 10:
-        sys.exit(f"fuzz-seeds: timing_json.rs's function table has {len(rows)} rows")
+    rows = bridge_table("timing_json.rs", "function table", r"^/// \| `(\w+)` \| (.*?) \|", 10)
     for name, args in rows:
         keys = re.findall(r"`(\w+)`", args)
         add(
@@ -292,12 +305,9 @@ def timing_table() -> None:
 def option_table() -> None:
     # Every client option with a valid value, in each host's spelling (the target's selector
     # byte picks the host: 0 C with the endpoint given, 1 the JVM, 2 Node, 3 Python).
-    source = read_bridge("options.rs")
-    table = re.search(r"CLIENT_OPTION_TABLE[^=]*= &\[(.*?)\n\];", source, re.DOTALL)
     option = r'opt\(\s*"(\w+)",\s*"(\w+)",\s*"(\w+)",\s*(?:Kind::)?(\w+)'
-    found = re.findall(option, table[1] if table else "")
-    if len(found) < 10:
-        sys.exit(f"fuzz-seeds: options.rs's CLIENT_OPTION_TABLE has {len(found)} options read")
+    table = r"CLIENT_OPTION_TABLE[^=]*= &\[(.*?)\n\];"
+    found = bridge_table("options.rs", "CLIENT_OPTION_TABLE", option, 10, within=table)
     value: dict[str, object] = {"Text": "x", "Flag": True, "MS0": 1500, "COUNT0": 3}
     conn = {"base_url": "http://127.0.0.1:1", "api_key": "k"}
     camel_conn = {"baseUrl": conn["base_url"], "apiKey": conn["api_key"]}
@@ -351,10 +361,8 @@ def guard_specs() -> None:
     # once a heartbeat policy each, and an estimate whose unit differs from `unit`: until these
     # the corpus had one spec and never reached ttl_ms, grace_period_ms, overage_policy,
     # heartbeat or policy (fuzz-growth.sh's never-reached list).
-    listed = re.search(r"SPEC_MEMBERS: &\[&str\] = &\[(.*?)\];", read_bridge("guard.rs"), re.DOTALL)
-    members = re.findall(r'"(\w+)"', listed[1] if listed else "")
-    if len(members) < 8:
-        sys.exit(f"fuzz-seeds: guard.rs's SPEC_MEMBERS has {len(members)} members read")
+    listed = r"SPEC_MEMBERS: &\[&str\] = &\[(.*?)\];"
+    members = bridge_table("guard.rs", "SPEC_MEMBERS", r'"(\w+)"', 8, within=listed)
     missing = [m for m in members if m not in SPEC_VALUES]
     if missing:
         sys.exit(f"fuzz-seeds: no seed value for guard spec members {missing}")
