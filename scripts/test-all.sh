@@ -30,6 +30,7 @@ cargo fmt --manifest-path fuzz/Cargo.toml -- --check   # its own workspace (scri
 
 step "cargo clippy (warnings denied)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo clippy --manifest-path fuzz/Cargo.toml --all-targets --locked -- -D warnings   # its own workspace
 
 step "cargo doc (rustdoc warnings denied: no broken or private intra-doc links)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked -q
