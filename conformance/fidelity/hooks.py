@@ -13,6 +13,7 @@ import random
 import re
 import urllib.request
 import uuid
+from typing import Any
 
 import schemathesis
 
@@ -22,7 +23,7 @@ LEVELS = ("tenant", "workspace", "app", "workflow", "agent", "toolset")
 _rng = random.Random(7)
 
 
-def _post(path, body):
+def _post(path: str, body: dict[str, Any]) -> Any:
     req = urllib.request.Request(
         URL + path,
         data=json.dumps(body).encode(),
@@ -33,7 +34,7 @@ def _post(path, body):
         return json.load(resp)
 
 
-def _fresh_reservation():
+def _fresh_reservation() -> Any:
     body = {
         "idempotency_key": str(uuid.uuid4()),
         "subject": {"tenant": "acme"},
@@ -44,7 +45,7 @@ def _fresh_reservation():
     return _post("/v1/reservations", body)
 
 
-def _sanitize_subject(subject):
+def _sanitize_subject(subject: object) -> None:
     if not isinstance(subject, dict):
         return
     for level in LEVELS:
@@ -57,20 +58,25 @@ def _sanitize_subject(subject):
 
 
 @schemathesis.hook
-def map_case(context, case):
+def map_case(
+    context: schemathesis.HookContext, case: schemathesis.Case[Any]
+) -> schemathesis.Case[Any]:
     body = case.body
     if isinstance(body, dict):
         _sanitize_subject(body.get("subject"))
         # Generated keys collide a lot ("0", "a"), which turns most requests into 409
         # IDEMPOTENCY_MISMATCH; keep some collisions, make most keys fresh.
-        if isinstance(body.get("idempotency_key"), str) and body["idempotency_key"] and _rng.random() < 0.6:
+        key = body.get("idempotency_key")
+        if isinstance(key, str) and key and _rng.random() < 0.6:
             body["idempotency_key"] = str(uuid.uuid4())
         # A fuzzed header key rarely equals the body key; keep them consistent most of the time.
-        if isinstance(case.headers, dict) and "X-Idempotency-Key" in case.headers and _rng.random() < 0.8:
+        headers = case.headers
+        if isinstance(headers, dict) and "X-Idempotency-Key" in headers and _rng.random() < 0.8:
             if isinstance(body.get("idempotency_key"), str):
-                case.headers["X-Idempotency-Key"] = body["idempotency_key"]
-    if isinstance(case.query, dict) and case.query.get("tenant") is not None and _rng.random() < 0.8:
-        case.query["tenant"] = "acme"
+                headers["X-Idempotency-Key"] = body["idempotency_key"]
+    query = case.query
+    if isinstance(query, dict) and query.get("tenant") is not None and _rng.random() < 0.8:
+        query["tenant"] = "acme"
     params = case.path_parameters
     if isinstance(params, dict) and _rng.random() < 0.7:
         try:

@@ -30,6 +30,12 @@ if [ ! -x "$VENV/bin/schemathesis" ]; then
   "$VENV/bin/pip" install -q --upgrade pip
   "$VENV/bin/pip" install -q 'schemathesis>=4,<5'
 fi
+# The hooks type-checked against the schemathesis installed here, with the pinned mypy the
+# Python suite installs (python/scripts/test.sh, which test-all.sh runs before this).
+MYPY="${CYCLES_PY_CACHE:-$HOME/.cache/cycles-python}/tools/bin/mypy"
+[ -x "$MYPY" ] || { echo "no $MYPY: run python/scripts/test.sh first (it installs the pinned mypy)" >&2; exit 2; }
+(cd "$(dirname "$0")" && "$MYPY" --strict --no-incremental --cache-dir=/dev/null \
+  --python-executable "$VENV/bin/python" hooks.py)
 
 (cd "$ROOT" && cargo build -q -p cycles-local-server --example serve)
 WORK="$(mktemp -d)"

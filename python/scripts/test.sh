@@ -135,12 +135,22 @@ if [[ "$BUILD_ONLY" != "1" ]]; then
         "$PKG/README.md" "$ROOT/docs/integrations.md" >&2
     (cd "$PKG" && "$TOOLS/bin/mypy" --strict --no-incremental --cache-dir=/dev/null \
         "$WORK"/readme/*.py tests/typecheck_guarded.py)
-    # The repository's own Python tooling (the fuzz seeds, dictionaries, coverage growth),
-    # under the package's ruff settings.
-    log "ruff check + format check, mypy --strict on scripts/*.py (the fuzz tooling)"
-    "$TOOLS/bin/ruff" check --no-cache --config "$PKG/pyproject.toml" "$ROOT"/scripts/*.py
-    "$TOOLS/bin/ruff" format --no-cache --check --config "$PKG/pyproject.toml" "$ROOT"/scripts/*.py
-    (cd "$ROOT/scripts" && "$TOOLS/bin/mypy" --strict --no-incremental --cache-dir=/dev/null ./*.py)
+    # The repository's own Python tooling, under the package's ruff settings: the fuzz tooling,
+    # the artifact checks, the bench's trace summary, the recovery adapters (scripts without a
+    # .py suffix) and the fidelity hooks (their mypy run needs schemathesis: fidelity/run.sh).
+    log "ruff check + format check, mypy --strict on the repository's Python tooling (scripts/, conformance/)"
+    ADAPTERS=()
+    for f in "$ROOT"/conformance/adapters/*; do [[ "$f" == *.json ]] || ADAPTERS+=("$f"); done
+    TOOLING=("$ROOT"/scripts/*.py "$ROOT"/scripts/verify/*.py "$ROOT"/conformance/bench/*.py
+        "$ROOT"/conformance/fidelity/*.py "${ADAPTERS[@]}")
+    "$TOOLS/bin/ruff" check --no-cache --config "$PKG/pyproject.toml" "${TOOLING[@]}"
+    "$TOOLS/bin/ruff" format --no-cache --check --config "$PKG/pyproject.toml" "${TOOLING[@]}"
+    STRICT=("$TOOLS/bin/mypy" --strict --no-incremental --cache-dir=/dev/null)
+    for dir in scripts scripts/verify conformance/bench; do
+        (cd "$ROOT/$dir" && "${STRICT[@]}" ./*.py)
+    done
+    # One run each: every adapter is a `__main__` to mypy.
+    for f in "${ADAPTERS[@]}"; do "${STRICT[@]}" "$f"; done
 fi
 
 PROFILE=()

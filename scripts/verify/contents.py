@@ -199,9 +199,7 @@ def main() -> int:
         n = globals()[f"check_{lang}"](d)
         if n == 0:
             problem(f"{lang}/", "no artifact")
-        print(
-            f"== verify contents: {lang}: {n} artifact(s) checked", file=sys.stderr
-        )
+        print(f"== verify contents: {lang}: {n} artifact(s) checked", file=sys.stderr)
     for p in problems:
         print(f"== verify contents: FAIL {p}", file=sys.stderr)
     return 1 if problems else 0
