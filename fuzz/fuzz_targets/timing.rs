@@ -7,7 +7,9 @@
 
 use arbitrary::Arbitrary;
 use cycles_core::timing::backoff::{backoff_ceiling, backoff_delay, rate_limit_floor};
-use cycles_core::timing::fallback::{cadence, classify_grant, delay_with_skips};
+use cycles_core::timing::fallback::{
+    cadence, classify_grant, delay_with_skips, MAX_HELD_CADENCE_MS, MIN_CADENCE_MS,
+};
 use cycles_core::timing::retry::{current_lead_estimate, retry_window, transient_retry_delay};
 use cycles_core::timing::timeout::{attempt_cutoff, extend_timeout, too_short_at_start};
 use cycles_core::timing::{
@@ -92,6 +94,7 @@ struct Input {
     grant: i64,
     attempt: u32,
     draw: u64,
+    prime: bool,
 }
 
 fn primary_run(i: &Input) {
@@ -156,7 +159,22 @@ fn primary_run(i: &Input) {
 
 fn fallback_run(i: &Input) {
     let mut f = FallbackPlanner::new(i.ttl, i.start_us, i.expires_at_ms);
-    let _ = f.first_beat(false);
+    // The first beat: at once when primed, else the held cadence (within 1 s and 30 s); a
+    // fresh key either way.
+    match f.first_beat(i.prime) {
+        Decision::Extend {
+            delay,
+            key: KeyUse::Fresh,
+        } => {
+            let (least, most) = if i.prime {
+                (Millis::ZERO, Millis::ZERO)
+            } else {
+                (Millis::ms(MIN_CADENCE_MS), Millis::ms(MAX_HELD_CADENCE_MS))
+            };
+            assert!(least <= delay && delay <= most, "first beat {delay}");
+        }
+        other => panic!("first beat {other:?}"),
+    }
     let mut now = i.start_us;
     for s in &i.fsteps {
         let d = match s {
