@@ -334,6 +334,13 @@ export class Client implements AsyncDisposable {
     return this.op("list_reservations", toWire(query));
   }
   /**
+   * Every row, following `nextCursor` for at most `maxPages` pages (default 100), as one array. The
+   * filters are `listReservations`'s.
+   */
+  listAllReservations(query: M.ListReservationsQuery & { maxPages?: number } = {}): Promise<M.Reservation[]> {
+    return this.op("list_reservations_all", toWire(query));
+  }
+  /**
    * Reads one reservation.
    *
    * `GET /v1/reservations/{reservation_id}` (`getReservation`).
@@ -399,10 +406,6 @@ export class Client implements AsyncDisposable {
     return this.op("get_evidence_jwks", {});
   }
   // END generated operations
-  /** Every page of reservations (at most `maxPages`, default 100), as one array. */
-  async listAllReservations(query: M.ListReservationsQuery & { maxPages?: number } = {}): Promise<M.Reservation[]> {
-    return this.op<M.Reservation[]>("list_reservations_all", toWire(query));
-  }
   /**
    * The guard spec of what the caller gave, nothing more: the bridge fills the idempotency
    * key, the subject (the client's tenant) and a bare estimate's unit (`guard::parse_spec_with`).

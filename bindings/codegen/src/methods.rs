@@ -12,12 +12,13 @@
 //!   markers, a blocking and an `...Async` method per operation over the hand-written request
 //!   classes (`JAVA_REQUESTS`).
 //!
-//! Python's `list_all_reservations` (the bridge's own `list_reservations_all`) is generated
-//! beside `list_reservations`, from its arguments (`table::PY_ALL_PAGES`).
+//! Python's `list_all_reservations` and TypeScript's `listAllReservations` (the bridge's own
+//! `list_reservations_all`) are generated beside `list_reservations`, from its arguments
+//! (`table::ALL_PAGES`).
 //!
 //! Hand-written, for idioms only: the clients' plumbing (`_call`, `_rows`, `op`,
-//! `call`/`async`), TypeScript's and the JVM's `listAllReservations` (they take the read's own
-//! query type), and the JVM request classes.
+//! `call`/`async`), the JVM's `listAllReservations` (it takes the read's own query type), and
+//! the JVM request classes.
 
 use std::fmt::Write;
 
@@ -25,7 +26,7 @@ use cycles_core::transport::DEFAULT_MAX_PAGES;
 
 use crate::ir::{Field, Ir, Model, Op, Ty};
 use crate::java::java_name;
-use crate::table::{host_name, JAVA_REQUESTS, PY_ALL_PAGES, PY_LIKE, TS_QUERY_DEFAULT};
+use crate::table::{host_name, ALL_PAGES, JAVA_REQUESTS, PY_LIKE, TS_QUERY_DEFAULT};
 use crate::text::doc_block as jsdoc;
 use crate::text::{camel, md, rst, wrap};
 
@@ -224,7 +225,7 @@ pub fn python(ir: &Ir) -> Result<String, String> {
         .unwrap();
         for op in &ir.ops {
             python_method(&mut out, ir, op, def, await_, blocking)?;
-            if let Some(walk) = PY_ALL_PAGES.iter().find(|p| p.0 == op.method) {
+            if let Some(walk) = ALL_PAGES.iter().find(|p| p.0 == op.method) {
                 python_all_pages(&mut out, ir, op, walk, def, await_, blocking)?;
             }
         }
@@ -352,7 +353,7 @@ fn py_dict(out: &mut String, indent: &str, encoded: &[(String, String)]) {
     write!(out, "{indent}}}").unwrap();
 }
 
-/// The walk over every page of the paged read `op` (its `table::PY_ALL_PAGES` entry): the
+/// The walk over every page of the paged read `op` (its `table::ALL_PAGES` entry): the
 /// read's keyword arguments but `cursor`, then `max_pages`; the rows of every page, as one list.
 fn python_all_pages(
     out: &mut String,
@@ -371,21 +372,7 @@ fn python_all_pages(
         .into_iter()
         .filter(|f| f.name != "cursor")
         .collect();
-    let row = ir
-        .model(&op.response)
-        .fields
-        .iter()
-        .find_map(|f| match &f.ty {
-            Ty::List(t) => t.model(),
-            _ => None,
-        })
-        .ok_or_else(|| {
-            format!(
-                "{}: its page ({}) has no list of rows",
-                op.method, op.response
-            )
-        })?;
-    let row = host_name(row);
+    let row = page_row(ir, op)?;
     let mut params = vec![
         "*".to_string(),
         format!("max_pages: int = {DEFAULT_MAX_PAGES}"),
@@ -417,6 +404,24 @@ fn python_all_pages(
     )
     .unwrap();
     Ok(())
+}
+
+/// The host name of the rows a paged read's page lists.
+fn page_row<'a>(ir: &'a Ir, op: &Op) -> Result<&'a str, String> {
+    ir.model(&op.response)
+        .fields
+        .iter()
+        .find_map(|f| match &f.ty {
+            Ty::List(t) => t.model(),
+            _ => None,
+        })
+        .map(host_name)
+        .ok_or_else(|| {
+            format!(
+                "{}: its page ({}) has no list of rows",
+                op.method, op.response
+            )
+        })
 }
 
 // ---- TypeScript ----
@@ -474,8 +479,48 @@ pub fn typescript(ir: &Ir) -> Result<String, String> {
             op.method
         )
         .unwrap();
+        if let Some(walk) = ALL_PAGES.iter().find(|p| p.0 == op.method) {
+            typescript_all_pages(&mut out, ir, op, walk)?;
+        }
     }
     Ok(out)
+}
+
+/// The walk over every page of the paged read `op` (its `table::ALL_PAGES` entry): the read's
+/// query (a `cursor` in it is the first page's) and `maxPages`; the rows of every page.
+fn typescript_all_pages(
+    out: &mut String,
+    ir: &Ir,
+    op: &Op,
+    &(_, method, bridge_op): &(&str, &str, &str),
+) -> Result<(), String> {
+    let query = match (&op.request, op.path_params.is_empty()) {
+        (Some(req), true) => host_name(req),
+        _ => {
+            return Err(format!(
+                "{}: a paged read needs a query and no path",
+                op.method
+            ))
+        }
+    };
+    let row = page_row(ir, op)?;
+    jsdoc(
+        out,
+        "  ",
+        &format!(
+            "Every row, following `nextCursor` for at most `maxPages` pages (default \
+             {DEFAULT_MAX_PAGES}), as one array. The filters are `{}`'s.",
+            camel(op.method)
+        ),
+    );
+    writeln!(
+        out,
+        "  {}(query: M.{query} & {{ maxPages?: number }} = {{}}): Promise<M.{row}[]> {{\n    \
+         return this.op(\"{bridge_op}\", toWire(query));\n  }}",
+        camel(method)
+    )
+    .unwrap();
+    Ok(())
 }
 
 // ---- the JVM ----

@@ -93,11 +93,11 @@ pub const JAVA_REQUESTS: &[(&str, &str, bool)] = &[
     ("ListReservationsQuery", "ReservationQuery", false),
 ];
 
-/// Python: the walks over every page beside a paged read, as (the read, the host method, the
-/// bridge's operation). The walk's keyword arguments are the read's (its `cursor` aside) and
-/// `max_pages` (core's `DEFAULT_MAX_PAGES`, the bridge's default); its result the list of the
-/// page's rows.
-pub const PY_ALL_PAGES: &[(&str, &str, &str)] = &[(
+/// Python and TypeScript: the walks over every page beside a paged read, as (the read, the
+/// host method in snake_case, the bridge's operation). The walk's arguments are the read's (in
+/// Python its `cursor` aside) and `max_pages` (core's `DEFAULT_MAX_PAGES`, the bridge's
+/// default); its result the list of the page's rows.
+pub const ALL_PAGES: &[(&str, &str, &str)] = &[(
     "list_reservations",
     "list_all_reservations",
     "list_reservations_all",
