@@ -225,7 +225,7 @@ pub fn python(ir: &Ir) -> Result<String, String> {
         .unwrap();
         for op in &ir.ops {
             python_method(&mut out, ir, op, def, await_, blocking)?;
-            if let Some(walk) = ALL_PAGES.iter().find(|p| p.0 == op.method) {
+            if let Some(walk) = all_pages_walk(op) {
                 python_all_pages(&mut out, ir, op, walk, def, await_, blocking)?;
             }
         }
@@ -406,6 +406,11 @@ fn python_all_pages(
     Ok(())
 }
 
+/// The walk over every page beside the paged read `op`, if it has one (`table::ALL_PAGES`).
+fn all_pages_walk(op: &Op) -> Option<&'static (&'static str, &'static str, &'static str)> {
+    ALL_PAGES.iter().find(|p| p.0 == op.method)
+}
+
 /// The host name of the rows a paged read's page lists.
 fn page_row<'a>(ir: &'a Ir, op: &Op) -> Result<&'a str, String> {
     ir.model(&op.response)
@@ -479,7 +484,7 @@ pub fn typescript(ir: &Ir) -> Result<String, String> {
             op.method
         )
         .unwrap();
-        if let Some(walk) = ALL_PAGES.iter().find(|p| p.0 == op.method) {
+        if let Some(walk) = all_pages_walk(op) {
             typescript_all_pages(&mut out, ir, op, walk)?;
         }
     }
